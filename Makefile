@@ -1,0 +1,256 @@
+# tern - one build for the library, the executables, the tests and fuzzers.
+#
+#   make                 libtern.a and every executable in cmd/ -> bin/
+#   make test            the whole suite (no GPU, no network)
+#   make test SANITIZE=1 the same under ASan+UBSan (objects in build/san)
+#   make fuzz            libFuzzer targets (clang); make fuzz-run FUZZ_SECONDS=60
+#   make man             regenerate man pages and completions from the option tables
+#   make deps            install the Debian packages the build and tests use (root)
+#   make install PREFIX=/usr/local / make uninstall
+#
+# Knobs: NO_CUDA=1 NO_VULKAN=1 CUDA_ARCH=sm_90 DEBUG=1 SANITIZE=1 CI=1 (-Werror)
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := cc
+endif
+CLANG ?= clang
+PYTHON ?= python3
+CUDA_ARCH ?= sm_80
+Q := @
+
+UNAME_M := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+
+# ---- variant ---------------------------------------------------------------
+ifeq ($(SANITIZE),1)
+VARIANT := san
+OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDSAN := -fsanitize=address,undefined
+else ifeq ($(DEBUG),1)
+VARIANT := debug
+OPTFLAGS := -O0 -g
+else
+VARIANT := release
+OPTFLAGS := -O2 -g
+endif
+ifneq ($(CROSS),)
+VARIANT := $(VARIANT)-$(CROSS)
+endif
+
+OUT := build/$(VARIANT)
+ifeq ($(VARIANT),release)
+BINDIR := bin
+else
+BINDIR := $(OUT)/bin
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter
+ifneq ($(CI),)
+WARN += -Werror
+endif
+
+# ---- detection -------------------------------------------------------------
+have_pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
+HAVE_CMOCKA := $(call have_pc,cmocka)
+HAVE_PCRE2 := $(call have_pc,libpcre2-8)
+HAVE_UTF8PROC := $(call have_pc,libutf8proc)
+HAVE_SNDFILE := $(call have_pc,sndfile)
+HAVE_EDIT := $(call have_pc,libedit)
+HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
+ifneq ($(NO_CUDA),1)
+NVCC := $(shell command -v nvcc 2>/dev/null)
+endif
+ifneq ($(NO_VULKAN),1)
+HAVE_VULKAN := $(call have_pc,vulkan)
+GLSLC := $(shell command -v glslc 2>/dev/null)
+endif
+HAVE_QEMU_ARM := $(shell command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo 1)
+
+CUDA_SRC := $(wildcard gpu/cuda/*.cu)
+VK_SRC := $(wildcard gpu/vulkan/*.c)
+BUILD_CUDA := $(if $(and $(NVCC),$(CUDA_SRC)),1)
+BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
+
+PKGS := $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
+PKG_CFLAGS := $(if $(strip $(PKGS)),$(shell pkg-config --cflags $(PKGS)))
+PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
+
+DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
+	$(if $(HAVE_PCRE2),-DTERN_HAVE_PCRE2=1) $(if $(HAVE_UTF8PROC),-DTERN_HAVE_UTF8PROC=1) \
+	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) \
+	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
+
+CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. -Ilib -Iquant -Itokenizer $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+LDLIBS := $(PKG_LIBS) -lpthread -lm
+LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
+
+# ---- sources ---------------------------------------------------------------
+# SIMD variants live in files named *_avx2.c, *_avx512.c and *_neon.c and are
+# compiled with their own flags; the best variant is chosen at run time.
+ALL_LIB_SRC := $(wildcard lib/*.c quant/*.c tokenizer/*.c)
+ifeq ($(UNAME_M),aarch64)
+LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(ALL_LIB_SRC))
+else
+LIB_SRC := $(filter-out %_neon.c,$(ALL_LIB_SRC))
+endif
+LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
+LIB := $(OUT)/libtern.a
+
+CMD_NAMES := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
+BINS := $(CMD_NAMES:%=$(BINDIR)/%)
+CLI_OBJ := $(OUT)/cmd/cli.o $(OUT)/version.o
+
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
+TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(OUT)/%.o)
+
+AVX2_FLAGS := -mavx2 -mfma -mf16c
+AVX512_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
+NEON_FLAGS := -march=armv8.2-a+dotprod+fp16
+
+.PHONY: all lib test check-tests fuzz fuzz-run man deps install uninstall clean summary FORCE
+all: summary $(LIB) $(BINS)
+
+lib: $(LIB)
+
+$(OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (avx2)"
+	$(Q)$(CC) $(CFLAGS) $(AVX2_FLAGS) -c $< -o $@
+
+$(OUT)/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (avx512)"
+	$(Q)$(CC) $(CFLAGS) $(AVX512_FLAGS) -c $< -o $@
+
+$(OUT)/%_neon.o: %_neon.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (neon)"
+	$(Q)$(CC) $(CFLAGS) $(NEON_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The version stamp is rewritten only when its content changes.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+$(OUT)/version.c: FORCE
+	@mkdir -p $(OUT)
+	@printf 'const char tern_build_commit[] = "%s";\nconst char tern_build_compiler[] = "%s";\nconst char tern_build_flags[] = "%s";\n' \
+		'$(GIT_COMMIT)' '$(shell $(CC) --version 2>/dev/null | head -n1)' '$(VARIANT)' > $@.tmp
+	@cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
+
+$(OUT)/version.o: $(OUT)/version.c
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BINDIR)/%: $(OUT)/cmd/%.o $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+# ---- tests -----------------------------------------------------------------
+$(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka
+
+test: all $(TEST_BINS)
+	@test -n "$(HAVE_CMOCKA)" || { echo "cmocka not found: run 'make deps' first" >&2; exit 1; }
+	$(Q)BIN=$(BINDIR) OUT=$(OUT) PYTHON=$(PYTHON) SANITIZE=$(SANITIZE) CROSS_OK=$(HAVE_QEMU_ARM) tests/run.sh $(TEST_BINS)
+
+# ---- fuzzing (clang libFuzzer + ASan + UBSan) ------------------------------
+FUZZ_OUT := build/fuzz
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_OUT)/%.o)
+FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined \
+	$(DEFS) -I. -Ilib -Iquant -Itokenizer $(PKG_CFLAGS) -MMD -MP
+FUZZ_SECONDS ?= 60
+
+$(FUZZ_OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CLANG   $<"
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(if $(findstring _avx512,$<),$(AVX512_FLAGS),$(if $(findstring _avx2,$<),$(AVX2_FLAGS))) -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: $(FUZZ_OUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CLANG) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz: $(FUZZ_BINS)
+	@test -n "$(HAVE_CLANG)" || { echo "clang not found: run 'make deps' first" >&2; exit 1; }
+
+fuzz-run: fuzz
+	$(Q)for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
+		mkdir -p build/fuzz-corpus/$$n; \
+		echo "== $$f for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+			build/fuzz-corpus/$$n tests/fuzz/corpus/$$n 2>&1 | tail -n 12 || exit 1; done
+
+# ---- docs, install ---------------------------------------------------------
+man: $(BINS)
+	$(Q)for n in $(CMD_NAMES); do \
+		$(BINDIR)/$$n --help-man > man/tern-$$n.1 && \
+		$(BINDIR)/$$n --completion bash > completions/tern-$$n.bash && \
+		$(BINDIR)/$$n --completion zsh > completions/_tern-$$n && \
+		$(BINDIR)/$$n --completion fish > completions/tern-$$n.fish || exit 1; \
+		echo "  MAN     tern-$$n"; done
+
+DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
+	libsndfile1-dev libedit-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git curl
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PKGS)
+	$(PYTHON) -m venv --system-site-packages .venv 2>/dev/null || $(PYTHON) -m venv .venv
+	.venv/bin/pip install -q gguf==0.17.1 numpy
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(Q)for n in $(CMD_NAMES); do \
+		install -m 755 $(BINDIR)/$$n $(DESTDIR)$(PREFIX)/bin/tern-$$n && \
+		install -m 644 man/tern-$$n.1 $(DESTDIR)$(PREFIX)/share/man/man1/ && \
+		install -m 644 completions/tern-$$n.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tern-$$n && \
+		install -m 644 completions/_tern-$$n $(DESTDIR)$(PREFIX)/share/zsh/site-functions/ && \
+		install -m 644 completions/tern-$$n.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/ || exit 1; \
+		echo "  INSTALL tern-$$n"; done
+
+uninstall:
+	$(Q)for n in $(CMD_NAMES); do \
+		rm -f $(DESTDIR)$(PREFIX)/bin/tern-$$n $(DESTDIR)$(PREFIX)/share/man/man1/tern-$$n.1 \
+			$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tern-$$n \
+			$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tern-$$n \
+			$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tern-$$n.fish; \
+		echo "  REMOVE  tern-$$n"; done
+
+clean:
+	rm -rf build bin
+
+# ---- summary ---------------------------------------------------------------
+yn = $(if $(1),✓,✗)
+summary:
+	@echo "tern $(VERSION) [$(VARIANT)] $(UNAME_M), cc: $(shell $(CC) -dumpfullversion 2>/dev/null)"
+	@echo "  $(call yn,$(HAVE_CMOCKA)) cmocka        tests"
+	@echo "  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers"
+	@echo "  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation"
+	@echo "  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input"
+	@echo "  $(call yn,$(HAVE_CLANG)) clang         fuzz targets"
+	@echo "  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests"
+	@echo "  $(call yn,$(NVCC)) nvcc          $(if $(NVCC),$(shell nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') $(CUDA_ARCH),$(if $(NO_CUDA),disabled by NO_CUDA,not found))$(if $(NVCC),$(if $(CUDA_SRC),, (no CUDA sources in the tree yet)))"
+	@echo "  $(call yn,$(and $(HAVE_VULKAN),$(GLSLC))) vulkan+glslc  $(if $(NO_VULKAN),disabled by NO_VULKAN,$(if $(and $(HAVE_VULKAN),$(GLSLC)),found$(if $(VK_SRC),, (no Vulkan sources in the tree yet)),not found))"
+	@echo "  building: libtern.a $(CMD_NAMES)"
+
+FORCE:
+
+-include $(shell find build/$(VARIANT) build/fuzz -name '*.d' 2>/dev/null)

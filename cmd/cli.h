@@ -1,0 +1,96 @@
+/* cli.h - the command-line framework shared by every executable.
+ *
+ * Each executable describes itself with one struct cli_prog: its option
+ * table drives argument parsing, --help, the man page (--help-man, used by
+ * `make man`) and the bash/zsh/fish completions (--completion SHELL), so they
+ * cannot drift apart. This layer (cmd/) is the only one that prints or
+ * exits.
+ *
+ * Exit statuses: 0 ok, 1 runtime error, 2 usage error, 65 bad input data. */
+#ifndef TERN_CLI_H
+#define TERN_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_DATAERR = 65 };
+
+enum cli_kind {
+	CLI_FLAG,   /* no argument: *(bool *)dst = true */
+	CLI_INT,    /* int64 argument, range-checked: *(int64_t *)dst */
+	CLI_FLOAT,  /* double argument: *(double *)dst */
+	CLI_STR,    /* string argument: *(const char **)dst */
+	CLI_FILE,   /* like CLI_STR, completed as a file (by `ext` if set) */
+	CLI_CHOICE, /* one of `choices` ("a|b|c"): *(const char **)dst */
+};
+
+struct cli_opt {
+	const char *lng;     /* "threads" for --threads (NULL: short only) */
+	char shrt;           /* 't' for -t, 0 if none */
+	const char *alias;   /* extra single-dash spelling users know, e.g. "ngl" */
+	enum cli_kind kind;
+	void *dst;           /* where the parsed value goes */
+	const char *arg;     /* argument name in help, e.g. "N" */
+	const char *help;    /* one line */
+	const char *ext;     /* CLI_FILE: completion extensions "gguf|bin" */
+	const char *choices; /* CLI_CHOICE: "auto|always|never" */
+	int64_t min, max;    /* CLI_INT range (both 0: any non-negative) */
+	bool *seen;          /* optional: set when the option is given */
+};
+
+struct cli_section {
+	const char *title;   /* "EXIT STATUS", "EXAMPLES", ... */
+	const char *text;    /* roff-safe plain text; lines starting with "  " are literal */
+};
+
+struct cli_prog {
+	const char *name;        /* "inspect" (installed as tern-inspect) */
+	const char *summary;     /* one line for NAME */
+	const char *usage;       /* "[OPTIONS] FILE" */
+	const char *description; /* paragraph(s) for DESCRIPTION, blank line separated */
+	const struct cli_opt *opts; /* terminated by an entry with lng == NULL && shrt == 0 */
+	const char *pos_name;    /* "FILE" */
+	const char *pos_ext;     /* completion extensions for positional args */
+	int min_pos, max_pos;    /* positional argument count (max -1: any) */
+	const struct cli_section *sections; /* terminated by title == NULL */
+};
+
+/* Common options every program has, filled by cli_parse. */
+struct cli_common {
+	bool verbose, quiet;
+	const char *color;       /* auto|always|never */
+	bool use_color;          /* resolved for stderr */
+};
+
+/* Parse argv. Handles --help, --version, --help-man and --completion itself
+ * (prints and exits 0). On a usage error prints one line and exits 2.
+ * Positional arguments are returned in pos (array of argc entries, owned by
+ * the caller's argv) and their count in *npos. */
+void cli_parse(const struct cli_prog *p, int argc, char **argv,
+	       struct cli_common *common, const char ***pos, int *npos);
+
+/* "tern-inspect: " prefixed message on stderr (one line). */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print the message of a library error and return its exit status. */
+int cli_fail(const char *path, int code, const tern_err *e);
+/* Usage error: one line, exit 2. */
+_Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Name of the running program as installed ("tern-inspect"). */
+const char *cli_progname(void);
+
+/* JSON string output: always valid UTF-8 JSON. Each maximal ill-formed
+ * subsequence of the input becomes one U+FFFD (the policy Python's
+ * decode(errors="replace") follows), control characters are escaped. */
+void cli_json_str(FILE *f, const char *s, uint64_t len);
+/* Write a string for a text listing: printable UTF-8 kept, control bytes and
+ * invalid sequences escaped C-style (\n, \x1b). */
+void cli_text_str(FILE *f, const char *s, uint64_t len);
+/* Write a double as JSON (finite values; NaN/Inf become null). */
+void cli_json_num(FILE *f, double v);
+
+#endif

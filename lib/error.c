@@ -1,0 +1,52 @@
+/* error.c - error messages and codes shared by the whole library. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int tern_errf(tern_err *e, int code, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		e->code = code;
+	}
+	return code;
+}
+
+void tern_err_prefix(tern_err *e, const char *prefix)
+{
+	char tmp[TERN_ERR_MSG_MAX];
+	if (!e || !prefix)
+		return;
+	snprintf(tmp, sizeof tmp, "%s: %s", prefix, e->msg);
+	memcpy(e->msg, tmp, sizeof tmp);
+}
+
+const char *tern_strerror(int code)
+{
+	switch (code) {
+	case TERN_OK: return "ok";
+	case TERN_EIO: return "input/output error";
+	case TERN_ENOMEM: return "out of memory";
+	case TERN_EFORMAT: return "malformed input";
+	case TERN_EUNSUPPORTED: return "unsupported input";
+	case TERN_EINVAL: return "invalid argument";
+	case TERN_ENOTFOUND: return "not found";
+	case TERN_ETYPE: return "wrong type";
+	case TERN_ERANGE: return "out of range";
+	}
+	return "unknown error";
+}
+
+int tern_exit_status(int code)
+{
+	if (code == TERN_OK)
+		return 0;
+	if (code == TERN_EFORMAT || code == TERN_EUNSUPPORTED)
+		return 65;
+	return 1;
+}

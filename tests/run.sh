@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# run.sh - run the whole suite: every cmocka test binary given on the command
+# line, then every tests/cli_*.sh script (black-box tests of the executables).
+# Environment: BIN (directory of the executables), OUT (build directory),
+# PYTHON. Prints one summary line; exits non-zero if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+export BIN=${BIN:-bin} OUT=${OUT:-build/release} PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] && export PYTHON=$PWD/.venv/bin/python
+export TERN_DATA=${TERN_DATA:-../shared/data}
+pass=0 fail=0 failed=()
+run_one() {
+	local name=$1; shift
+	local log=$OUT/tests/$name.log
+	mkdir -p "$OUT/tests"
+	local t0=$EPOCHREALTIME
+	if "$@" >"$log" 2>&1; then
+		pass=$((pass + 1)); status=ok
+	else
+		fail=$((fail + 1)); failed+=("$name"); status=FAIL
+	fi
+	printf '%-5s %-34s %6.2fs  %s\n' "$status" "$name" "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{print b-a}')" \
+		"$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^SKIP|^PASS|^FAIL' "$log" | tr '\n' ' ' | cut -c1-60)"
+	[ "$status" = FAIL ] && sed 's/^/    | /' "$log" | tail -n 40
+	return 0
+}
+for t in "$@"; do run_one "$(basename "$t")" "$t"; done
+for s in tests/cli_*.sh; do [ -e "$s" ] && run_one "$(basename "$s" .sh)" bash "$s"; done
+echo "----"
+echo "tests: $pass passed, $fail failed${failed:+ (${failed[*]})}"
+[ "$fail" -eq 0 ]

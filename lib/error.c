@@ -22,7 +22,16 @@ void tern_err_prefix(tern_err *e, const char *prefix)
 	char tmp[TERN_ERR_MSG_MAX];
 	if (!e || !prefix)
 		return;
-	snprintf(tmp, sizeof tmp, "%s: %s", prefix, e->msg);
+	size_t pl = strlen(prefix);
+	if (pl > sizeof tmp - 3)
+		pl = sizeof tmp - 3;
+	memcpy(tmp, prefix, pl);
+	memcpy(tmp + pl, ": ", 2);
+	size_t ml = strlen(e->msg);
+	if (ml > sizeof tmp - pl - 3)
+		ml = sizeof tmp - pl - 3;
+	memcpy(tmp + pl + 2, e->msg, ml);
+	tmp[pl + 2 + ml] = 0;
 	memcpy(e->msg, tmp, sizeof tmp);
 }
 

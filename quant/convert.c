@@ -1,71 +1,44 @@
-/* convert.c - element conversions (fp16, bf16) and row dequantization for
- * the plain and Q8_0 types. The quant module extends this to every type. */
+/* convert.c - element conversions between f32 and the 16-bit float types
+ * (IEEE fp16, bfloat16). Row dequantization of every type is in ref.c. */
 #include "convert.h"
-#include "error.h"
+#include "qimpl.h"
 
-#include <string.h>
+#include <math.h>
 
 float quant_fp16_to_f32(uint16_t h)
 {
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f;
-	uint32_t man = h & 0x3ff;
-	uint32_t bits;
-	if (exp == 0) {
-		if (man == 0) {
-			bits = sign;
-		} else { /* subnormal: normalise */
-			int e = -1;
-			do {
-				e++;
-				man <<= 1;
-			} while (!(man & 0x400));
-			bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-		}
-	} else if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else {
-		bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
+	return qfp16(h);
 }
 
 float quant_bf16_to_f32(uint16_t h)
 {
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
+	return qbits_f32((uint32_t)h << 16);
 }
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
-int quant_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t n)
+/* Rounding is done by the FPU: scaling by 2^112 then 2^-110 lands the value
+ * at the binade where adding a power-of-two bias leaves exactly the fp16
+ * mantissa bits, rounded to nearest even (and overflow becomes inf). */
+uint16_t quant_f32_to_fp16(float f)
 {
-	const uint8_t *p = src;
-	switch (type) {
-	case QT_F32:
-		memcpy(dst, src, n * 4);
-		return 0;
-	case QT_F16:
-		for (uint64_t i = 0; i < n; i++)
-			dst[i] = quant_fp16_to_f32(rd16(p + 2 * i));
-		return 0;
-	case QT_BF16:
-		for (uint64_t i = 0; i < n; i++)
-			dst[i] = quant_bf16_to_f32(rd16(p + 2 * i));
-		return 0;
-	case QT_Q8_0:
-		if (n % 32)
-			return TERN_EINVAL;
-		for (uint64_t b = 0; b < n / 32; b++, p += 34) {
-			float d = quant_fp16_to_f32(rd16(p));
-			for (int j = 0; j < 32; j++)
-				dst[b * 32 + j] = d * (float)(int8_t)p[2 + j];
-		}
-		return 0;
-	}
-	return TERN_EUNSUPPORTED;
+	float base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+	uint32_t w = qf32_bits(f);
+	uint32_t shl1_w = w + w;
+	uint32_t sign = w & 0x80000000u;
+	uint32_t bias = shl1_w & 0xFF000000u;
+	if (bias < 0x71000000u)
+		bias = 0x71000000u;
+	base = qbits_f32((bias >> 1) + 0x07800000u) + base;
+	uint32_t bits = qf32_bits(base);
+	uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+	uint32_t mantissa_bits = bits & 0x00000FFFu;
+	uint32_t nonsign = exp_bits + mantissa_bits;
+	return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+uint16_t quant_f32_to_bf16(float f)
+{
+	uint32_t u = qf32_bits(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 64);
+	return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
 }

@@ -77,4 +77,43 @@ int quant_type_from_name(const char *name);
  * the size overflows. */
 size_t quant_row_size(uint32_t t, uint64_t n, bool *ok);
 
+/* ---- encode, decode, dot (quant/ref.c, quant/quantize.c, quant/dot.c) ----
+ * Rows are n elements, n a multiple of the type's block; pointers may have
+ * any alignment. quant_dequantize_row() is declared in convert.h. */
+
+/* Type the activations take in a dot with weights of type t: QT_Q8_0,
+ * QT_Q8_1, QT_Q8_K, or QT_F32 for the float types and the types that
+ * decode a block to floats first. */
+uint32_t quant_vec_dot_type(uint32_t t);
+
+/* True if quant_quantize_row() can encode type t. */
+bool quant_can_quantize(uint32_t t);
+
+/* Encode n floats as type t (reference quantizer, no importance matrix).
+ * Returns 0, TERN_EINVAL (bad n) or TERN_EUNSUPPORTED. */
+int quant_quantize_row(uint32_t t, const float *src, void *dst, uint64_t n);
+
+/* Dot of n weights of type t with n activations of type
+ * quant_vec_dot_type(t). */
+typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);
+
+/* Scalar reference dot (always available). */
+float quant_dot_ref(uint32_t t, int64_t n, const void *w, const void *a);
+
+/* Kernel of a given ISA (enum quant_isa in cpu.h), or NULL if that ISA has
+ * no kernel of its own for t or is not compiled in. */
+quant_dot_fn quant_dot_kernel(uint32_t t, int isa);
+
+/* Dot through the kernel chosen for quant_isa() (scalar if none). */
+float quant_dot(uint32_t t, int64_t n, const void *w, const void *a);
+
+/* Dot of n weights of type t with f32 activations x (decode then multiply). */
+float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x);
+
+/* Tile of dots: out[c * ostride + r] = dot(row r of w, row c of a) for
+ * r < nr, c < nc; w rows are wstride bytes apart, a rows astride bytes.
+ * Uses the chosen ISA's tile kernel where there is one. */
+void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr,
+		    const void *a, size_t astride, int nc, float *out, size_t ostride);
+
 #endif

@@ -1,0 +1,133 @@
+/* dot.c - dot products of a weight row with an activation row: the pairing
+ * of weight and activation types, the scalar reference, and the choice of
+ * SIMD kernel (made once, from the ISA quant_isa() reports).
+ *
+ * The reference decodes both operands block by block and accumulates in
+ * double: it is slow but plainly right, and the SIMD kernels (which work on
+ * the integer levels) are tested against it. */
+#include "convert.h"
+#include "cpu.h"
+#include "error.h"
+#include "qimpl.h"
+
+#include <pthread.h>
+
+uint32_t quant_vec_dot_type(uint32_t t)
+{
+	switch (t) {
+	case QT_Q4_0: case QT_Q5_0: case QT_Q8_0: case QT_IQ4_NL: case QT_MXFP4:
+		return QT_Q8_0;
+	case QT_Q4_1: case QT_Q5_1:
+		return QT_Q8_1;
+	case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K:
+	case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S:
+	case QT_IQ1_S: case QT_IQ1_M: case QT_IQ4_XS: case QT_TQ1_0: case QT_TQ2_0:
+		return QT_Q8_K;
+	}
+	return QT_F32;
+}
+
+/* Decode elements [i0, i0 + cnt) of a row of type t into out; i0 and cnt
+ * are multiples of the block of t. */
+static void decode_range(uint32_t t, const uint8_t *row, int64_t i0, int cnt, float *out)
+{
+	const struct quant_type_info *ti = quant_type_info(t);
+	if (ti->blck == 1) {
+		quant_dequantize_row(t, row + i0 * ti->size, out, (uint64_t)cnt);
+		return;
+	}
+	quant_block_dec dec = quant_block_decoder(t);
+	for (int j = 0; j < cnt; j += (int)ti->blck)
+		dec(row + (i0 + j) / ti->blck * ti->size, out + j);
+}
+
+float quant_dot_ref(uint32_t t, int64_t n, const void *w, const void *a)
+{
+	uint32_t at = quant_vec_dot_type(t);
+	int step = QK_K;
+	float wv[QK_K], av[QK_K];
+	double sum = 0;
+	for (int64_t i = 0; i < n; i += step) {
+		int cnt = (int)(n - i < step ? n - i : step);
+		decode_range(t, w, i, cnt, wv);
+		decode_range(at, a, i, cnt, av);
+		for (int j = 0; j < cnt; j++)
+			sum += (double)wv[j] * av[j];
+	}
+	return (float)sum;
+}
+
+float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x)
+{
+	if (t == QT_F32) {
+		const uint8_t *p = w;
+		float s = 0;
+		for (int64_t i = 0; i < n; i++)
+			s += qrdf32(p + 4 * i) * x[i];
+		return s;
+	}
+	float wv[QK_K];
+	float sum = 0;
+	int step = QK_K;
+	for (int64_t i = 0; i < n; i += step) {
+		int cnt = (int)(n - i < step ? n - i : step);
+		decode_range(t, w, i, cnt, wv);
+		float s = 0;
+		for (int j = 0; j < cnt; j++)
+			s += wv[j] * x[i + j];
+		sum += s;
+	}
+	return sum;
+}
+
+/* ---- kernel tables ------------------------------------------------------- */
+
+static struct quant_kernels tables[QUANT_ISA_NEON + 1];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void tables_init(void)
+{
+#if defined(__x86_64__)
+	quant_kernels_avx2_init(&tables[QUANT_ISA_AVX2]);
+	quant_kernels_avx512_init(&tables[QUANT_ISA_AVX512]);
+#elif defined(__aarch64__)
+	quant_kernels_neon_init(&tables[QUANT_ISA_NEON]);
+#endif
+}
+
+quant_dot_fn quant_dot_kernel(uint32_t t, int isa)
+{
+	if (t >= QT_COUNT || isa < 0 || isa > QUANT_ISA_NEON)
+		return NULL;
+	pthread_once(&tables_once, tables_init);
+	return tables[isa].dot[t];
+}
+
+static const struct quant_kernels *current(void)
+{
+	pthread_once(&tables_once, tables_init);
+	return &tables[quant_isa()];
+}
+
+float quant_dot(uint32_t t, int64_t n, const void *w, const void *a)
+{
+	quant_dot_fn f = t < QT_COUNT ? current()->dot[t] : NULL;
+	return f ? f(n, w, a) : quant_dot_ref(t, n, w, a);
+}
+
+void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr,
+		    const void *a, size_t astride, int nc, float *out, size_t ostride)
+{
+	const struct quant_kernels *k = current();
+	if (k->mm[t]) {
+		k->mm[t](n, w, wstride, nr, a, astride, nc, out, ostride);
+		return;
+	}
+	quant_dot_fn f = k->dot[t];
+	for (int c = 0; c < nc; c++)
+		for (int r = 0; r < nr; r++) {
+			const void *wr = (const uint8_t *)w + (size_t)r * wstride;
+			const void *ar = (const uint8_t *)a + (size_t)c * astride;
+			out[(size_t)c * ostride + r] = f ? f(n, wr, ar) : quant_dot_ref(t, n, wr, ar);
+		}
+}

@@ -41,8 +41,31 @@ static void decode_range(uint32_t t, const uint8_t *row, int64_t i0, int cnt, fl
 		dec(row + (i0 + j) / ti->blck * ti->size, out + j);
 }
 
+/* Q4_1 / Q5_1 with Q8_1: the activation block carries s = d * sum(q) in
+ * fp16, and the weight min multiplies s, as in ggml (the rounding of s is
+ * part of the format's result). */
+static float dot_q41_q51_ref(uint32_t t, int64_t n, const uint8_t *w, const uint8_t *a)
+{
+	double sum = 0;
+	int bs = t == QT_Q4_1 ? Q4_1_B : Q5_1_B;
+	for (int64_t b = 0; b < n / 32; b++, w += bs, a += Q8_1_B) {
+		uint32_t qh = t == QT_Q5_1 ? qrd32(w + 4) : 0;
+		const uint8_t *qs = w + (t == QT_Q5_1 ? 8 : 4);
+		int sumi = 0;
+		for (int j = 0; j < 16; j++) {
+			int lo = (qs[j] & 0xF) | (int)((qh >> j) & 1) << 4;
+			int hi = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+			sumi += lo * (int8_t)a[4 + j] + hi * (int8_t)a[4 + j + 16];
+		}
+		sum += (double)qrdfp16(w) * qrdfp16(a) * sumi + (double)qrdfp16(w + 2) * qrdfp16(a + 2);
+	}
+	return (float)sum;
+}
+
 float quant_dot_ref(uint32_t t, int64_t n, const void *w, const void *a)
 {
+	if (t == QT_Q4_1 || t == QT_Q5_1)
+		return dot_q41_q51_ref(t, n, w, a);
 	uint32_t at = quant_vec_dot_type(t);
 	int step = QK_K;
 	float wv[QK_K], av[QK_K];

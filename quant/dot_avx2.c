@@ -1,12 +1,13 @@
-/* dot_avx2.c - AVX2 + FMA + F16C dot kernels (compiled with those flags,
- * called only when CPUID reports them). */
+/* dot_avx2.c - AVX2 + FMA + F16C dot kernels: simd_x86.inc compiled with
+ * those flags. Called only when CPUID reports them. */
 #include "qimpl.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#define KSUFFIX avx2
+#include "simd_x86.inc"
 
 void quant_kernels_avx2_init(struct quant_kernels *k)
 {
-	memset(k, 0, sizeof *k);
+	fill_kernels_avx2(k);
 }
 #endif

@@ -1,12 +1,15 @@
-/* dot_avx512.c - AVX-512 (F, BW, VL, VNNI) dot kernels (compiled with those flags,
- * called only when CPUID reports them). */
+/* dot_avx512.c - AVX-512 (F, BW, VL, DQ, VNNI) dot kernels: simd_x86.inc
+ * with the VNNI dot product and mask registers, compiled with AVX-512
+ * flags. Called only when CPUID reports them. */
 #include "qimpl.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#define KSUFFIX avx512
+#define QX_VNNI 1
+#include "simd_x86.inc"
 
 void quant_kernels_avx512_init(struct quant_kernels *k)
 {
-	memset(k, 0, sizeof *k);
+	fill_kernels_avx512(k);
 }
 #endif

@@ -614,6 +614,32 @@ static void test_mutations(void **state)
 	bb_free(&b);
 }
 
+/* The committed fuzz seeds (scripts/fuzz_seeds_legacy.py) are valid files. */
+static void test_fuzz_seeds(void **state)
+{
+	static const struct {
+		const char *name;
+		enum ggml_legacy_kind kind;
+		uint64_t n_tensors, n_vocab;
+	} seeds[] = {
+		{"silero_cut.bin", GGML_LEGACY_SILERO, 4, 0},
+		{"whisper_cut.bin", GGML_LEGACY_WHISPER, 4, 200},
+		{"whisper_en_cut.bin", GGML_LEGACY_WHISPER, 4, 200},
+	};
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		char path[256];
+		snprintf(path, sizeof path, "tests/fuzz/corpus/ggml_legacy/%s", seeds[i].name);
+		ggml_legacy *m = NULL;
+		tern_err e = {0};
+		if (ggml_legacy_open(&m, path, &e))
+			fail_msg("%s: %s", path, e.msg);
+		assert_int_equal(ggml_legacy_kind(m), seeds[i].kind);
+		assert_int_equal(ggml_legacy_n_tensors(m), seeds[i].n_tensors);
+		assert_int_equal(ggml_legacy_n_vocab(m), seeds[i].n_vocab);
+		ggml_legacy_close(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -626,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_synthetic_valid),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_fuzz_seeds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,4 +253,6 @@ summary:
 
 FORCE:
 
+.SECONDARY:
+
 -include $(shell find build/$(VARIANT) build/fuzz -name '*.d' 2>/dev/null)

@@ -90,7 +90,10 @@ void cli_json_str(FILE *f, const char *s, uint64_t len);
 /* Write a string for a text listing: printable UTF-8 kept, control bytes and
  * invalid sequences escaped C-style (\n, \x1b). */
 void cli_text_str(FILE *f, const char *s, uint64_t len);
-/* Write a double as JSON (finite values; NaN/Inf become null). */
+/* Write a number as JSON so that it reads back exactly (NaN/Inf: null). */
 void cli_json_num(FILE *f, double v);
+void cli_json_f32(FILE *f, float v);
+/* Shortest decimal form of v that reads back exactly (may be inf/nan). */
+void cli_fmt_f32(char *buf, size_t cap, float v);
 
 #endif

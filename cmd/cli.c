@@ -1,0 +1,821 @@
+/* cli.c - option parsing, --help, --version, man page and completion
+ * generation from one option table per executable, plus the error and JSON
+ * output helpers every executable shares. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+extern const char tern_build_commit[];
+extern const char tern_build_compiler[];
+extern const char tern_build_flags[];
+
+static char progname[64] = "tern";
+
+const char *cli_progname(void) { return progname; }
+
+/* ---- messages ------------------------------------------------------------ */
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", progname, kind);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+_Noreturn void cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (try '%s --help')\n", progname);
+	va_end(ap);
+	exit(EXIT_USAGE);
+}
+
+int cli_fail(const char *path, int code, const tern_err *e)
+{
+	const char *msg = e && e->msg[0] ? e->msg : tern_strerror(code);
+	if (path)
+		fprintf(stderr, "%s: %s: %s\n", progname, path, msg);
+	else
+		fprintf(stderr, "%s: %s\n", progname, msg);
+	return tern_exit_status(code);
+}
+
+/* ---- the built-in options ---------------------------------------------- */
+
+static struct cli_common *g_common;
+static bool opt_help, opt_version;
+static const char *opt_help_man, *opt_completion;
+
+#define BUILTIN_COUNT 6
+static struct cli_opt builtins[BUILTIN_COUNT + 1];
+
+static void init_builtins(struct cli_common *c)
+{
+	struct cli_opt b[BUILTIN_COUNT + 1] = {
+		{.lng = "help", .shrt = 'h', .kind = CLI_FLAG, .dst = &opt_help, .help = "show this help and exit"},
+		{.lng = "version", .kind = CLI_FLAG, .dst = &opt_version,
+		 .help = "show version, commit, compiler, backends and CPU features, then exit"},
+		{.lng = "verbose", .shrt = 'v', .kind = CLI_FLAG, .dst = &c->verbose, .help = "more detail on stderr"},
+		{.lng = "quiet", .shrt = 'q', .kind = CLI_FLAG, .dst = &c->quiet, .help = "only errors on stderr"},
+		{.lng = "color", .kind = CLI_CHOICE, .dst = &c->color, .arg = "WHEN", .choices = "auto|always|never",
+		 .help = "colour on stderr: auto (a terminal and NO_COLOR unset), always, never"},
+		{.lng = "completion", .kind = CLI_CHOICE, .dst = &opt_completion, .arg = "SHELL",
+		 .choices = "bash|zsh|fish", .help = "print a completion script for SHELL and exit"},
+		{0},
+	};
+	memcpy(builtins, b, sizeof b);
+}
+
+/* Hidden: used by `make man`. */
+static const struct cli_opt help_man_opt = {.lng = "help-man", .kind = CLI_FLAG, .dst = &opt_help_man};
+
+/* ---- help ---------------------------------------------------------------- */
+
+static int n_opts(const struct cli_opt *o)
+{
+	int n = 0;
+	while (o && (o[n].lng || o[n].shrt))
+		n++;
+	return n;
+}
+
+/* "-t, --threads N" style spelling of an option. */
+static void spell(const struct cli_opt *o, char *buf, size_t cap, bool roff)
+{
+	const char *dash = roff ? "\\-" : "-";
+	size_t n = 0;
+	buf[0] = 0;
+	if (o->shrt)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%c", dash, o->shrt);
+	if (o->alias && n < cap)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s%s", n ? ", " : "", dash, o->alias);
+	if (o->lng && n < cap)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s%s%s", n ? ", " : "", dash, dash, o->lng);
+	if (o->kind != CLI_FLAG && n < cap) {
+		const char *arg = o->arg ? o->arg : o->kind == CLI_INT ? "N" : o->kind == CLI_FLOAT ? "X" : "VALUE";
+		snprintf(buf + n, cap - n, " %s", arg);
+	}
+}
+
+static void print_opts(FILE *f, const struct cli_opt *o)
+{
+	for (int i = 0; i < n_opts(o); i++) {
+		char sp[96];
+		spell(&o[i], sp, sizeof sp, false);
+		if (strlen(sp) < 28)
+			fprintf(f, "  %-28s %s", sp, o[i].help ? o[i].help : "");
+		else
+			fprintf(f, "  %s\n  %-28s %s", sp, "", o[i].help ? o[i].help : "");
+		if (o[i].kind == CLI_CHOICE && o[i].choices)
+			fprintf(f, " [%s]", o[i].choices);
+		fputc('\n', f);
+	}
+}
+
+static void print_help(const struct cli_prog *p)
+{
+	printf("usage: %s %s\n%s\n", progname, p->usage, p->summary);
+	printf("\noptions:\n");
+	print_opts(stdout, p->opts);
+	print_opts(stdout, builtins);
+	printf("\nexit status: 0 ok, 1 runtime error, 2 usage error, 65 malformed input.\n");
+	printf("See '%s(1)' for details.\n", progname);
+}
+
+static void print_version(void)
+{
+	printf("%s %s\n", progname, TERN_VERSION);
+	printf("commit:   %s\n", tern_build_commit);
+	printf("compiler: %s (%s)\n", tern_build_compiler, tern_build_flags);
+	printf("backends: cpu");
+#ifdef TERN_HAVE_CUDA
+	printf(" cuda");
+#endif
+#ifdef TERN_HAVE_VULKAN
+	printf(" vulkan");
+#endif
+	printf("\ncpu:      %s (kernels: %s)\n", quant_cpu_features_str(), quant_isa_name(quant_isa()));
+}
+
+/* ---- man page (roff) ---------------------------------------------------- */
+
+static void roff_text(FILE *f, const char *s)
+{
+	/* Escape backslashes and dashes; a leading dot or quote gets \& so that
+	 * roff does not take the line for a request. */
+	bool bol = true;
+	for (; *s; s++) {
+		if (bol && (*s == '.' || *s == '\''))
+			fputs("\\&", f);
+		if (*s == '\\')
+			fputs("\\e", f);
+		else if (*s == '-')
+			fputs("\\-", f);
+		else
+			fputc(*s, f);
+		bol = *s == '\n';
+	}
+}
+
+static void roff_para(FILE *f, const char *text)
+{
+	/* Blank lines separate paragraphs; lines starting with two spaces are
+	 * literal (examples). */
+	const char *s = text;
+	bool in_lit = false;
+	while (*s) {
+		const char *e = strchr(s, '\n');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		char line[1024];
+		if (n >= sizeof line)
+			n = sizeof line - 1;
+		memcpy(line, s, n);
+		line[n] = 0;
+		if (n == 0) {
+			if (in_lit)
+				fputs(".EE\n", f);
+			in_lit = false;
+			fputs(".PP\n", f);
+		} else if (n >= 2 && line[0] == ' ' && line[1] == ' ') {
+			if (!in_lit)
+				fputs(".EX\n", f);
+			in_lit = true;
+			roff_text(f, line + 2);
+			fputc('\n', f);
+		} else {
+			if (in_lit)
+				fputs(".EE\n", f);
+			in_lit = false;
+			roff_text(f, line);
+			fputc('\n', f);
+		}
+		s = e ? e + 1 : s + n;
+	}
+	if (in_lit)
+		fputs(".EE\n", f);
+}
+
+static void man_opts(FILE *f, const struct cli_opt *o)
+{
+	for (int i = 0; i < n_opts(o); i++) {
+		char sp[128];
+		spell(&o[i], sp, sizeof sp, true);
+		fprintf(f, ".TP\n.B %s\n", sp);
+		roff_text(f, o[i].help ? o[i].help : "");
+		if (o[i].kind == CLI_CHOICE && o[i].choices) {
+			fputs(" One of: ", f);
+			roff_text(f, o[i].choices);
+			fputc('.', f);
+		}
+		fputc('\n', f);
+	}
+}
+
+static void print_man(const struct cli_prog *p)
+{
+	char up[64];
+	size_t i;
+	for (i = 0; progname[i] && i + 1 < sizeof up; i++)
+		up[i] = (char)(progname[i] >= 'a' && progname[i] <= 'z' ? progname[i] - 32 : progname[i]);
+	up[i] = 0;
+	printf(".\\\" Generated by '%s --help-man' from the option table; do not edit.\n", progname);
+	printf(".TH %s 1 \"\" \"tern %s\" \"tern manual\"\n", up, TERN_VERSION);
+	printf(".SH NAME\n%s \\- ", progname);
+	roff_text(stdout, p->summary);
+	printf("\n.SH SYNOPSIS\n.B %s\n", progname);
+	roff_text(stdout, p->usage);
+	printf("\n.SH DESCRIPTION\n");
+	roff_para(stdout, p->description ? p->description : p->summary);
+	printf(".SH OPTIONS\n");
+	man_opts(stdout, p->opts);
+	man_opts(stdout, builtins);
+	for (const struct cli_section *s = p->sections; s && s->title; s++) {
+		printf(".SH %s\n", s->title);
+		roff_para(stdout, s->text);
+	}
+	printf(".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nif set, no colour is used with \\-\\-color=auto.\n");
+	printf(".TP\n.B TERN_CPU\nforce the CPU kernel variant: scalar, avx2, avx512 or neon (default: the best the CPU runs).\n");
+	printf(".SH SEE ALSO\ntern\\-run(1), tern\\-chat(1), tern\\-bench(1), tern\\-transcribe(1), tern\\-vad(1), tern\\-inspect(1)\n");
+}
+
+/* ---- completions --------------------------------------------------------- */
+
+static void ext_glob(FILE *f, const char *ext, const char *fmt_each, const char *sep)
+{
+	/* "gguf|bin" -> each ext formatted with fmt_each, joined by sep */
+	char buf[128];
+	snprintf(buf, sizeof buf, "%s", ext);
+	char *save = NULL;
+	bool first = true;
+	for (char *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+		if (!first)
+			fputs(sep, f);
+		fprintf(f, fmt_each, t);
+		first = false;
+	}
+}
+
+static void all_opts(const struct cli_prog *p, const struct cli_opt **list, int *n)
+{
+	*n = 0;
+	for (int i = 0; i < n_opts(p->opts); i++)
+		list[(*n)++] = &p->opts[i];
+	for (int i = 0; i < n_opts(builtins); i++)
+		list[(*n)++] = &builtins[i];
+}
+
+static void print_completion_bash(const struct cli_prog *p)
+{
+	const struct cli_opt *o[128];
+	int n;
+	all_opts(p, o, &n);
+	char fn[80];
+	snprintf(fn, sizeof fn, "_%s", progname);
+	for (char *c = fn; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	printf("# bash completion for %s; generated from its option table.\n", progname);
+	printf("%s()\n{\n\tlocal cur prev\n\tcur=\"${COMP_WORDS[COMP_CWORD]}\"\n\tprev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n", fn);
+	printf("\tcase \"$prev\" in\n");
+	for (int i = 0; i < n; i++) {
+		if (o[i]->kind == CLI_FLAG)
+			continue;
+		printf("\t");
+		bool any = false;
+		if (o[i]->shrt)
+			printf("-%c", o[i]->shrt), any = true;
+		if (o[i]->alias)
+			printf("%s-%s", any ? "|" : "", o[i]->alias), any = true;
+		if (o[i]->lng)
+			printf("%s--%s", any ? "|" : "", o[i]->lng);
+		printf(")\n\t\t");
+		if (o[i]->kind == CLI_CHOICE) {
+			printf("COMPREPLY=($(compgen -W \"");
+			for (const char *c = o[i]->choices; *c; c++)
+				putchar(*c == '|' ? ' ' : *c);
+			printf("\" -- \"$cur\"))\n");
+		} else if (o[i]->kind == CLI_FILE) {
+			if (o[i]->ext) {
+				printf("COMPREPLY=($(compgen -f -X '!*.@(");
+				fputs(o[i]->ext, stdout);
+				printf(")' -- \"$cur\") $(compgen -d -- \"$cur\"))\n");
+			} else {
+				printf("COMPREPLY=($(compgen -f -- \"$cur\"))\n");
+			}
+		} else {
+			printf("COMPREPLY=()\n");
+		}
+		printf("\t\treturn ;;\n");
+	}
+	printf("\tesac\n\tif [[ \"$cur\" == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"");
+	for (int i = 0; i < n; i++) {
+		if (o[i]->shrt)
+			printf("-%c ", o[i]->shrt);
+		if (o[i]->alias)
+			printf("-%s ", o[i]->alias);
+		if (o[i]->lng)
+			printf("--%s ", o[i]->lng);
+	}
+	printf("\" -- \"$cur\"))\n\t\treturn\n\tfi\n");
+	if (p->pos_ext)
+		printf("\tCOMPREPLY=($(compgen -f -X '!*.@(%s)' -- \"$cur\") $(compgen -d -- \"$cur\"))\n", p->pos_ext);
+	else
+		printf("\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n");
+	printf("}\nshopt -s extglob 2>/dev/null\ncomplete -o filenames -F %s %s\n", fn, progname);
+}
+
+static void zsh_escape(const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\'' )
+			fputs("'\\''", stdout);
+		else if (*s == '[' || *s == ']' || *s == ':')
+			printf("\\%c", *s);
+		else
+			putchar(*s);
+	}
+}
+
+static void zsh_action(const struct cli_opt *o)
+{
+	if (o->kind == CLI_FLAG)
+		return;
+	printf(":%s:", o->arg ? o->arg : "value");
+	if (o->kind == CLI_CHOICE) {
+		printf("(");
+		for (const char *c = o->choices; *c; c++)
+			putchar(*c == '|' ? ' ' : *c);
+		printf(")");
+	} else if (o->kind == CLI_FILE) {
+		if (o->ext) {
+			printf("_files -g \"*.(");
+			fputs(o->ext, stdout);
+			printf(")\"");
+		} else {
+			printf("_files");
+		}
+	}
+}
+
+static void print_completion_zsh(const struct cli_prog *p)
+{
+	const struct cli_opt *o[128];
+	int n;
+	all_opts(p, o, &n);
+	printf("#compdef %s\n# zsh completion for %s; generated from its option table.\n", progname, progname);
+	printf("_arguments -s \\\n");
+	for (int i = 0; i < n; i++) {
+		const char *forms[3];
+		char sb[4], ab[64], lb[64];
+		int nf = 0;
+		if (o[i]->shrt) {
+			snprintf(sb, sizeof sb, "-%c", o[i]->shrt);
+			forms[nf++] = sb;
+		}
+		if (o[i]->alias) {
+			snprintf(ab, sizeof ab, "-%s", o[i]->alias);
+			forms[nf++] = ab;
+		}
+		if (o[i]->lng) {
+			snprintf(lb, sizeof lb, "--%s", o[i]->lng);
+			forms[nf++] = lb;
+		}
+		for (int k = 0; k < nf; k++) {
+			printf("\t'%s%s[", forms[k], o[i]->kind != CLI_FLAG && forms[k][1] == '-' ? "=" : "");
+			zsh_escape(o[i]->help);
+			printf("]");
+			zsh_action(o[i]);
+			printf("' \\\n");
+		}
+	}
+	if (p->pos_ext)
+		printf("\t'*:%s:_files -g \"*.(%s)\"'\n", p->pos_name ? p->pos_name : "file", p->pos_ext);
+	else
+		printf("\t'*:%s:_files'\n", p->pos_name ? p->pos_name : "file");
+}
+
+static void fish_escape(const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
+static void print_completion_fish(const struct cli_prog *p)
+{
+	const struct cli_opt *o[128];
+	int n;
+	all_opts(p, o, &n);
+	printf("# fish completion for %s; generated from its option table.\n", progname);
+	if (p->pos_ext) {
+		printf("complete -c %s -k -a '(__fish_complete_suffix ", progname);
+		ext_glob(stdout, p->pos_ext, ".%s", ") (__fish_complete_suffix ");
+		printf(")'\n");
+	}
+	for (int i = 0; i < n; i++) {
+		printf("complete -c %s", progname);
+		if (o[i]->shrt)
+			printf(" -s %c", o[i]->shrt);
+		if (o[i]->alias)
+			printf(" -o %s", o[i]->alias);
+		if (o[i]->lng)
+			printf(" -l %s", o[i]->lng);
+		if (o[i]->kind == CLI_CHOICE) {
+			printf(" -x -a '");
+			for (const char *c = o[i]->choices; *c; c++)
+				putchar(*c == '|' ? ' ' : *c);
+			printf("'");
+		} else if (o[i]->kind == CLI_FILE) {
+			if (o[i]->ext) {
+				printf(" -r -k -a '(__fish_complete_suffix ");
+				ext_glob(stdout, o[i]->ext, ".%s", ") (__fish_complete_suffix ");
+				printf(")'");
+			} else {
+				printf(" -r -F");
+			}
+		} else if (o[i]->kind != CLI_FLAG) {
+			printf(" -x");
+		}
+		printf(" -d '");
+		fish_escape(o[i]->help);
+		printf("'\n");
+	}
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+static const struct cli_opt *find_long(const struct cli_prog *p, const char *name, size_t n)
+{
+	const struct cli_opt *tabs[3] = {p->opts, builtins, &help_man_opt};
+	for (int t = 0; t < 3; t++) {
+		int cnt = t == 2 ? 1 : n_opts(tabs[t]);
+		for (int i = 0; i < cnt; i++)
+			if (tabs[t][i].lng && strlen(tabs[t][i].lng) == n && strncmp(tabs[t][i].lng, name, n) == 0)
+				return &tabs[t][i];
+	}
+	return NULL;
+}
+
+static const struct cli_opt *find_alias(const struct cli_prog *p, const char *name)
+{
+	const struct cli_opt *tabs[2] = {p->opts, builtins};
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < n_opts(tabs[t]); i++)
+			if (tabs[t][i].alias && strcmp(tabs[t][i].alias, name) == 0)
+				return &tabs[t][i];
+	return NULL;
+}
+
+static const struct cli_opt *find_short(const struct cli_prog *p, char c)
+{
+	const struct cli_opt *tabs[2] = {p->opts, builtins};
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < n_opts(tabs[t]); i++)
+			if (tabs[t][i].shrt == c)
+				return &tabs[t][i];
+	return NULL;
+}
+
+static void set_value(const struct cli_opt *o, const char *given, const char *val)
+{
+	switch (o->kind) {
+	case CLI_FLAG:
+		*(bool *)o->dst = true;
+		break;
+	case CLI_INT: {
+		errno = 0;
+		char *end;
+		long long v = strtoll(val, &end, 10);
+		if (!*val || *end || errno)
+			cli_usage_error("option '%s': '%s' is not an integer", given, val);
+		int64_t lo = o->min, hi = o->max;
+		if (lo == 0 && hi == 0)
+			hi = INT64_MAX;
+		if (v < lo || v > hi) {
+			if (hi == INT64_MAX)
+				cli_usage_error("option '%s': %lld is out of range (at least %lld)", given, v, (long long)lo);
+			cli_usage_error("option '%s': %lld is out of range (%lld..%lld)", given, v,
+					(long long)lo, (long long)hi);
+		}
+		*(int64_t *)o->dst = v;
+		break;
+	}
+	case CLI_FLOAT: {
+		errno = 0;
+		char *end;
+		double v = strtod(val, &end);
+		if (!*val || *end || errno || v != v)
+			cli_usage_error("option '%s': '%s' is not a number", given, val);
+		*(double *)o->dst = v;
+		break;
+	}
+	case CLI_CHOICE: {
+		size_t n = strlen(val);
+		const char *c = o->choices;
+		bool ok = false;
+		while (c && *c) {
+			const char *bar = strchr(c, '|');
+			size_t k = bar ? (size_t)(bar - c) : strlen(c);
+			if (k == n && strncmp(c, val, n) == 0)
+				ok = true;
+			c = bar ? bar + 1 : c + k;
+		}
+		if (!ok)
+			cli_usage_error("option '%s': '%s' is not one of %s", given, val, o->choices);
+		*(const char **)o->dst = val;
+		break;
+	}
+	case CLI_STR:
+	case CLI_FILE:
+		*(const char **)o->dst = val;
+		break;
+	}
+	if (o->seen)
+		*o->seen = true;
+}
+
+void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
+	       const char ***pos, int *npos)
+{
+	snprintf(progname, sizeof progname, "tern-%s", p->name);
+	g_common = common;
+	memset(common, 0, sizeof *common);
+	common->color = "auto";
+	init_builtins(common);
+
+	const char **out = calloc((size_t)argc + 1, sizeof *out);
+	if (!out) {
+		cli_error("out of memory");
+		exit(EXIT_RUNTIME);
+	}
+	int np = 0;
+	bool only_pos = false;
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (only_pos || a[0] != '-' || a[1] == 0) {
+			out[np++] = a;
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			only_pos = true;
+			continue;
+		}
+		const struct cli_opt *o = NULL;
+		const char *val = NULL;
+		char given[80];
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t n = eq ? (size_t)(eq - name) : strlen(name);
+			o = find_long(p, name, n);
+			snprintf(given, sizeof given, "--%.*s", (int)(n < 60 ? n : 60), name);
+			if (!o)
+				cli_usage_error("unknown option '%s'", given);
+			if (eq) {
+				if (o->kind == CLI_FLAG)
+					cli_usage_error("option '%s' takes no argument", given);
+				val = eq + 1;
+			}
+		} else if ((o = find_alias(p, a + 1))) {
+			snprintf(given, sizeof given, "%.60s", a);
+		} else {
+			o = find_short(p, a[1]);
+			snprintf(given, sizeof given, "-%c", a[1]);
+			if (!o)
+				cli_usage_error("unknown option '%.60s'", a);
+			if (a[2]) {
+				if (o->kind == CLI_FLAG) {
+					/* bundled flags: -vq */
+					for (const char *c = a + 1; *c; c++) {
+						const struct cli_opt *f = find_short(p, *c);
+						if (!f || f->kind != CLI_FLAG)
+							cli_usage_error("unknown option '%.60s'", a);
+						set_value(f, given, NULL);
+					}
+					continue;
+				}
+				val = a + 2;
+			}
+		}
+		if (o->kind != CLI_FLAG && !val) {
+			if (i + 1 >= argc)
+				cli_usage_error("option '%s' needs an argument%s%s", given,
+						o->arg ? " " : "", o->arg ? o->arg : "");
+			val = argv[++i];
+		}
+		set_value(o, given, val);
+	}
+
+	if (opt_help_man) {
+		print_man(p);
+		exit(EXIT_OK);
+	}
+	if (opt_completion) {
+		if (strcmp(opt_completion, "bash") == 0)
+			print_completion_bash(p);
+		else if (strcmp(opt_completion, "zsh") == 0)
+			print_completion_zsh(p);
+		else
+			print_completion_fish(p);
+		exit(EXIT_OK);
+	}
+	if (opt_help) {
+		print_help(p);
+		exit(EXIT_OK);
+	}
+	if (opt_version) {
+		print_version();
+		exit(EXIT_OK);
+	}
+	if (np < p->min_pos)
+		cli_usage_error("missing %s", p->pos_name ? p->pos_name : "argument");
+	if (p->max_pos >= 0 && np > p->max_pos)
+		cli_usage_error("unexpected argument '%.60s'", out[p->max_pos]);
+
+	const char *nc = getenv("NO_COLOR");
+	const char *term = getenv("TERM");
+	if (strcmp(common->color, "always") == 0)
+		common->use_color = true;
+	else if (strcmp(common->color, "never") == 0)
+		common->use_color = false;
+	else
+		common->use_color = isatty(2) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+
+	const char *cpu = getenv("TERN_CPU");
+	if (cpu && *cpu) {
+		int rc = quant_cpu_force(cpu);
+		if (rc == TERN_EINVAL)
+			cli_usage_error("TERN_CPU='%.40s' is not one of scalar, avx2, avx512, neon, auto", cpu);
+		if (rc)
+			cli_usage_error("TERN_CPU='%.40s': this CPU cannot run that kernel variant", cpu);
+	}
+	*pos = out;
+	*npos = np;
+}
+
+/* ---- output helpers ------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if the
+ * bytes there are ill-formed; *bad gets the length of the maximal ill-formed
+ * subpart to replace with one U+FFFD. */
+static size_t utf8_seq(const unsigned char *s, uint64_t n, size_t *bad)
+{
+	unsigned char c = s[0];
+	size_t len;
+	unsigned lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		if (c == 0xf4)
+			hi = 0x8f;
+	} else {
+		*bad = 1;
+		return 0;
+	}
+	size_t k = 1;
+	for (; k < len; k++) {
+		if (k >= n)
+			break;
+		unsigned char b = s[k];
+		unsigned l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xbf;
+		if (b < l || b > h)
+			break;
+	}
+	if (k == len)
+		return len;
+	*bad = k;
+	return 0;
+}
+
+void cli_json_str(FILE *f, const char *s, uint64_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	fputc('"', f);
+	for (uint64_t i = 0; i < len;) {
+		size_t bad = 0;
+		size_t k = utf8_seq(p + i, len - i, &bad);
+		if (!k) {
+			fputs("\\ufffd", f);
+			i += bad;
+			continue;
+		}
+		unsigned char c = p[i];
+		if (k == 1) {
+			switch (c) {
+			case '"': fputs("\\\"", f); break;
+			case '\\': fputs("\\\\", f); break;
+			case '\n': fputs("\\n", f); break;
+			case '\r': fputs("\\r", f); break;
+			case '\t': fputs("\\t", f); break;
+			case '\b': fputs("\\b", f); break;
+			case '\f': fputs("\\f", f); break;
+			default:
+				if (c < 0x20 || c == 0x7f)
+					fprintf(f, "\\u%04x", c);
+				else
+					fputc(c, f);
+			}
+		} else {
+			fwrite(p + i, 1, k, f);
+		}
+		i += k;
+	}
+	fputc('"', f);
+}
+
+void cli_text_str(FILE *f, const char *s, uint64_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (uint64_t i = 0; i < len;) {
+		size_t bad = 0;
+		size_t k = utf8_seq(p + i, len - i, &bad);
+		if (!k) {
+			for (size_t j = 0; j < bad; j++)
+				fprintf(f, "\\x%02x", p[i + j]);
+			i += bad;
+			continue;
+		}
+		unsigned char c = p[i];
+		if (k == 1 && (c < 0x20 || c == 0x7f || c == '\\')) {
+			switch (c) {
+			case '\n': fputs("\\n", f); break;
+			case '\r': fputs("\\r", f); break;
+			case '\t': fputs("\\t", f); break;
+			case '\\': fputs("\\\\", f); break;
+			default: fprintf(f, "\\x%02x", c);
+			}
+		} else {
+			fwrite(p + i, 1, k, f);
+		}
+		i += k;
+	}
+}
+
+void cli_json_num(FILE *f, double v)
+{
+	if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
+		fputs("null", f);
+	else if (v == (double)(long long)v && v > -9e15 && v < 9e15)
+		fprintf(f, "%lld", (long long)v);
+	else
+		fprintf(f, "%.17g", v);
+}
+
+void cli_fmt_f32(char *buf, size_t cap, float v)
+{
+	/* Shortest %g form that reads back as the same float. */
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, cap, "%.*g", prec, (double)v);
+		if (strtof(buf, NULL) == v)
+			return;
+	}
+}
+
+void cli_json_f32(FILE *f, float v)
+{
+	char b[32];
+	if (v != v || v > 3.4028235e38f || v < -3.4028235e38f) {
+		fputs("null", f);
+		return;
+	}
+	cli_fmt_f32(b, sizeof b, v);
+	fputs(b, f);
+}

@@ -1,0 +1,779 @@
+/* inspect.c - tern-inspect: list and validate GGUF and legacy ggml files.
+ *
+ * Default output is a readable listing (header, metadata, tensors, summary);
+ * --json gives the same as one JSON document. Listing reads only the header
+ * pages of the mapping, never tensor data, unless --tensor with --values or
+ * --raw asks for one tensor's values. */
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "convert.h"
+#include "gguf.h"
+#include "quant.h"
+
+/* ---- options ---------------------------------------------------------------- */
+
+static bool o_json, o_full, o_no_tensors, o_raw, o_check;
+static const char *o_key, *o_tensor;
+static int64_t o_values = -1;
+static bool o_values_seen;
+
+static const struct cli_opt opts[] = {
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .help = "print one JSON document instead of the listing"},
+	{.lng = "full", .kind = CLI_FLAG, .dst = &o_full, .help = "print every array element (text: no '... N more'; JSON: array values)"},
+	{.lng = "no-tensors", .kind = CLI_FLAG, .dst = &o_no_tensors, .help = "leave out the tensor list"},
+	{.lng = "key", .kind = CLI_STR, .dst = &o_key, .arg = "GLOB", .help = "print only metadata keys matching GLOB (e.g. 'llama.*')"},
+	{.lng = "tensor", .kind = CLI_STR, .dst = &o_tensor, .arg = "NAME", .help = "print one tensor's details"},
+	{.lng = "values", .kind = CLI_INT, .dst = &o_values, .seen = &o_values_seen, .arg = "N", .min = 0, .max = INT64_MAX,
+	 .help = "with --tensor: also print its first N values, decoded to float"},
+	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .help = "with --tensor: write all its values as little-endian float32 to stdout"},
+	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check,
+	 .help = "validate placement, alignment, sizes and names; list every problem; exit 65 if any"},
+	{0},
+};
+
+static const struct cli_section sections[] = {
+	{"OUTPUT",
+	 "The listing has four parts: the header (format, version, alignment, counts, data offset); one line per "
+	 "metadata key with its type, count and value (strings escaped, arrays cut after a few elements unless --full); "
+	 "one line per tensor with name, type, shape (ggml order: row length first), bytes and offset in the data section; "
+	 "and a summary with the architecture, parameter count, bits per weight, tensor types and the usual "
+	 "hyperparameters.\n"
+	 "\n"
+	 "With --json the same information is one JSON document with the members format, version, alignment, "
+	 "data_offset, file_size, metadata (an object keyed by key name, each {\"type\", \"value\"}; arrays give "
+	 "elem_type and count, and their values only with --full), tensors (an array of {name, type, shape, offset, "
+	 "file_offset, bytes}) and summary. Strings are always valid UTF-8: each ill-formed byte sequence becomes "
+	 "U+FFFD. Legacy ggml files (whisper.cpp's Whisper and Silero models) use the same shape, with their "
+	 "hyperparameters under metadata."},
+	{"EXIT STATUS",
+	 "0 success; 1 runtime error (cannot open or map the file, out of memory, no such tensor or key); "
+	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems).\n"
+	 "\n"
+	 "Errors are one line on stderr: tern-inspect: PATH: what is wrong (with the offset, key or tensor)."},
+	{"EXAMPLES",
+	 "  tern-inspect model.gguf\n"
+	 "  tern-inspect --json --no-tensors model.gguf | jq .summary\n"
+	 "  tern-inspect --key 'llama.*' model.gguf\n"
+	 "  tern-inspect --tensor token_embd.weight --values 8 model.gguf\n"
+	 "  tern-inspect --tensor output_norm.weight --raw model.gguf > norm.f32\n"
+	 "  tern-inspect --check model.gguf"},
+	{0},
+};
+
+static const struct cli_prog prog = {
+	.name = "inspect",
+	.summary = "show and validate the metadata and tensors of GGUF and legacy ggml model files",
+	.usage = "[OPTIONS] FILE",
+	.description =
+		"tern-inspect reads a GGUF file (version 2 or 3) or a legacy ggml file (whisper.cpp's Whisper and "
+		"Silero VAD models) and prints its header, metadata, tensors and a summary. The file is mapped "
+		"read-only and validated: every length, count and offset is checked against the file size, so a "
+		"truncated or hostile file gives a one-line error, never a crash.\n"
+		"\n"
+		"Listing a model reads only its header; tensor data is read only for --values and --raw.",
+	.opts = opts,
+	.pos_name = "FILE",
+	.pos_ext = "gguf|bin",
+	.min_pos = 1,
+	.max_pos = 1,
+	.sections = sections,
+};
+
+/* ---- a source: what the printers need from a GGUF or legacy file ---------- */
+
+struct ent {
+	struct gguf_str key;
+	struct gguf_value v;
+	const struct gguf_kv *kv; /* GGUF: O(1) string-array access; NULL otherwise */
+};
+
+struct src {
+	const char *path;
+	const char *format;     /* "gguf" or "ggml" */
+	const char *variant;    /* legacy: "whisper" / "silero" */
+	uint32_t version, alignment;
+	uint64_t data_offset, file_size;
+	struct ent *ents;       /* [n_ents] */
+	uint64_t n_ents;
+	const struct gguf_tensor **t; /* [n_t] */
+	uint64_t n_t;
+	gguf_file *gf;
+};
+
+static const char *json_vtype(uint32_t t)
+{
+	static const char *const n[GGUF_T_COUNT] = {"uint8", "int8", "uint16", "int16", "uint32", "int32",
+		"float32", "bool", "string", "array", "uint64", "int64", "float64"};
+	return t < GGUF_T_COUNT ? n[t] : "?";
+}
+
+static struct gguf_str arr_str(const struct ent *e, uint64_t i)
+{
+	if (e->kv)
+		return gguf_kv_arr_str(e->kv, i);
+	struct gguf_value v;
+	if (gguf_arr_elem(&e->v, i, &v) == 0)
+		return v.s;
+	return (struct gguf_str){0};
+}
+
+/* ---- value printing ---------------------------------------------------------- */
+
+static void text_scalar(const struct gguf_value *v)
+{
+	switch (v->type) {
+	case GGUF_T_STRING:
+		putchar('"');
+		cli_text_str(stdout, v->s.ptr, v->s.len);
+		putchar('"');
+		break;
+	case GGUF_T_BOOL:
+		fputs(v->p[0] ? "true" : "false", stdout);
+		break;
+	case GGUF_T_F32: {
+		char b[32];
+		cli_fmt_f32(b, sizeof b, (float)gguf_value_f64(v));
+		fputs(b, stdout);
+		break;
+	}
+	case GGUF_T_F64:
+		printf("%.17g", gguf_value_f64(v));
+		break;
+	case GGUF_T_U64:
+		printf("%" PRIu64, gguf_value_u64(v));
+		break;
+	default:
+		printf("%" PRId64, gguf_value_i64(v));
+	}
+}
+
+static void json_value(const struct gguf_value *v, const struct ent *top);
+
+static void json_scalar(const struct gguf_value *v)
+{
+	switch (v->type) {
+	case GGUF_T_STRING: cli_json_str(stdout, v->s.ptr, v->s.len); break;
+	case GGUF_T_BOOL: fputs(v->p[0] ? "true" : "false", stdout); break;
+	case GGUF_T_F32: cli_json_f32(stdout, (float)gguf_value_f64(v)); break;
+	case GGUF_T_F64: cli_json_num(stdout, gguf_value_f64(v)); break;
+	case GGUF_T_U64: printf("%" PRIu64, gguf_value_u64(v)); break;
+	default: printf("%" PRId64, gguf_value_i64(v));
+	}
+}
+
+/* Print an array's elements [0, lim) as JSON; top gives O(1) strings. */
+static void json_array(const struct gguf_value *v, const struct ent *top)
+{
+	putchar('[');
+	if (!gguf_vtype_size(v->elem) && v->elem == GGUF_T_STRING && top) {
+		for (uint64_t i = 0; i < v->n; i++) {
+			struct gguf_str s = arr_str(top, i);
+			if (i)
+				fputs(", ", stdout);
+			cli_json_str(stdout, s.ptr, s.len);
+		}
+	} else if (gguf_vtype_size(v->elem)) {
+		for (uint64_t i = 0; i < v->n; i++) {
+			struct gguf_value e;
+			gguf_arr_elem(v, i, &e);
+			if (i)
+				fputs(", ", stdout);
+			json_scalar(&e);
+		}
+	} else {
+		/* strings or arrays nested in arrays: walk sequentially */
+		struct gguf_value e;
+		const uint8_t *p = v->p;
+		for (uint64_t i = 0; i < v->n; i++) {
+			if (i)
+				fputs(", ", stdout);
+			struct gguf_value tmp = *v;
+			tmp.p = p;
+			tmp.n = v->n - i;
+			gguf_arr_elem(&tmp, 0, &e);
+			json_value(&e, NULL);
+			p = e.type == GGUF_T_ARRAY ? e.p + e.size : e.p + e.size;
+		}
+	}
+	putchar(']');
+}
+
+static void json_value(const struct gguf_value *v, const struct ent *top)
+{
+	if (v->type == GGUF_T_ARRAY)
+		json_array(v, top);
+	else
+		json_scalar(v);
+}
+
+#define TEXT_ARRAY_PREVIEW 8
+
+static void text_array(const struct gguf_value *v, const struct ent *top, bool full)
+{
+	uint64_t lim = full ? v->n : (v->n < TEXT_ARRAY_PREVIEW ? v->n : TEXT_ARRAY_PREVIEW);
+	putchar('[');
+	struct gguf_value e;
+	const uint8_t *p = v->p;
+	for (uint64_t i = 0; i < lim; i++) {
+		if (i)
+			fputs(", ", stdout);
+		if (v->elem == GGUF_T_STRING && top) {
+			struct gguf_str s = arr_str(top, i);
+			e = (struct gguf_value){.type = GGUF_T_STRING, .s = s};
+			text_scalar(&e);
+			continue;
+		}
+		struct gguf_value tmp = *v;
+		tmp.p = p;
+		tmp.n = v->n - i;
+		gguf_arr_elem(&tmp, 0, &e);
+		p = e.p + e.size;
+		if (e.type == GGUF_T_ARRAY)
+			text_array(&e, NULL, full);
+		else
+			text_scalar(&e);
+	}
+	if (lim < v->n)
+		printf("%s... %" PRIu64 " more", lim ? ", " : "", v->n - lim);
+	putchar(']');
+}
+
+/* ---- summary ------------------------------------------------------------------- */
+
+struct summary {
+	struct gguf_str arch;
+	uint64_t params, tensor_bytes;
+	uint64_t type_count[QT_COUNT];
+};
+
+static const struct ent *find_ent(const struct src *s, const char *key)
+{
+	if (s->gf) {
+		const struct gguf_kv *kv = gguf_find(s->gf, key);
+		if (!kv)
+			return NULL;
+		return &s->ents[kv - gguf_kv_at(s->gf, 0)];
+	}
+	for (uint64_t i = 0; i < s->n_ents; i++)
+		if (gguf_str_eq(s->ents[i].key, key))
+			return &s->ents[i];
+	return NULL;
+}
+
+static void summarise(const struct src *s, struct summary *sm)
+{
+	memset(sm, 0, sizeof *sm);
+	const struct ent *a = find_ent(s, "general.architecture");
+	if (a && a->v.type == GGUF_T_STRING)
+		sm->arch = a->v.s;
+	else if (s->variant)
+		sm->arch = (struct gguf_str){s->variant, strlen(s->variant)};
+	for (uint64_t i = 0; i < s->n_t; i++) {
+		const struct gguf_tensor *t = s->t[i];
+		sm->params += gguf_tensor_nelements(t);
+		sm->tensor_bytes += t->nbytes;
+		if (t->type < QT_COUNT)
+			sm->type_count[t->type]++;
+	}
+}
+
+/* The hyperparameters users look for: (label, key suffix after "ARCH."). */
+static const struct { const char *label, *json, *suffix; } hparams[] = {
+	{"context length", "context_length", "context_length"},
+	{"embedding size", "embedding_length", "embedding_length"},
+	{"layers", "block_count", "block_count"},
+	{"heads", "head_count", "attention.head_count"},
+	{"kv heads", "head_count_kv", "attention.head_count_kv"},
+	{"feed-forward size", "feed_forward_length", "feed_forward_length"},
+	{"rope base", "rope_freq_base", "rope.freq_base"},
+	{"experts", "expert_count", "expert_count"},
+};
+
+static const struct ent *arch_ent(const struct src *s, const struct summary *sm, const char *suffix)
+{
+	char key[256];
+	if (!sm->arch.len || sm->arch.len > 128)
+		return NULL;
+	snprintf(key, sizeof key, "%.*s.%s", (int)sm->arch.len, sm->arch.ptr, suffix);
+	return find_ent(s, key);
+}
+
+/* Vocabulary size: ARCH.vocab_size, else the token list's length. */
+static bool vocab_size(const struct src *s, const struct summary *sm, uint64_t *n)
+{
+	const struct ent *e = arch_ent(s, sm, "vocab_size");
+	if (e && gguf_value_is_int(&e->v)) {
+		*n = gguf_value_u64(&e->v);
+		return true;
+	}
+	e = find_ent(s, "tokenizer.ggml.tokens");
+	if (!e)
+		e = find_ent(s, "tokenizer.tokens");
+	if (e && e->v.type == GGUF_T_ARRAY) {
+		*n = e->v.n;
+		return true;
+	}
+	return false;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int i = 0;
+	while (v >= 1024 && i < 4)
+		v /= 1024, i++;
+	if (i == 0)
+		snprintf(buf, cap, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, cap, "%.2f %s", v, u[i]);
+}
+
+static void human_count(uint64_t n, char *buf, size_t cap)
+{
+	if (n >= 1000000000ull)
+		snprintf(buf, cap, "%.2f B", n / 1e9);
+	else if (n >= 1000000ull)
+		snprintf(buf, cap, "%.2f M", n / 1e6);
+	else if (n >= 1000ull)
+		snprintf(buf, cap, "%.2f K", n / 1e3);
+	else
+		snprintf(buf, cap, "%" PRIu64, n);
+}
+
+static void print_summary_text(const struct src *s)
+{
+	struct summary sm;
+	summarise(s, &sm);
+	char b1[32], b2[32];
+	printf("\nsummary:\n");
+	printf("  %-18s ", "architecture:");
+	if (sm.arch.len)
+		cli_text_str(stdout, sm.arch.ptr, sm.arch.len);
+	else
+		fputs("(unknown)", stdout);
+	human_count(sm.params, b1, sizeof b1);
+	printf("\n  %-18s %s (%" PRIu64 ")\n", "parameters:", b1, sm.params);
+	human_bytes(s->file_size, b2, sizeof b2);
+	printf("  %-18s %s (%" PRIu64 " bytes)\n", "file size:", b2, s->file_size);
+	if (sm.params)
+		printf("  %-18s %.2f\n", "bits per weight:", (double)sm.tensor_bytes * 8.0 / (double)sm.params);
+	printf("  %-18s", "tensor types:");
+	bool any = false;
+	for (int t = 0; t < QT_COUNT; t++)
+		if (sm.type_count[t]) {
+			printf("%s %s %" PRIu64, any ? "," : "", quant_type_name((uint32_t)t), sm.type_count[t]);
+			any = true;
+		}
+	printf("%s\n", any ? "" : " (none)");
+	for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++) {
+		const struct ent *e = arch_ent(s, &sm, hparams[i].suffix);
+		if (!e)
+			continue;
+		char lab[40];
+		snprintf(lab, sizeof lab, "%s:", hparams[i].label);
+		printf("  %-18s ", lab);
+		if (e->v.type == GGUF_T_ARRAY)
+			text_array(&e->v, e, false);
+		else
+			text_scalar(&e->v);
+		putchar('\n');
+	}
+	uint64_t nv;
+	if (vocab_size(s, &sm, &nv))
+		printf("  %-18s %" PRIu64 "\n", "vocab size:", nv);
+	const struct ent *ct = find_ent(s, "tokenizer.chat_template");
+	if (s->gf || ct) {
+		if (ct && ct->v.type == GGUF_T_STRING)
+			printf("  %-18s yes (%" PRIu64 " bytes)\n", "chat template:", ct->v.s.len);
+		else
+			printf("  %-18s no\n", "chat template:");
+	}
+}
+
+static void print_summary_json(const struct src *s)
+{
+	struct summary sm;
+	summarise(s, &sm);
+	printf("\"summary\": {\"architecture\": ");
+	if (sm.arch.len)
+		cli_json_str(stdout, sm.arch.ptr, sm.arch.len);
+	else
+		fputs("null", stdout);
+	printf(", \"parameters\": %" PRIu64 ", \"file_size\": %" PRIu64 ", \"tensor_bytes\": %" PRIu64,
+	       sm.params, s->file_size, sm.tensor_bytes);
+	printf(", \"bits_per_weight\": ");
+	if (sm.params)
+		printf("%.4f", (double)sm.tensor_bytes * 8.0 / (double)sm.params);
+	else
+		fputs("null", stdout);
+	printf(", \"tensor_types\": {");
+	bool any = false;
+	for (int t = 0; t < QT_COUNT; t++)
+		if (sm.type_count[t]) {
+			printf("%s\"%s\": %" PRIu64, any ? ", " : "", quant_type_name((uint32_t)t), sm.type_count[t]);
+			any = true;
+		}
+	putchar('}');
+	for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++) {
+		const struct ent *e = arch_ent(s, &sm, hparams[i].suffix);
+		if (!e)
+			continue;
+		printf(", \"%s\": ", hparams[i].json);
+		json_value(&e->v, e);
+	}
+	uint64_t nv;
+	if (vocab_size(s, &sm, &nv))
+		printf(", \"vocab_size\": %" PRIu64, nv);
+	const struct ent *ct = find_ent(s, "tokenizer.chat_template");
+	printf(", \"chat_template\": %s}", ct && ct->v.type == GGUF_T_STRING ? "true" : "false");
+}
+
+/* ---- listing ------------------------------------------------------------------- */
+
+static bool key_selected(const struct ent *e)
+{
+	if (!o_key)
+		return true;
+	char k[512];
+	if (e->key.len >= sizeof k || memchr(e->key.ptr, 0, e->key.len))
+		return false;
+	memcpy(k, e->key.ptr, e->key.len);
+	k[e->key.len] = 0;
+	return fnmatch(o_key, k, 0) == 0;
+}
+
+static void shape_text(const struct gguf_tensor *t, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "[");
+	for (uint32_t d = 0; d < t->n_dims && n < cap; d++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? ", " : "", t->ne[d]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "]");
+}
+
+static void print_tensor_line(const struct gguf_tensor *t)
+{
+	char shape[128], bytes[32];
+	shape_text(t, shape, sizeof shape);
+	human_bytes(t->nbytes, bytes, sizeof bytes);
+	fputs("  ", stdout);
+	cli_text_str(stdout, t->name.ptr, t->name.len);
+	int pad = 40 - (int)(t->name.len < 40 ? t->name.len : 40);
+	printf("%*s %-8s %-22s %12s @ %" PRIu64 "\n", pad, "", quant_type_name(t->type), shape, bytes, t->offset);
+}
+
+static void print_ent_text(const struct ent *e)
+{
+	fputs("  ", stdout);
+	cli_text_str(stdout, e->key.ptr, e->key.len);
+	int pad = 40 - (int)(e->key.len < 40 ? e->key.len : 40);
+	char ty[48];
+	if (e->v.type == GGUF_T_ARRAY)
+		snprintf(ty, sizeof ty, "arr[%s,%" PRIu64 "]", gguf_vtype_name(e->v.elem), e->v.n);
+	else
+		snprintf(ty, sizeof ty, "%s", gguf_vtype_name(e->v.type));
+	printf("%*s %-16s = ", pad, "", ty);
+	if (e->v.type == GGUF_T_ARRAY)
+		text_array(&e->v, e, o_full);
+	else
+		text_scalar(&e->v);
+	putchar('\n');
+}
+
+static int list_text(const struct src *s)
+{
+	if (o_key) {
+		int n = 0;
+		for (uint64_t i = 0; i < s->n_ents; i++)
+			if (key_selected(&s->ents[i]))
+				print_ent_text(&s->ents[i]), n++;
+		if (!n) {
+			cli_error("%s: no key matches '%s'", s->path, o_key);
+			return EXIT_RUNTIME;
+		}
+		return EXIT_OK;
+	}
+	char b[32];
+	human_bytes(s->file_size > s->data_offset ? s->file_size - s->data_offset : 0, b, sizeof b);
+	printf("file:        ");
+	cli_text_str(stdout, s->path, strlen(s->path));
+	if (s->variant)
+		printf("\nformat:      ggml legacy (%s), little-endian\n", s->variant);
+	else
+		printf("\nformat:      GGUF v%u, little-endian\n", s->version);
+	if (!s->variant)
+		printf("alignment:   %u\n", s->alignment);
+	printf("keys:        %" PRIu64 "\ntensors:     %" PRIu64 "\n", s->n_ents, s->n_t);
+	printf("data:        offset %" PRIu64 ", %s\n", s->data_offset, b);
+	printf("\nmetadata:\n");
+	for (uint64_t i = 0; i < s->n_ents; i++)
+		print_ent_text(&s->ents[i]);
+	if (!o_no_tensors) {
+		printf("\ntensors:\n");
+		for (uint64_t i = 0; i < s->n_t; i++)
+			print_tensor_line(s->t[i]);
+	}
+	print_summary_text(s);
+	return EXIT_OK;
+}
+
+/* One tensor as a JSON object; close = false leaves it open for more members. */
+static void json_tensor(const struct src *s, const struct gguf_tensor *t, bool close)
+{
+	printf("{\"name\": ");
+	cli_json_str(stdout, t->name.ptr, t->name.len);
+	printf(", \"type\": \"%s\", \"shape\": [", quant_type_name(t->type));
+	for (uint32_t d = 0; d < t->n_dims; d++)
+		printf("%s%" PRIu64, d ? ", " : "", t->ne[d]);
+	printf("], \"offset\": %" PRIu64 ", \"file_offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "%s",
+	       t->offset, s->variant ? t->offset : s->data_offset + t->offset, t->nbytes, close ? "}" : "");
+}
+
+static int list_json(const struct src *s)
+{
+	printf("{\"format\": \"%s\", ", s->format);
+	if (s->variant)
+		printf("\"variant\": \"%s\", ", s->variant);
+	printf("\"version\": %u, \"alignment\": %u, \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64
+	       ",\n\"metadata\": {",
+	       s->version, s->alignment, s->data_offset, s->file_size);
+	bool first = true;
+	int matched = 0;
+	for (uint64_t i = 0; i < s->n_ents; i++) {
+		const struct ent *e = &s->ents[i];
+		if (!key_selected(e))
+			continue;
+		matched++;
+		printf("%s\n  ", first ? "" : ",");
+		first = false;
+		cli_json_str(stdout, e->key.ptr, e->key.len);
+		printf(": {\"type\": \"%s\"", json_vtype(e->v.type));
+		if (e->v.type == GGUF_T_ARRAY) {
+			printf(", \"elem_type\": \"%s\", \"count\": %" PRIu64, json_vtype(e->v.elem), e->v.n);
+			if (o_full) {
+				printf(", \"value\": ");
+				json_array(&e->v, e);
+			}
+		} else {
+			printf(", \"value\": ");
+			json_scalar(&e->v);
+		}
+		putchar('}');
+	}
+	printf("\n}");
+	if (!o_key) {
+		printf(",\n\"tensors\": [");
+		if (!o_no_tensors)
+			for (uint64_t i = 0; i < s->n_t; i++) {
+				printf("%s\n  ", i ? "," : "");
+				json_tensor(s, s->t[i], true);
+			}
+		printf("\n],\n");
+		print_summary_json(s);
+	}
+	printf("}\n");
+	if (o_key && !matched) {
+		cli_error("%s: no key matches '%s'", s->path, o_key);
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+/* ---- one tensor ----------------------------------------------------------------- */
+
+static int tensor_values(const struct src *s, const struct gguf_tensor *t, uint64_t want, bool raw)
+{
+	uint64_t nel = gguf_tensor_nelements(t);
+	if (want > nel)
+		want = nel;
+	if (!t->data) {
+		cli_error("%s: tensor '%s': data lies outside the file", s->path, o_tensor);
+		return EXIT_DATAERR;
+	}
+	uint64_t row_bytes = t->nbytes / (nel / t->ne[0]);
+	float *row = malloc((size_t)t->ne[0] * sizeof *row);
+	if (!row) {
+		cli_error("%s: out of memory for a row of %" PRIu64 " values", s->path, t->ne[0]);
+		return EXIT_RUNTIME;
+	}
+	int status = EXIT_OK;
+	uint64_t done = 0;
+	for (uint64_t r = 0; done < want; r++) {
+		int rc = quant_dequantize_row(t->type, (const uint8_t *)t->data + r * row_bytes, row, t->ne[0]);
+		if (rc) {
+			cli_error("%s: tensor '%s': cannot decode type %s", s->path, o_tensor, quant_type_name(t->type));
+			status = EXIT_RUNTIME;
+			break;
+		}
+		uint64_t k = t->ne[0] < want - done ? t->ne[0] : want - done;
+		if (raw) {
+			if (fwrite(row, sizeof *row, (size_t)k, stdout) != k) {
+				cli_error("write error on stdout");
+				status = EXIT_RUNTIME;
+				break;
+			}
+		} else {
+			for (uint64_t i = 0; i < k; i++) {
+				if (o_json)
+					printf("%s", done + i ? ", " : ""), cli_json_f32(stdout, row[i]);
+				else
+				{
+					char b[32];
+					cli_fmt_f32(b, sizeof b, row[i]);
+					printf("%s%c", b, (done + i + 1) % 8 == 0 || done + i + 1 == want ? '\n' : ' ');
+				}
+			}
+		}
+		done += k;
+	}
+	free(row);
+	return status;
+}
+
+static int show_tensor(const struct src *s)
+{
+	const struct gguf_tensor *t = NULL;
+	for (uint64_t i = 0; i < s->n_t && !t; i++)
+		if (gguf_str_eq(s->t[i]->name, o_tensor))
+			t = s->t[i];
+	if (!t) {
+		cli_error("%s: no tensor named '%s'", s->path, o_tensor);
+		return EXIT_RUNTIME;
+	}
+	if (o_raw) {
+		if (isatty(1)) {
+			cli_error("--raw writes binary float32 data; redirect stdout to a file or pipe");
+			return EXIT_USAGE;
+		}
+		return tensor_values(s, t, UINT64_MAX, true);
+	}
+	uint64_t nel = gguf_tensor_nelements(t);
+	uint64_t file_off = s->variant ? t->offset : s->data_offset + t->offset;
+	if (o_json) {
+		json_tensor(s, t, false);
+		int st = EXIT_OK;
+		if (o_values_seen) {
+			printf(", \"values\": [");
+			st = tensor_values(s, t, (uint64_t)o_values, false);
+			printf("]");
+		}
+		printf("}\n");
+		return st;
+	}
+	char shape[128], b[32];
+	shape_text(t, shape, sizeof shape);
+	human_bytes(t->nbytes, b, sizeof b);
+	printf("name:        ");
+	cli_text_str(stdout, t->name.ptr, t->name.len);
+	printf("\ntype:        %s\nshape:       %s\nelements:    %" PRIu64 "\nbytes:       %" PRIu64 " (%s)\n",
+	       quant_type_name(t->type), shape, nel, t->nbytes, b);
+	printf("bits/weight: %.4f\n", (double)t->nbytes * 8.0 / (double)nel);
+	printf("offset:      %" PRIu64 " (file offset %" PRIu64 ")\n", t->offset, file_off);
+	if (o_values_seen && o_values > 0) {
+		printf("values:\n");
+		return tensor_values(s, t, (uint64_t)o_values, false);
+	}
+	return EXIT_OK;
+}
+
+/* ---- opening -------------------------------------------------------------------- */
+
+struct check_ctx {
+	int n;
+	const char *path;
+};
+
+static void on_problem(void *ud, const char *msg)
+{
+	struct check_ctx *c = ud;
+	c->n++;
+	cli_error("%s: %s", c->path, msg);
+}
+
+static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e)
+{
+	int rc = gguf_open(&s->gf, s->path, oo, e);
+	if (rc)
+		return rc;
+	s->format = "gguf";
+	s->version = gguf_version(s->gf);
+	s->alignment = gguf_alignment(s->gf);
+	s->data_offset = gguf_data_offset(s->gf);
+	s->file_size = gguf_file_size(s->gf);
+	s->n_ents = gguf_n_kv(s->gf);
+	s->n_t = gguf_n_tensors(s->gf);
+	s->ents = calloc(s->n_ents ? (size_t)s->n_ents : 1, sizeof *s->ents);
+	s->t = calloc(s->n_t ? (size_t)s->n_t : 1, sizeof *s->t);
+	if (!s->ents || !s->t)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < s->n_ents; i++) {
+		const struct gguf_kv *kv = gguf_kv_at(s->gf, i);
+		s->ents[i] = (struct ent){.key = kv->key, .v = kv->v, .kv = kv};
+	}
+	for (uint64_t i = 0; i < s->n_t; i++)
+		s->t[i] = gguf_tensor_at(s->gf, i);
+	return 0;
+}
+
+static void src_close(struct src *s)
+{
+	free(s->ents);
+	free(s->t);
+	gguf_close(s->gf);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_common common;
+	const char **pos;
+	int npos;
+	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	if ((o_raw || o_values_seen) && !o_tensor)
+		cli_usage_error("%s needs --tensor NAME", o_raw ? "--raw" : "--values");
+	if (o_raw && (o_json || o_values_seen))
+		cli_usage_error("--raw cannot be combined with --json or --values");
+	if (o_check && (o_tensor || o_key))
+		cli_usage_error("--check cannot be combined with --tensor or --key");
+
+	struct src s = {.path = pos[0]};
+	free(pos);
+	tern_err e = {0};
+	struct check_ctx cc = {0, s.path};
+	struct gguf_open_opts oo = {.lenient = o_check, .problem = on_problem, .ud = &cc};
+	int rc = load_gguf(&s, &oo, &e);
+	if (rc) {
+		int st = cli_fail(s.path, rc, &e);
+		src_close(&s);
+		return st;
+	}
+	int status;
+	if (o_check) {
+		if (cc.n) {
+			cli_error("%s: %d problem%s found", s.path, cc.n, cc.n == 1 ? "" : "s");
+			status = EXIT_DATAERR;
+		} else {
+			if (!common.quiet)
+				printf("%s: ok (%s v%u, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
+				       s.version, s.n_ents, s.n_t);
+			status = EXIT_OK;
+		}
+	} else if (o_tensor) {
+		status = show_tensor(&s);
+	} else if (o_json) {
+		status = list_json(&s);
+	} else {
+		status = list_text(&s);
+	}
+	if (fflush(stdout) != 0 && status == EXIT_OK) {
+		cli_error("write error on stdout");
+		status = EXIT_RUNTIME;
+	}
+	src_close(&s);
+	return status;
+}

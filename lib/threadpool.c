@@ -221,19 +221,18 @@ struct mm_job {
 static void mm_body(void *varg, int ith, int nth)
 {
 	struct mm_job *j = varg;
-	const uint8_t *a = (const uint8_t *)j->x;
-	if (j->q) {
+	const uint8_t *a = j->q ? j->q : (const uint8_t *)j->x;
+	if (j->q && j->ntok > 1) {
 		const struct quant_type_info *ai = quant_type_info(j->at);
 		int64_t nb = j->cols / ai->blck;
 		for (int64_t t = 0; t < j->ntok; t++) {
 			int64_t b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
 			if (b1 > b0)
-				quant_quantize_row(j->at, j->x + t * j->cols + b0 * ai->blck,
+				quant_quantize_act(j->at, j->x + t * j->cols + b0 * ai->blck,
 						   j->q + (size_t)t * j->arow + (size_t)b0 * ai->size,
 						   (uint64_t)((b1 - b0) * ai->blck));
 		}
 		tp_barrier(j->pool);
-		a = j->q;
 	}
 	for (;;) {
 		int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -282,6 +281,10 @@ int tp_matmul(struct tp_pool *p, uint32_t wtype, const void *w, size_t wstride, 
 	j.n_row_chunks = (rows + j.row_chunk - 1) / j.row_chunk;
 	j.n_chunks = j.n_row_chunks * ((ntok + j.tok_chunk - 1) / j.tok_chunk);
 	atomic_init(&j.next, 0);
+	/* One token: quantizing a row takes microseconds, less than waking
+	 * the workers for a barrier would; the caller does it alone. */
+	if (j.q && ntok == 1)
+		quant_quantize_act(at, x, j.q, (uint64_t)cols);
 	tp_run(p, mm_body, &j);
 	return 0;
 }

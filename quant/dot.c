@@ -132,6 +132,20 @@ static const struct quant_kernels *current(void)
 	return &tables[quant_isa()];
 }
 
+int quant_quantize_act(uint32_t at, const float *src, void *dst, uint64_t n)
+{
+	const struct quant_kernels *k = current();
+	if (at == QT_Q8_0 && k->quantize_q8_0 && n % 32 == 0) {
+		k->quantize_q8_0(src, dst, (int64_t)n);
+		return 0;
+	}
+	if (at == QT_Q8_K && k->quantize_q8_K && n % QK_K == 0) {
+		k->quantize_q8_K(src, dst, (int64_t)n);
+		return 0;
+	}
+	return quant_quantize_row(at, src, dst, n);
+}
+
 float quant_dot(uint32_t t, int64_t n, const void *w, const void *a)
 {
 	quant_dot_fn f = t < QT_COUNT ? current()->dot[t] : NULL;

@@ -93,6 +93,11 @@ bool quant_can_quantize(uint32_t t);
  * Returns 0, TERN_EINVAL (bad n) or TERN_EUNSUPPORTED. */
 int quant_quantize_row(uint32_t t, const float *src, void *dst, uint64_t n);
 
+/* Quantize a row of activations to at (QT_Q8_0, QT_Q8_1, QT_Q8_K) with the
+ * chosen ISA's quantizer where it has one (rounding ties may differ from
+ * quant_quantize_row), else the reference. */
+int quant_quantize_act(uint32_t at, const float *src, void *dst, uint64_t n);
+
 /* Dot of n weights of type t with n activations of type
  * quant_vec_dot_type(t). */
 typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);

@@ -249,6 +249,54 @@ static void test_simd_dot_matches_scalar(void **state)
 #endif
 }
 
+/* The SIMD activation quantizers agree with the reference to one level, and
+ * Q8_K block sums match the stored values. */
+static void test_simd_quantize_act(void **state)
+{
+	(void)state;
+	enum { N = 2048 };
+	static float x[N], y0[N], y1[N];
+	static uint8_t r[N * 2], q[N * 2];
+	const uint32_t ats[] = {QT_Q8_0, QT_Q8_K};
+	for (int isa = QUANT_ISA_SCALAR; isa <= QUANT_ISA_NEON; isa++) {
+		if (quant_cpu_force(quant_isa_name((enum quant_isa)isa)) != 0)
+			continue;
+		for (size_t k = 0; k < 2; k++) {
+			uint32_t at = ats[k];
+			qu_seed(at + 1000u * (unsigned)isa);
+			for (int i = 0; i < N; i++)
+				x[i] = qu_normal() * (i % 256 < 32 ? 0.0f : 1.0f) * (i % 512 < 256 ? 1.0f : 100.0f);
+			assert_int_equal(quant_quantize_row(at, x, r, N), 0);
+			assert_int_equal(quant_quantize_act(at, x, q, N), 0);
+			quant_dequantize_row(at, r, y0, N);
+			quant_dequantize_row(at, q, y1, N);
+			int blk = (int)quant_type_info(at)->blck;
+			for (int i = 0; i < N; i++) {
+				float amax = 0;
+				for (int j = i / blk * blk; j < i / blk * blk + blk; j++)
+					amax = fmaxf(amax, fabsf(x[j]));
+				if (fabsf(y0[i] - y1[i]) > amax / 127 * 1.01f)
+					fail_msg("%s %s: element %d: %g vs reference %g", quant_isa_name((enum quant_isa)isa),
+						 quant_type_name(at), i, (double)y1[i], (double)y0[i]);
+			}
+			if (at == QT_Q8_K) {
+				for (int b = 0; b < N / QK_K; b++) {
+					const uint8_t *blk8 = q + b * 292;
+					for (int g = 0; g < 16; g++) {
+						int sum = 0;
+						for (int l = 0; l < 16; l++)
+							sum += (int8_t)blk8[4 + 16 * g + l];
+						int16_t bs;
+						memcpy(&bs, blk8 + 260 + 2 * g, 2);
+						assert_int_equal(bs, sum);
+					}
+				}
+			}
+		}
+	}
+	quant_cpu_force("auto");
+}
+
 /* A quantized dot (activations quantized to the paired type) stays close to
  * the dot of the decoded weights with the float activations. */
 static void test_quant_dot_vs_f32(void **state)
@@ -303,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_error),
 		cmocka_unit_test(test_quantize_degenerate),
 		cmocka_unit_test(test_simd_dot_matches_scalar),
+		cmocka_unit_test(test_simd_quantize_act),
 		cmocka_unit_test(test_quant_dot_vs_f32),
 		cmocka_unit_test(test_errors),
 	};

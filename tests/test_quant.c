@@ -249,6 +249,55 @@ static void test_simd_dot_matches_scalar(void **state)
 #endif
 }
 
+/* Tile kernels (several rows x several tokens at once) give the dot
+ * kernel's results, edges included. */
+static void test_dot_tile_matches_dot(void **state)
+{
+	(void)state;
+	const uint32_t types[] = {QT_Q4_0, QT_Q5_0, QT_Q8_0, QT_IQ4_NL, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_Q2_K, QT_Q3_K,
+				  QT_IQ4_XS, QT_Q4_1, QT_F16};
+	int checked = 0;
+	for (int isa = QUANT_ISA_SCALAR; isa <= QUANT_ISA_NEON; isa++) {
+		if (quant_cpu_force(quant_isa_name((enum quant_isa)isa)) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+			uint32_t t = types[k], at = quant_vec_dot_type(t);
+			int64_t n = quant_type_info(t)->blck == QK_K ? 3 * QK_K : 7 * 32;
+			int nr = 11, nc = 9;
+			size_t ws = quant_row_size(t, (uint64_t)n, NULL) + 3;
+			size_t as = (at == QT_F32 ? (size_t)n * 4 : quant_row_size(at, (uint64_t)n, NULL)) + 5;
+			uint8_t *w = malloc(ws * (size_t)nr + 1), *a = malloc(as * (size_t)nc + 1);
+			float *x = malloc((size_t)n * sizeof *x), out[9 * 13];
+			qu_seed(t * 7 + (uint64_t)isa);
+			for (int r = 0; r < nr; r++)
+				qu_make_row(t, w + 1 + (size_t)r * ws, n, r & 1);
+			for (int c = 0; c < nc; c++) {
+				for (int64_t i = 0; i < n; i++)
+					x[i] = qu_normal();
+				if (at == QT_F32)
+					memcpy(a + 1 + (size_t)c * as, x, (size_t)n * 4);
+				else
+					quant_quantize_row(at, x, a + 1 + (size_t)c * as, (uint64_t)n);
+			}
+			quant_dot_tile(t, n, w + 1, ws, nr, a + 1, as, nc, out, 13);
+			for (int c = 0; c < nc; c++)
+				for (int r = 0; r < nr; r++) {
+					float want = quant_dot(t, n, w + 1 + (size_t)r * ws, a + 1 + (size_t)c * as);
+					float got = out[c * 13 + r];
+					if (!(fabsf(got - want) <= 1e-4f * (fabsf(want) + 1)))
+						fail_msg("%s %s tile[%d][%d] = %g, dot %g", quant_isa_name((enum quant_isa)isa),
+							 quant_type_name(t), r, c, (double)got, (double)want);
+					checked++;
+				}
+			free(w);
+			free(a);
+			free(x);
+		}
+	}
+	quant_cpu_force("auto");
+	assert_true(checked > 0);
+}
+
 /* The SIMD activation quantizers agree with the reference to one level, and
  * Q8_K block sums match the stored values. */
 static void test_simd_quantize_act(void **state)
@@ -352,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_quantize_degenerate),
 		cmocka_unit_test(test_simd_dot_matches_scalar),
 		cmocka_unit_test(test_simd_quantize_act),
+		cmocka_unit_test(test_dot_tile_matches_dot),
 		cmocka_unit_test(test_quant_dot_vs_f32),
 		cmocka_unit_test(test_errors),
 	};

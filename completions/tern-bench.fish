@@ -1,0 +1,13 @@
+# fish completion for tern-bench; generated from its option table.
+complete -c tern-bench -l kernels -d 'run the kernel benchmark (bandwidth, mat-vec, mat-mat per weight type)'
+complete -c tern-bench -l json -d 'print one JSON document instead of the table'
+complete -c tern-bench -s t -l threads -x -d 'threads for the all-threads runs (default: the online CPUs)'
+complete -c tern-bench -l types -x -d 'comma-separated weight types, e.g. q4_0,q4_K (default: every type with SIMD kernels)'
+complete -c tern-bench -l ops -x -d 'matvec, matmul or both (default: matvec,matmul)'
+complete -c tern-bench -l min-ms -x -d 'time spent on each measurement, in milliseconds (default 300)'
+complete -c tern-bench -s h -l help -d 'show this help and exit'
+complete -c tern-bench -l version -d 'show version, commit, compiler, backends and CPU features, then exit'
+complete -c tern-bench -s v -l verbose -d 'more detail on stderr'
+complete -c tern-bench -s q -l quiet -d 'only errors on stderr'
+complete -c tern-bench -l color -x -a 'auto always never' -d 'colour on stderr: auto (a terminal and NO_COLOR unset), always, never'
+complete -c tern-bench -l completion -x -a 'bash zsh fish' -d 'print a completion script for SHELL and exit'

@@ -385,7 +385,7 @@ static float dot_f32(int64_t n, const void *vw, const void *va)
 	}
 	float s = vaddvq_f32(vaddq_f32(a0, a1));
 	for (; i < n; i++)
-		s += qrdf32(w + 4 * i) * x[i];
+		s += qrdf32(w + 4 * i) * qrdf32((const uint8_t *)va + 4 * i);
 	return s;
 }
 
@@ -402,7 +402,7 @@ static float dot_f16(int64_t n, const void *vw, const void *va)
 	}
 	float s = vaddvq_f32(vaddq_f32(a0, a1));
 	for (; i < n; i++)
-		s += qrdfp16(w + 2 * i) * x[i];
+		s += qrdfp16(w + 2 * i) * qrdf32((const uint8_t *)va + 4 * i);
 	return s;
 }
 
@@ -419,7 +419,7 @@ static float dot_bf16(int64_t n, const void *vw, const void *va)
 	}
 	float s = vaddvq_f32(vaddq_f32(a0, a1));
 	for (; i < n; i++)
-		s += qbits_f32((uint32_t)qrd16(w + 2 * i) << 16) * x[i];
+		s += qbits_f32((uint32_t)qrd16(w + 2 * i) << 16) * qrdf32((const uint8_t *)va + 4 * i);
 	return s;
 }
 

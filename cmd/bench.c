@@ -271,20 +271,15 @@ static void print_table(double bw, double bw1)
 
 static void print_json(double bw, double bw1)
 {
-	printf("{\"bandwidth_gbs\": ");
-	cli_json_num(stdout, round(bw * 100) / 100);
-	printf(", \"bandwidth_1t_gbs\": ");
-	cli_json_num(stdout, round(bw1 * 100) / 100);
-	printf(", \"isa\": \"%s\", \"kernels\": [", quant_isa_name(quant_isa()));
+	/* all figures are finite and positive: two decimals are plenty */
+	printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_1t_gbs\": %.2f, \"isa\": \"%s\", \"kernels\": [", bw, bw1,
+	       quant_isa_name(quant_isa()));
 	for (size_t i = 0; i < n_results; i++) {
 		const struct result *r = &results[i];
 		printf("%s\n  {\"type\": \"%s\", \"op\": \"%s\", \"rows\": %" PRId64 ", \"cols\": %" PRId64
-		       ", \"tokens\": %" PRId64 ", \"threads\": %d, \"gbs\": ",
-		       i ? "," : "", quant_type_name(r->type), r->op, r->rows, r->cols, r->tokens, r->threads);
-		cli_json_num(stdout, round(r->gbs * 100) / 100);
-		printf(", \"gflops\": ");
-		cli_json_num(stdout, round(r->gflops * 100) / 100);
-		printf("}");
+		       ", \"tokens\": %" PRId64 ", \"threads\": %d, \"gbs\": %.2f, \"gflops\": %.2f}",
+		       i ? "," : "", quant_type_name(r->type), r->op, r->rows, r->cols, r->tokens, r->threads, r->gbs,
+		       r->gflops);
 	}
 	printf("\n]}\n");
 }

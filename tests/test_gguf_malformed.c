@@ -901,7 +901,10 @@ static int write_file(const char *dir, const char *sub, const char *name, const 
 	}
 	snprintf(path, sizeof path, "%s/%s/%s.gguf", dir, sub, name);
 	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+	bool ok = f && (!n || fwrite(p, 1, n, f) == n);
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
 		fprintf(stderr, "%s: cannot write\n", path);
 		return 1;
 	}

@@ -76,7 +76,8 @@ static const struct cli_prog prog = {
 		"read-only and validated: every length, count and offset is checked against the file size, so a "
 		"truncated or hostile file gives a one-line error, never a crash.\n"
 		"\n"
-		"Listing a model reads only its header; tensor data is read only for --values and --raw.",
+		"Listing a model reads only its header; tensor data is read only for --values and --raw. "
+		"FILE - reads the file from standard input (up to 4 GiB).",
 	.opts = opts,
 	.pos_name = "FILE",
 	.pos_ext = "gguf|bin",
@@ -107,6 +108,8 @@ struct src {
 	gguf_file *gf;
 	ggml_legacy *lg;
 	uint8_t (*scratch)[8];  /* [n_ents] encoded legacy scalars */
+	uint8_t *mem;           /* [mem_size] the file read from stdin, or NULL */
+	size_t mem_size;
 	char (*names)[96];      /* [n_ents] legacy key names */
 };
 
@@ -708,7 +711,7 @@ static void on_problem(void *ud, const char *msg)
 
 static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e)
 {
-	int rc = gguf_open(&s->gf, s->path, oo, e);
+	int rc = s->mem ? gguf_open_mem(&s->gf, s->mem, s->mem_size, oo, e) : gguf_open(&s->gf, s->path, oo, e);
 	if (rc)
 		return rc;
 	s->format = "gguf";
@@ -735,7 +738,7 @@ static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e
  * mel filter bank and the vocabulary arrays, so every printer works on it. */
 static int load_legacy(struct src *s, tern_err *e)
 {
-	int rc = ggml_legacy_open(&s->lg, s->path, e);
+	int rc = s->mem ? ggml_legacy_open_mem(&s->lg, s->mem, s->mem_size, e) : ggml_legacy_open(&s->lg, s->path, e);
 	if (rc)
 		return rc;
 	const ggml_legacy *lg = s->lg;
@@ -798,15 +801,61 @@ static int load_legacy(struct src *s, tern_err *e)
 }
 
 /* First bytes of the file, to tell GGUF from legacy ggml. */
-static bool is_legacy(const char *path)
+static bool is_legacy(const struct src *s)
 {
+	if (s->mem)
+		return ggml_legacy_probe(s->mem, s->mem_size);
 	unsigned char b[4];
-	FILE *f = fopen(path, "rb");
+	FILE *f = fopen(s->path, "rb");
 	if (!f)
 		return false;
 	size_t n = fread(b, 1, sizeof b, f);
 	fclose(f);
 	return ggml_legacy_probe(b, n);
+}
+
+/* FILE "-": the model comes from stdin (a pipe cannot be mapped), read into
+ * memory up to a limit so that a runaway producer cannot exhaust it. */
+#define STDIN_LIMIT (4ull << 30)
+
+static int read_stdin(struct src *s, tern_err *e)
+{
+	size_t cap = 1 << 20, n = 0;
+	uint8_t *p = malloc(cap);
+	if (!p)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (;;) {
+		if (n == cap) {
+			if (cap >= STDIN_LIMIT) {
+				free(p);
+				return tern_errf(e, TERN_ENOMEM, "more than %llu GiB on stdin; pass the file's path instead",
+						 STDIN_LIMIT >> 30);
+			}
+			uint8_t *q = realloc(p, cap * 2);
+			if (!q) {
+				free(p);
+				return tern_errf(e, TERN_ENOMEM, "out of memory reading stdin");
+			}
+			p = q;
+			cap *= 2;
+		}
+		size_t k = fread(p + n, 1, cap - n, stdin);
+		n += k;
+		if (k == 0) {
+			if (ferror(stdin)) {
+				free(p);
+				return tern_errf(e, TERN_EIO, "read error on stdin");
+			}
+			break;
+		}
+	}
+	if (n == 0) {
+		free(p);
+		return tern_errf(e, TERN_EFORMAT, "empty input, not a GGUF file");
+	}
+	s->mem = p;
+	s->mem_size = n;
+	return 0;
 }
 
 static void src_close(struct src *s)
@@ -817,6 +866,7 @@ static void src_close(struct src *s)
 	free(s->names);
 	gguf_close(s->gf);
 	ggml_legacy_close(s->lg);
+	free(s->mem);
 }
 
 int main(int argc, char **argv)
@@ -837,7 +887,9 @@ int main(int argc, char **argv)
 	tern_err e = {0};
 	struct check_ctx cc = {0, s.path};
 	struct gguf_open_opts oo = {.lenient = o_check, .problem = on_problem, .ud = &cc};
-	int rc = is_legacy(s.path) ? load_legacy(&s, &e) : load_gguf(&s, &oo, &e);
+	int rc = strcmp(s.path, "-") == 0 ? read_stdin(&s, &e) : 0;
+	if (!rc)
+		rc = is_legacy(&s) ? load_legacy(&s, &e) : load_gguf(&s, &oo, &e);
 	if (rc) {
 		int st = cli_fail(s.path, rc, &e);
 		src_close(&s);

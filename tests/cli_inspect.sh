@@ -69,6 +69,10 @@ check "silero tensor values" same_f32 "$T/out" -0.268610269 0.277710199 -0.12460
 expect 0 $I --tensor _model.decoder.decoder.2.bias --values 1 $S && check "scalar tensor value" same_f32 "$T/out" -0.624597728
 expect 0 $I --check $S
 expect 0 $I --check $W
+# "-" reads the file from stdin
+expect 0 $I --check - <$S && check "stdin legacy" grep -q '^-: ok (ggml silero' "$T/out"
+expect 0 $I --json - <$V && check "stdin gguf" $PYTHON -m json.tool "$T/out" /dev/null
+expect 65 $I - </dev/null && check "empty stdin" one_line_err "tern-inspect: -: empty input"
 
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"

@@ -211,7 +211,7 @@ deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PKGS)
 	$(PYTHON) -m venv --system-site-packages .venv 2>/dev/null || $(PYTHON) -m venv .venv
-	.venv/bin/pip install -q gguf==0.17.1 numpy
+	.venv/bin/pip install -q gguf==0.19.0 numpy
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

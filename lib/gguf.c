@@ -530,11 +530,11 @@ static int parse(gguf_file *f, struct rd *r)
 		return TERN_EFORMAT;
 	/* A key needs >= 13 bytes (length, type, 1 byte of value), a tensor info >= 32. */
 	if (n_kv > left(r) / 13)
-		return tern_errf(r->e, TERN_EFORMAT, "key count %llu at offset 16 cannot fit in the file (%zu bytes)",
-				 (unsigned long long)n_kv, r->size);
+		return tern_errf(r->e, TERN_EFORMAT, "truncated or corrupt: key count %llu at offset 16 cannot fit in the %zu bytes left",
+				 (unsigned long long)n_kv, left(r));
 	if (n_t > left(r) / 32)
-		return tern_errf(r->e, TERN_EFORMAT, "tensor count %llu at offset 8 cannot fit in the file (%zu bytes)",
-				 (unsigned long long)n_t, r->size);
+		return tern_errf(r->e, TERN_EFORMAT, "truncated or corrupt: tensor count %llu at offset 8 cannot fit in the %zu bytes left",
+				 (unsigned long long)n_t, left(r));
 	int rc = parse_kvs(f, r, n_kv);
 	if (rc)
 		return rc;

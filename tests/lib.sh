@@ -1,0 +1,33 @@
+# lib.sh - helpers for the black-box tests of the executables (sourced).
+# expect STATUS CMD...: run CMD, fail unless it exits with STATUS and was not
+# killed by a signal. Output goes to $T/out, stderr to $T/err.
+set -u
+BIN=${BIN:-bin}
+DATA=${TERN_DATA:-../shared/data}
+PYTHON=${PYTHON:-python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+nfail=0 nok=0
+expect() {
+	local want=$1; shift
+	"$@" >"$T/out" 2>"$T/err"
+	local got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: expected exit $want, got $got: $*"
+		sed 's/^/  stderr: /' "$T/err" | head -5
+		nfail=$((nfail + 1))
+		return 1
+	fi
+	nok=$((nok + 1))
+	return 0
+}
+# check DESCRIPTION COMMAND...: a shell condition that must hold
+check() {
+	local what=$1; shift
+	if "$@"; then nok=$((nok + 1)); else echo "FAIL: $what"; nfail=$((nfail + 1)); fi
+}
+one_line_err() { [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^$1" "$T/err"; }
+finish() {
+	if [ "$nfail" -eq 0 ]; then echo "PASS: $nok checks"; exit 0; fi
+	echo "FAIL: $nfail of $((nok + nfail)) checks"; exit 1
+}

@@ -48,9 +48,17 @@ ref = [l.split() for l in open(sys.argv[2])]
 md, ts = doc["metadata"], doc["tensors"]
 def val(v): return v["value"] if isinstance(v, dict) else v
 ok = True
+variant = doc.get("variant", "")
 for r in ref:
-    if r[0] == "hparam" and (r[1] not in md or val(md[r[1]]) != int(r[2])):
-        print("hparam %s: %r, want %s" % (r[1], md.get(r[1]), r[2])); ok = False
+    if r[0] != "hparam":
+        continue
+    key = next((k for k in (r[1], variant + "." + r[1]) if k in md), None)
+    if key is None or val(md[key]) != int(r[2]):
+        print("hparam %s: %r, want %s" % (r[1], md.get(key), r[2])); ok = False
+if "vocab" in [r[0] for r in ref]:
+    n = int([r for r in ref if r[0] == "vocab"][0][1])
+    if doc["summary"].get("vocab_size") != n:
+        print("vocab_size %r, want %d" % (doc["summary"].get("vocab_size"), n)); ok = False
 want = [(r[1], int(r[4])) for r in ref if r[0] == "tensor"]
 got = []
 for t in ts:

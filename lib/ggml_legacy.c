@@ -28,7 +28,12 @@
 #include "quant.h"
 
 #define HP_NAME_MAX 32
-#define SILERO_MAX_LAYERS 1024 /* sanity bound; real models have 4 */
+/* Sanity bounds far above real models (Silero: 4 layers, 15 tensors;
+ * Whisper: 51,866 tokens, ~1,300 tensors) so that memory stays bounded
+ * whatever the file size. */
+#define SILERO_MAX_LAYERS 1024
+#define MAX_TOKENS (1u << 24)
+#define MAX_TENSORS (1u << 20)
 #define NAME_SHOW_MAX 64       /* bytes of a name quoted in a message */
 
 struct hparam {
@@ -175,6 +180,9 @@ static bool name_eq(struct gguf_str a, struct gguf_str b)
 
 static int tensor_push(ggml_legacy *m, const struct gguf_tensor *t, tern_err *e)
 {
+	if (m->n_t == MAX_TENSORS)
+		return tern_errf(e, TERN_EFORMAT, "offset %llu: more than %u tensors",
+				 (unsigned long long)t->info_offset, MAX_TENSORS);
 	if (m->n_t == m->cap_t) {
 		uint64_t cap = m->cap_t ? m->cap_t * 2 : 16;
 		struct gguf_tensor *nt = realloc(m->t, cap * sizeof *nt);
@@ -348,6 +356,9 @@ static int read_whisper(ggml_legacy *m, struct rd *r, tern_err *e)
 		return tern_errf(e, TERN_EFORMAT,
 				 "offset %llu: vocabulary size %d cannot fit in the %llu bytes left",
 				 (unsigned long long)at, n_vocab, (unsigned long long)left(r));
+	if ((uint32_t)n_vocab > MAX_TOKENS)
+		return tern_errf(e, TERN_EFORMAT, "offset %llu: vocabulary size %d (more than %u tokens)",
+				 (unsigned long long)at, n_vocab, MAX_TOKENS);
 	m->tok_off = malloc(((size_t)n_vocab ? (size_t)n_vocab : 1) * sizeof *m->tok_off);
 	if (!m->tok_off)
 		return tern_errf(e, TERN_ENOMEM, "out of memory for %d tokens", n_vocab);
@@ -437,6 +448,9 @@ static int parse(ggml_legacy *m, tern_err *e)
 				 (unsigned long long)m->size);
 	if (le32(m->base) != GGML_LEGACY_MAGIC) {
 		char nb[32];
+		if (memcmp(m->base, "ggml", 4) == 0)
+			return tern_errf(e, TERN_EUNSUPPORTED,
+					 "offset 0: big-endian legacy ggml file (magic 'ggml'); only little-endian files are supported");
 		return tern_errf(e, TERN_EFORMAT, "offset 0: bad magic '%s' (expected 'lmgg', a legacy ggml file)",
 				 show(nb, sizeof nb, m->base, 4));
 	}

@@ -463,6 +463,24 @@ static void test_corrupt(void **state)
 	bb_zeros(&b, 60);
 	expect_bad(&b, (struct bad){"bad magic", TERN_EFORMAT, "bad magic"});
 
+	bb_raw(&b, "ggml", 4);
+	bb_zeros(&b, 60);
+	expect_bad(&b, (struct bad){"big-endian", TERN_EUNSUPPORTED, "big-endian"});
+
+	/* a vocabulary larger than the cap, in a file big enough to hold it */
+	whisper_header(&b, 0);
+	bb_put_le(&b, 56 + 24, (1u << 24) + 1, 4);
+	bb_zeros(&b, 4 * ((1u << 24) + 1));
+	expect_bad(&b, (struct bad){"vocab cap", TERN_EFORMAT, "more than 16777216 tokens"});
+
+	/* more tensors than the cap (1-byte i8 scalars, 14 bytes each) */
+	silero_header(&b, 0);
+	for (uint32_t i = 0; i <= (1u << 20); i++) {
+		tensor_hdr(&b, "t", QT_I8, 0, NULL);
+		bb_u8(&b, 1);
+	}
+	expect_bad(&b, (struct bad){"tensor cap", TERN_EFORMAT, "more than 1048576 tensors"});
+
 	whisper_header(&b, 1);
 	bb_put_le(&b, 4 + 4 * 4, (uint32_t)-6, 4);
 	expect_bad(&b, (struct bad){"negative hparam", TERN_EFORMAT, "n_audio_layer = -6 is negative"});

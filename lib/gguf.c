@@ -22,6 +22,7 @@
 
 #define GGUF_MAGIC "GGUF"
 #define MAX_KEY_LEN 65535u
+#define MAX_TENSOR_NAME 64 /* GGUF spec: a tensor name is at most 64 bytes */
 
 struct gguf_file {
 	const uint8_t *base;       /* [size] the mapping (or caller's buffer) */
@@ -369,6 +370,10 @@ static int parse_tensors(gguf_file *f, struct rd *r, uint64_t n_t)
 			return rc;
 		char nb[96];
 		show(t->name, nb, sizeof nb);
+		if (t->name.len > MAX_TENSOR_NAME &&
+		    (rc = problem(r, "tensor '%s' at offset %llu: name is %llu bytes long (limit %d)", nb,
+				  (unsigned long long)t->info_offset, (unsigned long long)t->name.len, MAX_TENSOR_NAME)))
+			return rc;
 		if (rd_u32(r, &t->n_dims, "n_dims"))
 			return tern_errf(r->e, TERN_EFORMAT, "tensor '%s': truncated n_dims at offset %zu", nb, r->off);
 		if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)

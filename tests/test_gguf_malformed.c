@@ -427,6 +427,17 @@ static void c_place(struct bb *b, uint64_t kind)
 	g_tensors(b, 3, t, 2, data, 0);
 }
 
+/* A tensor name of n bytes (the GGUF spec allows at most 64). */
+static void c_name_len(struct bb *b, uint64_t n)
+{
+	char name[256];
+	memset(name, 'n', sizeof name);
+	snprintf(name, sizeof name, "blk.0.");
+	name[6] = 'x';
+	name[n] = 0;
+	g_tensors(b, 3, &(struct ti){name, 1, {8}, QT_F32, 0}, 1, 32, 0);
+}
+
 /* Many tensors all placed at offset 0: overlap checking must not be quadratic. */
 static void c_many_overlaps(struct bb *b, uint64_t n)
 {
@@ -675,6 +686,8 @@ static const struct gcase cases[] = {
 	{"tensor_name_past_eof", c_place, P_NAME_PAST_EOF, K_LEN},
 	{"tensor_name_2p63", c_place, P_NAME_HUGE, K_LEN},
 	{"tensor_overlap_many", c_many_overlaps, 20000, "overlap"},
+	{"tensor_name_65", c_name_len, 65, "name"},
+	{"tensor_name_200", c_name_len, 200, "name"},
 
 	{"small", v_small, 3, NULL},
 	{"small_v2", v_small, 2, NULL},
@@ -691,6 +704,7 @@ static const struct gcase cases[] = {
 	{"all_tensor_types", v_all_types, 0, NULL},
 	{"tensor_4d_tail", v_4d_tail, 0, NULL},
 	{"long_string_v2", v_long_string, 100000, NULL},
+	{"tensor_name_63", c_name_len, 63, NULL},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

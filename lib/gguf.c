@@ -732,7 +732,17 @@ int64_t gguf_value_i64(const struct gguf_value *v)
 	case GGUF_T_I32: return (int32_t)le32(p);
 	case GGUF_T_U64: return (int64_t)le64(p);
 	case GGUF_T_I64: return (int64_t)le64(p);
-	case GGUF_T_F32: case GGUF_T_F64: return (int64_t)gguf_value_f64(v);
+	case GGUF_T_F32: case GGUF_T_F64: {
+		/* saturate: converting NaN or an out-of-range double is undefined */
+		double d = gguf_value_f64(v);
+		if (d != d)
+			return 0;
+		if (d >= 9223372036854775808.0)
+			return INT64_MAX;
+		if (d < -9223372036854775808.0)
+			return INT64_MIN;
+		return (int64_t)d;
+	}
 	default: return 0;
 	}
 }

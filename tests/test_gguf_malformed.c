@@ -744,6 +744,13 @@ static void walk(const gguf_file *f, bool strict)
 		const struct gguf_kv *kv = gguf_kv_at(f, i);
 		assert_non_null(kv);
 		assert_true(kv->v.p == NULL || (kv->v.p >= gguf_base(f) && kv->v.p + kv->v.size <= gguf_base(f) + gguf_file_size(f)));
+		if (kv->v.type != GGUF_T_ARRAY && kv->v.type != GGUF_T_STRING) {
+			/* decoders must be defined for every value, NaN and DBL_MAX included */
+			volatile int64_t vi = gguf_value_i64(&kv->v);
+			volatile uint64_t vu = gguf_value_u64(&kv->v);
+			volatile double vd = gguf_value_f64(&kv->v);
+			(void)vi, (void)vu, (void)vd;
+		}
 		if (kv->v.type == GGUF_T_ARRAY && kv->v.n) {
 			struct gguf_value el;
 			assert_int_equal(gguf_arr_elem(&kv->v, kv->v.n - 1, &el), 0);
@@ -894,7 +901,10 @@ static int write_file(const char *dir, const char *sub, const char *name, const 
 	}
 	snprintf(path, sizeof path, "%s/%s/%s.gguf", dir, sub, name);
 	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+	bool ok = f && (!n || fwrite(p, 1, n, f) == n);
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
 		fprintf(stderr, "%s: cannot write\n", path);
 		return 1;
 	}

@@ -207,7 +207,7 @@ man: $(BINS)
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
 	libsndfile1-dev libedit-dev libvulkan-dev glslc mesa-vulkan-drivers \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git curl
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
 	apt-get update -qq

@@ -26,7 +26,7 @@ UNAME_M := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 # ---- variant ---------------------------------------------------------------
 ifeq ($(SANITIZE),1)
 VARIANT := san
-OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 LDSAN := -fsanitize=address,undefined
 else ifeq ($(DEBUG),1)
 VARIANT := debug

@@ -97,6 +97,19 @@ static size_t utf8_len(unsigned char c)
 	return l[c >> 4];
 }
 
+/* Length of the character at s; an invalid byte stands alone, so that it
+ * falls back to its byte piece without taking valid text with it. */
+static size_t utf8_valid_len(const unsigned char *s, size_t n)
+{
+	size_t l = utf8_len(s[0]);
+	if (l == 1 || l > n || s[0] < 0xc2 || s[0] > 0xf4)
+		return 1;
+	for (size_t i = 1; i < l; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 1;
+	return l;
+}
+
 /* ---- binary heap of candidate merges ------------------------------------ */
 
 /* a before b? BPE: lower rank, then leftmost. SPM: higher score, then
@@ -177,9 +190,7 @@ static int spm_encode(struct enc *en, const char *text, size_t len)
 		return OOM(en);
 	int32_t ns = 0;
 	for (size_t off = 0; off < len; ns++) {
-		size_t l = utf8_len((unsigned char)text[off]);
-		if (l > len - off)
-			l = len - off;
+		size_t l = utf8_valid_len((const unsigned char *)text + off, len - off);
 		en->sym[ns] = (struct sym){ns - 1, off + l == len ? -1 : ns + 1, (uint32_t)off, (uint32_t)l, -1};
 		off += l;
 	}

@@ -274,13 +274,11 @@ static int bpe_merge(struct enc *en, const char *p, size_t n)
 		if ((rc = bpe_try(en, a->prev, bg.left)) || (rc = bpe_try(en, bg.left, a->next)))
 			return rc;
 	}
-	for (int32_t i = 0; i != -1; i = en->sym[i].next) {
-		int32_t id = en->sym[i].id;
-		if (id < 0)
-			id = v->special[TOK_UNK];
-		if (id >= 0 && (rc = emit(en, id)))
+	/* a byte the vocabulary has no piece for is dropped, as the
+	 * reference does for byte-level vocabularies */
+	for (int32_t i = 0; i != -1; i = en->sym[i].next)
+		if (en->sym[i].id >= 0 && (rc = emit(en, en->sym[i].id)))
 			return rc;
-	}
 	return 0;
 }
 
@@ -301,8 +299,6 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 	const tok_vocab *v = en->v;
 	if (n == 1) {
 		int32_t id = v->byte_tok[(unsigned char)p[0]];
-		if (id < 0)
-			id = v->special[TOK_UNK];
 		return id >= 0 ? emit(en, id) : 0;
 	}
 	if (v->ignore_merges) {

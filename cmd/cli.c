@@ -774,8 +774,9 @@ void cli_text_str(FILE *f, const char *s, uint64_t len)
 			continue;
 		}
 		unsigned char c = p[i];
-		if (k == 1 && (c < 0x20 || c == 0x7f || c == '\\')) {
+		if (k == 1 && (c < 0x20 || c == 0x7f || c == '\\' || c == '"')) {
 			switch (c) {
+			case '"': fputs("\\\"", f); break;
 			case '\n': fputs("\\n", f); break;
 			case '\r': fputs("\\r", f); break;
 			case '\t': fputs("\\t", f); break;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "convert.h"
+#include "ggml_legacy.h"
 #include "gguf.h"
 #include "quant.h"
 
@@ -90,6 +91,7 @@ struct ent {
 	struct gguf_str key;
 	struct gguf_value v;
 	const struct gguf_kv *kv; /* GGUF: O(1) string-array access; NULL otherwise */
+	const ggml_legacy *lg;    /* legacy vocabulary: tokens come from the reader */
 };
 
 struct src {
@@ -103,6 +105,9 @@ struct src {
 	const struct gguf_tensor **t; /* [n_t] */
 	uint64_t n_t;
 	gguf_file *gf;
+	ggml_legacy *lg;
+	uint8_t (*scratch)[8];  /* [n_ents] encoded legacy scalars */
+	char (*names)[96];      /* [n_ents] legacy key names */
 };
 
 static const char *json_vtype(uint32_t t)
@@ -116,6 +121,8 @@ static struct gguf_str arr_str(const struct ent *e, uint64_t i)
 {
 	if (e->kv)
 		return gguf_kv_arr_str(e->kv, i);
+	if (e->lg)
+		return ggml_legacy_token(e->lg, i);
 	struct gguf_value v;
 	if (gguf_arr_elem(&e->v, i, &v) == 0)
 		return v.s;
@@ -540,9 +547,12 @@ static int list_json(const struct src *s)
 	printf("{\"format\": \"%s\", ", s->format);
 	if (s->variant)
 		printf("\"variant\": \"%s\", ", s->variant);
-	printf("\"version\": %u, \"alignment\": %u, \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64
-	       ",\n\"metadata\": {",
-	       s->version, s->alignment, s->data_offset, s->file_size);
+	if (s->variant)
+		printf("\"version\": null, \"alignment\": null, ");
+	else
+		printf("\"version\": %u, \"alignment\": %u, ", s->version, s->alignment);
+	printf("\"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 ",\n\"metadata\": {",
+	       s->data_offset, s->file_size);
 	bool first = true;
 	int matched = 0;
 	for (uint64_t i = 0; i < s->n_ents; i++) {
@@ -721,11 +731,92 @@ static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e
 	return 0;
 }
 
+/* A legacy file as a source: hyperparameters become "KIND.NAME" keys, the
+ * mel filter bank and the vocabulary arrays, so every printer works on it. */
+static int load_legacy(struct src *s, tern_err *e)
+{
+	int rc = ggml_legacy_open(&s->lg, s->path, e);
+	if (rc)
+		return rc;
+	const ggml_legacy *lg = s->lg;
+	const char *kind = ggml_legacy_kind_name(lg);
+	s->format = "ggml";
+	s->variant = kind;
+	s->file_size = ggml_legacy_file_size(lg);
+	s->n_t = ggml_legacy_n_tensors(lg);
+	size_t nh = ggml_legacy_n_hparams(lg);
+	size_t cap = nh + 4;
+	s->ents = calloc(cap, sizeof *s->ents);
+	s->scratch = calloc(cap, sizeof *s->scratch);
+	s->names = calloc(cap, sizeof *s->names);
+	s->t = calloc(s->n_t ? (size_t)s->n_t : 1, sizeof *s->t);
+	if (!s->ents || !s->scratch || !s->names || !s->t)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	uint64_t n = 0;
+	struct gguf_str mt = ggml_legacy_model_type(lg);
+	if (mt.len) {
+		snprintf(s->names[n], sizeof s->names[n], "%s.model_type", kind);
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_STRING, .s = mt}};
+		n++;
+	}
+	for (size_t i = 0; i < nh; i++, n++) {
+		const struct ggml_legacy_hparam *h = ggml_legacy_hparam(lg, i);
+		snprintf(s->names[n], sizeof s->names[n], "%s.%s", kind, h->name);
+		struct ent *en = &s->ents[n];
+		en->key = (struct gguf_str){s->names[n], strlen(s->names[n])};
+		if (h->is_float) {
+			memcpy(s->scratch[n], &h->f, 8);
+			en->v = (struct gguf_value){.type = GGUF_T_F64, .p = s->scratch[n], .size = 8};
+		} else { /* int32 on disk */
+			int32_t v = (int32_t)h->i;
+			memcpy(s->scratch[n], &v, 4);
+			en->v = (struct gguf_value){.type = GGUF_T_I32, .p = s->scratch[n], .size = 4};
+		}
+	}
+	uint32_t n_mel, n_fft;
+	const void *mel;
+	if (ggml_legacy_mel(lg, &n_mel, &n_fft, &mel) == 0) {
+		snprintf(s->names[n], sizeof s->names[n], "%s.mel_filters", kind);
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_F32, .n = (uint64_t)n_mel * n_fft,
+						.p = mel, .size = (uint64_t)n_mel * n_fft * 4}};
+		n++;
+	}
+	uint64_t nv = ggml_legacy_n_vocab(lg);
+	if (nv) {
+		snprintf(s->names[n], sizeof s->names[n], "tokenizer.tokens");
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_STRING, .n = nv}, .lg = lg};
+		n++;
+	}
+	s->n_ents = n;
+	for (uint64_t i = 0; i < s->n_t; i++)
+		s->t[i] = ggml_legacy_tensor_at(lg, i);
+	s->data_offset = s->n_t ? s->t[0]->info_offset : s->file_size;
+	return 0;
+}
+
+/* First bytes of the file, to tell GGUF from legacy ggml. */
+static bool is_legacy(const char *path)
+{
+	unsigned char b[4];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t n = fread(b, 1, sizeof b, f);
+	fclose(f);
+	return ggml_legacy_probe(b, n);
+}
+
 static void src_close(struct src *s)
 {
 	free(s->ents);
 	free(s->t);
+	free(s->scratch);
+	free(s->names);
 	gguf_close(s->gf);
+	ggml_legacy_close(s->lg);
 }
 
 int main(int argc, char **argv)
@@ -746,7 +837,7 @@ int main(int argc, char **argv)
 	tern_err e = {0};
 	struct check_ctx cc = {0, s.path};
 	struct gguf_open_opts oo = {.lenient = o_check, .problem = on_problem, .ud = &cc};
-	int rc = load_gguf(&s, &oo, &e);
+	int rc = is_legacy(s.path) ? load_legacy(&s, &e) : load_gguf(&s, &oo, &e);
 	if (rc) {
 		int st = cli_fail(s.path, rc, &e);
 		src_close(&s);
@@ -759,8 +850,8 @@ int main(int argc, char **argv)
 			status = EXIT_DATAERR;
 		} else {
 			if (!common.quiet)
-				printf("%s: ok (%s v%u, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
-				       s.version, s.n_ents, s.n_t);
+				printf("%s: ok (%s %s, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
+				       s.variant ? s.variant : s.version == 2 ? "v2" : "v3", s.n_ents, s.n_t);
 			status = EXIT_OK;
 		}
 	} else if (o_tensor) {

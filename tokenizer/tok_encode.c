@@ -705,7 +705,7 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 		rc = emit(&en, v->special[TOK_SEP]);
 	if (!rc) {
 		*n_out = en.n;
-		if (ids)
+		if (ids && en.n && cap)
 			memcpy(ids, en.out, (en.n < cap ? en.n : cap) * sizeof *ids);
 	}
 	tok_pre_match_data_free(en.md);

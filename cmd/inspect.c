@@ -894,6 +894,28 @@ static int vocab_of(const struct src *s, tok_vocab **v, tern_err *e)
 	return rc;
 }
 
+/* Ids separated by spaces, commas or brackets; the count, or -1 if the
+ * text is not such a list. out may be NULL (count only). */
+static long parse_ids(const char *p, int32_t *out)
+{
+	long n = 0;
+	while (*p) {
+		if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '[' || *p == ']') {
+			p++;
+			continue;
+		}
+		char *end;
+		long long x = strtoll(p, &end, 10);
+		if (end == p || x < INT32_MIN || x > INT32_MAX)
+			return -1;
+		if (out)
+			out[n] = (int32_t)x;
+		n++;
+		p = end;
+	}
+	return n;
+}
+
 static int tokenizer_mode(const struct src *s)
 {
 	tern_err e = {0};
@@ -905,27 +927,10 @@ static int tokenizer_mode(const struct src *s)
 		cli_warn("%s: %s", s->path, tok_vocab_warning(v));
 	int status = EXIT_OK;
 	if (o_detok) {
-		size_t cap = 16, n = 0;
-		int32_t *ids = malloc(cap * sizeof *ids);
-		for (const char *p = o_detok; ids && *p;) {
-			if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '[' || *p == ']') {
-				p++;
-				continue;
-			}
-			char *end;
-			long long x = strtoll(p, &end, 10);
-			if (end == p || x < INT32_MIN || x > INT32_MAX)
-				cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
-			if (n == cap) {
-				int32_t *ni = realloc(ids, (cap *= 2) * sizeof *ids);
-				if (!ni)
-					free(ids);
-				ids = ni;
-			}
-			if (ids)
-				ids[n++] = (int32_t)x;
-			p = end;
-		}
+		size_t n = (size_t)parse_ids(o_detok, NULL);
+		int32_t *ids = malloc((n + 1) * sizeof *ids);
+		if (ids)
+			parse_ids(o_detok, ids);
 		size_t len = 0;
 		char *text = NULL;
 		if (!ids)
@@ -1001,6 +1006,8 @@ int main(int argc, char **argv)
 		cli_usage_error("--add-special, --parse-special and --ids need --tokenize or --tokenize-file");
 	if (tok_mode && (o_check || o_tensor || o_json || o_key))
 		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor, --json or --key");
+	if (o_detok && parse_ids(o_detok, NULL) < 0)
+		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
 
 	struct src s = {.path = pos[0]};
 	free(pos);

@@ -168,6 +168,8 @@ static uint64_t score_key(float s, int32_t left)
 
 /* ---- SPM ---------------------------------------------------------------- */
 
+static int cached(struct enc *en, const char *p, size_t n, int (*fn)(struct enc *, const char *, size_t));
+
 static int spm_try(struct enc *en, const char *text, int32_t l, int32_t r)
 {
 	if (l < 0 || r < 0)
@@ -181,7 +183,37 @@ static int spm_try(struct enc *en, const char *text, int32_t l, int32_t r)
 	return heap_push(en, &bg);
 }
 
+static int spm_segment(struct enc *en, const char *text, size_t len);
+
+/* Where no piece has "▁" after another character (SentencePiece splits at
+ * whitespace), no merge can cross the start of a word, so each word is
+ * merged on its own - same result, shorter queues, and repeated words come
+ * from the cache. */
 static int spm_encode(struct enc *en, const char *text, size_t len)
+{
+	if (!en->v->spm_word_split)
+		return spm_segment(en, text, len);
+	size_t start = 0;
+	for (size_t i = 3; i + 3 <= len; i++) {
+		if (memcmp(text + i, "\xe2\x96\x81", 3) == 0 && memcmp(text + i - 3, "\xe2\x96\x81", 3) != 0) {
+			int rc = spm_segment(en, text + start, i - start);
+			if (rc)
+				return rc;
+			start = i;
+			i += 2;
+		}
+	}
+	return spm_segment(en, text + start, len - start);
+}
+
+static int spm_merge(struct enc *en, const char *text, size_t len);
+
+static int spm_segment(struct enc *en, const char *text, size_t len)
+{
+	return cached(en, text, len, spm_merge);
+}
+
+static int spm_merge(struct enc *en, const char *text, size_t len)
 {
 	const tok_vocab *v = en->v;
 	if (len == 0)
@@ -293,19 +325,9 @@ static uint64_t piece_hash(const char *s, size_t n)
 #define CACHE_MAX_KEY 48
 #define CACHE_SLOTS (1u << 16)
 
-static int bpe_piece(void *ud, const char *p, size_t n)
+/* Run fn on the piece, or replay its ids from the per-call cache. */
+static int cached(struct enc *en, const char *p, size_t n, int (*fn)(struct enc *, const char *, size_t))
 {
-	struct enc *en = ud;
-	const tok_vocab *v = en->v;
-	if (n == 1) {
-		int32_t id = v->byte_tok[(unsigned char)p[0]];
-		return id >= 0 ? emit(en, id) : 0;
-	}
-	if (v->ignore_merges) {
-		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
-		if (id >= 0)
-			return emit(en, id);
-	}
 	struct cache_ent *ce = NULL;
 	uint64_t h = 0;
 	if (en->cache && n <= CACHE_MAX_KEY) {
@@ -326,7 +348,7 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 		}
 	}
 	size_t first = en->n;
-	int rc = bpe_merge(en, p, n);
+	int rc = fn(en, p, n);
 	if (rc || !ce || en->cache_n * 2 >= CACHE_SLOTS)
 		return rc;
 	size_t k = en->n - first;
@@ -340,6 +362,22 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 	en->cids_n += k;
 	en->cache_n++;
 	return 0;
+}
+
+static int bpe_piece(void *ud, const char *p, size_t n)
+{
+	struct enc *en = ud;
+	const tok_vocab *v = en->v;
+	if (n == 1) {
+		int32_t id = v->byte_tok[(unsigned char)p[0]];
+		return id >= 0 ? emit(en, id) : 0;
+	}
+	if (v->ignore_merges) {
+		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
+		if (id >= 0)
+			return emit(en, id);
+	}
+	return cached(en, p, n, bpe_merge);
 }
 
 /* Whisper: the longest known piece from the left, byte by byte. */
@@ -691,6 +729,10 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 			en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
 			en.cache_mask = CACHE_SLOTS - 1;
 		}
+	}
+	if (len > 4096 && v->model == TOK_MODEL_SPM && v->spm_word_split) {
+		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
+		en.cache_mask = CACHE_SLOTS - 1;
 	}
 	bool bos = add_special && v->add_bos && v->special[TOK_BOS] >= 0;
 	bool eos = add_special && v->add_eos && v->special[TOK_EOS] >= 0;

@@ -66,6 +66,7 @@ struct tok_vocab {
 	bool add_bos, add_eos, add_sep;
 	bool add_space_prefix, remove_extra_ws, ignore_merges;
 	bool nfc;                /* NFC-normalise before pre-tokenizing */
+	bool spm_word_split;     /* SPM: no piece has "▁" after another character */
 	bool lowercase, strip_accents; /* WPM */
 
 	/* the pre-tokenizer (BPE and RAW) */

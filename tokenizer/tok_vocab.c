@@ -368,6 +368,21 @@ static int finish(tok_vocab *v, tern_err *e)
 			v->byte_tok[b] = tok_map_get(v, &v->by_bytes, &c, 1);
 		}
 	} else if (v->model == TOK_MODEL_SPM) {
+		v->spm_word_split = true;
+		for (int32_t id = 0; id < v->n && v->spm_word_split; id++) {
+			const char *s = tok_text(v, id);
+			size_t len = v->tok[id].len;
+			bool prev_mark = true; /* at start: a leading "▁" is fine */
+			for (size_t i = 0; i < len;) {
+				bool mark = i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0;
+				if (mark && !prev_mark) {
+					v->spm_word_split = false;
+					break;
+				}
+				prev_mark = mark;
+				i += mark ? 3 : 1;
+			}
+		}
 		for (int b = 0; b < 256; b++) {
 			char buf[8];
 			static const char hex[] = "0123456789ABCDEF";

@@ -489,6 +489,17 @@ static bool is_other(int32_t c)
 }
 #endif
 
+static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars);
+
+/* One word through the cache (words repeat a lot in long texts). */
+static int wpm_word_counted(struct enc *en, const char *w, size_t n)
+{
+	size_t nchars = 0;
+	for (size_t i = 3; i < n; i++)
+		nchars += ((unsigned char)w[i] & 0xc0) != 0x80;
+	return wpm_word(en, w, n, nchars);
+}
+
 /* Greedy longest match of one word (starts with "▁"). */
 static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
 {
@@ -524,7 +535,7 @@ static int wpm_encode(struct enc *en, const char *s, size_t n)
 	int rc;
 #define FLUSH()                                                          \
 	do {                                                             \
-		if (wchars && (rc = wpm_word(en, en->buf, wn, wchars))) \
+		if (wchars && (rc = cached(en, en->buf, wn, wpm_word_counted))) \
 			return rc;                                       \
 		wn = 0;                                                  \
 		wchars = 0;                                              \
@@ -730,7 +741,7 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 			en.cache_mask = CACHE_SLOTS - 1;
 		}
 	}
-	if (len > 4096 && v->model == TOK_MODEL_SPM && v->spm_word_split) {
+	if (len > 4096 && (v->model == TOK_MODEL_WPM || (v->model == TOK_MODEL_SPM && v->spm_word_split))) {
 		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
 		en.cache_mask = CACHE_SLOTS - 1;
 	}

@@ -4,8 +4,10 @@
  * --json gives the same as one JSON document. Listing reads only the header
  * pages of the mapping, never tensor data, unless --tensor with --values or
  * --raw asks for one tensor's values. */
+#include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include "ggml_legacy.h"
 #include "gguf.h"
 #include "quant.h"
+#include "tok.h"
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -22,6 +25,8 @@ static bool o_json, o_full, o_no_tensors, o_raw, o_check;
 static const char *o_key, *o_tensor;
 static int64_t o_values = -1;
 static bool o_values_seen;
+static const char *o_tok_text, *o_tok_file, *o_detok;
+static bool o_add_special, o_parse_special, o_ids;
 
 static const struct cli_opt opts[] = {
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .help = "print one JSON document instead of the listing"},
@@ -34,6 +39,17 @@ static const struct cli_opt opts[] = {
 	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .help = "with --tensor: write all its values as little-endian float32 to stdout"},
 	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check,
 	 .help = "validate placement, alignment, sizes and names; list every problem; exit 65 if any"},
+	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT",
+	 .help = "print the tokens of TEXT with the file's vocabulary, one 'id<TAB>piece' line each"},
+	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH",
+	 .help = "like --tokenize with the contents of PATH ('-': standard input)"},
+	{.lng = "add-special", .kind = CLI_FLAG, .dst = &o_add_special,
+	 .help = "with --tokenize: add BOS/EOS (or CLS/SEP) as the vocabulary's metadata says"},
+	{.lng = "parse-special", .kind = CLI_FLAG, .dst = &o_parse_special,
+	 .help = "with --tokenize: control tokens written in the text (e.g. <|im_end|>) become their ids"},
+	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .help = "with --tokenize: print one line with a JSON array of ids"},
+	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS",
+	 .help = "print the text of IDS (separated by spaces or commas; control pieces included)"},
 	{0},
 };
 
@@ -51,6 +67,14 @@ static const struct cli_section sections[] = {
 	 "file_offset, bytes}) and summary. Strings are always valid UTF-8: each ill-formed byte sequence becomes "
 	 "U+FFFD. Legacy ggml files (whisper.cpp's Whisper and Silero models) use the same shape, with their "
 	 "hyperparameters under metadata."},
+	{"TOKENIZER",
+	 "--tokenize, --tokenize-file and --detokenize use the vocabulary in the file's tokenizer.ggml.* metadata "
+	 "(SPM, byte-level BPE with the pre-tokenizer named by tokenizer.ggml.pre, or WordPiece), or the vocabulary "
+	 "of a legacy Whisper file. --tokenize prints one line per token: the id, a tab, and the text the token "
+	 "stands for (control bytes and invalid UTF-8 escaped C-style); with --ids one line holding a JSON array "
+	 "of the ids instead. No BOS/EOS is added and control tokens in the text are not recognised unless "
+	 "--add-special / --parse-special say so. --detokenize prints the text of the ids exactly, without a "
+	 "newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (cannot open or map the file, out of memory, no such tensor or key); "
 	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems).\n"
@@ -62,7 +86,10 @@ static const struct cli_section sections[] = {
 	 "  tern-inspect --key 'llama.*' model.gguf\n"
 	 "  tern-inspect --tensor token_embd.weight --values 8 model.gguf\n"
 	 "  tern-inspect --tensor output_norm.weight --raw model.gguf > norm.f32\n"
-	 "  tern-inspect --check model.gguf"},
+	 "  tern-inspect --check model.gguf\n"
+	 "  tern-inspect --tokenize 'Hello world' model.gguf\n"
+	 "  tern-inspect --tokenize-file prompt.txt --add-special --ids model.gguf\n"
+	 "  tern-inspect --detokenize '9906 1917' model.gguf"},
 	{0},
 };
 
@@ -869,6 +896,147 @@ static void src_close(struct src *s)
 	free(s->mem);
 }
 
+/* ---- tokenizer mode ------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		n += fread(buf + n, 1, cap - n, f);
+		if (n < cap)
+			break;
+		char *nb = realloc(buf, cap *= 2);
+		if (!nb)
+			free(buf);
+		buf = nb;
+	}
+	bool err = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+static int vocab_of(const struct src *s, tok_vocab **v, tern_err *e)
+{
+	if (s->gf)
+		return tok_vocab_load(v, s->gf, e);
+	if (!s->lg || ggml_legacy_kind(s->lg) != GGML_LEGACY_WHISPER)
+		return tern_errf(e, TERN_ENOTFOUND, "the file has no vocabulary");
+	uint64_t n = ggml_legacy_n_vocab(s->lg);
+	struct tok_piece *p = calloc(n ? (size_t)n : 1, sizeof *p);
+	if (!p)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < n; i++) {
+		struct gguf_str t = ggml_legacy_token(s->lg, i);
+		p[i] = (struct tok_piece){t.ptr, (size_t)t.len};
+	}
+	int rc = tok_vocab_from_pieces(v, p, (size_t)n, e);
+	free(p);
+	return rc;
+}
+
+/* Ids separated by spaces, commas or brackets; the count, or -1 if the
+ * text is not such a list. out may be NULL (count only). */
+static long parse_ids(const char *p, int32_t *out)
+{
+	long n = 0;
+	while (*p) {
+		if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '[' || *p == ']') {
+			p++;
+			continue;
+		}
+		char *end;
+		long long x = strtoll(p, &end, 10);
+		if (end == p || x < INT32_MIN || x > INT32_MAX)
+			return -1;
+		if (out)
+			out[n] = (int32_t)x;
+		n++;
+		p = end;
+	}
+	return n;
+}
+
+static int tokenizer_mode(const struct src *s)
+{
+	tern_err e = {0};
+	tok_vocab *v;
+	int rc = vocab_of(s, &v, &e);
+	if (rc)
+		return cli_fail(s->path, rc, &e);
+	if (tok_vocab_warning(v))
+		cli_warn("%s: %s", s->path, tok_vocab_warning(v));
+	int status = EXIT_OK;
+	if (o_detok) {
+		size_t n = (size_t)parse_ids(o_detok, NULL);
+		int32_t *ids = malloc((n + 1) * sizeof *ids);
+		if (ids)
+			parse_ids(o_detok, ids);
+		size_t len = 0;
+		char *text = NULL;
+		if (!ids)
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		else if (!(rc = tok_detokenize(v, ids, n, false, NULL, 0, &len, &e)) && !(text = malloc(len + 1)))
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		if (!rc)
+			rc = tok_detokenize(v, ids, n, false, text, len, &len, &e);
+		if (!rc)
+			fwrite(text, 1, len, stdout);
+		else
+			status = cli_fail(s->path, rc, &e);
+		free(text);
+		free(ids);
+	} else {
+		size_t len = 0;
+		char *text = NULL;
+		if (o_tok_file) {
+			if (!(text = read_all(o_tok_file, &len))) {
+				cli_error("%s: cannot read: %s", o_tok_file, strerror(errno));
+				tok_vocab_free(v);
+				return EXIT_RUNTIME;
+			}
+		} else {
+			len = strlen(o_tok_text);
+		}
+		const char *t = text ? text : o_tok_text;
+		size_t n = 0;
+		int32_t *ids = NULL;
+		rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, NULL, 0, &n, &e);
+		if (!rc && !(ids = malloc((n + 1) * sizeof *ids)))
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		if (!rc)
+			rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, ids, n, &n, &e);
+		if (rc) {
+			status = cli_fail(s->path, rc, &e);
+		} else if (o_ids) {
+			putchar('[');
+			for (size_t i = 0; i < n; i++)
+				printf(i ? ", %d" : "%d", ids[i]);
+			puts("]");
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				struct tok_piece p = tok_token_bytes(v, ids[i]);
+				printf("%d\t", ids[i]);
+				cli_text_str(stdout, p.ptr, p.len);
+				putchar('\n');
+			}
+		}
+		free(ids);
+		free(text);
+	}
+	tok_vocab_free(v);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_common common;
@@ -881,6 +1049,15 @@ int main(int argc, char **argv)
 		cli_usage_error("--raw cannot be combined with --json or --values");
 	if (o_check && (o_tensor || o_key))
 		cli_usage_error("--check cannot be combined with --tensor or --key");
+	bool tok_mode = o_tok_text || o_tok_file || o_detok;
+	if ((o_tok_text != NULL) + (o_tok_file != NULL) + (o_detok != NULL) > 1)
+		cli_usage_error("use one of --tokenize, --tokenize-file and --detokenize");
+	if (!(o_tok_text || o_tok_file) && (o_add_special || o_parse_special || o_ids))
+		cli_usage_error("--add-special, --parse-special and --ids need --tokenize or --tokenize-file");
+	if (tok_mode && (o_check || o_tensor || o_json || o_key))
+		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor, --json or --key");
+	if (o_detok && parse_ids(o_detok, NULL) < 0)
+		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
 
 	struct src s = {.path = pos[0]};
 	free(pos);
@@ -896,7 +1073,9 @@ int main(int argc, char **argv)
 		return st;
 	}
 	int status;
-	if (o_check) {
+	if (tok_mode) {
+		status = tokenizer_mode(&s);
+	} else if (o_check) {
 		if (cc.n) {
 			cli_error("%s: %d problem%s found", s.path, cc.n, cc.n == 1 ? "" : "s");
 			status = EXIT_DATAERR;

@@ -15,15 +15,11 @@
  * Nothing is trusted: every read is checked against the bytes left, every
  * product for overflow, and allocations are bounded by the file size. */
 #include "ggml_legacy.h"
+#include "mapfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "quant.h"
 
@@ -44,8 +40,7 @@ struct hparam {
 struct ggml_legacy {
 	const uint8_t *base;
 	uint64_t size;
-	void *map; /* non-NULL when we own a mapping of map_size bytes */
-	size_t map_size;
+	struct tern_map map; /* base non-NULL when we own the mapping */
 
 	enum ggml_legacy_kind kind;
 	struct gguf_str model_type;
@@ -467,8 +462,7 @@ void ggml_legacy_close(ggml_legacy *m)
 {
 	if (!m)
 		return;
-	if (m->map)
-		munmap(m->map, m->map_size);
+	tern_unmap(&m->map);
 	free(m->hp);
 	free(m->tok_off);
 	free(m->t);
@@ -507,43 +501,16 @@ int ggml_legacy_open(ggml_legacy **out, const char *path, tern_err *e)
 	if (!out || !path)
 		return tern_errf(e, TERN_EINVAL, "no path or output pointer");
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return tern_errf(e, TERN_EIO, "cannot open: %s", strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
-		close(fd);
-		return tern_errf(e, TERN_EIO, "cannot stat: %s", strerror(err));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return tern_errf(e, TERN_EIO, "not a regular file");
-	}
 	ggml_legacy *m = calloc(1, sizeof *m);
-	if (!m) {
-		close(fd);
+	if (!m)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	int rc = tern_map_file(&m->map, path, e);
+	if (rc) {
+		free(m);
+		return rc;
 	}
-	if (st.st_size > 0) {
-		if ((uint64_t)st.st_size > SIZE_MAX) {
-			close(fd);
-			free(m);
-			return tern_errf(e, TERN_EIO, "file too large to map");
-		}
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p == MAP_FAILED) {
-			int err = errno;
-			close(fd);
-			free(m);
-			return tern_errf(e, TERN_EIO, "cannot map: %s", strerror(err));
-		}
-		m->map = p;
-		m->map_size = (size_t)st.st_size;
-		m->base = p;
-		m->size = (uint64_t)st.st_size;
-	}
-	close(fd);
+	m->base = m->map.base;
+	m->size = m->map.size;
 	return finish(out, m, e);
 }
 

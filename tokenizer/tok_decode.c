@@ -10,6 +10,7 @@
  * UTF-8 sequence (byte fallback pieces, byte-level BPE), and a terminal must
  * never see half a character, so incomplete tails are held back. */
 #include "tok_internal.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,48 +85,14 @@ void tok_stream_free(tok_stream *s)
 	free(s);
 }
 
-/* Length of the UTF-8 sequence at s: > 0 complete and valid, 0 a valid
- * but incomplete start, -1 invalid (one byte to replace). */
-static int seq_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	if (c < 0x80)
-		return 1;
-	int l;
-	unsigned lo = 0x80, hi = 0xbf;
-	if (c >= 0xc2 && c <= 0xdf)
-		l = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		l = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		l = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return -1;
-	for (int i = 1; i < l; i++) {
-		if ((size_t)i >= n)
-			return 0;
-		unsigned x = s[i];
-		if (i == 1 ? (x < lo || x > hi) : (x < 0x80 || x > 0xbf))
-			return -1;
-	}
-	return l;
-}
-
 /* Emit the complete characters of src[0..n); keep an incomplete tail in
  * the stream (final: replace it instead). Returns bytes written. */
 static size_t drain(tok_stream *s, const unsigned char *src, size_t n, char *out, bool final)
 {
 	size_t o = 0, i = 0;
 	while (i < n) {
-		int l = seq_len(src + i, n - i);
+		size_t bad = 0;
+		int l = tern_utf8_seq(src + i, n - i, &bad);
 		if (l > 0) {
 			memcpy(out + o, src + i, (size_t)l);
 			o += (size_t)l;
@@ -134,10 +101,10 @@ static size_t drain(tok_stream *s, const unsigned char *src, size_t n, char *out
 			memcpy(s->pend, src + i, n - i);
 			s->npend = n - i;
 			return o;
-		} else {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
+		} else { /* one U+FFFD per maximal ill-formed subpart */
+			memcpy(out + o, TERN_UTF8_REPLACEMENT, 3);
 			o += 3;
-			i++;
+			i += bad;
 		}
 	}
 	s->npend = 0;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,33 +17,10 @@
 #include "gguf.h"
 #include "tok.h"
 
-static const char *data_dir(void)
-{
-	const char *d = getenv("TERN_DATA");
-	return d && *d ? d : "../shared/data";
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *p = malloc((size_t)n + 1);
-	assert_non_null(p);
-	assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
-	p[n] = 0;
-	fclose(f);
-	*len = (size_t)n;
-	return p;
-}
-
 static tok_vocab *load_vocab(const char *name)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", data_dir(), name);
+	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", test_data_dir(), name);
 	gguf_file *f;
 	tern_err e = {0};
 	int rc = gguf_open(&f, path, NULL, &e);
@@ -96,11 +75,11 @@ static bool load_cases(const char *name, struct cases *c)
 	char path[512];
 	size_t ni, no;
 	memset(c, 0, sizeof *c);
-	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf.inp", data_dir(), name);
-	if (!(c->inp = read_file(path, &ni)))
+	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf.inp", test_data_dir(), name);
+	if (!(c->inp = test_read_file(path, &ni)))
 		return false;
-	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf.out", data_dir(), name);
-	c->out = read_file(path, &no);
+	snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf.out", test_data_dir(), name);
+	c->out = test_read_file(path, &no);
 	assert_non_null(c->out);
 	static const char sep[] = "\n__ggml_vocab_test__\n";
 	size_t cap = 256;
@@ -446,7 +425,7 @@ static void test_whisper(void **state)
 {
 	(void)state;
 	char path[512];
-	snprintf(path, sizeof path, "%s/models/whisper-vocab-only-tiny.bin", data_dir());
+	snprintf(path, sizeof path, "%s/models/whisper-vocab-only-tiny.bin", test_data_dir());
 	ggml_legacy *m;
 	tern_err e = {0};
 	if (ggml_legacy_open(&m, path, &e))

@@ -760,7 +760,7 @@ void cli_json_num(FILE *f, double v)
 {
 	if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
 		fputs("null", f);
-	else if (v == (double)(long long)v && v > -9e15 && v < 9e15)
+	else if (v > -9e15 && v < 9e15 && v == (double)(long long)v)
 		fprintf(f, "%lld", (long long)v);
 	else
 		fprintf(f, "%.17g", v);

@@ -26,7 +26,7 @@ UNAME_M := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 # ---- variant ---------------------------------------------------------------
 ifeq ($(SANITIZE),1)
 VARIANT := san
-OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 LDSAN := -fsanitize=address,undefined
 else ifeq ($(DEBUG),1)
 VARIANT := debug
@@ -192,7 +192,9 @@ fuzz-run: fuzz
 		mkdir -p build/fuzz-corpus/$$n; \
 		echo "== $$f for $(FUZZ_SECONDS)s"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-			build/fuzz-corpus/$$n tests/fuzz/corpus/$$n 2>&1 | tail -n 12 || exit 1; done
+			-artifact_prefix=build/fuzz/$$n- build/fuzz-corpus/$$n tests/fuzz/corpus/$$n > build/fuzz/$$n.log 2>&1; \
+		st=$$?; grep -E '^stat::(number_of_executed_units|peak_rss_mb)|ERROR|SUMMARY' build/fuzz/$$n.log; \
+		if [ $$st -ne 0 ]; then tail -n 40 build/fuzz/$$n.log; echo "fuzz_$$n FAILED (exit $$st)"; exit 1; fi; done
 
 # ---- docs, install ---------------------------------------------------------
 man: $(BINS)
@@ -205,7 +207,7 @@ man: $(BINS)
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
 	libsndfile1-dev libedit-dev libvulkan-dev glslc mesa-vulkan-drivers \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git curl
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
 	apt-get update -qq

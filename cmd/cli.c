@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "utf8.h"
 
 extern const char tern_build_commit[];
 extern const char tern_build_compiler[];
@@ -682,47 +683,12 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_commo
 
 /* ---- output helpers ------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if the
- * bytes there are ill-formed; *bad gets the length of the maximal ill-formed
- * subpart to replace with one U+FFFD. */
+/* Length of the valid UTF-8 sequence at s, or 0 with *bad = the length of
+ * the maximal ill-formed subpart (also at the end of the input). */
 static size_t utf8_seq(const unsigned char *s, uint64_t n, size_t *bad)
 {
-	unsigned char c = s[0];
-	size_t len;
-	unsigned lo = 0x80, hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		if (c == 0xf4)
-			hi = 0x8f;
-	} else {
-		*bad = 1;
-		return 0;
-	}
-	size_t k = 1;
-	for (; k < len; k++) {
-		if (k >= n)
-			break;
-		unsigned char b = s[k];
-		unsigned l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xbf;
-		if (b < l || b > h)
-			break;
-	}
-	if (k == len)
-		return len;
-	*bad = k;
-	return 0;
+	int k = tern_utf8_seq(s, n, bad);
+	return k > 0 ? (size_t)k : 0;
 }
 
 void cli_json_str(FILE *f, const char *s, uint64_t len)
@@ -774,8 +740,9 @@ void cli_text_str(FILE *f, const char *s, uint64_t len)
 			continue;
 		}
 		unsigned char c = p[i];
-		if (k == 1 && (c < 0x20 || c == 0x7f || c == '\\')) {
+		if (k == 1 && (c < 0x20 || c == 0x7f || c == '\\' || c == '"')) {
 			switch (c) {
+			case '"': fputs("\\\"", f); break;
 			case '\n': fputs("\\n", f); break;
 			case '\r': fputs("\\r", f); break;
 			case '\t': fputs("\\t", f); break;
@@ -793,7 +760,7 @@ void cli_json_num(FILE *f, double v)
 {
 	if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
 		fputs("null", f);
-	else if (v == (double)(long long)v && v > -9e15 && v < 9e15)
+	else if (v > -9e15 && v < 9e15 && v == (double)(long long)v)
 		fprintf(f, "%lld", (long long)v);
 	else
 		fprintf(f, "%.17g", v);

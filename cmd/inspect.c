@@ -4,16 +4,20 @@
  * --json gives the same as one JSON document. Listing reads only the header
  * pages of the mapping, never tensor data, unless --tensor with --values or
  * --raw asks for one tensor's values. */
+#include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "convert.h"
+#include "ggml_legacy.h"
 #include "gguf.h"
 #include "quant.h"
+#include "tok.h"
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -21,6 +25,8 @@ static bool o_json, o_full, o_no_tensors, o_raw, o_check;
 static const char *o_key, *o_tensor;
 static int64_t o_values = -1;
 static bool o_values_seen;
+static const char *o_tok_text, *o_tok_file, *o_detok;
+static bool o_add_special, o_parse_special, o_ids;
 
 static const struct cli_opt opts[] = {
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .help = "print one JSON document instead of the listing"},
@@ -33,6 +39,17 @@ static const struct cli_opt opts[] = {
 	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .help = "with --tensor: write all its values as little-endian float32 to stdout"},
 	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check,
 	 .help = "validate placement, alignment, sizes and names; list every problem; exit 65 if any"},
+	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT",
+	 .help = "print the tokens of TEXT with the file's vocabulary, one 'id<TAB>piece' line each"},
+	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH",
+	 .help = "like --tokenize with the contents of PATH ('-': standard input)"},
+	{.lng = "add-special", .kind = CLI_FLAG, .dst = &o_add_special,
+	 .help = "with --tokenize: add BOS/EOS (or CLS/SEP) as the vocabulary's metadata says"},
+	{.lng = "parse-special", .kind = CLI_FLAG, .dst = &o_parse_special,
+	 .help = "with --tokenize: control tokens written in the text (e.g. <|im_end|>) become their ids"},
+	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .help = "with --tokenize: print one line with a JSON array of ids"},
+	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS",
+	 .help = "print the text of IDS (separated by spaces or commas; control pieces included)"},
 	{0},
 };
 
@@ -50,6 +67,14 @@ static const struct cli_section sections[] = {
 	 "file_offset, bytes}) and summary. Strings are always valid UTF-8: each ill-formed byte sequence becomes "
 	 "U+FFFD. Legacy ggml files (whisper.cpp's Whisper and Silero models) use the same shape, with their "
 	 "hyperparameters under metadata."},
+	{"TOKENIZER",
+	 "--tokenize, --tokenize-file and --detokenize use the vocabulary in the file's tokenizer.ggml.* metadata "
+	 "(SPM, byte-level BPE with the pre-tokenizer named by tokenizer.ggml.pre, or WordPiece), or the vocabulary "
+	 "of a legacy Whisper file. --tokenize prints one line per token: the id, a tab, and the text the token "
+	 "stands for (control bytes and invalid UTF-8 escaped C-style); with --ids one line holding a JSON array "
+	 "of the ids instead. No BOS/EOS is added and control tokens in the text are not recognised unless "
+	 "--add-special / --parse-special say so. --detokenize prints the text of the ids exactly, without a "
+	 "newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (cannot open or map the file, out of memory, no such tensor or key); "
 	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems).\n"
@@ -61,7 +86,10 @@ static const struct cli_section sections[] = {
 	 "  tern-inspect --key 'llama.*' model.gguf\n"
 	 "  tern-inspect --tensor token_embd.weight --values 8 model.gguf\n"
 	 "  tern-inspect --tensor output_norm.weight --raw model.gguf > norm.f32\n"
-	 "  tern-inspect --check model.gguf"},
+	 "  tern-inspect --check model.gguf\n"
+	 "  tern-inspect --tokenize 'Hello world' model.gguf\n"
+	 "  tern-inspect --tokenize-file prompt.txt --add-special --ids model.gguf\n"
+	 "  tern-inspect --detokenize '9906 1917' model.gguf"},
 	{0},
 };
 
@@ -75,7 +103,8 @@ static const struct cli_prog prog = {
 		"read-only and validated: every length, count and offset is checked against the file size, so a "
 		"truncated or hostile file gives a one-line error, never a crash.\n"
 		"\n"
-		"Listing a model reads only its header; tensor data is read only for --values and --raw.",
+		"Listing a model reads only its header; tensor data is read only for --values and --raw. "
+		"FILE - reads the file from standard input (up to 4 GiB).",
 	.opts = opts,
 	.pos_name = "FILE",
 	.pos_ext = "gguf|bin",
@@ -90,6 +119,7 @@ struct ent {
 	struct gguf_str key;
 	struct gguf_value v;
 	const struct gguf_kv *kv; /* GGUF: O(1) string-array access; NULL otherwise */
+	const ggml_legacy *lg;    /* legacy vocabulary: tokens come from the reader */
 };
 
 struct src {
@@ -103,6 +133,11 @@ struct src {
 	const struct gguf_tensor **t; /* [n_t] */
 	uint64_t n_t;
 	gguf_file *gf;
+	ggml_legacy *lg;
+	uint8_t (*scratch)[8];  /* [n_ents] encoded legacy scalars */
+	uint8_t *mem;           /* [mem_size] the file read from stdin, or NULL */
+	size_t mem_size;
+	char (*names)[96];      /* [n_ents] legacy key names */
 };
 
 static const char *json_vtype(uint32_t t)
@@ -116,6 +151,8 @@ static struct gguf_str arr_str(const struct ent *e, uint64_t i)
 {
 	if (e->kv)
 		return gguf_kv_arr_str(e->kv, i);
+	if (e->lg)
+		return ggml_legacy_token(e->lg, i);
 	struct gguf_value v;
 	if (gguf_arr_elem(&e->v, i, &v) == 0)
 		return v.s;
@@ -540,9 +577,12 @@ static int list_json(const struct src *s)
 	printf("{\"format\": \"%s\", ", s->format);
 	if (s->variant)
 		printf("\"variant\": \"%s\", ", s->variant);
-	printf("\"version\": %u, \"alignment\": %u, \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64
-	       ",\n\"metadata\": {",
-	       s->version, s->alignment, s->data_offset, s->file_size);
+	if (s->variant)
+		printf("\"version\": null, \"alignment\": null, ");
+	else
+		printf("\"version\": %u, \"alignment\": %u, ", s->version, s->alignment);
+	printf("\"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 ",\n\"metadata\": {",
+	       s->data_offset, s->file_size);
 	bool first = true;
 	int matched = 0;
 	for (uint64_t i = 0; i < s->n_ents; i++) {
@@ -698,7 +738,7 @@ static void on_problem(void *ud, const char *msg)
 
 static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e)
 {
-	int rc = gguf_open(&s->gf, s->path, oo, e);
+	int rc = s->mem ? gguf_open_mem(&s->gf, s->mem, s->mem_size, oo, e) : gguf_open(&s->gf, s->path, oo, e);
 	if (rc)
 		return rc;
 	s->format = "gguf";
@@ -721,11 +761,280 @@ static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e
 	return 0;
 }
 
+/* A legacy file as a source: hyperparameters become "KIND.NAME" keys, the
+ * mel filter bank and the vocabulary arrays, so every printer works on it. */
+static int load_legacy(struct src *s, tern_err *e)
+{
+	int rc = s->mem ? ggml_legacy_open_mem(&s->lg, s->mem, s->mem_size, e) : ggml_legacy_open(&s->lg, s->path, e);
+	if (rc)
+		return rc;
+	const ggml_legacy *lg = s->lg;
+	const char *kind = ggml_legacy_kind_name(lg);
+	s->format = "ggml";
+	s->variant = kind;
+	s->file_size = ggml_legacy_file_size(lg);
+	s->n_t = ggml_legacy_n_tensors(lg);
+	size_t nh = ggml_legacy_n_hparams(lg);
+	size_t cap = nh + 4;
+	s->ents = calloc(cap, sizeof *s->ents);
+	s->scratch = calloc(cap, sizeof *s->scratch);
+	s->names = calloc(cap, sizeof *s->names);
+	s->t = calloc(s->n_t ? (size_t)s->n_t : 1, sizeof *s->t);
+	if (!s->ents || !s->scratch || !s->names || !s->t)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	uint64_t n = 0;
+	struct gguf_str mt = ggml_legacy_model_type(lg);
+	if (mt.len) {
+		snprintf(s->names[n], sizeof s->names[n], "%s.model_type", kind);
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_STRING, .s = mt}};
+		n++;
+	}
+	for (size_t i = 0; i < nh; i++, n++) {
+		const struct ggml_legacy_hparam *h = ggml_legacy_hparam(lg, i);
+		snprintf(s->names[n], sizeof s->names[n], "%s.%s", kind, h->name);
+		struct ent *en = &s->ents[n];
+		en->key = (struct gguf_str){s->names[n], strlen(s->names[n])};
+		if (h->is_float) {
+			memcpy(s->scratch[n], &h->f, 8);
+			en->v = (struct gguf_value){.type = GGUF_T_F64, .p = s->scratch[n], .size = 8};
+		} else { /* int32 on disk */
+			int32_t v = (int32_t)h->i;
+			memcpy(s->scratch[n], &v, 4);
+			en->v = (struct gguf_value){.type = GGUF_T_I32, .p = s->scratch[n], .size = 4};
+		}
+	}
+	uint32_t n_mel, n_fft;
+	const void *mel;
+	if (ggml_legacy_mel(lg, &n_mel, &n_fft, &mel) == 0) {
+		snprintf(s->names[n], sizeof s->names[n], "%s.mel_filters", kind);
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_F32, .n = (uint64_t)n_mel * n_fft,
+						.p = mel, .size = (uint64_t)n_mel * n_fft * 4}};
+		n++;
+	}
+	uint64_t nv = ggml_legacy_n_vocab(lg);
+	if (nv) {
+		snprintf(s->names[n], sizeof s->names[n], "tokenizer.tokens");
+		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
+					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_STRING, .n = nv}, .lg = lg};
+		n++;
+	}
+	s->n_ents = n;
+	for (uint64_t i = 0; i < s->n_t; i++)
+		s->t[i] = ggml_legacy_tensor_at(lg, i);
+	s->data_offset = s->n_t ? s->t[0]->info_offset : s->file_size;
+	return 0;
+}
+
+/* First bytes of the file, to tell GGUF from legacy ggml. */
+static bool is_legacy(const struct src *s)
+{
+	if (s->mem)
+		return ggml_legacy_probe(s->mem, s->mem_size);
+	unsigned char b[4];
+	FILE *f = fopen(s->path, "rb");
+	if (!f)
+		return false;
+	size_t n = fread(b, 1, sizeof b, f);
+	fclose(f);
+	return ggml_legacy_probe(b, n);
+}
+
+/* FILE "-": the model comes from stdin (a pipe cannot be mapped), read into
+ * memory up to a limit so that a runaway producer cannot exhaust it. */
+#define STDIN_LIMIT (4ull << 30)
+
+static int read_stdin(struct src *s, tern_err *e)
+{
+	size_t cap = 1 << 20, n = 0;
+	uint8_t *p = malloc(cap);
+	if (!p)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (;;) {
+		if (n == cap) {
+			if (cap >= STDIN_LIMIT) {
+				free(p);
+				return tern_errf(e, TERN_ENOMEM, "more than %llu GiB on stdin; pass the file's path instead",
+						 STDIN_LIMIT >> 30);
+			}
+			uint8_t *q = realloc(p, cap * 2);
+			if (!q) {
+				free(p);
+				return tern_errf(e, TERN_ENOMEM, "out of memory reading stdin");
+			}
+			p = q;
+			cap *= 2;
+		}
+		size_t k = fread(p + n, 1, cap - n, stdin);
+		n += k;
+		if (k == 0) {
+			if (ferror(stdin)) {
+				free(p);
+				return tern_errf(e, TERN_EIO, "read error on stdin");
+			}
+			break;
+		}
+	}
+	if (n == 0) {
+		free(p);
+		return tern_errf(e, TERN_EFORMAT, "empty input, not a GGUF file");
+	}
+	s->mem = p;
+	s->mem_size = n;
+	return 0;
+}
+
 static void src_close(struct src *s)
 {
 	free(s->ents);
 	free(s->t);
+	free(s->scratch);
+	free(s->names);
 	gguf_close(s->gf);
+	ggml_legacy_close(s->lg);
+	free(s->mem);
+}
+
+/* ---- tokenizer mode ------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		n += fread(buf + n, 1, cap - n, f);
+		if (n < cap)
+			break;
+		char *nb = realloc(buf, cap *= 2);
+		if (!nb)
+			free(buf);
+		buf = nb;
+	}
+	bool err = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+static int vocab_of(const struct src *s, tok_vocab **v, tern_err *e)
+{
+	if (s->gf)
+		return tok_vocab_load(v, s->gf, e);
+	if (!s->lg || ggml_legacy_kind(s->lg) != GGML_LEGACY_WHISPER)
+		return tern_errf(e, TERN_ENOTFOUND, "the file has no vocabulary");
+	uint64_t n = ggml_legacy_n_vocab(s->lg);
+	struct tok_piece *p = calloc(n ? (size_t)n : 1, sizeof *p);
+	if (!p)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < n; i++) {
+		struct gguf_str t = ggml_legacy_token(s->lg, i);
+		p[i] = (struct tok_piece){t.ptr, (size_t)t.len};
+	}
+	int rc = tok_vocab_from_pieces(v, p, (size_t)n, e);
+	free(p);
+	return rc;
+}
+
+/* Ids separated by spaces, commas or brackets; the count, or -1 if the
+ * text is not such a list. out may be NULL (count only). */
+static long parse_ids(const char *p, int32_t *out)
+{
+	long n = 0;
+	while (*p) {
+		if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '[' || *p == ']') {
+			p++;
+			continue;
+		}
+		char *end;
+		long long x = strtoll(p, &end, 10);
+		if (end == p || x < INT32_MIN || x > INT32_MAX)
+			return -1;
+		if (out)
+			out[n] = (int32_t)x;
+		n++;
+		p = end;
+	}
+	return n;
+}
+
+static int tokenizer_mode(const struct src *s)
+{
+	tern_err e = {0};
+	tok_vocab *v;
+	int rc = vocab_of(s, &v, &e);
+	if (rc)
+		return cli_fail(s->path, rc, &e);
+	if (tok_vocab_warning(v))
+		cli_warn("%s: %s", s->path, tok_vocab_warning(v));
+	int status = EXIT_OK;
+	if (o_detok) {
+		size_t n = (size_t)parse_ids(o_detok, NULL);
+		int32_t *ids = malloc((n + 1) * sizeof *ids);
+		if (ids)
+			parse_ids(o_detok, ids);
+		size_t len = 0;
+		char *text = NULL;
+		if (!ids)
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		else if (!(rc = tok_detokenize(v, ids, n, false, NULL, 0, &len, &e)) && !(text = malloc(len + 1)))
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		if (!rc)
+			rc = tok_detokenize(v, ids, n, false, text, len, &len, &e);
+		if (!rc)
+			fwrite(text, 1, len, stdout);
+		else
+			status = cli_fail(s->path, rc, &e);
+		free(text);
+		free(ids);
+	} else {
+		size_t len = 0;
+		char *text = NULL;
+		if (o_tok_file) {
+			if (!(text = read_all(o_tok_file, &len))) {
+				cli_error("%s: cannot read: %s", o_tok_file, strerror(errno));
+				tok_vocab_free(v);
+				return EXIT_RUNTIME;
+			}
+		} else {
+			len = strlen(o_tok_text);
+		}
+		const char *t = text ? text : o_tok_text;
+		size_t n = 0;
+		int32_t *ids = NULL;
+		rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, NULL, 0, &n, &e);
+		if (!rc && !(ids = malloc((n + 1) * sizeof *ids)))
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
+		if (!rc)
+			rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, ids, n, &n, &e);
+		if (rc) {
+			status = cli_fail(s->path, rc, &e);
+		} else if (o_ids) {
+			putchar('[');
+			for (size_t i = 0; i < n; i++)
+				printf(i ? ", %d" : "%d", ids[i]);
+			puts("]");
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				struct tok_piece p = tok_token_bytes(v, ids[i]);
+				printf("%d\t", ids[i]);
+				cli_text_str(stdout, p.ptr, p.len);
+				putchar('\n');
+			}
+		}
+		free(ids);
+		free(text);
+	}
+	tok_vocab_free(v);
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -740,27 +1049,40 @@ int main(int argc, char **argv)
 		cli_usage_error("--raw cannot be combined with --json or --values");
 	if (o_check && (o_tensor || o_key))
 		cli_usage_error("--check cannot be combined with --tensor or --key");
+	bool tok_mode = o_tok_text || o_tok_file || o_detok;
+	if ((o_tok_text != NULL) + (o_tok_file != NULL) + (o_detok != NULL) > 1)
+		cli_usage_error("use one of --tokenize, --tokenize-file and --detokenize");
+	if (!(o_tok_text || o_tok_file) && (o_add_special || o_parse_special || o_ids))
+		cli_usage_error("--add-special, --parse-special and --ids need --tokenize or --tokenize-file");
+	if (tok_mode && (o_check || o_tensor || o_json || o_key))
+		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor, --json or --key");
+	if (o_detok && parse_ids(o_detok, NULL) < 0)
+		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
 
 	struct src s = {.path = pos[0]};
 	free(pos);
 	tern_err e = {0};
 	struct check_ctx cc = {0, s.path};
 	struct gguf_open_opts oo = {.lenient = o_check, .problem = on_problem, .ud = &cc};
-	int rc = load_gguf(&s, &oo, &e);
+	int rc = strcmp(s.path, "-") == 0 ? read_stdin(&s, &e) : 0;
+	if (!rc)
+		rc = is_legacy(&s) ? load_legacy(&s, &e) : load_gguf(&s, &oo, &e);
 	if (rc) {
 		int st = cli_fail(s.path, rc, &e);
 		src_close(&s);
 		return st;
 	}
 	int status;
-	if (o_check) {
+	if (tok_mode) {
+		status = tokenizer_mode(&s);
+	} else if (o_check) {
 		if (cc.n) {
 			cli_error("%s: %d problem%s found", s.path, cc.n, cc.n == 1 ? "" : "s");
 			status = EXIT_DATAERR;
 		} else {
 			if (!common.quiet)
-				printf("%s: ok (%s v%u, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
-				       s.version, s.n_ents, s.n_t);
+				printf("%s: ok (%s %s, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
+				       s.variant ? s.variant : s.version == 2 ? "v2" : "v3", s.n_ents, s.n_t);
 			status = EXIT_OK;
 		}
 	} else if (o_tensor) {

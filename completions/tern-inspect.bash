@@ -14,6 +14,15 @@ _tern_inspect()
 	--values)
 		COMPREPLY=()
 		return ;;
+	--tokenize)
+		COMPREPLY=()
+		return ;;
+	--tokenize-file)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--detokenize)
+		COMPREPLY=()
+		return ;;
 	--color)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
 		return ;;
@@ -22,7 +31,7 @@ _tern_inspect()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "--json --full --no-tensors --key --tensor --values --raw --check -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "--json --full --no-tensors --key --tensor --values --raw --check --tokenize --tokenize-file --add-special --parse-special --ids --detokenize -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -X '!*.@(gguf|bin)' -- "$cur") $(compgen -d -- "$cur"))

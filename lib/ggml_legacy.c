@@ -15,20 +15,21 @@
  * Nothing is trusted: every read is checked against the bytes left, every
  * product for overflow, and allocations are bounded by the file size. */
 #include "ggml_legacy.h"
+#include "mapfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "quant.h"
 
 #define HP_NAME_MAX 32
-#define SILERO_MAX_LAYERS 1024 /* sanity bound; real models have 4 */
+/* Sanity bounds far above real models (Silero: 4 layers, 15 tensors;
+ * Whisper: 51,866 tokens, ~1,300 tensors) so that memory stays bounded
+ * whatever the file size. */
+#define SILERO_MAX_LAYERS 1024
+#define MAX_TOKENS (1u << 24)
+#define MAX_TENSORS (1u << 20)
 #define NAME_SHOW_MAX 64       /* bytes of a name quoted in a message */
 
 struct hparam {
@@ -39,8 +40,7 @@ struct hparam {
 struct ggml_legacy {
 	const uint8_t *base;
 	uint64_t size;
-	void *map; /* non-NULL when we own a mapping of map_size bytes */
-	size_t map_size;
+	struct tern_map map; /* base non-NULL when we own the mapping */
 
 	enum ggml_legacy_kind kind;
 	struct gguf_str model_type;
@@ -175,6 +175,9 @@ static bool name_eq(struct gguf_str a, struct gguf_str b)
 
 static int tensor_push(ggml_legacy *m, const struct gguf_tensor *t, tern_err *e)
 {
+	if (m->n_t == MAX_TENSORS)
+		return tern_errf(e, TERN_EFORMAT, "offset %llu: more than %u tensors",
+				 (unsigned long long)t->info_offset, MAX_TENSORS);
 	if (m->n_t == m->cap_t) {
 		uint64_t cap = m->cap_t ? m->cap_t * 2 : 16;
 		struct gguf_tensor *nt = realloc(m->t, cap * sizeof *nt);
@@ -348,6 +351,9 @@ static int read_whisper(ggml_legacy *m, struct rd *r, tern_err *e)
 		return tern_errf(e, TERN_EFORMAT,
 				 "offset %llu: vocabulary size %d cannot fit in the %llu bytes left",
 				 (unsigned long long)at, n_vocab, (unsigned long long)left(r));
+	if ((uint32_t)n_vocab > MAX_TOKENS)
+		return tern_errf(e, TERN_EFORMAT, "offset %llu: vocabulary size %d (more than %u tokens)",
+				 (unsigned long long)at, n_vocab, MAX_TOKENS);
 	m->tok_off = malloc(((size_t)n_vocab ? (size_t)n_vocab : 1) * sizeof *m->tok_off);
 	if (!m->tok_off)
 		return tern_errf(e, TERN_ENOMEM, "out of memory for %d tokens", n_vocab);
@@ -437,6 +443,9 @@ static int parse(ggml_legacy *m, tern_err *e)
 				 (unsigned long long)m->size);
 	if (le32(m->base) != GGML_LEGACY_MAGIC) {
 		char nb[32];
+		if (memcmp(m->base, "ggml", 4) == 0)
+			return tern_errf(e, TERN_EUNSUPPORTED,
+					 "offset 0: big-endian legacy ggml file (magic 'ggml'); only little-endian files are supported");
 		return tern_errf(e, TERN_EFORMAT, "offset 0: bad magic '%s' (expected 'lmgg', a legacy ggml file)",
 				 show(nb, sizeof nb, m->base, 4));
 	}
@@ -453,8 +462,7 @@ void ggml_legacy_close(ggml_legacy *m)
 {
 	if (!m)
 		return;
-	if (m->map)
-		munmap(m->map, m->map_size);
+	tern_unmap(&m->map);
 	free(m->hp);
 	free(m->tok_off);
 	free(m->t);
@@ -493,43 +501,16 @@ int ggml_legacy_open(ggml_legacy **out, const char *path, tern_err *e)
 	if (!out || !path)
 		return tern_errf(e, TERN_EINVAL, "no path or output pointer");
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return tern_errf(e, TERN_EIO, "cannot open: %s", strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
-		close(fd);
-		return tern_errf(e, TERN_EIO, "cannot stat: %s", strerror(err));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return tern_errf(e, TERN_EIO, "not a regular file");
-	}
 	ggml_legacy *m = calloc(1, sizeof *m);
-	if (!m) {
-		close(fd);
+	if (!m)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	int rc = tern_map_file(&m->map, path, e);
+	if (rc) {
+		free(m);
+		return rc;
 	}
-	if (st.st_size > 0) {
-		if ((uint64_t)st.st_size > SIZE_MAX) {
-			close(fd);
-			free(m);
-			return tern_errf(e, TERN_EIO, "file too large to map");
-		}
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p == MAP_FAILED) {
-			int err = errno;
-			close(fd);
-			free(m);
-			return tern_errf(e, TERN_EIO, "cannot map: %s", strerror(err));
-		}
-		m->map = p;
-		m->map_size = (size_t)st.st_size;
-		m->base = p;
-		m->size = (uint64_t)st.st_size;
-	}
-	close(fd);
+	m->base = m->map.base;
+	m->size = m->map.size;
 	return finish(out, m, e);
 }
 

@@ -9,19 +9,17 @@
 #include "gguf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "mapfile.h"
 #include "quant.h"
 
 #define GGUF_MAGIC "GGUF"
 #define MAX_KEY_LEN 65535u
+#define MAX_TENSOR_NAME 64 /* GGUF spec: a tensor name is at most 64 bytes */
 
 struct gguf_file {
 	const uint8_t *base;       /* [size] the mapping (or caller's buffer) */
@@ -369,6 +367,10 @@ static int parse_tensors(gguf_file *f, struct rd *r, uint64_t n_t)
 			return rc;
 		char nb[96];
 		show(t->name, nb, sizeof nb);
+		if (t->name.len > MAX_TENSOR_NAME &&
+		    (rc = problem(r, "tensor '%s' at offset %llu: name is %llu bytes long (limit %d)", nb,
+				  (unsigned long long)t->info_offset, (unsigned long long)t->name.len, MAX_TENSOR_NAME)))
+			return rc;
 		if (rd_u32(r, &t->n_dims, "n_dims"))
 			return tern_errf(r->e, TERN_EFORMAT, "tensor '%s': truncated n_dims at offset %zu", nb, r->off);
 		if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
@@ -580,7 +582,7 @@ static int open_buf(gguf_file **out, const uint8_t *buf, size_t size, bool mappe
 	gguf_file *f = calloc(1, sizeof *f);
 	if (!f) {
 		if (mapped)
-			munmap((void *)buf, size);
+			tern_unmap(&(struct tern_map){buf, size});
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
 	f->base = buf;
@@ -609,34 +611,13 @@ int gguf_open_mem(gguf_file **out, const void *buf, size_t size,
 int gguf_open(gguf_file **out, const char *path, const struct gguf_open_opts *opts, tern_err *e)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return tern_errf(e, TERN_EIO, "cannot open: %s", strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
-		close(fd);
-		return tern_errf(e, TERN_EIO, "cannot stat: %s", strerror(err));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return tern_errf(e, TERN_EIO, "not a regular file");
-	}
-	if (st.st_size == 0) {
-		close(fd);
+	struct tern_map m;
+	int rc = tern_map_file(&m, path, e);
+	if (rc)
+		return rc;
+	if (m.size == 0)
 		return tern_errf(e, TERN_EFORMAT, "empty file, not a GGUF file");
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return tern_errf(e, TERN_EIO, "file too large to map");
-	}
-	size_t size = (size_t)st.st_size;
-	void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	int err = errno;
-	close(fd);
-	if (m == MAP_FAILED)
-		return tern_errf(e, TERN_EIO, "cannot map: %s", strerror(err));
-	return open_buf(out, m, size, true, opts, e);
+	return open_buf(out, m.base, m.size, true, opts, e);
 }
 
 void gguf_close(gguf_file *f)
@@ -650,7 +631,7 @@ void gguf_close(gguf_file *f)
 	free(f->kv_hash);
 	free(f->t_hash);
 	if (f->mapped)
-		munmap((void *)f->base, f->size);
+		tern_unmap(&(struct tern_map){f->base, f->size});
 	free(f);
 }
 
@@ -732,7 +713,17 @@ int64_t gguf_value_i64(const struct gguf_value *v)
 	case GGUF_T_I32: return (int32_t)le32(p);
 	case GGUF_T_U64: return (int64_t)le64(p);
 	case GGUF_T_I64: return (int64_t)le64(p);
-	case GGUF_T_F32: case GGUF_T_F64: return (int64_t)gguf_value_f64(v);
+	case GGUF_T_F32: case GGUF_T_F64: {
+		/* saturate: converting NaN or an out-of-range double is undefined */
+		double d = gguf_value_f64(v);
+		if (d != d)
+			return 0;
+		if (d >= 9223372036854775808.0)
+			return INT64_MAX;
+		if (d < -9223372036854775808.0)
+			return INT64_MIN;
+		return (int64_t)d;
+	}
 	default: return 0;
 	}
 }

@@ -99,11 +99,23 @@ def compare_file(bin_dir, path):
                 continue
             if sub == GGUFValueType.ARRAY:
                 continue  # the reader does not expose nested arrays' elements
-            for i, (a, b) in enumerate(zip(o["value"], vals)):
-                b = b if sub == GGUFValueType.STRING else b[0]
-                if not same_scalar(sub, a, b):
-                    fail(path, f"{k}[{i}]: {a!r} != {b!r}")
-                    break
+            if sub == GGUFValueType.STRING:
+                ref = [bytes(v).decode("utf-8", errors="replace") for v in vals]
+                bad = [i for i, (a, b) in enumerate(zip(o["value"], ref)) if a != b]
+            elif sub in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+                dt = np.float32 if sub == GGUFValueType.FLOAT32 else np.float64
+                ref = np.concatenate(vals).astype(dt) if vals else np.zeros(0, dt)
+                finite = np.isfinite(ref)
+                got = np.array([np.nan if v is None else v for v in o["value"]], dtype=dt)
+                bad = np.nonzero(~((got == ref) | (~finite & np.isnan(got))))[0].tolist()
+            elif sub == GGUFValueType.BOOL:
+                bad = [i for i, (a, b) in enumerate(zip(o["value"], vals)) if a is not bool(b[0])]
+            else:
+                ref = [int(v[0]) for v in vals]
+                bad = [i for i, (a, b) in enumerate(zip(o["value"], ref)) if a != b or isinstance(a, bool)]
+            if bad:
+                i = bad[0]
+                fail(path, f"{k}[{i}]: {o['value'][i]!r} differs from the reader's value")
         else:
             b = f.parts[f.data[0]]
             b = b if vtype == GGUFValueType.STRING else b[0]

@@ -38,6 +38,42 @@ for f in $DATA/vocab/*.gguf; do
 	expect 0 $I --check $f
 done
 
+# legacy ggml files (whisper.cpp): same listing and JSON shape
+S=$DATA/models/silero-v6.2.0-ggml.bin
+W=$DATA/models/whisper-vocab-only-tiny.bin
+expect 0 $I --json $S
+check "silero: 15 tensors, 309,633 values" $PYTHON -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "ggml" and d["variant"] == "silero", d["format"]
+assert len(d["tensors"]) == 15, len(d["tensors"])
+assert d["summary"]["parameters"] == 309633, d["summary"]["parameters"]
+assert d["metadata"]["silero.model_type"]["value"] == "silero-16k"' "$T/out"
+expect 0 $I --json --full $W
+check "whisper: 80x201 filter bank, 50,257 tokens" $PYTHON -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["metadata"]
+assert m["whisper.n_mels"]["value"] == 80
+assert m["whisper.mel_filters"]["count"] == 80 * 201
+assert m["tokenizer.tokens"]["count"] == 50257 == len(m["tokenizer.tokens"]["value"])
+assert m["tokenizer.tokens"]["value"][0] == "!"' "$T/out"
+# values checked against the independent numpy reader's reference (tests/data/legacy)
+expect 0 $I --tensor _model.decoder.rnn.bias_ih --values 4 $S
+same_f32() { # same_f32 FILE REF...: the last line of FILE holds the float32 values REF
+	$PYTHON -c 'import sys, numpy as np
+got = np.array(open(sys.argv[1]).read().split("\n")[-2].split(), dtype=np.float32)
+ref = np.array(sys.argv[2:], dtype=np.float32)
+assert np.array_equal(got, ref), (got, ref)' "$@"
+}
+check "silero tensor values" same_f32 "$T/out" -0.268610269 0.277710199 -0.124609351 -0.409024119
+expect 0 $I --tensor _model.decoder.decoder.2.bias --values 1 $S && check "scalar tensor value" same_f32 "$T/out" -0.624597728
+expect 0 $I --check $S
+expect 0 $I --check $W
+# "-" reads the file from stdin
+expect 0 $I --check - <$S && check "stdin legacy" grep -q '^-: ok (ggml silero' "$T/out"
+expect 0 $I --json - <$V && check "stdin gguf" $PYTHON -m json.tool "$T/out" /dev/null
+expect 65 $I - </dev/null && check "empty stdin" one_line_err "tern-inspect: -: empty input"
+
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"
 else

@@ -5,7 +5,8 @@
 #              `tern-inspect: FILE: ...` on stderr, no signal; `inspect --check
 #              FILE` exits 65 with at least one such line;
 #   valid:     `inspect FILE`, `inspect --check FILE` exit 0 and
-#              `inspect --json FILE` prints one strict JSON document.
+#              `inspect --json [--full] FILE` prints one strict JSON document
+#              (UTF-8, no NaN/Infinity).
 # Each run is bounded in time (timeout) and, outside sanitizer builds, in
 # address space (ulimit -v). Environment: BIN, OUT, PYTHON, SANITIZE.
 set -u
@@ -57,21 +58,23 @@ for f in "$dir"/good/*.gguf; do
 		rc=$?
 		[ $rc -eq 0 ] || bad "inspect $mode $f: exit $rc: $(head -c 300 "$tmp/err")"
 	done
-	n=$((n + 1))
-	(limit "$BIN/inspect" --json "$f" >"$tmp/out" 2>"$tmp/err")
-	rc=$?
-	if [ $rc -ne 0 ]; then
-		bad "inspect --json $f: exit $rc: $(head -c 300 "$tmp/err")"
-	elif ! "$PYTHON" -m json.tool <"$tmp/out" >/dev/null 2>"$tmp/jerr"; then
-		bad "inspect --json $f: not JSON: $(head -c 300 "$tmp/jerr")"
-	elif ! "$PYTHON" -c '
+	for mode in --json "--json --full"; do
+		n=$((n + 1))
+		(limit "$BIN/inspect" $mode "$f" >"$tmp/out" 2>"$tmp/err")
+		rc=$?
+		if [ $rc -ne 0 ]; then
+			bad "inspect $mode $f: exit $rc: $(head -c 300 "$tmp/err")"
+		elif ! "$PYTHON" -m json.tool <"$tmp/out" >/dev/null 2>"$tmp/jerr"; then
+			bad "inspect $mode $f: not JSON: $(head -c 300 "$tmp/jerr")"
+		elif ! "$PYTHON" -c '
 import json, sys
 def no_const(c): raise ValueError("non-standard JSON constant " + c)
 doc = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), parse_constant=no_const)
 assert isinstance(doc, dict) and "metadata" in doc and "tensors" in doc, "missing metadata/tensors"
 ' "$tmp/out" 2>"$tmp/jerr"; then
-		bad "inspect --json $f: not strict UTF-8 JSON: $(tail -n 1 "$tmp/jerr")"
-	fi
+			bad "inspect $mode $f: not strict UTF-8 JSON: $(tail -n 1 "$tmp/jerr")"
+		fi
+	done
 done
 
 if [ $fail -eq 0 ]; then

@@ -13,39 +13,17 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "convert.h"
 #include "ggml_legacy.h"
 #include "quant.h"
 #include "robust_bytes.h"
 
-static const char *data_dir(void)
-{
-	const char *d = getenv("TERN_DATA");
-	return d && *d ? d : "../shared/data";
-}
-
-static void *slurp(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *p = malloc(n > 0 ? (size_t)n : 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	*size = (size_t)n;
-	return p;
-}
-
 static ggml_legacy *open_model(const char *name)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/models/%s", data_dir(), name);
+	snprintf(path, sizeof path, "%s/models/%s", test_data_dir(), name);
 	ggml_legacy *m = NULL;
 	tern_err e = {0};
 	int rc = ggml_legacy_open(&m, path, &e);
@@ -234,9 +212,9 @@ static void test_whisper(void **state)
 static void test_open_mem_matches_open(void **state)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/models/silero-v6.2.0-ggml.bin", data_dir());
+	snprintf(path, sizeof path, "%s/models/silero-v6.2.0-ggml.bin", test_data_dir());
 	size_t n;
-	void *buf = slurp(path, &n);
+	void *buf = test_read_file(path, &n);
 	assert_non_null(buf);
 	assert_true(ggml_legacy_probe(buf, n));
 	assert_false(ggml_legacy_probe(buf, 3));
@@ -305,9 +283,9 @@ static void truncate_at(const uint8_t *buf, size_t cut, const ggml_legacy *full)
 static void truncate_file(const char *name, size_t dense_prefix, size_t stride)
 {
 	char path[1024];
-	snprintf(path, sizeof path, "%s/models/%s", data_dir(), name);
+	snprintf(path, sizeof path, "%s/models/%s", test_data_dir(), name);
 	size_t n;
-	uint8_t *buf = slurp(path, &n);
+	uint8_t *buf = (uint8_t *)test_read_file(path, &n);
 	assert_non_null(buf);
 	ggml_legacy *full = NULL;
 	tern_err e = {0};
@@ -462,6 +440,24 @@ static void test_corrupt(void **state)
 	bb_raw(&b, "lmgx", 4);
 	bb_zeros(&b, 60);
 	expect_bad(&b, (struct bad){"bad magic", TERN_EFORMAT, "bad magic"});
+
+	bb_raw(&b, "ggml", 4);
+	bb_zeros(&b, 60);
+	expect_bad(&b, (struct bad){"big-endian", TERN_EUNSUPPORTED, "big-endian"});
+
+	/* a vocabulary larger than the cap, in a file big enough to hold it */
+	whisper_header(&b, 0);
+	bb_put_le(&b, 56 + 24, (1u << 24) + 1, 4);
+	bb_zeros(&b, 4 * ((1u << 24) + 1));
+	expect_bad(&b, (struct bad){"vocab cap", TERN_EFORMAT, "more than 16777216 tokens"});
+
+	/* more tensors than the cap (1-byte i8 scalars, 14 bytes each) */
+	silero_header(&b, 0);
+	for (uint32_t i = 0; i <= (1u << 20); i++) {
+		tensor_hdr(&b, "t", QT_I8, 0, NULL);
+		bb_u8(&b, 1);
+	}
+	expect_bad(&b, (struct bad){"tensor cap", TERN_EFORMAT, "more than 1048576 tensors"});
 
 	whisper_header(&b, 1);
 	bb_put_le(&b, 4 + 4 * 4, (uint32_t)-6, 4);

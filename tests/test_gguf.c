@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +16,6 @@
 
 #include "gguf.h"
 #include "quant.h"
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("TERN_DATA");
-	return d && *d ? d : "../shared/data";
-}
 
 /* Append little-endian bytes to a growable buffer (for hand-built values). */
 struct buf {
@@ -351,7 +347,7 @@ static void test_shared_files(void **state)
 {
 	(void)state;
 	char dir[512];
-	snprintf(dir, sizeof dir, "%s/vocab", data_dir());
+	snprintf(dir, sizeof dir, "%s/vocab", test_data_dir());
 	DIR *d = opendir(dir);
 	if (!d)
 		skip();

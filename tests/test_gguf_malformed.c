@@ -427,6 +427,17 @@ static void c_place(struct bb *b, uint64_t kind)
 	g_tensors(b, 3, t, 2, data, 0);
 }
 
+/* A tensor name of n bytes (the GGUF spec allows at most 64). */
+static void c_name_len(struct bb *b, uint64_t n)
+{
+	char name[256];
+	memset(name, 'n', sizeof name);
+	snprintf(name, sizeof name, "blk.0.");
+	name[6] = 'x';
+	name[n] = 0;
+	g_tensors(b, 3, &(struct ti){name, 1, {8}, QT_F32, 0}, 1, 32, 0);
+}
+
 /* Many tensors all placed at offset 0: overlap checking must not be quadratic. */
 static void c_many_overlaps(struct bb *b, uint64_t n)
 {
@@ -675,6 +686,8 @@ static const struct gcase cases[] = {
 	{"tensor_name_past_eof", c_place, P_NAME_PAST_EOF, K_LEN},
 	{"tensor_name_2p63", c_place, P_NAME_HUGE, K_LEN},
 	{"tensor_overlap_many", c_many_overlaps, 20000, "overlap"},
+	{"tensor_name_65", c_name_len, 65, "name"},
+	{"tensor_name_200", c_name_len, 200, "name"},
 
 	{"small", v_small, 3, NULL},
 	{"small_v2", v_small, 2, NULL},
@@ -691,6 +704,7 @@ static const struct gcase cases[] = {
 	{"all_tensor_types", v_all_types, 0, NULL},
 	{"tensor_4d_tail", v_4d_tail, 0, NULL},
 	{"long_string_v2", v_long_string, 100000, NULL},
+	{"tensor_name_63", c_name_len, 63, NULL},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -744,6 +758,13 @@ static void walk(const gguf_file *f, bool strict)
 		const struct gguf_kv *kv = gguf_kv_at(f, i);
 		assert_non_null(kv);
 		assert_true(kv->v.p == NULL || (kv->v.p >= gguf_base(f) && kv->v.p + kv->v.size <= gguf_base(f) + gguf_file_size(f)));
+		if (kv->v.type != GGUF_T_ARRAY && kv->v.type != GGUF_T_STRING) {
+			/* decoders must be defined for every value, NaN and DBL_MAX included */
+			volatile int64_t vi = gguf_value_i64(&kv->v);
+			volatile uint64_t vu = gguf_value_u64(&kv->v);
+			volatile double vd = gguf_value_f64(&kv->v);
+			(void)vi, (void)vu, (void)vd;
+		}
 		if (kv->v.type == GGUF_T_ARRAY && kv->v.n) {
 			struct gguf_value el;
 			assert_int_equal(gguf_arr_elem(&kv->v, kv->v.n - 1, &el), 0);
@@ -894,7 +915,10 @@ static int write_file(const char *dir, const char *sub, const char *name, const 
 	}
 	snprintf(path, sizeof path, "%s/%s/%s.gguf", dir, sub, name);
 	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+	bool ok = f && (!n || fwrite(p, 1, n, f) == n);
+	if (f && fclose(f))
+		ok = false;
+	if (!ok) {
 		fprintf(stderr, "%s: cannot write\n", path);
 		return 1;
 	}

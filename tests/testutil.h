@@ -1,0 +1,14 @@
+/* testutil.h - small helpers shared by the cmocka tests. */
+#ifndef TERN_TESTUTIL_H
+#define TERN_TESTUTIL_H
+
+#include <stddef.h>
+
+/* Directory of the shared test data ($TERN_DATA, default ../shared/data). */
+const char *test_data_dir(void);
+
+/* Whole file in a malloc'd buffer with a NUL after the last byte (so text
+ * files are C strings); *size gets the byte count. NULL if unreadable. */
+char *test_read_file(const char *path, size_t *size);
+
+#endif

@@ -1,0 +1,773 @@
+/* tok_encode.c - text -> token ids.
+ *
+ * The input is first cut at special pieces (leftmost-longest, as the
+ * reference matches its added tokens); the text between them goes to the
+ * vocabulary's algorithm:
+ *   SPM: spaces become "▁" (plus one in front where the vocabulary says),
+ *        then the adjacent pair whose merged piece scores highest is merged
+ *        until none is left; characters without a piece fall back to bytes.
+ *   BPE: optional NFC, the pre-tokenizer's split, then per piece the pair
+ *        with the lowest merge rank is merged first. Pieces are handled as
+ *        raw bytes against byte-decoded vocabulary keys, so the GPT-2 byte
+ *        map never has to be applied to the input. A per-call cache
+ *        remembers the ids of short pieces, which repeat a lot in text.
+ *   WPM: BERT normalisation, whitespace/punctuation split, greedy longest
+ *        match with "##" continuations (stored without "##"; word starts
+ *        carry "▁" in GGUF files).
+ *   RAW: GPT-2 split, greedy longest known piece (Whisper).
+ * Every call keeps its state in a local struct, so a vocabulary can be used
+ * from several threads at once. */
+#include "tok_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TERN_HAVE_UTF8PROC
+#include <utf8proc.h>
+#endif
+
+struct sym {
+	int32_t prev, next;
+	uint32_t start, len;
+	int32_t id;
+};
+
+struct bigram {
+	uint64_t key;   /* BPE: rank << 32 | left; SPM: ordering encoded below */
+	int32_t left, right;
+	int32_t lid, rid; /* BPE: ids when queued; SPM: lid = merged length */
+	float score;
+};
+
+struct cache_ent {
+	uint64_t hash;
+	uint32_t koff, klen; /* key bytes in cache pool */
+	uint32_t ioff, n;    /* ids in cache id pool */
+};
+
+struct enc {
+	const tok_vocab *v;
+	tern_err *e;
+	int32_t *out;
+	size_t n, cap;
+	struct sym *sym;
+	size_t cap_sym;
+	struct bigram *heap;
+	size_t nheap, cap_heap;
+	char *buf;
+	size_t cap_buf;
+	void *md;
+	/* BPE piece cache */
+	struct cache_ent *cache;
+	size_t cache_mask, cache_n;
+	char *ckey;
+	size_t ckey_n, ckey_cap;
+	int32_t *cids;
+	size_t cids_n, cids_cap;
+};
+
+#define OOM(en) tern_errf((en)->e, TERN_ENOMEM, "tokenizer: out of memory")
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(*p, c * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int emit(struct enc *en, int32_t id)
+{
+	if (en->n == en->cap && grow((void **)&en->out, &en->cap, en->n + 1, sizeof *en->out))
+		return OOM(en);
+	en->out[en->n++] = id;
+	return 0;
+}
+
+static size_t utf8_len(unsigned char c)
+{
+	static const uint8_t l[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+	return l[c >> 4];
+}
+
+/* Length of the character at s; an invalid byte stands alone, so that it
+ * falls back to its byte piece without taking valid text with it. */
+static size_t utf8_valid_len(const unsigned char *s, size_t n)
+{
+	size_t l = utf8_len(s[0]);
+	if (l == 1 || l > n || s[0] < 0xc2 || s[0] > 0xf4)
+		return 1;
+	for (size_t i = 1; i < l; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 1;
+	return l;
+}
+
+/* ---- binary heap of candidate merges ------------------------------------ */
+
+/* a before b? BPE: lower rank, then leftmost. SPM: higher score, then
+ * leftmost. Both are encoded so that a smaller key wins, with score ties
+ * broken by `left` inside the key. */
+static bool heap_less(const struct bigram *a, const struct bigram *b)
+{
+	return a->key < b->key;
+}
+
+static int heap_push(struct enc *en, const struct bigram *b)
+{
+	if (grow((void **)&en->heap, &en->cap_heap, en->nheap + 1, sizeof *en->heap))
+		return OOM(en);
+	size_t i = en->nheap++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!heap_less(b, &en->heap[p]))
+			break;
+		en->heap[i] = en->heap[p];
+		i = p;
+	}
+	en->heap[i] = *b;
+	return 0;
+}
+
+static struct bigram heap_pop(struct enc *en)
+{
+	struct bigram top = en->heap[0];
+	struct bigram last = en->heap[--en->nheap];
+	size_t i = 0, n = en->nheap;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && heap_less(&en->heap[c + 1], &en->heap[c]))
+			c++;
+		if (!heap_less(&en->heap[c], &last))
+			break;
+		en->heap[i] = en->heap[c];
+		i = c;
+	}
+	if (n)
+		en->heap[i] = last;
+	return top;
+}
+
+/* Map a float score to a key where higher scores sort first. */
+static uint64_t score_key(float s, int32_t left)
+{
+	uint32_t u;
+	memcpy(&u, &s, 4);
+	u = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending order */
+	return (uint64_t)(0xffffffffu - u) << 32 | (uint32_t)left;
+}
+
+/* ---- SPM ---------------------------------------------------------------- */
+
+static int cached(struct enc *en, const char *p, size_t n, int (*fn)(struct enc *, const char *, size_t));
+
+static int spm_try(struct enc *en, const char *text, int32_t l, int32_t r)
+{
+	if (l < 0 || r < 0)
+		return 0;
+	const struct sym *a = &en->sym[l], *b = &en->sym[r];
+	uint32_t size = a->len + b->len;
+	int32_t id = tok_map_get(en->v, &en->v->by_text, text + a->start, size);
+	if (id < 0)
+		return 0;
+	struct bigram bg = {score_key(en->v->tok[id].score, l), l, r, (int32_t)size, 0, 0};
+	return heap_push(en, &bg);
+}
+
+static int spm_segment(struct enc *en, const char *text, size_t len);
+
+/* Where no piece has "▁" after another character (SentencePiece splits at
+ * whitespace), no merge can cross the start of a word, so each word is
+ * merged on its own - same result, shorter queues, and repeated words come
+ * from the cache. */
+static int spm_encode(struct enc *en, const char *text, size_t len)
+{
+	if (!en->v->spm_word_split)
+		return spm_segment(en, text, len);
+	size_t start = 0;
+	for (size_t i = 3; i + 3 <= len; i++) {
+		if (memcmp(text + i, "\xe2\x96\x81", 3) == 0 && memcmp(text + i - 3, "\xe2\x96\x81", 3) != 0) {
+			int rc = spm_segment(en, text + start, i - start);
+			if (rc)
+				return rc;
+			start = i;
+			i += 2;
+		}
+	}
+	return spm_segment(en, text + start, len - start);
+}
+
+static int spm_merge(struct enc *en, const char *text, size_t len);
+
+static int spm_segment(struct enc *en, const char *text, size_t len)
+{
+	return cached(en, text, len, spm_merge);
+}
+
+static int spm_merge(struct enc *en, const char *text, size_t len)
+{
+	const tok_vocab *v = en->v;
+	if (len == 0)
+		return 0;
+	if (grow((void **)&en->sym, &en->cap_sym, len, sizeof *en->sym))
+		return OOM(en);
+	int32_t ns = 0;
+	for (size_t off = 0; off < len; ns++) {
+		size_t l = utf8_valid_len((const unsigned char *)text + off, len - off);
+		en->sym[ns] = (struct sym){ns - 1, off + l == len ? -1 : ns + 1, (uint32_t)off, (uint32_t)l, -1};
+		off += l;
+	}
+	en->nheap = 0;
+	int rc;
+	for (int32_t i = 1; i < ns; i++)
+		if ((rc = spm_try(en, text, i - 1, i)))
+			return rc;
+	while (en->nheap) {
+		struct bigram bg = heap_pop(en);
+		struct sym *a = &en->sym[bg.left], *b = &en->sym[bg.right];
+		if (a->len == 0 || b->len == 0 || a->len + b->len != (uint32_t)bg.lid)
+			continue; /* one side changed since this pair was queued */
+		a->len += b->len;
+		b->len = 0;
+		a->next = b->next;
+		if (b->next >= 0)
+			en->sym[b->next].prev = bg.left;
+		if ((rc = spm_try(en, text, a->prev, bg.left)) || (rc = spm_try(en, text, bg.left, a->next)))
+			return rc;
+	}
+	for (int32_t i = 0; i != -1; i = en->sym[i].next) {
+		const struct sym *s = &en->sym[i];
+		int32_t id = tok_map_get(v, &v->by_text, text + s->start, s->len);
+		if (id >= 0) {
+			if ((rc = emit(en, id)))
+				return rc;
+			continue;
+		}
+		for (uint32_t j = 0; j < s->len; j++) {
+			id = v->byte_tok[(unsigned char)text[s->start + j]];
+			if (id < 0)
+				id = v->special[TOK_UNK];
+			if (id >= 0 && (rc = emit(en, id)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- BPE ---------------------------------------------------------------- */
+
+static int bpe_try(struct enc *en, int32_t l, int32_t r)
+{
+	if (l < 0 || r < 0)
+		return 0;
+	int32_t res;
+	int32_t rank = tok_merge_rank(&en->v->merges, en->sym[l].id, en->sym[r].id, &res);
+	if (rank < 0)
+		return 0;
+	struct bigram bg = {(uint64_t)(uint32_t)rank << 32 | (uint32_t)l, l, r, en->sym[l].id, en->sym[r].id, 0};
+	return heap_push(en, &bg);
+}
+
+static int bpe_merge(struct enc *en, const char *p, size_t n)
+{
+	const tok_vocab *v = en->v;
+	int rc;
+	if (grow((void **)&en->sym, &en->cap_sym, n, sizeof *en->sym))
+		return OOM(en);
+	for (size_t i = 0; i < n; i++)
+		en->sym[i] = (struct sym){(int32_t)i - 1, i + 1 == n ? -1 : (int32_t)i + 1, (uint32_t)i, 1,
+					  v->byte_tok[(unsigned char)p[i]]};
+	en->nheap = 0;
+	for (size_t i = 1; i < n; i++)
+		if ((rc = bpe_try(en, (int32_t)i - 1, (int32_t)i)))
+			return rc;
+	while (en->nheap) {
+		struct bigram bg = heap_pop(en);
+		struct sym *a = &en->sym[bg.left], *b = &en->sym[bg.right];
+		if (a->len == 0 || b->len == 0 || a->next != bg.right || a->id != bg.lid || b->id != bg.rid)
+			continue; /* stale */
+		int32_t res;
+		tok_merge_rank(&v->merges, a->id, b->id, &res);
+		a->id = res;
+		a->len += b->len;
+		b->len = 0;
+		a->next = b->next;
+		if (b->next >= 0)
+			en->sym[b->next].prev = bg.left;
+		if ((rc = bpe_try(en, a->prev, bg.left)) || (rc = bpe_try(en, bg.left, a->next)))
+			return rc;
+	}
+	/* a byte the vocabulary has no piece for is dropped, as the
+	 * reference does for byte-level vocabularies */
+	for (int32_t i = 0; i != -1; i = en->sym[i].next)
+		if (en->sym[i].id >= 0 && (rc = emit(en, en->sym[i].id)))
+			return rc;
+	return 0;
+}
+
+static uint64_t piece_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+#define CACHE_MAX_KEY 48
+#define CACHE_SLOTS (1u << 16)
+
+/* Run fn on the piece, or replay its ids from the per-call cache. */
+static int cached(struct enc *en, const char *p, size_t n, int (*fn)(struct enc *, const char *, size_t))
+{
+	struct cache_ent *ce = NULL;
+	uint64_t h = 0;
+	if (en->cache && n <= CACHE_MAX_KEY) {
+		h = piece_hash(p, n);
+		for (size_t i = h & en->cache_mask;; i = (i + 1) & en->cache_mask) {
+			struct cache_ent *c = &en->cache[i];
+			if (!c->klen) {
+				ce = c;
+				break;
+			}
+			if (c->hash == h && c->klen == n && memcmp(en->ckey + c->koff, p, n) == 0) {
+				if (grow((void **)&en->out, &en->cap, en->n + c->n, sizeof *en->out))
+					return OOM(en);
+				memcpy(en->out + en->n, en->cids + c->ioff, c->n * sizeof *en->out);
+				en->n += c->n;
+				return 0;
+			}
+		}
+	}
+	size_t first = en->n;
+	int rc = fn(en, p, n);
+	if (rc || !ce || en->cache_n * 2 >= CACHE_SLOTS)
+		return rc;
+	size_t k = en->n - first;
+	if (grow((void **)&en->ckey, &en->ckey_cap, en->ckey_n + n, 1) ||
+	    grow((void **)&en->cids, &en->cids_cap, en->cids_n + k, sizeof *en->cids))
+		return 0; /* the cache is optional */
+	memcpy(en->ckey + en->ckey_n, p, n);
+	memcpy(en->cids + en->cids_n, en->out + first, k * sizeof *en->cids);
+	*ce = (struct cache_ent){h, (uint32_t)en->ckey_n, (uint32_t)n, (uint32_t)en->cids_n, (uint32_t)k};
+	en->ckey_n += n;
+	en->cids_n += k;
+	en->cache_n++;
+	return 0;
+}
+
+static int bpe_piece(void *ud, const char *p, size_t n)
+{
+	struct enc *en = ud;
+	const tok_vocab *v = en->v;
+	if (n == 1) {
+		int32_t id = v->byte_tok[(unsigned char)p[0]];
+		return id >= 0 ? emit(en, id) : 0;
+	}
+	if (v->ignore_merges) {
+		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
+		if (id >= 0)
+			return emit(en, id);
+	}
+	return cached(en, p, n, bpe_merge);
+}
+
+/* Whisper: the longest known piece from the left, byte by byte. */
+static int raw_piece(void *ud, const char *p, size_t n)
+{
+	struct enc *en = ud;
+	const tok_vocab *v = en->v;
+	size_t maxl = v->max_plen;
+	for (size_t i = 0; i < n;) {
+		size_t j = n - i < maxl ? n - i : maxl;
+		int32_t id = -1;
+		for (; j > 0; j--)
+			if ((id = tok_map_get(v, &v->by_bytes, p + i, j)) >= 0)
+				break;
+		if (id < 0) {
+			i++; /* a byte no piece covers */
+			continue;
+		}
+		int rc = emit(en, id);
+		if (rc)
+			return rc;
+		i += j;
+	}
+	return 0;
+}
+
+/* NFC where the reference normalises so; invalid bytes pass through. */
+static int nfc(struct enc *en, const char *s, size_t n, const char **out, size_t *outn)
+{
+	*out = s;
+	*outn = n;
+#ifdef TERN_HAVE_UTF8PROC
+	size_t i = 0;
+	while (i < n && (unsigned char)s[i] < 0xcc) /* no code point >= U+0300 */
+		i++;
+	if (i == n)
+		return 0;
+	size_t o = 0;
+	for (i = 0; i < n;) {
+		/* longest valid run from i */
+		size_t j = i;
+		while (j < n) {
+			utf8proc_int32_t cp;
+			utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + j, (utf8proc_ssize_t)(n - j), &cp);
+			if (l <= 0)
+				break;
+			j += (size_t)l;
+		}
+		if (j > i) {
+			utf8proc_uint8_t *m = NULL;
+			utf8proc_ssize_t ml = utf8proc_map((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(j - i), &m,
+							   UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+			if (ml < 0) {
+				free(m);
+				return tern_errf(en->e, TERN_ENOMEM, "tokenizer: NFC: %s", utf8proc_errmsg(ml));
+			}
+			if (grow((void **)&en->buf, &en->cap_buf, o + (size_t)ml + 1, 1)) {
+				free(m);
+				return OOM(en);
+			}
+			memcpy(en->buf + o, m, (size_t)ml);
+			o += (size_t)ml;
+			free(m);
+			i = j;
+		}
+		if (i < n) { /* one invalid byte */
+			if (grow((void **)&en->buf, &en->cap_buf, o + 1, 1))
+				return OOM(en);
+			en->buf[o++] = s[i++];
+		}
+	}
+	*out = en->buf;
+	*outn = o;
+#endif
+	return 0;
+}
+
+/* ---- WPM ---------------------------------------------------------------- */
+
+#ifdef TERN_HAVE_UTF8PROC
+static bool is_chinese(int32_t c)
+{
+	return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+	       (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+	       (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+static bool is_punct(int32_t c)
+{
+	if (c < 0x80)
+		return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+	utf8proc_category_t k = utf8proc_category(c);
+	return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
+}
+
+static bool is_space(int32_t c)
+{
+	if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+		return true;
+	utf8proc_category_t k = utf8proc_category(c);
+	return k == UTF8PROC_CATEGORY_ZS || k == UTF8PROC_CATEGORY_ZL || k == UTF8PROC_CATEGORY_ZP;
+}
+
+static bool is_other(int32_t c)
+{
+	utf8proc_category_t k = utf8proc_category(c);
+	return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CS ||
+	       k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CN;
+}
+#endif
+
+static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars);
+
+/* One word through the cache (words repeat a lot in long texts). */
+static int wpm_word_counted(struct enc *en, const char *w, size_t n)
+{
+	size_t nchars = 0;
+	for (size_t i = 3; i < n; i++)
+		nchars += ((unsigned char)w[i] & 0xc0) != 0x80;
+	return wpm_word(en, w, n, nchars);
+}
+
+/* Greedy longest match of one word (starts with "▁"). */
+static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
+{
+	const tok_vocab *v = en->v;
+	size_t first = en->n;
+	int rc;
+	if (nchars <= 100) { /* the reference's max_input_chars_per_word */
+		for (size_t i = 0; i < n;) {
+			size_t j = n - i < v->max_len ? n : i + v->max_len;
+			int32_t id = -1;
+			for (; j > i; j--)
+				if ((id = tok_map_get(v, &v->by_text, w + i, j - i)) >= 0)
+					break;
+			if (id < 0) {
+				en->n = first;
+				break;
+			}
+			if ((rc = emit(en, id)))
+				return rc;
+			i = j;
+		}
+	}
+	if (en->n == first && v->special[TOK_UNK] >= 0)
+		return emit(en, v->special[TOK_UNK]);
+	return 0;
+}
+
+static int wpm_encode(struct enc *en, const char *s, size_t n)
+{
+#ifdef TERN_HAVE_UTF8PROC
+	const tok_vocab *v = en->v;
+	size_t wn = 0, wchars = 0;
+	int rc;
+#define FLUSH()                                                          \
+	do {                                                             \
+		if (wchars && (rc = cached(en, en->buf, wn, wpm_word_counted))) \
+			return rc;                                       \
+		wn = 0;                                                  \
+		wchars = 0;                                              \
+	} while (0)
+#define PUT(c)                                                                     \
+	do {                                                                       \
+		if (grow((void **)&en->buf, &en->cap_buf, wn + 8, 1))             \
+			return OOM(en);                                            \
+		if (wn == 0) {                                                     \
+			memcpy(en->buf, "\xe2\x96\x81", 3);                         \
+			wn = 3;                                                    \
+		}                                                                  \
+		wn += (size_t)utf8proc_encode_char((c), (utf8proc_uint8_t *)en->buf + wn); \
+		wchars++;                                                          \
+	} while (0)
+	for (size_t i = 0; i < n;) {
+		utf8proc_int32_t c;
+		utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+		if (l <= 0) {
+			c = 0xFFFD; /* invalid byte: dropped like U+FFFD */
+			l = 1;
+		}
+		i += (size_t)l;
+		if (c == 0 || c == 0xFFFD || (c != '\t' && c != '\n' && c != '\r' && is_other(c)))
+			continue;
+		if (is_space(c)) {
+			FLUSH();
+			continue;
+		}
+		utf8proc_int32_t d[18];
+		utf8proc_ssize_t nd = 1;
+		d[0] = c;
+		if (v->strip_accents) {
+			int bc = 0;
+			nd = utf8proc_decompose_char(c, d, 18, UTF8PROC_DECOMPOSE, &bc);
+			if (nd <= 0 || nd > 18) {
+				d[0] = c;
+				nd = 1;
+			}
+		}
+		for (utf8proc_ssize_t k = 0; k < nd; k++) {
+			utf8proc_int32_t x = d[k];
+			if (v->strip_accents && utf8proc_category(x) == UTF8PROC_CATEGORY_MN)
+				continue;
+			if (is_chinese(x) || is_punct(x)) {
+				FLUSH();
+				if (v->lowercase)
+					x = utf8proc_tolower(x);
+				PUT(x);
+				FLUSH();
+				continue;
+			}
+			if (v->lowercase) {
+				if (x == 0x130) { /* the one code point whose lowercase is two */
+					PUT('i');
+					x = 0x307;
+					wchars--;
+				} else {
+					x = utf8proc_tolower(x);
+				}
+			}
+			PUT(x);
+		}
+	}
+	FLUSH();
+#undef FLUSH
+#undef PUT
+	return 0;
+#else
+	return tern_errf(en->e, TERN_EUNSUPPORTED, "WPM tokenizer needs utf8proc (built without it)");
+#endif
+}
+
+/* ---- fragments and specials --------------------------------------------- */
+
+static int encode_text(struct enc *en, const char *s, size_t n, bool after_special)
+{
+	const tok_vocab *v = en->v;
+	switch (v->model) {
+	case TOK_MODEL_SPM: {
+		/* spaces -> "▁", with one in front where the vocabulary adds it */
+		size_t need = 3 * n + 3;
+		if (grow((void **)&en->buf, &en->cap_buf, need, 1))
+			return OOM(en);
+		size_t o = 0;
+		if (v->add_space_prefix && after_special) {
+			memcpy(en->buf, "\xe2\x96\x81", 3);
+			o = 3;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] == ' ') {
+				memcpy(en->buf + o, "\xe2\x96\x81", 3);
+				o += 3;
+			} else {
+				en->buf[o++] = s[i];
+			}
+		}
+		return spm_encode(en, en->buf, o);
+	}
+	case TOK_MODEL_BPE: {
+		const char *t = s;
+		size_t tn = n;
+		int rc;
+		if (v->nfc && (rc = nfc(en, s, n, &t, &tn)))
+			return rc;
+		return tok_pre_split(v, en->md, t, tn, bpe_piece, en, en->e);
+	}
+	case TOK_MODEL_WPM:
+		return wpm_encode(en, s, n);
+	case TOK_MODEL_RAW:
+		return tok_pre_split(v, en->md, s, n, raw_piece, en, en->e);
+	default:
+		return tern_errf(en->e, TERN_EUNSUPPORTED, "tokenizer: this vocabulary has no tokenizer");
+	}
+}
+
+static bool allowed(const tok_vocab *v, int32_t id, bool parse_special)
+{
+	return parse_special || v->tok[id].type == TOK_TYPE_USER_DEFINED;
+}
+
+/* Longest special piece starting at s (-1 if none); *len gets its length. */
+static int32_t special_at(const tok_vocab *v, const unsigned char *s, size_t n, bool parse_special, size_t *len)
+{
+	int32_t node = v->trie_root[s[0]], best = -1;
+	size_t i = 1;
+	for (;;) {
+		int32_t id = v->trie[node].id;
+		if (id >= 0 && allowed(v, id, parse_special)) {
+			best = id;
+			*len = i;
+		}
+		if (i == n)
+			break;
+		int32_t c = v->trie[node].child;
+		while (c >= 0 && v->trie[c].byte != s[i])
+			c = v->trie[c].sibling;
+		if (c < 0)
+			break;
+		node = c;
+		i++;
+	}
+	return best;
+}
+
+static bool ascii_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static int encode_all(struct enc *en, const char *text, size_t len, bool parse_special)
+{
+	const tok_vocab *v = en->v;
+	const unsigned char *s = (const unsigned char *)text;
+	size_t start = 0;
+	bool after_special = true;
+	int rc;
+	for (size_t i = 0; i < len;) {
+		size_t ml = 0;
+		int32_t id = v->special_first[s[i]] ? special_at(v, s + i, len - i, parse_special, &ml) : -1;
+		if (id < 0) {
+			i++;
+			continue;
+		}
+		size_t end = i;
+		if (v->tok[id].attr & TOK_ATTR_LSTRIP)
+			while (end > start && ascii_space(text[end - 1]))
+				end--;
+		if (end > start && (rc = encode_text(en, text + start, end - start, after_special)))
+			return rc;
+		if ((rc = emit(en, id)))
+			return rc;
+		after_special = true;
+		i += ml;
+		if (v->tok[id].attr & TOK_ATTR_RSTRIP)
+			while (i < len && ascii_space(text[i]))
+				i++;
+		start = i;
+	}
+	if (len > start && (rc = encode_text(en, text + start, len - start, after_special)))
+		return rc;
+	return 0;
+}
+
+int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
+		 int32_t *ids, size_t cap, size_t *n_out, tern_err *e)
+{
+	*n_out = 0;
+	if (!text && len)
+		return tern_errf(e, TERN_EINVAL, "tokenize: NULL text");
+	if (v->model == TOK_MODEL_NONE)
+		return tern_errf(e, TERN_EUNSUPPORTED, "tokenize: the file has no vocabulary");
+	struct enc en = {.v = v, .e = e};
+	int rc = 0;
+	if (v->model == TOK_MODEL_BPE || v->model == TOK_MODEL_RAW) {
+		en.md = tok_pre_match_data(v);
+#ifdef TERN_HAVE_PCRE2
+		if (!en.md)
+			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+#endif
+		if (len > 4096 && v->model == TOK_MODEL_BPE) {
+			en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
+			en.cache_mask = CACHE_SLOTS - 1;
+		}
+	}
+	if (len > 4096 && (v->model == TOK_MODEL_WPM || (v->model == TOK_MODEL_SPM && v->spm_word_split))) {
+		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
+		en.cache_mask = CACHE_SLOTS - 1;
+	}
+	bool bos = add_special && v->add_bos && v->special[TOK_BOS] >= 0;
+	bool eos = add_special && v->add_eos && v->special[TOK_EOS] >= 0;
+	bool sep = add_special && v->add_sep && v->special[TOK_SEP] >= 0 && !(eos && v->special[TOK_SEP] == v->special[TOK_EOS]);
+	if (bos)
+		rc = emit(&en, v->special[TOK_BOS]);
+	if (!rc && len)
+		rc = encode_all(&en, text, len, parse_special);
+	if (!rc && eos)
+		rc = emit(&en, v->special[TOK_EOS]);
+	if (!rc && sep)
+		rc = emit(&en, v->special[TOK_SEP]);
+	if (!rc) {
+		*n_out = en.n;
+		if (ids && en.n && cap)
+			memcpy(ids, en.out, (en.n < cap ? en.n : cap) * sizeof *ids);
+	}
+	tok_pre_match_data_free(en.md);
+	free(en.out);
+	free(en.sym);
+	free(en.heap);
+	free(en.buf);
+	free(en.cache);
+	free(en.ckey);
+	free(en.cids);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/* tok_internal.h - the vocabulary's layout, shared by the tokenizer's
+ * files (not part of the public API). */
+#ifndef TERN_TOK_INTERNAL_H
+#define TERN_TOK_INTERNAL_H
+
+#include "tok.h"
+
+#include <stdint.h>
+
+#define TOK_ATTR_LSTRIP 1u /* strip whitespace left of this special */
+#define TOK_ATTR_RSTRIP 2u /* strip whitespace right of this special */
+
+struct tok_entry {
+	uint32_t off, len;   /* stored text in arena */
+	uint32_t poff, plen; /* decoded bytes in arena */
+	float score;
+	uint8_t type;        /* enum tok_type */
+	uint8_t attr;        /* TOK_ATTR_* */
+	uint8_t pdecoded;    /* BPE: piece is byte-level decoded (in the raw map) */
+};
+
+/* Open-addressing map from a byte string to an id. Slots hold
+ * (hash high 32 bits << 32) | (id + 1); 0 is empty. Keys live in the vocab
+ * arena (stored text or decoded bytes, chosen by `bytes`). */
+struct tok_map {
+	uint64_t *slot; /* [mask + 1] */
+	uint64_t mask;
+	bool bytes;     /* key is the decoded piece rather than the stored text */
+};
+
+/* Merge table for BPE: (left id, right id) -> rank and result id. */
+struct tok_merges {
+	uint64_t *key;  /* [mask + 1]: (left << 32 | right) + 1, 0 empty */
+	uint64_t *val;  /* [mask + 1]: rank << 32 | result id */
+	uint64_t mask;
+	uint32_t n;
+};
+
+/* Trie of special pieces for the leftmost-longest scan of the input. */
+struct tok_trie_node {
+	int32_t child;   /* first child, -1 none */
+	int32_t sibling; /* next sibling, -1 none */
+	int32_t id;      /* token ending here, -1 none */
+	uint8_t byte;
+};
+
+struct tok_pre; /* tok_pretok.c */
+
+#define TOK_MAX_REGEX 8
+
+struct tok_vocab {
+	enum tok_model model;
+	int32_t n;
+	struct tok_entry *tok; /* [n] */
+	char *arena;
+	size_t arena_len;
+	size_t max_len;        /* longest stored text */
+	size_t max_plen;       /* longest decoded piece */
+
+	struct tok_map by_text;  /* stored text -> id */
+	struct tok_map by_bytes; /* BPE/RAW: decoded bytes -> id */
+	struct tok_merges merges;
+	int32_t byte_tok[256];   /* BPE: id of each single byte; SPM: <0xXX> */
+
+	int32_t special[TOK_SPECIAL_COUNT];
+	bool add_bos, add_eos, add_sep;
+	bool add_space_prefix, remove_extra_ws, ignore_merges;
+	bool nfc;                /* NFC-normalise before pre-tokenizing */
+	bool spm_word_split;     /* SPM: no piece has "▁" after another character */
+	bool lowercase, strip_accents; /* WPM */
+
+	/* the pre-tokenizer (BPE and RAW) */
+	const struct tok_pre *pre;
+	char pre_name[64];
+	void *re[TOK_MAX_REGEX]; /* pcre2_code * */
+	int n_re;
+
+	/* specials found in text: control/unknown (parse_special) and
+	 * user-defined (always) */
+	struct tok_trie_node *trie;
+	int32_t n_trie, cap_trie;
+	int32_t trie_root[256];
+	bool special_first[256];
+
+	int32_t *eog;            /* ids that end generation */
+	int n_eog;
+
+	uint8_t *charsmap;       /* tokenizer.ggml.precompiled_charsmap (kept) */
+	size_t charsmap_len;
+
+	char warning[512];
+};
+
+static inline const char *tok_text(const tok_vocab *v, int32_t id)
+{
+	return v->arena + v->tok[id].off;
+}
+
+static inline const char *tok_bytes(const tok_vocab *v, int32_t id)
+{
+	return v->arena + v->tok[id].poff;
+}
+
+int32_t tok_map_get(const tok_vocab *v, const struct tok_map *m,
+		    const char *s, size_t len);
+/* Rank of merging left and right (-1 if none); *result gets the new id. */
+int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right,
+		       int32_t *result);
+
+/* tok_pretok.c */
+const struct tok_pre *tok_pre_find(const char *name, size_t len);
+void tok_pre_first_name(const struct tok_pre *p, char *buf, size_t cap);
+int tok_pre_compile(tok_vocab *v, tern_err *e);
+void tok_pre_release(tok_vocab *v);
+/* Flags a pre-tokenizer entry implies. */
+void tok_pre_flags(const struct tok_pre *p, bool *ignore_merges, bool *nfc,
+		   bool *add_bos, bool *no_bos);
+
+/* Split text[0..len) with the vocabulary's expressions and call fn on each
+ * piece in order. Returns 0 or the first nonzero value of fn or an error. */
+typedef int (*tok_piece_fn)(void *ud, const char *p, size_t n);
+int tok_pre_split(const tok_vocab *v, void *match_data, const char *text,
+		  size_t len, tok_piece_fn fn, void *ud, tern_err *e);
+void *tok_pre_match_data(const tok_vocab *v);
+void tok_pre_match_data_free(void *md);
+
+#endif

@@ -1,0 +1,871 @@
+/* tok_vocab.c - building the vocabulary: tokenizer.ggml.* metadata (or a
+ * plain list of pieces) -> token table, O(1) piece and merge lookups, the
+ * trie of special pieces, special ids and flags.
+ *
+ * Defaults follow what the GGUF converters assume when a key is absent
+ * (e.g. SPM adds BOS and a space prefix, BERT adds [CLS] ... [SEP]). */
+#include "tok_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- hashing ------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0x100000001b3ull);
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+		s += 8;
+		n -= 8;
+	}
+	uint64_t w = 0;
+	memcpy(&w, s, n);
+	return mix64(h ^ w);
+}
+
+static const char *map_key(const tok_vocab *v, const struct tok_map *m, int32_t id,
+			   size_t *len)
+{
+	const struct tok_entry *t = &v->tok[id];
+	if (m->bytes) {
+		*len = t->plen;
+		return v->arena + t->poff;
+	}
+	*len = t->len;
+	return v->arena + t->off;
+}
+
+int32_t tok_map_get(const tok_vocab *v, const struct tok_map *m, const char *s, size_t len)
+{
+	if (!m->slot)
+		return -1;
+	uint64_t h = hash_bytes(s, len);
+	uint64_t tag = h >> 32;
+	for (uint64_t i = h & m->mask;; i = (i + 1) & m->mask) {
+		uint64_t e = m->slot[i];
+		if (!e)
+			return -1;
+		if ((e >> 32) == tag) {
+			int32_t id = (int32_t)(uint32_t)e - 1;
+			size_t kl;
+			const char *k = map_key(v, m, id, &kl);
+			if (kl == len && memcmp(k, s, len) == 0)
+				return id;
+		}
+	}
+}
+
+/* Insert id under its key unless the key is present (the first id wins). */
+static void map_put(const tok_vocab *v, struct tok_map *m, int32_t id)
+{
+	size_t len;
+	const char *s = map_key(v, m, id, &len);
+	if (tok_map_get(v, m, s, len) >= 0)
+		return;
+	uint64_t h = hash_bytes(s, len);
+	uint64_t i = h & m->mask;
+	while (m->slot[i])
+		i = (i + 1) & m->mask;
+	m->slot[i] = (h >> 32) << 32 | (uint32_t)(id + 1);
+}
+
+static int map_init(struct tok_map *m, size_t n, bool bytes)
+{
+	size_t cap = 16;
+	while (cap < 2 * n + 1)
+		cap <<= 1;
+	m->slot = calloc(cap, sizeof *m->slot);
+	m->mask = cap - 1;
+	m->bytes = bytes;
+	return m->slot ? 0 : -1;
+}
+
+int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right, int32_t *result)
+{
+	if (!m->n || left < 0 || right < 0)
+		return -1;
+	uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
+	for (uint64_t i = mix64(key) & m->mask;; i = (i + 1) & m->mask) {
+		if (m->key[i] == key) {
+			*result = (int32_t)(uint32_t)m->val[i];
+			return (int32_t)(m->val[i] >> 32);
+		}
+		if (!m->key[i])
+			return -1;
+	}
+}
+
+static void merge_put(struct tok_merges *m, int32_t left, int32_t right, uint32_t rank, int32_t result)
+{
+	uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
+	uint64_t i = mix64(key) & m->mask;
+	for (; m->key[i]; i = (i + 1) & m->mask)
+		if (m->key[i] == key)
+			return; /* a repeated pair keeps its first (best) rank */
+	m->key[i] = key;
+	m->val[i] = (uint64_t)rank << 32 | (uint32_t)result;
+	m->n++;
+}
+
+/* ---- GPT-2 byte map ----------------------------------------------------- */
+
+/* Byte-level BPE writes every byte as one printable code point: bytes that
+ * are printable Latin-1 stand for themselves, the others are moved to
+ * U+0100 and up, in byte order. */
+static uint32_t byte_to_cp(unsigned b)
+{
+	if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)
+		return b;
+	unsigned k = 0;
+	for (unsigned c = 0; c < b; c++)
+		if (!((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174))
+			k++;
+	return 256 + k;
+}
+
+static int cp_to_byte(uint32_t cp)
+{
+	static int16_t inv[324];
+	static bool ready;
+	if (!ready) { /* idempotent; concurrent first use writes equal values */
+		for (unsigned i = 0; i < 324; i++)
+			inv[i] = -1;
+		for (unsigned b = 0; b < 256; b++)
+			inv[byte_to_cp(b)] = (int16_t)b;
+		ready = true;
+	}
+	return cp < 324 ? inv[cp] : -1;
+}
+
+/* Decode one UTF-8 sequence; returns its length (0 if invalid). */
+static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	if (n == 0)
+		return 0;
+	unsigned c = s[0];
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	size_t l = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+	if (!l || l > n || c > 0xf4)
+		return 0;
+	uint32_t v = c & (0x3f >> (l - 1));
+	for (size_t i = 1; i < l; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+	if (v < min[l] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return l;
+}
+
+/* Byte-level decode of s into out; false if a character is outside the
+ * map (the piece is then kept as written). */
+static bool bytelevel_decode(const char *s, size_t n, char *out, size_t *outn)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t l = utf8_dec((const unsigned char *)s + i, n - i, &cp);
+		int b = l ? cp_to_byte(cp) : -1;
+		if (b < 0)
+			return false;
+		out[o++] = (char)b;
+		i += l;
+	}
+	*outn = o;
+	return true;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* "<0xAB>" -> 0xAB, else -1 */
+static int byte_piece(const char *s, size_t n)
+{
+	if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+		return -1;
+	int h = hexval((unsigned char)s[3]), l = hexval((unsigned char)s[4]);
+	return h < 0 || l < 0 ? -1 : h * 16 + l;
+}
+
+/* ---- building ----------------------------------------------------------- */
+
+static tok_vocab *vocab_alloc(size_t n, size_t text_bytes, tern_err *e)
+{
+	tok_vocab *v = calloc(1, sizeof *v);
+	if (!v)
+		return NULL;
+	v->tok = calloc(n ? n : 1, sizeof *v->tok);
+	/* room for the text and the decoded piece of every token; a decoded
+	 * piece is never longer than its text plus one byte */
+	v->arena = malloc(2 * text_bytes + n + 16);
+	if (!v->tok || !v->arena) {
+		free(v->tok);
+		free(v->arena);
+		free(v);
+		return NULL;
+	}
+	v->n = (int32_t)n;
+	for (int i = 0; i < TOK_SPECIAL_COUNT; i++)
+		v->special[i] = -1;
+	for (int i = 0; i < 256; i++) {
+		v->byte_tok[i] = -1;
+		v->trie_root[i] = -1;
+	}
+	return v;
+}
+
+static void set_text(tok_vocab *v, int32_t id, const char *s, size_t n)
+{
+	struct tok_entry *t = &v->tok[id];
+	t->off = (uint32_t)v->arena_len;
+	t->len = (uint32_t)n;
+	memcpy(v->arena + v->arena_len, s, n);
+	v->arena_len += n;
+	if (n > v->max_len)
+		v->max_len = n;
+}
+
+/* Work out the bytes each token stands for, per algorithm. */
+static void make_pieces(tok_vocab *v)
+{
+	for (int32_t id = 0; id < v->n; id++) {
+		struct tok_entry *t = &v->tok[id];
+		const char *s = v->arena + t->off;
+		char *out = v->arena + v->arena_len;
+		size_t o = 0;
+		int b = t->type == TOK_TYPE_BYTE ? byte_piece(s, t->len) : -1;
+		if (b >= 0) {
+			out[o++] = (char)b;
+		} else if (v->model == TOK_MODEL_BPE) {
+			if (bytelevel_decode(s, t->len, out, &o)) {
+				t->pdecoded = 1;
+			} else {
+				memcpy(out, s, t->len);
+				o = t->len;
+			}
+		} else if ((v->model == TOK_MODEL_SPM || v->model == TOK_MODEL_WPM) &&
+			   t->type != TOK_TYPE_CONTROL && t->type != TOK_TYPE_UNKNOWN) {
+			for (size_t i = 0; i < t->len; i++) {
+				if (i + 2 < t->len && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
+					out[o++] = ' ';
+					i += 2;
+				} else {
+					out[o++] = s[i];
+				}
+			}
+		} else {
+			memcpy(out, s, t->len);
+			o = t->len;
+		}
+		t->poff = (uint32_t)v->arena_len;
+		t->plen = (uint32_t)o;
+		v->arena_len += o;
+		if (o > v->max_plen)
+			v->max_plen = o;
+	}
+}
+
+static int trie_add_node(tok_vocab *v, uint8_t byte)
+{
+	if (v->n_trie == v->cap_trie) {
+		int32_t cap = v->cap_trie ? 2 * v->cap_trie : 256;
+		struct tok_trie_node *t = realloc(v->trie, (size_t)cap * sizeof *t);
+		if (!t)
+			return -1;
+		v->trie = t;
+		v->cap_trie = cap;
+	}
+	struct tok_trie_node *nd = &v->trie[v->n_trie];
+	nd->child = nd->sibling = nd->id = -1;
+	nd->byte = byte;
+	return v->n_trie++;
+}
+
+static int trie_insert(tok_vocab *v, int32_t id)
+{
+	const unsigned char *s = (const unsigned char *)tok_text(v, id);
+	size_t n = v->tok[id].len;
+	if (n == 0)
+		return 0;
+	int32_t node = v->trie_root[s[0]];
+	if (node < 0) {
+		if ((node = trie_add_node(v, s[0])) < 0)
+			return -1;
+		v->trie_root[s[0]] = node;
+	}
+	for (size_t i = 1; i < n; i++) {
+		int32_t c = v->trie[node].child;
+		while (c >= 0 && v->trie[c].byte != s[i])
+			c = v->trie[c].sibling;
+		if (c < 0) {
+			if ((c = trie_add_node(v, s[i])) < 0)
+				return -1;
+			v->trie[c].sibling = v->trie[node].child;
+			v->trie[node].child = c;
+		}
+		node = c;
+	}
+	if (v->trie[node].id < 0)
+		v->trie[node].id = id;
+	v->special_first[s[0]] = true;
+	return 0;
+}
+
+static bool is_eog_text(const char *s, size_t n)
+{
+	static const char *const eog[] = {
+		"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+		"<|end_of_text|>", "<EOT>", "_<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+		"<|eom_id|>", "<end_of_utterance>", "<|return|>", "<|call|>",
+	};
+	for (size_t i = 0; i < sizeof eog / sizeof eog[0]; i++)
+		if (strlen(eog[i]) == n && memcmp(eog[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+/* Maps, byte table, trie and EOG list once texts, types and model are set. */
+static int finish(tok_vocab *v, tern_err *e)
+{
+	make_pieces(v);
+	if (map_init(&v->by_text, (size_t)v->n, false))
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	for (int32_t id = 0; id < v->n; id++)
+		if (v->tok[id].len)
+			map_put(v, &v->by_text, id);
+	if (v->model == TOK_MODEL_BPE || v->model == TOK_MODEL_RAW) {
+		if (map_init(&v->by_bytes, (size_t)v->n, true))
+			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+		for (int32_t id = 0; id < v->n; id++)
+			if (v->tok[id].plen && (v->model == TOK_MODEL_RAW || v->tok[id].pdecoded))
+				map_put(v, &v->by_bytes, id);
+		for (int b = 0; b < 256; b++) {
+			char c = (char)b;
+			v->byte_tok[b] = tok_map_get(v, &v->by_bytes, &c, 1);
+		}
+	} else if (v->model == TOK_MODEL_SPM) {
+		v->spm_word_split = true;
+		for (int32_t id = 0; id < v->n && v->spm_word_split; id++) {
+			const char *s = tok_text(v, id);
+			size_t len = v->tok[id].len;
+			bool prev_mark = true; /* at start: a leading "▁" is fine */
+			for (size_t i = 0; i < len;) {
+				bool mark = i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0;
+				if (mark && !prev_mark) {
+					v->spm_word_split = false;
+					break;
+				}
+				prev_mark = mark;
+				i += mark ? 3 : 1;
+			}
+		}
+		for (int b = 0; b < 256; b++) {
+			char buf[8];
+			static const char hex[] = "0123456789ABCDEF";
+			memcpy(buf, "<0x", 3);
+			buf[3] = hex[b >> 4];
+			buf[4] = hex[b & 15];
+			buf[5] = '>';
+			int32_t id = tok_map_get(v, &v->by_text, buf, 6);
+			if (id < 0) {
+				buf[0] = (char)b;
+				id = tok_map_get(v, &v->by_text, buf, 1);
+			}
+			v->byte_tok[b] = id;
+		}
+	}
+	if (v->model != TOK_MODEL_RAW && v->model != TOK_MODEL_NONE) {
+		for (int32_t id = 0; id < v->n; id++) {
+			uint8_t t = v->tok[id].type;
+			if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN)
+				if (trie_insert(v, id))
+					return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+		}
+	}
+	/* end-of-generation ids: eos/eot/eom plus the usual end-of-turn
+	 * pieces, which also give eot when the file names none */
+	v->eog = malloc(sizeof *v->eog * 16);
+	if (!v->eog)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	for (int32_t id = 0; id < v->n && v->model != TOK_MODEL_RAW; id++) {
+		if (!is_eog_text(tok_text(v, id), v->tok[id].len))
+			continue;
+		if (v->special[TOK_EOT] < 0 && !(v->tok[id].len == 9 && memcmp(tok_text(v, id), "<|eom_id|>", 9) == 0))
+			v->special[TOK_EOT] = id;
+		if (v->n_eog < 13)
+			v->eog[v->n_eog++] = id;
+	}
+	int32_t sp[3] = {v->special[TOK_EOS], v->special[TOK_EOT], v->special[TOK_EOM]};
+	for (int i = 0; i < 3; i++) {
+		bool have = sp[i] < 0;
+		for (int j = 0; j < v->n_eog && !have; j++)
+			have = v->eog[j] == sp[i];
+		if (!have)
+			v->eog[v->n_eog++] = sp[i];
+	}
+	return 0;
+}
+
+/* ---- from GGUF metadata ------------------------------------------------- */
+
+static bool get_bool(const gguf_file *f, const char *key, bool *out)
+{
+	const struct gguf_kv *kv = gguf_find(f, key);
+	if (!kv)
+		return false;
+	if (kv->v.type == GGUF_T_BOOL || gguf_value_is_int(&kv->v)) {
+		*out = gguf_value_i64(&kv->v) != 0;
+		return true;
+	}
+	return false;
+}
+
+static void get_id(const gguf_file *f, const char *key, int32_t n, int32_t *id, tok_vocab *v)
+{
+	const struct gguf_kv *kv = gguf_find(f, key);
+	if (!kv || !gguf_value_is_int(&kv->v))
+		return;
+	int64_t x = gguf_value_i64(&kv->v);
+	if (x >= 0 && x < n) {
+		*id = (int32_t)x;
+	} else if (x != -1 && !v->warning[0]) {
+		snprintf(v->warning, sizeof v->warning, "%s = %lld is outside the vocabulary (%d tokens); ignored",
+			 key, (long long)x, n);
+	}
+}
+
+static void warn(tok_vocab *v, const char *msg)
+{
+	size_t l = strlen(v->warning);
+	if (l && l + 3 < sizeof v->warning)
+		strcat(v->warning, "; ");
+	strncat(v->warning, msg, sizeof v->warning - strlen(v->warning) - 1);
+}
+
+int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
+{
+	*out = NULL;
+	struct gguf_str model_s = {0};
+	int rc = gguf_get_str(f, "tokenizer.ggml.model", &model_s, e);
+	if (rc)
+		return rc;
+	enum tok_model model;
+	if (gguf_str_eq(model_s, "llama"))
+		model = TOK_MODEL_SPM;
+	else if (gguf_str_eq(model_s, "gpt2"))
+		model = TOK_MODEL_BPE;
+	else if (gguf_str_eq(model_s, "bert"))
+		model = TOK_MODEL_WPM;
+	else if (gguf_str_eq(model_s, "no_vocab") || gguf_str_eq(model_s, "none"))
+		model = TOK_MODEL_NONE;
+	else
+		return tern_errf(e, TERN_EUNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported",
+				 (int)(model_s.len > 64 ? 64 : model_s.len), model_s.ptr);
+
+	const struct gguf_kv *tokens = gguf_find(f, "tokenizer.ggml.tokens");
+	if (model == TOK_MODEL_NONE && !tokens) {
+		tok_vocab *v = vocab_alloc(0, 0, e);
+		if (!v)
+			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+		v->model = model;
+		*out = v;
+		return 0;
+	}
+	if (!tokens)
+		return tern_errf(e, TERN_ENOTFOUND, "tokenizer.ggml.tokens: key not found");
+	if (tokens->v.type != GGUF_T_ARRAY || tokens->v.elem != GGUF_T_STRING)
+		return tern_errf(e, TERN_ETYPE, "tokenizer.ggml.tokens: not an array of strings");
+	uint64_t n = tokens->v.n;
+	if (n == 0 || n > (1u << 30))
+		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens: %llu tokens", (unsigned long long)n);
+
+	const struct gguf_value *scores = NULL, *types = NULL;
+	const struct gguf_kv *kv;
+	if ((kv = gguf_find(f, "tokenizer.ggml.scores"))) {
+		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_F32 && kv->v.elem != GGUF_T_I32) || kv->v.n < n)
+			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.scores: expected %llu f32 values",
+					 (unsigned long long)n);
+		scores = &kv->v;
+	}
+	if ((kv = gguf_find(f, "tokenizer.ggml.token_type"))) {
+		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_I32 && kv->v.elem != GGUF_T_U32) || kv->v.n < n)
+			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.token_type: expected %llu i32 values",
+					 (unsigned long long)n);
+		types = &kv->v;
+	}
+
+	size_t text_bytes = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		struct gguf_str s = gguf_kv_arr_str(tokens, i);
+		if (s.len >= (1u << 24))
+			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens[%llu]: %llu bytes",
+					 (unsigned long long)i, (unsigned long long)s.len);
+		text_bytes += s.len;
+	}
+	if (text_bytes >= (1ull << 31))
+		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens: too large");
+	tok_vocab *v = vocab_alloc((size_t)n, text_bytes, e);
+	if (!v)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)n);
+	v->model = model;
+	for (uint64_t i = 0; i < n; i++) {
+		struct gguf_str s = gguf_kv_arr_str(tokens, i);
+		set_text(v, (int32_t)i, s.ptr, (size_t)s.len);
+		struct tok_entry *t = &v->tok[i];
+		t->type = TOK_TYPE_NORMAL;
+		if (types) {
+			int32_t ty;
+			memcpy(&ty, types->p + 4 * i, 4);
+			t->type = ty >= 0 && ty <= 6 ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
+		}
+		if (scores) {
+			if (scores->elem == GGUF_T_F32) {
+				memcpy(&t->score, scores->p + 4 * i, 4);
+			} else {
+				int32_t x;
+				memcpy(&x, scores->p + 4 * i, 4);
+				t->score = (float)x;
+			}
+		}
+	}
+
+	/* per-algorithm defaults, then what the file says */
+	struct gguf_str pre_s = {0};
+	bool have_pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre_s, NULL) == 0;
+	switch (model) {
+	case TOK_MODEL_SPM:
+		v->special[TOK_BOS] = 1;
+		v->special[TOK_EOS] = 2;
+		v->special[TOK_UNK] = 0;
+		v->add_space_prefix = true;
+		v->add_bos = true;
+		break;
+	case TOK_MODEL_WPM:
+		v->special[TOK_BOS] = 101;
+		v->special[TOK_CLS] = 101;
+		v->special[TOK_UNK] = 100;
+		v->special[TOK_SEP] = 102;
+		v->special[TOK_PAD] = 0;
+		v->special[TOK_MASK] = 103;
+		v->add_bos = true;
+		v->add_sep = true;
+		v->lowercase = true;
+		break;
+	case TOK_MODEL_BPE: {
+		v->special[TOK_BOS] = 11;
+		v->special[TOK_EOS] = 11;
+		char msg[200];
+		if (have_pre) {
+			v->pre = tok_pre_find(pre_s.ptr, (size_t)pre_s.len);
+			if (!v->pre) {
+				v->pre = tok_pre_find("gpt-2", 5);
+				snprintf(msg, sizeof msg,
+					 "unknown pre-tokenizer '%.*s' (tokenizer.ggml.pre); using 'gpt-2' instead, "
+					 "token ids may differ from the model's own tokenizer",
+					 (int)(pre_s.len > 64 ? 64 : pre_s.len), pre_s.ptr);
+				warn(v, msg);
+			}
+		} else {
+			struct gguf_str arch = {0};
+			bool neox = gguf_get_str(f, "general.architecture", &arch, NULL) == 0 &&
+				    gguf_str_eq(arch, "gptneox");
+			v->pre = tok_pre_find(neox ? "gpt-neox" : "gpt-2", neox ? 8 : 5);
+			snprintf(msg, sizeof msg, "tokenizer.ggml.pre is missing; using '%s'%s", neox ? "gpt-neox" : "gpt-2",
+				 neox ? " for architecture gptneox" : "");
+			warn(v, msg);
+		}
+		bool add_bos, no_bos;
+		tok_pre_flags(v->pre, &v->ignore_merges, &v->nfc, &add_bos, &no_bos);
+		v->add_bos = add_bos;
+		if (no_bos)
+			v->special[TOK_BOS] = -1;
+		if (have_pre && (gguf_str_eq(pre_s, "jina-v1-en") || gguf_str_eq(pre_s, "jina-v2-code") ||
+				 gguf_str_eq(pre_s, "roberta-bpe")))
+			v->add_sep = true;
+		tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);
+		break;
+	}
+	default:
+		break;
+	}
+	for (int i = 0; i < TOK_SPECIAL_COUNT; i++)
+		if (v->special[i] >= v->n)
+			v->special[i] = -1;
+	static const struct { const char *key; enum tok_special which; } ids[] = {
+		{"tokenizer.ggml.bos_token_id", TOK_BOS},
+		{"tokenizer.ggml.eos_token_id", TOK_EOS},
+		{"tokenizer.ggml.eot_token_id", TOK_EOT},
+		{"tokenizer.ggml.eom_token_id", TOK_EOM},
+		{"tokenizer.ggml.unknown_token_id", TOK_UNK},
+		{"tokenizer.ggml.seperator_token_id", TOK_SEP},
+		{"tokenizer.ggml.separator_token_id", TOK_SEP},
+		{"tokenizer.ggml.padding_token_id", TOK_PAD},
+		{"tokenizer.ggml.cls_token_id", TOK_CLS},
+		{"tokenizer.ggml.mask_token_id", TOK_MASK},
+		{"tokenizer.ggml.fim_pre_token_id", TOK_FIM_PRE},
+		{"tokenizer.ggml.fim_suf_token_id", TOK_FIM_SUF},
+		{"tokenizer.ggml.fim_mid_token_id", TOK_FIM_MID},
+	};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		get_id(f, ids[i].key, v->n, &v->special[ids[i].which], v);
+	if (model == TOK_MODEL_WPM && v->special[TOK_CLS] >= 0)
+		v->special[TOK_BOS] = v->special[TOK_CLS];
+	get_bool(f, "tokenizer.ggml.add_bos_token", &v->add_bos);
+	get_bool(f, "tokenizer.ggml.add_eos_token", &v->add_eos);
+	get_bool(f, "tokenizer.ggml.add_sep_token", &v->add_sep);
+	get_bool(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
+	get_bool(f, "tokenizer.ggml.remove_extra_whitespaces", &v->remove_extra_ws);
+	if (model == TOK_MODEL_WPM) {
+		get_bool(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase);
+		v->strip_accents = v->lowercase;
+		get_bool(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents);
+	}
+	if ((kv = gguf_find(f, "tokenizer.ggml.precompiled_charsmap")) && kv->v.type == GGUF_T_ARRAY &&
+	    (kv->v.elem == GGUF_T_U8 || kv->v.elem == GGUF_T_I8) && kv->v.n) {
+		v->charsmap = malloc((size_t)kv->v.n);
+		if (!v->charsmap) {
+			tok_vocab_free(v);
+			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+		}
+		memcpy(v->charsmap, kv->v.p, (size_t)kv->v.n);
+		v->charsmap_len = (size_t)kv->v.n;
+	}
+
+	if ((rc = finish(v, e))) {
+		tok_vocab_free(v);
+		return rc;
+	}
+
+	/* Phi-3's tokenizer.json strips spaces right of its chat pieces;
+	 * GGUF has no per-token flags, so go by the model name as the
+	 * reference runtime does. */
+	struct gguf_str name = {0};
+	if (gguf_get_str(f, "general.name", &name, NULL) == 0 && name.len < 256) {
+		char lname[256];
+		for (size_t i = 0; i < name.len; i++)
+			lname[i] = (char)tolower((unsigned char)name.ptr[i]);
+		lname[name.len] = 0;
+		if (strstr(lname, "phi-3") || strstr(lname, "phi3")) {
+			for (int32_t id = 0; id < v->n; id++) {
+				uint8_t t = v->tok[id].type;
+				if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN)
+					v->tok[id].attr |= TOK_ATTR_RSTRIP;
+			}
+			static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+			for (size_t i = 0; i < 3; i++) {
+				int32_t id = tok_map_get(v, &v->by_text, keep[i], strlen(keep[i]));
+				if (id >= 0)
+					v->tok[id].attr &= (uint8_t)~TOK_ATTR_RSTRIP;
+			}
+		}
+	}
+
+	if (model == TOK_MODEL_BPE) {
+		const struct gguf_kv *m = gguf_find(f, "tokenizer.ggml.merges");
+		if (!m || m->v.type != GGUF_T_ARRAY || m->v.elem != GGUF_T_STRING) {
+			tok_vocab_free(v);
+			return tern_errf(e, m ? TERN_ETYPE : TERN_ENOTFOUND,
+					 "tokenizer.ggml.merges: %s", m ? "not an array of strings" : "key not found");
+		}
+		uint64_t nm = m->v.n;
+		if (nm > (1u << 30)) {
+			tok_vocab_free(v);
+			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.merges: %llu merges", (unsigned long long)nm);
+		}
+		size_t cap = 16;
+		while (cap < 2 * nm + 1)
+			cap <<= 1;
+		v->merges.key = calloc(cap, sizeof *v->merges.key);
+		v->merges.val = calloc(cap, sizeof *v->merges.val);
+		v->merges.mask = cap - 1;
+		char *buf = malloc(2 * v->max_len + 2);
+		if (!v->merges.key || !v->merges.val || !buf) {
+			free(buf);
+			tok_vocab_free(v);
+			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu merges", (unsigned long long)nm);
+		}
+		for (uint64_t i = 0; i < nm; i++) {
+			struct gguf_str s = gguf_kv_arr_str(m, i);
+			const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', (size_t)s.len - 1) : NULL;
+			if (!sp)
+				continue;
+			size_t la = (size_t)(sp - s.ptr), lb = (size_t)s.len - la - 1;
+			int32_t a = tok_map_get(v, &v->by_text, s.ptr, la);
+			int32_t b = tok_map_get(v, &v->by_text, sp + 1, lb);
+			if (a < 0 || b < 0 || la + lb > 2 * v->max_len)
+				continue;
+			memcpy(buf, s.ptr, la);
+			memcpy(buf + la, sp + 1, lb);
+			int32_t r = tok_map_get(v, &v->by_text, buf, la + lb);
+			if (r >= 0)
+				merge_put(&v->merges, a, b, (uint32_t)i, r);
+		}
+		free(buf);
+		if ((rc = tok_pre_compile(v, e))) {
+			tok_vocab_free(v);
+			return rc;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- from raw pieces (Whisper) ------------------------------------------ */
+
+int tok_vocab_from_pieces(tok_vocab **out, const struct tok_piece *pieces, size_t n, tern_err *e)
+{
+	*out = NULL;
+	if (n == 0 || n > (1u << 30))
+		return tern_errf(e, TERN_EINVAL, "tokenizer: %zu pieces", n);
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (pieces[i].len >= (1u << 24) || (pieces[i].len && !pieces[i].ptr))
+			return tern_errf(e, TERN_EINVAL, "tokenizer: piece %zu is invalid", i);
+		bytes += pieces[i].len;
+	}
+	if (bytes >= (1ull << 31))
+		return tern_errf(e, TERN_EINVAL, "tokenizer: pieces too large");
+	tok_vocab *v = vocab_alloc(n, bytes, e);
+	if (!v)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	v->model = TOK_MODEL_RAW;
+	for (size_t i = 0; i < n; i++) {
+		set_text(v, (int32_t)i, pieces[i].ptr, pieces[i].len);
+		v->tok[i].type = TOK_TYPE_NORMAL;
+	}
+	v->pre = tok_pre_find("gpt-2", 5);
+	tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);
+	int rc = finish(v, e);
+	if (!rc)
+		rc = tok_pre_compile(v, e);
+	if (rc) {
+		tok_vocab_free(v);
+		return rc;
+	}
+	*out = v;
+	return 0;
+}
+
+void tok_vocab_free(tok_vocab *v)
+{
+	if (!v)
+		return;
+	tok_pre_release(v);
+	free(v->tok);
+	free(v->arena);
+	free(v->by_text.slot);
+	free(v->by_bytes.slot);
+	free(v->merges.key);
+	free(v->merges.val);
+	free(v->trie);
+	free(v->eog);
+	free(v->charsmap);
+	free(v);
+}
+
+/* ---- accessors ---------------------------------------------------------- */
+
+const char *tok_vocab_warning(const tok_vocab *v) { return v->warning[0] ? v->warning : NULL; }
+int32_t tok_n_vocab(const tok_vocab *v) { return v->n; }
+enum tok_model tok_vocab_model(const tok_vocab *v) { return v->model; }
+const char *tok_vocab_pre(const tok_vocab *v) { return v->model == TOK_MODEL_BPE ? v->pre_name : ""; }
+bool tok_add_bos(const tok_vocab *v) { return v->add_bos; }
+bool tok_add_eos(const tok_vocab *v) { return v->add_eos; }
+size_t tok_max_piece_len(const tok_vocab *v) { return v->max_plen > v->max_len ? v->max_plen : v->max_len; }
+
+const char *tok_model_name(enum tok_model m)
+{
+	switch (m) {
+	case TOK_MODEL_SPM: return "spm";
+	case TOK_MODEL_BPE: return "bpe";
+	case TOK_MODEL_WPM: return "wpm";
+	case TOK_MODEL_RAW: return "raw";
+	default: return "none";
+	}
+}
+
+int32_t tok_special_id(const tok_vocab *v, enum tok_special which)
+{
+	return (unsigned)which < TOK_SPECIAL_COUNT ? v->special[which] : -1;
+}
+
+bool tok_is_eog(const tok_vocab *v, int32_t id)
+{
+	for (int i = 0; i < v->n_eog; i++)
+		if (v->eog[i] == id)
+			return true;
+	return false;
+}
+
+bool tok_is_control(const tok_vocab *v, int32_t id)
+{
+	if (id < 0 || id >= v->n)
+		return false;
+	return v->tok[id].type == TOK_TYPE_CONTROL || v->tok[id].type == TOK_TYPE_UNKNOWN;
+}
+
+enum tok_type tok_token_type(const tok_vocab *v, int32_t id)
+{
+	return id >= 0 && id < v->n ? (enum tok_type)v->tok[id].type : TOK_TYPE_UNDEFINED;
+}
+
+float tok_token_score(const tok_vocab *v, int32_t id)
+{
+	return id >= 0 && id < v->n ? v->tok[id].score : 0.0f;
+}
+
+struct tok_piece tok_token_text(const tok_vocab *v, int32_t id)
+{
+	struct tok_piece p = {0};
+	if (id >= 0 && id < v->n) {
+		p.ptr = tok_text(v, id);
+		p.len = v->tok[id].len;
+	}
+	return p;
+}
+
+struct tok_piece tok_token_bytes(const tok_vocab *v, int32_t id)
+{
+	struct tok_piece p = {0};
+	if (id < 0 || id >= v->n)
+		return p;
+	uint8_t t = v->tok[id].type;
+	if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_UNKNOWN || t == TOK_TYPE_USER_DEFINED) {
+		/* special pieces are written as they are, not decoded */
+		p.ptr = tok_text(v, id);
+		p.len = v->tok[id].len;
+		return p;
+	}
+	p.ptr = tok_bytes(v, id);
+	p.len = v->tok[id].plen;
+	return p;
+}
+
+int32_t tok_find(const tok_vocab *v, const char *text, size_t len)
+{
+	return tok_map_get(v, &v->by_text, text, len);
+}

@@ -25,6 +25,7 @@
  * preempted on an oversubscribed machine gets the core back quickly. */
 #define SPIN_ITERS 1024
 #define SPIN_DONE 256
+#define MV_RANGES 64
 
 struct tp_pool {
 	int n;
@@ -221,6 +222,15 @@ struct mm_job {
 	size_t arow;     /* bytes per activation row (quantized or f32) */
 	int64_t row_chunk, tok_chunk, n_row_chunks, n_chunks;
 	_Atomic int64_t next;
+	/* one token: each thread owns a contiguous range of row chunks (one
+	 * long stream for the prefetchers) and steals from the others' ranges
+	 * when its own is done */
+	int n_ranges;
+	struct {
+		_Atomic int64_t next;
+		int64_t end;
+		char pad[48];
+	} range[MV_RANGES];
 };
 
 static void mm_body(void *varg, int ith, int nth)
@@ -238,6 +248,22 @@ static void mm_body(void *varg, int ith, int nth)
 						   (uint64_t)((b1 - b0) * ai->blck));
 		}
 		tp_barrier(j->pool);
+	}
+	if (j->n_ranges) {
+		int own = ith % j->n_ranges;
+		for (int k = 0; k < j->n_ranges; k++) {
+			int rg = (own + k) % j->n_ranges;
+			for (;;) {
+				int64_t rc = atomic_fetch_add_explicit(&j->range[rg].next, 1, memory_order_relaxed);
+				if (rc >= j->range[rg].end)
+					break;
+				int64_t r0 = rc * j->row_chunk;
+				int nr = (int)(j->rows - r0 < j->row_chunk ? j->rows - r0 : j->row_chunk);
+				quant_dot_tile(j->wtype, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, nr, a, j->arow, 1,
+					       j->y + r0, (size_t)j->rows);
+			}
+		}
+		return;
 	}
 	for (;;) {
 		int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -286,6 +312,14 @@ int tp_matmul(struct tp_pool *p, uint32_t wtype, const void *w, size_t wstride, 
 	j.n_row_chunks = (rows + j.row_chunk - 1) / j.row_chunk;
 	j.n_chunks = j.n_row_chunks * ((ntok + j.tok_chunk - 1) / j.tok_chunk);
 	atomic_init(&j.next, 0);
+	if (ntok == 1 && tp_threads(p) > 1) {
+		int nth = tp_threads(p);
+		j.n_ranges = nth < MV_RANGES ? nth : MV_RANGES;
+		for (int k = 0; k < j.n_ranges; k++) {
+			atomic_init(&j.range[k].next, j.n_row_chunks * k / j.n_ranges);
+			j.range[k].end = j.n_row_chunks * (k + 1) / j.n_ranges;
+		}
+	}
 	/* One token: quantizing a row takes microseconds, less than waking
 	 * the workers for a barrier would; the caller does it alone. */
 	if (j.q && ntok == 1)

@@ -255,7 +255,7 @@ static void test_dot_tile_matches_dot(void **state)
 {
 	(void)state;
 	const uint32_t types[] = {QT_Q4_0, QT_Q5_0, QT_Q8_0, QT_IQ4_NL, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_Q2_K, QT_Q3_K,
-				  QT_IQ4_XS, QT_Q4_1, QT_Q5_1, QT_F16, QT_F32, QT_BF16};
+				  QT_IQ4_XS, QT_Q4_1, QT_Q5_1, QT_F16, QT_F32, QT_BF16, QT_IQ2_XXS, QT_IQ3_XXS};
 	int checked = 0;
 	for (int isa = QUANT_ISA_SCALAR; isa <= QUANT_ISA_NEON; isa++) {
 		if (quant_cpu_force(quant_isa_name((enum quant_isa)isa)) != 0)

@@ -27,10 +27,13 @@ JSON_TYPE = {
     GGUFValueType.UINT64: "uint64", GGUFValueType.INT64: "int64",
     GGUFValueType.FLOAT64: "float64",
 }
-DECODABLE = {GGMLQuantizationType.F32, GGMLQuantizationType.F16,
-             GGMLQuantizationType.BF16, GGMLQuantizationType.Q8_0}
+# every type gguf.quants can decode (Q8_1 and Q8_K are activation formats it lacks)
+DECODABLE = {t for t in GGMLQuantizationType
+             if t.name not in ("Q8_1", "Q8_K") and t in gguf.GGML_QUANT_SIZES}
+# (integer and f64 tensors are compared with numpy's conversion to float32)
 
 failures = []
+decoded = set()
 
 
 def fail(path, msg):
@@ -136,14 +139,38 @@ def compare_file(bin_dir, path):
             raw = subprocess.run([os.path.join(bin_dir, "inspect"), "--tensor", rt.name, "--raw", path],
                                  capture_output=True).stdout
             mine = np.frombuffer(raw, dtype="<f4")
-            ref = gguf.quants.dequantize(rt.data, rt.tensor_type).astype(np.float32).ravel()
+            if rt.tensor_type.name in ("I8", "I16", "I32", "I64", "F64"):
+                ref = np.asarray(rt.data).astype(np.float32).ravel()  # plain arrays: numpy's cast
+            else:
+                ref = gguf.quants.dequantize(rt.data, rt.tensor_type).astype(np.float32).ravel()
             if mine.shape != ref.shape or not np.array_equal(mine.view(np.uint32), ref.view(np.uint32)):
                 fail(path, f"tensor {rt.name}: decoded values differ from gguf.quants.dequantize")
+            decoded.add(rt.tensor_type.name)
 
 
 def synth(work):
     """Files written by gguf's own writer."""
     paths = []
+    rng = np.random.default_rng(11)
+    # one tensor of every type, blocks as made for the quant reference data
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gen_quant_ref as qr
+    p = os.path.join(work, "synth-alltypes.gguf")
+    w = gguf.GGUFWriter(p, "alltypes")
+    for name in qr.TYPES:
+        if name in ("Q8_1", "Q8_K"):
+            continue
+        blck, size = qr.sizes(name)
+        blocks = qr.random_blocks(name, 2 if blck > 1 else 64).reshape(2, -1)
+        w.add_tensor(name.lower(), blocks, raw_dtype=GGMLQuantizationType[name])
+    for dt in (np.int8, np.int16, np.int32, np.int64, np.float64):
+        w.add_tensor(np.dtype(dt).name, rng.integers(-100, 100, (3, 8)).astype(dt))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    paths.append(p)
+
     rng = np.random.default_rng(7)
 
     p = os.path.join(work, "synth-values.gguf")
@@ -215,7 +242,8 @@ def main():
         compare_file(bin_dir, p)
     for f in failures:
         print("FAIL", f)
-    print(f"{'FAIL' if failures else 'PASS'}: {len(files)} files compared with gguf {gguf.__version__ if hasattr(gguf, '__version__') else ''}")
+    print(f"{'FAIL' if failures else 'PASS'}: {len(files)} files compared with gguf-py; "
+          f"tensor values of {len(decoded)} types identical: {' '.join(sorted(decoded))}")
     sys.exit(1 if failures else 0)
 
 

@@ -2,6 +2,7 @@
 #include "cpu.h"
 #include "error.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
 
 static struct quant_cpu cpu;
 static char features[256];
-static int detected;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int forced = -1;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,13 +73,12 @@ static void detect(void)
 	}
 	if (!features[0])
 		strcpy(features, "none");
-	detected = 1;
 }
 
+/* Detection runs once, whichever thread asks first. */
 const struct quant_cpu *quant_cpu(void)
 {
-	if (!detected)
-		detect();
+	pthread_once(&detect_once, detect);
 	return &cpu;
 }
 

@@ -103,6 +103,37 @@ float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x)
 	return sum;
 }
 
+/* The path for types without a kernel of their own: decode a weight block
+ * to floats and multiply it with the activations in float (the compiler
+ * vectorizes the inner loop). Q8_K / Q8_0 activations are used as int8
+ * levels times their block scale. */
+static float dot_decoded(uint32_t t, int64_t n, const void *vw, const void *va)
+{
+	uint32_t at = quant_vec_dot_type(t);
+	const struct quant_type_info *ti = quant_type_info(t);
+	quant_block_dec dec = quant_block_decoder(t);
+	if (!dec || ti->blck < 32 || (at != QT_Q8_K && at != QT_Q8_0))
+		return t == QT_F32 || at == QT_F32 ? quant_dot_f32(t, n, vw, va) : quant_dot_ref(t, n, vw, va);
+	const uint8_t *w = vw, *a = va;
+	const int ablk = at == QT_Q8_K ? QK_K : 32, asize = at == QT_Q8_K ? Q8_K_B : Q8_0_B;
+	float wv[QK_K];
+	float sum = 0;
+	for (int64_t b = 0; b < n / ti->blck; b++, w += ti->size) {
+		dec(w, wv);
+		for (int j = 0; j < (int)ti->blck; j += ablk, a += asize) {
+			const int8_t *q = (const int8_t *)(a + (at == QT_Q8_K ? 4 : 2));
+			float d = at == QT_Q8_K ? qrdf32(a) : qrdfp16(a);
+			/* 8 partial sums: no serial dependency, and vectorizable */
+			float s[8] = {0};
+			for (int i = 0; i < ablk; i += 8)
+				for (int k = 0; k < 8; k++)
+					s[k] += wv[j + i + k] * (float)q[i + k];
+			sum += d * (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+		}
+	}
+	return sum;
+}
+
 /* ---- kernel tables ------------------------------------------------------- */
 
 static struct quant_kernels tables[QUANT_ISA_NEON + 1];
@@ -149,7 +180,7 @@ int quant_quantize_act(uint32_t at, const float *src, void *dst, uint64_t n)
 float quant_dot(uint32_t t, int64_t n, const void *w, const void *a)
 {
 	quant_dot_fn f = t < QT_COUNT ? current()->dot[t] : NULL;
-	return f ? f(n, w, a) : quant_dot_ref(t, n, w, a);
+	return f ? f(n, w, a) : dot_decoded(t, n, w, a);
 }
 
 void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr,
@@ -165,6 +196,6 @@ void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr
 		for (int r = 0; r < nr; r++) {
 			const void *wr = (const uint8_t *)w + (size_t)r * wstride;
 			const void *ar = (const uint8_t *)a + (size_t)c * astride;
-			out[(size_t)c * ostride + r] = f ? f(n, wr, ar) : quant_dot_ref(t, n, wr, ar);
+			out[(size_t)c * ostride + r] = f ? f(n, wr, ar) : dot_decoded(t, n, wr, ar);
 		}
 }

@@ -86,7 +86,7 @@ float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x)
 		const uint8_t *p = w;
 		float s = 0;
 		for (int64_t i = 0; i < n; i++)
-			s += qrdf32(p + 4 * i) * x[i];
+			s += qrdf32(p + 4 * i) * qrdf32((const uint8_t *)x + 4 * i);
 		return s;
 	}
 	float wv[QK_K];
@@ -97,7 +97,7 @@ float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x)
 		decode_range(t, w, i, cnt, wv);
 		float s = 0;
 		for (int j = 0; j < cnt; j++)
-			s += wv[j] * x[i + j];
+			s += wv[j] * qrdf32((const uint8_t *)x + 4 * (i + j));
 		sum += s;
 	}
 	return sum;

@@ -112,7 +112,8 @@ quant_dot_fn quant_dot_kernel(uint32_t t, int isa);
 /* Dot through the kernel chosen for quant_isa() (scalar if none). */
 float quant_dot(uint32_t t, int64_t n, const void *w, const void *a);
 
-/* Dot of n weights of type t with f32 activations x (decode then multiply). */
+/* Dot of n weights of type t with f32 activations x (decode then multiply);
+ * x need not be aligned. */
 float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x);
 
 /* Tile of dots: out[c * ostride + r] = dot(row r of w, row c of a) for

@@ -225,16 +225,11 @@ static void json_array(const struct gguf_value *v, const struct ent *top)
 	} else {
 		/* strings or arrays nested in arrays: walk sequentially */
 		struct gguf_value e;
-		const uint8_t *p = v->p;
-		for (uint64_t i = 0; i < v->n; i++) {
-			if (i)
+		uint64_t i = 0, pos = 0;
+		while (gguf_arr_next(v, &i, &pos, &e) == 0) {
+			if (i > 1)
 				fputs(", ", stdout);
-			struct gguf_value tmp = *v;
-			tmp.p = p;
-			tmp.n = v->n - i;
-			gguf_arr_elem(&tmp, 0, &e);
 			json_value(&e, NULL);
-			p = e.type == GGUF_T_ARRAY ? e.p + e.size : e.p + e.size;
 		}
 	}
 	putchar(']');
@@ -255,21 +250,16 @@ static void text_array(const struct gguf_value *v, const struct ent *top, bool f
 	uint64_t lim = full ? v->n : (v->n < TEXT_ARRAY_PREVIEW ? v->n : TEXT_ARRAY_PREVIEW);
 	putchar('[');
 	struct gguf_value e;
-	const uint8_t *p = v->p;
-	for (uint64_t i = 0; i < lim; i++) {
+	uint64_t i = 0, pos = 0;
+	while (i < lim) {
 		if (i)
 			fputs(", ", stdout);
-		if (v->elem == GGUF_T_STRING && top) {
-			struct gguf_str s = arr_str(top, i);
-			e = (struct gguf_value){.type = GGUF_T_STRING, .s = s};
+		if (v->elem == GGUF_T_STRING && top) { /* legacy vocabularies have no GGUF encoding */
+			e = (struct gguf_value){.type = GGUF_T_STRING, .s = arr_str(top, i++)};
 			text_scalar(&e);
 			continue;
 		}
-		struct gguf_value tmp = *v;
-		tmp.p = p;
-		tmp.n = v->n - i;
-		gguf_arr_elem(&tmp, 0, &e);
-		p = e.p + e.size;
+		gguf_arr_next(v, &i, &pos, &e);
 		if (e.type == GGUF_T_ARRAY)
 			text_array(&e, NULL, full);
 		else

@@ -916,6 +916,19 @@ int gguf_arr_elem(const struct gguf_value *arr, uint64_t i, struct gguf_value *o
 	return 0;
 }
 
+int gguf_arr_next(const struct gguf_value *arr, uint64_t *i, uint64_t *pos, struct gguf_value *out)
+{
+	if (arr->type != GGUF_T_ARRAY)
+		return TERN_ETYPE;
+	if (*i >= arr->n)
+		return TERN_ERANGE;
+	const uint8_t *p = arr->p + *pos;
+	decode_at(arr->elem, p, out);
+	*pos += enc_size(arr->elem, p);
+	(*i)++;
+	return 0;
+}
+
 struct gguf_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i)
 {
 	struct gguf_str s = {0};

@@ -130,6 +130,10 @@ int gguf_get_arr(const gguf_file *f, const char *key, enum gguf_vtype elem,
  * top-level string array (through kv->str_off) are O(1); nested arrays and
  * strings inside them are walked. Return 0 or TERN_ERANGE/TERN_ETYPE. */
 int gguf_arr_elem(const struct gguf_value *arr, uint64_t i, struct gguf_value *out);
+/* Sequential access in O(1) per element, for any element type: *pos starts
+ * at 0 and is advanced past the element written to out. Returns 0, or
+ * TERN_ERANGE when the array is exhausted. */
+int gguf_arr_next(const struct gguf_value *arr, uint64_t *i, uint64_t *pos, struct gguf_value *out);
 /* i-th string of a string-array key in O(1). */
 struct gguf_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i);
 

@@ -347,14 +347,10 @@ static void enc_q2_k(const float *x, uint8_t *b)
 static void enc_q3_k(const float *x, uint8_t *b)
 {
 	int8_t L[QK_K];
-	float scales[16], amax = 0, max_scale = 0;
-	for (int j = 0; j < 16; j++) {
+	float scales[16];
+	for (int j = 0; j < 16; j++)
 		scales[j] = fit_symmetric(16, 4, x + 16 * j, L + 16 * j);
-		if (fabsf(scales[j]) > amax) {
-			amax = fabsf(scales[j]);
-			max_scale = scales[j];
-		}
-	}
+	float max_scale = signed_absmax(scales, 16, NULL);
 	memset(b, 0, Q3_K_B);
 	uint8_t *hm = b, *qs = b + 32, *sc = b + 96;
 	if (max_scale) {
@@ -466,14 +462,10 @@ static void enc_q5_k(const float *x, uint8_t *b)
 static void enc_q6_k(const float *x, uint8_t *b)
 {
 	int8_t L[QK_K];
-	float scales[16], amax = 0, max_scale = 0;
-	for (int j = 0; j < 16; j++) {
+	float scales[16], amax;
+	for (int j = 0; j < 16; j++)
 		scales[j] = fit_symmetric(16, 32, x + 16 * j, L + 16 * j);
-		if (fabsf(scales[j]) > amax) {
-			amax = fabsf(scales[j]);
-			max_scale = scales[j];
-		}
-	}
+	float max_scale = signed_absmax(scales, 16, &amax);
 	memset(b, 0, Q6_K_B);
 	if (!amax)
 		return;

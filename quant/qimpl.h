@@ -6,6 +6,8 @@
 #ifndef TERN_QUANT_QIMPL_H
 #define TERN_QUANT_QIMPL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -104,6 +106,22 @@ struct quant_kernels {
 	void (*quantize_q8_0)(const float *x, void *dst, int64_t n);
 	void (*quantize_q8_K)(const float *x, void *dst, int64_t n);
 };
+
+/* GEMM kernels behind quant/gemm.h (see there for the contract), one set
+ * per ISA and family: integer-level types (gemm_avx512.c) and the float
+ * types F32 / F16 / BF16 (gemmf_avx512.c). ok() says whether the set
+ * handles type t on the running CPU. */
+struct quant_gemm_ops {
+	bool (*ok)(uint32_t t);
+	size_t (*act_size)(uint32_t t, int64_t cols, int64_t ntok);
+	size_t (*tmp_size)(uint32_t t, int64_t cols);
+	void (*pack_act)(uint32_t t, int64_t cols, const float *x, int64_t ntok, int64_t t0, int64_t t1,
+			 void *act, void *tmp);
+	void (*rows)(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act,
+		     int64_t ntok, float *y, size_t ystride, void *tmp);
+};
+extern const struct quant_gemm_ops quant_gemm_int_avx512;
+extern const struct quant_gemm_ops quant_gemm_float_avx512;
 
 void quant_kernels_avx2_init(struct quant_kernels *k);
 void quant_kernels_avx512_init(struct quant_kernels *k);

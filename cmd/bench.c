@@ -216,7 +216,7 @@ static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t
 	for (int64_t i = 0; i < cols * 512; i++)
 		x[i] = sinf((float)i * 0.37f);
 	float *y = xmalloc((size_t)rows * 512 * sizeof *y);
-	size_t ss = tp_matmul_scratch_size(t, cols, 512);
+	size_t ss = tp_matmul_scratch_size(pooln, t, cols, 512);
 	void *scratch = xmalloc(ss);
 	for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
 		int64_t nt = toks[ti];

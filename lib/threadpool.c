@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gemm.h"
 #include "quant.h"
 
 /* A pause costs ~50 ns on current x86 cores: workers spin ~50 us for the
@@ -202,12 +203,36 @@ void tp_barrier(struct tp_pool *p)
 
 /* ---- matrix products ------------------------------------------------------- */
 
-size_t tp_matmul_scratch_size(uint32_t wtype, int64_t cols, int64_t ntok)
+/* Batches of at least this many tokens go through the panel GEMM
+ * (quant/gemm.h) where the CPU has one for the type: converting 16 weight
+ * rows costs about as much as one pass of the dot kernel over them, which
+ * a few token tiles repay. */
+#define GEMM_MIN_TOK 8
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t gemm_scratch(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok)
+{
+	if (ntok < GEMM_MIN_TOK || !quant_gemm_ok(wtype))
+		return 0;
+	return 64 + up64(quant_gemm_act_size(wtype, cols, ntok)) +
+	       (size_t)tp_threads(p) * up64(quant_gemm_tmp_size(wtype, cols));
+}
+
+static size_t tile_scratch(uint32_t wtype, int64_t cols, int64_t ntok)
 {
 	uint32_t at = quant_vec_dot_type(wtype);
-	if (at == QT_F32 || cols <= 0 || ntok <= 0)
+	if (at == QT_F32)
 		return 0;
 	return quant_row_size(at, (uint64_t)cols, NULL) * (size_t)ntok;
+}
+
+size_t tp_matmul_scratch_size(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok)
+{
+	if (!quant_type_valid(wtype) || cols <= 0 || ntok <= 0)
+		return 0;
+	size_t g = gemm_scratch(p, wtype, cols, ntok), t = tile_scratch(wtype, cols, ntok);
+	return g > t ? g : t;
 }
 
 struct mm_job {
@@ -219,6 +244,9 @@ struct mm_job {
 	const float *x;
 	float *y;
 	uint8_t *q;      /* [ntok][arow] quantized activations, or NULL */
+	uint8_t *gact;   /* GEMM path: packed activations, or NULL */
+	uint8_t *gtmp;   /* GEMM path: per-thread scratch, gtmp_size apart */
+	size_t gtmp_size;
 	size_t arow;     /* bytes per activation row (quantized or f32) */
 	int64_t row_chunk, tok_chunk, n_row_chunks, n_chunks;
 	_Atomic int64_t next;
@@ -233,9 +261,31 @@ struct mm_job {
 	} range[MV_RANGES];
 };
 
+static void gemm_body(struct mm_job *j, int ith, int nth)
+{
+	uint8_t *tmp = j->gtmp + (size_t)ith * j->gtmp_size;
+	int64_t t0 = j->ntok * ith / nth, t1 = j->ntok * (ith + 1) / nth;
+	if (t1 > t0 || ith == nth - 1)
+		quant_gemm_pack_act(j->wtype, j->cols, j->x, j->ntok, t0, t1, j->gact, tmp);
+	tp_barrier(j->pool);
+	for (;;) {
+		int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+		if (c >= j->n_chunks)
+			break;
+		int64_t r0 = c * QG_ROWS;
+		int nr = (int)(j->rows - r0 < QG_ROWS ? j->rows - r0 : QG_ROWS);
+		quant_gemm_rows(j->wtype, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, nr, j->gact, j->ntok,
+				j->y + r0, (size_t)j->rows, tmp);
+	}
+}
+
 static void mm_body(void *varg, int ith, int nth)
 {
 	struct mm_job *j = varg;
+	if (j->gact) {
+		gemm_body(j, ith, nth);
+		return;
+	}
 	const uint8_t *a = j->q ? j->q : (const uint8_t *)j->x;
 	if (j->q && j->ntok > 1) {
 		const struct quant_type_info *ai = quant_type_info(j->at);
@@ -291,13 +341,26 @@ int tp_matmul(struct tp_pool *p, uint32_t wtype, const void *w, size_t wstride, 
 				 (long long)rows, (long long)cols, wi->name, (long long)ntok);
 	if (wstride < quant_row_size(wtype, (uint64_t)cols, NULL))
 		return tern_errf(err, TERN_EINVAL, "matmul: row stride %zu below the row size", wstride);
-	if (scratch_size < tp_matmul_scratch_size(wtype, cols, ntok))
+	/* the GEMM path where the scratch was sized for it (the ISA can be
+	 * forced between sizing and use), else the tiles */
+	size_t gs = gemm_scratch(p, wtype, cols, ntok);
+	bool gemm = gs && scratch_size >= gs;
+	if (!gemm && scratch_size < tile_scratch(wtype, cols, ntok))
 		return tern_errf(err, TERN_EINVAL, "matmul: scratch of %zu bytes, %zu needed", scratch_size,
-				 tp_matmul_scratch_size(wtype, cols, ntok));
+				 tp_matmul_scratch_size(p, wtype, cols, ntok));
 	struct mm_job j = {
 		.pool = p, .wtype = wtype, .at = at, .w = w, .wstride = wstride, .rows = rows,
 		.cols = cols, .ntok = ntok, .x = x, .y = y,
 	};
+	if (gemm) {
+		j.gact = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+		j.gtmp = j.gact + up64(quant_gemm_act_size(wtype, cols, ntok));
+		j.gtmp_size = up64(quant_gemm_tmp_size(wtype, cols));
+		j.n_chunks = (rows + QG_ROWS - 1) / QG_ROWS;
+		atomic_init(&j.next, 0);
+		tp_run(p, mm_body, &j);
+		return 0;
+	}
 	if (at != QT_F32) {
 		j.q = scratch;
 		j.arow = quant_row_size(at, (uint64_t)cols, NULL);

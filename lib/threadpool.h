@@ -36,9 +36,11 @@ void tp_run(struct tp_pool *p, tp_fn fn, void *arg);
 /* Inside a job: wait until every thread of the job has arrived. */
 void tp_barrier(struct tp_pool *p);
 
-/* Bytes of scratch tp_matmul() needs for ntok rows of cols activations
- * multiplied by weights of type wtype. */
-size_t tp_matmul_scratch_size(uint32_t wtype, int64_t cols, int64_t ntok);
+/* Bytes of scratch tp_matmul() on pool p needs for ntok rows of cols
+ * activations multiplied by weights of type wtype (0 if none). It covers
+ * the packed activations and a panel per thread where the batch goes
+ * through the GEMM kernels (quant/gemm.h). */
+size_t tp_matmul_scratch_size(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok);
 
 /* y[t][r] = dot(w row r, x row t) for r < rows, t < ntok.
  *   w: [rows][cols] of type wtype, rows wstride bytes apart

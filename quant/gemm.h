@@ -40,8 +40,9 @@ size_t quant_gemm_act_size(uint32_t t, int64_t cols, int64_t ntok);
 size_t quant_gemm_tmp_size(uint32_t t, int64_t cols);
 
 /* Pack tokens [t0, t1) of x ([ntok][cols] f32) into act. Threads may pack
- * disjoint ranges in parallel; the thread whose range ends at ntok also
- * clears the padding of the last tile. tmp: this thread's scratch. */
+ * disjoint ranges in parallel; the one call whose range ends at ntok (it
+ * may be empty) also clears the padding of the last tile. tmp: this
+ * thread's scratch. */
 void quant_gemm_pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int64_t t0,
 			 int64_t t1, void *act, void *tmp);
 

@@ -70,7 +70,11 @@ static void check_matmul(uint32_t t, int64_t rows, int64_t cols, int64_t ntok)
 		qu_make_row(t, w + r * rs, cols, (int)(r & 1));
 	for (int64_t i = 0; i < cols * ntok; i++)
 		x[i] = qu_normal();
-	size_t ss = tp_matmul_scratch_size(t, cols, ntok);
+	/* sized for the largest pool used below */
+	struct tp_pool *p0;
+	assert_int_equal(tp_new(&p0, 8, NULL), 0);
+	size_t ss = tp_matmul_scratch_size(p0, t, cols, ntok);
+	tp_free(p0);
 	void *scratch = malloc(ss ? ss : 1);
 	for (int n = 1; n <= 8; n++) {
 		struct tp_pool *p;

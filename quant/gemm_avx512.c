@@ -17,7 +17,8 @@
  * Activation tile (GT tokens):
  *   q    [k/32][8][GT][4] int8         4 consecutive k of each token
  *   d    [k/32][GT] float              block scale
- *   s    [k/G][GT] int32 c*sum q (offset types) or float d*sum q (mins)
+ *   s    [k/G][GT] int32 c*sum q (offset types), or float sum q for mins
+ *                                  (d*sum q, the block's s field, for Q8_1)
  *
  * The kernel keeps 16 rows x GT tokens in registers: per 4 k one 64-byte
  * load of levels, then one vpdpbusd per token with the token's 4 bytes
@@ -38,14 +39,17 @@ struct gdesc {
 	uint8_t asym; /* float mins instead of an offset */
 	uint8_t c;    /* offset of the levels (offset types) */
 	uint32_t at;  /* activation type */
-	/* one weight block -> levels u[blck], scales sc[blck/g], mins mn[blck/g] */
-	void (*dec)(const uint8_t *b, uint8_t *u, float *sc, float *mn);
+	/* nr rows of weights -> panel (see pack_impl) */
+	void (*pack)(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel, uint8_t *dec);
 };
 
 /* ---- weight blocks -> levels ----------------------------------------------- */
 
 static inline __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline void st256(uint8_t *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+
+/* fp16 field -> float (F16C, exact) */
+static inline float h2f(const uint8_t *p) { return _cvtsh_ss(qrd16(p)); }
 
 /* 16 bytes of nibbles -> 32 levels: low nibbles, then high nibbles */
 static inline __m256i nib32(const uint8_t *q)
@@ -64,67 +68,75 @@ static inline __m256i lut_u8(const int8_t *lut)
 	return _mm256_broadcastsi128_si256(t);
 }
 
-static void g_q4_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q4_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	sc[0] = qrdfp16(b);
+	sc[0] = h2f(b);
 	st256(u, nib32(b + 2));
 }
 
-static void g_q4_1(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q4_1(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
-	sc[0] = qrdfp16(b);
-	mn[0] = qrdfp16(b + 2);
+	sc[0] = h2f(b);
+	mn[0] = h2f(b + 2);
 	st256(u, nib32(b + 4));
 }
 
-static void g_q5_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q5_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	sc[0] = qrdfp16(b);
+	sc[0] = h2f(b);
 	st256(u, _mm256_or_si256(nib32(b + 6), bit4x32(qrd32(b + 2))));
 }
 
-static void g_q5_1(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q5_1(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
-	sc[0] = qrdfp16(b);
-	mn[0] = qrdfp16(b + 2);
+	sc[0] = h2f(b);
+	mn[0] = h2f(b + 2);
 	st256(u, _mm256_or_si256(nib32(b + 8), bit4x32(qrd32(b + 4))));
 }
 
-static void g_q8_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q8_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	sc[0] = qrdfp16(b);
+	sc[0] = h2f(b);
 	st256(u, _mm256_xor_si256(ld256(b + 2), _mm256_set1_epi8((char)0x80)));
 }
 
-static void g_iq4_nl(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq4_nl(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	sc[0] = qrdfp16(b);
+	sc[0] = h2f(b);
 	st256(u, _mm256_shuffle_epi8(lut_u8(quant_kvalues_iq4nl), nib32(b + 2)));
 }
 
-static void g_mxfp4(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_mxfp4(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
 	sc[0] = qe8m0_half(b[0]);
 	st256(u, _mm256_shuffle_epi8(lut_u8(quant_kvalues_mxfp4), nib32(b + 1)));
 }
 
-static void k4_scales(const uint8_t *b, float *sc, float *mn)
+/* 8 bytes (two words, 4 per word) -> 8 floats times f */
+static inline void bytes8_f32(uint32_t lo, uint32_t hi, float f, float *dst)
 {
-	float d = qrdfp16(b), dmin = qrdfp16(b + 2);
-	for (int j = 0; j < 8; j++) {
-		uint8_t s, m;
-		quant_k4_scale_min(b + 4, j, &s, &m);
-		sc[j] = d * (float)s;
-		mn[j] = -dmin * (float)m;
-	}
+	__m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)((uint64_t)hi << 32 | lo)));
+	_mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(f)));
 }
 
-static void g_q4_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+/* Q4_K / Q5_K: the 6-bit scales and mins of the 12 bytes at b + 4, four at
+ * a time (scales 0..3 and mins 0..3 are the low 6 bits of bytes 0..7;
+ * 4..7 take their low 4 bits from bytes 8..11 and their top 2 from the
+ * top bits of bytes 0..7) */
+static inline void k4_scales(const uint8_t *b, float *sc, float *mn)
+{
+	uint32_t w0 = qrd32(b + 4), w1 = qrd32(b + 8), w2 = qrd32(b + 12);
+	const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+	bytes8_f32(w0 & m6, (w2 & m4) | ((w0 >> 6) & m2) << 4, h2f(b), sc);
+	bytes8_f32(w1 & m6, ((w2 >> 4) & m4) | ((w1 >> 6) & m2) << 4, -h2f(b + 2), mn);
+}
+
+static inline __attribute__((always_inline)) void g_q4_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	k4_scales(b, sc, mn);
 	const __m256i m4 = _mm256_set1_epi8(0xF);
@@ -141,7 +153,7 @@ static inline __m256i hbit(__m256i h, int k)
 	return _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(h, k), 4), _mm256_set1_epi8(0x10));
 }
 
-static void g_q5_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q5_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	k4_scales(b, sc, mn);
 	const __m256i m4 = _mm256_set1_epi8(0xF), h = ld256(b + 16);
@@ -152,13 +164,11 @@ static void g_q5_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_q6_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q6_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	const int8_t *s = (const int8_t *)(b + 192);
-	float d = qrdfp16(b + 208);
-	for (int j = 0; j < 16; j++)
-		sc[j] = d * (float)s[j];
+	__m512i s16 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
+	_mm512_storeu_ps(sc, _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(h2f(b + 208))));
 	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(0x30);
 	for (int n = 0; n < 2; n++, u += 128) {
 		__m256i l0 = ld256(b + 64 * n), l1 = ld256(b + 64 * n + 32), h = ld256(b + 128 + 32 * n);
@@ -171,16 +181,19 @@ static void g_q6_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_q3_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q3_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	const uint8_t *s = b + 96;
-	float d = qrdfp16(b + 108);
-	for (int i = 0; i < 16; i++) {
-		int lo = i < 8 ? s[i] & 0xF : s[i - 8] >> 4;
-		int hi = (s[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
-		sc[i] = d * (float)((lo | hi << 4) - 32);
-	}
+	/* scale i: low 4 bits from byte i (i < 8) or the top nibble of byte
+	 * i - 8; top 2 bits from byte 8 + i % 4, at bit 2 * (i / 4); minus 32 */
+	uint32_t w0 = qrd32(b + 96), w1 = qrd32(b + 100), w2 = qrd32(b + 104);
+	const uint32_t k4 = 0x0f0f0f0f, m2 = 0x03030303;
+	float d = h2f(b + 108);
+	__m128i sv = _mm_setr_epi32((int)((w0 & k4) | (w2 & m2) << 4), (int)((w1 & k4) | ((w2 >> 2) & m2) << 4),
+				    (int)(((w0 >> 4) & k4) | ((w2 >> 4) & m2) << 4),
+				    (int)(((w1 >> 4) & k4) | ((w2 >> 6) & m2) << 4));
+	__m512i s16 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(sv), _mm512_set1_epi32(32));
+	_mm512_storeu_ps(sc, _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(d)));
 	/* level v in -4..3 stored as v + 4: the high bit set means +4 */
 	const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), hm = ld256(b);
 	for (int n = 0; n < 2; n++) {
@@ -194,14 +207,12 @@ static void g_q3_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_q2_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_q2_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
-	const uint8_t *s = b;
-	float d = qrdfp16(b + 80), dmin = qrdfp16(b + 82);
-	for (int i = 0; i < 16; i++) {
-		sc[i] = d * (float)(s[i] & 0xF);
-		mn[i] = -dmin * (float)(s[i] >> 4);
-	}
+	__m512i s16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
+	_mm512_storeu_ps(sc, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(s16, _mm512_set1_epi32(0xF))),
+					   _mm512_set1_ps(h2f(b + 80))));
+	_mm512_storeu_ps(mn, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(s16, 4)), _mm512_set1_ps(-h2f(b + 82))));
 	const __m256i m3 = _mm256_set1_epi8(3);
 	for (int n = 0; n < 2; n++) {
 		__m256i q = ld256(b + 16 + 32 * n);
@@ -210,10 +221,10 @@ static void g_q2_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_iq4_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq4_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	uint16_t sh = qrd16(b + 2);
 	const uint8_t *sl = b + 4, *q = b + 8;
 	for (int ib = 0; ib < 8; ib++, q += 16, u += 32) {
@@ -232,10 +243,10 @@ static void grid8(uint64_t grid, uint8_t s, uint8_t *u)
 	}
 }
 
-static void g_iq2_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq2_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	for (int ib = 0; ib < 8; ib++) {
 		const uint8_t *g = b + 2 + 8 * ib;
 		uint32_t aux = qrd32(g + 4);
@@ -245,10 +256,10 @@ static void g_iq2_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_iq2_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq2_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	const uint8_t *s = b + 66;
 	for (int ib = 0; ib < 8; ib++) {
 		sc[2 * ib] = d * (0.5f + (float)(s[ib] & 0xF)) * 0.25f;
@@ -260,10 +271,10 @@ static void g_iq2_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_iq2_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq2_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66, *s = b + 74;
 	for (int ib = 0; ib < 8; ib++) {
 		sc[2 * ib] = d * (0.5f + (float)(s[ib] & 0xF)) * 0.25f;
@@ -273,10 +284,10 @@ static void g_iq2_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_iq3_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq3_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	const uint8_t *qs = b + 2, *ss = b + 66;
 	for (int ib = 0; ib < 8; ib++) {
 		uint32_t aux = qrd32(ss + 4 * ib);
@@ -289,10 +300,10 @@ static void g_iq3_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 	}
 }
 
-static void g_iq3_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq3_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74, *s = b + 106;
 	for (int ib = 0; ib < 8; ib++) {
 		sc[ib] = d * (float)(1 + 2 * ((s[ib / 2] >> (4 * (ib % 2))) & 0xF));
@@ -307,9 +318,9 @@ static void g_iq3_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 
 /* IQ1_S: w = dl * (g + delta), g in {-1, 0, 1}: levels g + 1 and the
  * constant part dl * (delta - 1) as a min. */
-static void g_iq1_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_iq1_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
-	float d = qrdfp16(b);
+	float d = h2f(b);
 	const uint8_t *qs = b + 2;
 	for (int ib = 0; ib < 8; ib++) {
 		uint16_t qh = qrd16(b + 34 + 2 * ib);
@@ -325,11 +336,11 @@ static void g_iq1_s(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 }
 
 /* ternary: levels q in 0..2 (value q - 1), one scale per 256 */
-static void g_tq1_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_tq1_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
 	static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
-	float d = qrdfp16(b + 52);
+	float d = h2f(b + 52);
 	for (int j = 0; j < 8; j++)
 		sc[j] = d;
 	for (int n = 0; n < 5; n++)
@@ -343,10 +354,10 @@ static void g_tq1_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 			*u++ = (uint8_t)(((uint8_t)(b[48 + m] * pow3[n]) * 3) >> 8);
 }
 
-static void g_tq2_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+static inline __attribute__((always_inline)) void g_tq2_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
-	float d = qrdfp16(b + 64);
+	float d = h2f(b + 64);
 	for (int j = 0; j < 8; j++)
 		sc[j] = d;
 	for (int j = 0; j < 64; j += 32)
@@ -355,33 +366,7 @@ static void g_tq2_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 				*u++ = (b[j + m] >> (2 * l)) & 3;
 }
 
-static const struct gdesc *desc(uint32_t t)
-{
-	static const struct gdesc d[QT_COUNT] = {
-		[QT_Q4_0] = {32, 0, 8, QT_Q8_0, g_q4_0},
-		[QT_Q4_1] = {32, 1, 0, QT_Q8_1, g_q4_1},
-		[QT_Q5_0] = {32, 0, 16, QT_Q8_0, g_q5_0},
-		[QT_Q5_1] = {32, 1, 0, QT_Q8_1, g_q5_1},
-		[QT_Q8_0] = {32, 0, 128, QT_Q8_0, g_q8_0},
-		[QT_IQ4_NL] = {32, 0, 128, QT_Q8_0, g_iq4_nl},
-		[QT_MXFP4] = {32, 0, 128, QT_Q8_0, g_mxfp4},
-		[QT_Q2_K] = {16, 1, 0, QT_Q8_K, g_q2_k},
-		[QT_Q3_K] = {16, 0, 4, QT_Q8_K, g_q3_k},
-		[QT_Q4_K] = {32, 1, 0, QT_Q8_K, g_q4_k},
-		[QT_Q5_K] = {32, 1, 0, QT_Q8_K, g_q5_k},
-		[QT_Q6_K] = {16, 0, 32, QT_Q8_K, g_q6_k},
-		[QT_IQ4_XS] = {32, 0, 128, QT_Q8_K, g_iq4_xs},
-		[QT_IQ2_XXS] = {32, 0, 64, QT_Q8_K, g_iq2_xxs},
-		[QT_IQ2_XS] = {16, 0, 64, QT_Q8_K, g_iq2_xs},
-		[QT_IQ2_S] = {16, 0, 64, QT_Q8_K, g_iq2_s},
-		[QT_IQ3_XXS] = {32, 0, 64, QT_Q8_K, g_iq3_xxs},
-		[QT_IQ3_S] = {32, 0, 64, QT_Q8_K, g_iq3_s},
-		[QT_IQ1_S] = {32, 1, 0, QT_Q8_K, g_iq1_s},
-		[QT_TQ1_0] = {32, 0, 1, QT_Q8_K, g_tq1_0},
-		[QT_TQ2_0] = {32, 0, 1, QT_Q8_K, g_tq2_0},
-	};
-	return t < QT_COUNT && d[t].dec ? &d[t] : NULL;
-}
+static const struct gdesc *desc(uint32_t t);
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -407,16 +392,17 @@ static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 	return (size_t)cols * QG_ROWS + (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
 }
 
-/* tmp: panel, then the decoded blocks of 16 rows (levels, scales, mins),
- * then a quantized activation row; 64 bytes of slack for the alignment */
+/* tmp: panel, then the levels, scales and mins of one block column of 16
+ * rows, then a quantized activation row; 64 bytes of slack for the
+ * alignment */
 static size_t tmp_size(uint32_t t, int64_t cols)
 {
 	const struct gdesc *g = desc(t);
 	if (!g)
 		return 0;
 	const struct quant_type_info *ti = quant_type_info(t);
-	size_t dec = (size_t)QG_ROWS * ti->blck + (size_t)QG_ROWS * (ti->blck / g->g) * 8;
-	return 64 + panel_bytes(g, cols) + dec + quant_row_size(g->at, (uint64_t)cols, NULL);
+	return 64 + panel_bytes(g, cols) + (size_t)QG_ROWS * ti->blck + 2 * QG_ROWS * 16 * sizeof(float) +
+	       quant_row_size(g->at, (uint64_t)cols, NULL);
 }
 
 static uint8_t *align64(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -456,7 +442,7 @@ static void pack_token(const struct gdesc *g, int64_t cols, const uint8_t *row, 
 			int32_t sh = per == 2 ? sum[h] : sum[0] + sum[1];
 			uint8_t *dst = s + ((b * per + h) * GT + slot) * 4;
 			if (g->asym) {
-				float v = g->at == QT_Q8_1 ? ds[0] : db * (float)sh;
+				float v = g->at == QT_Q8_1 ? ds[0] : (float)sh;
 				memcpy(dst, &v, 4);
 			} else {
 				int32_t v = (int32_t)g->c * sh;
@@ -525,100 +511,212 @@ static inline void transpose16x32(const uint8_t *src, size_t stride, uint8_t *ds
 	}
 }
 
-static void pack_panel(uint32_t t, const struct gdesc *g, int64_t cols, const uint8_t *w, size_t wstride, int nr,
-		       uint8_t *panel, uint8_t *dec)
+/* Convert nr rows (the rest of the 16 are zero) of the type whose block
+ * decoder is dec: levels into a 16-row buffer one block column at a time,
+ * then transposed into the panel. A 32-element block has one scale (and
+ * min), written straight into the panel; a super-block's 8 or 16 go into
+ * a row-major buffer and are transposed like the levels. Instantiated per
+ * type so that the decoder is inlined. */
+static inline __attribute__((always_inline)) void
+pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int blck, const int bsize, const int g,
+	  const int asym, int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel, uint8_t *buf)
 {
-	const struct quant_type_info *ti = quant_type_info(t);
-	const int blck = (int)ti->blck, nsb = blck / g->g;
+	const int nsb = blck / g;
 	uint8_t *vals = panel;
 	float *sc = (float *)(panel + cols * QG_ROWS);
-	float *mn = sc + (cols / g->g) * QG_ROWS;
-	float *dsc = (float *)(dec + QG_ROWS * blck), *dmn = dsc + QG_ROWS * nsb;
+	float *mn = sc + (cols / g) * QG_ROWS;
+	float *srow = (float *)(buf + QG_ROWS * blck), *mrow = srow + QG_ROWS * 16;
 	if (nr < QG_ROWS) {
-		memset(dec + nr * blck, 0, (size_t)(QG_ROWS - nr) * blck);
-		memset(dsc + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
-		memset(dmn + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
+		memset(buf + nr * blck, 0, (size_t)(QG_ROWS - nr) * blck);
+		if (blck > 32) {
+			memset(srow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
+			memset(mrow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
+		}
 	}
-	for (int64_t blk = 0; blk < cols / blck; blk++) {
-		for (int r = 0; r < nr; r++)
-			g->dec(w + r * wstride + blk * ti->size, dec + r * blck, dsc + r * nsb, dmn + r * nsb);
-		for (int s = 0; s < blck / 32; s++)
-			transpose16x32(dec + s * 32, (size_t)blck, vals + (blk * blck / 32 + s) * 512);
-		for (int j = 0; j < nsb; j++)
-			for (int r = 0; r < QG_ROWS; r++) {
-				sc[(blk * nsb + j) * QG_ROWS + r] = dsc[r * nsb + j];
-				if (g->asym)
-					mn[(blk * nsb + j) * QG_ROWS + r] = dmn[r * nsb + j];
+	for (int64_t blk = 0; blk < cols / blck; blk++, sc += nsb * QG_ROWS, mn += nsb * QG_ROWS) {
+		if (blck == 32) {
+			for (int r = 0; r < nr; r++)
+				dec(w + r * wstride + blk * bsize, buf + r * blck, sc + r, mn + r);
+			for (int r = nr; r < QG_ROWS; r++) {
+				sc[r] = 0;
+				if (asym)
+					mn[r] = 0;
 			}
+		} else {
+			for (int r = 0; r < nr; r++)
+				dec(w + r * wstride + blk * bsize, buf + r * blck, srow + r * nsb, mrow + r * nsb);
+			for (int h = 0; h < nsb / 8; h++) {
+				transpose16x32((const uint8_t *)(srow + 8 * h), sizeof(float) * (size_t)nsb,
+					       (uint8_t *)(sc + 8 * h * QG_ROWS));
+				if (asym)
+					transpose16x32((const uint8_t *)(mrow + 8 * h), sizeof(float) * (size_t)nsb,
+						       (uint8_t *)(mn + 8 * h * QG_ROWS));
+			}
+		}
+		for (int s = 0; s < blck / 32; s++)
+			transpose16x32(buf + s * 32, (size_t)blck, vals + (blk * blck / 32 + s) * 512);
 	}
+}
+
+#define DEF_PACK(name, blck, bsize, g, asym)                                                                     \
+	static void pack_##name(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel,       \
+				uint8_t *buf)                                                                     \
+	{                                                                                                     \
+		pack_impl(g_##name, blck, bsize, g, asym, cols, w, wstride, nr, panel, buf);                        \
+	}
+DEF_PACK(q4_0, 32, Q4_0_B, 32, 0)
+DEF_PACK(q4_1, 32, Q4_1_B, 32, 1)
+DEF_PACK(q5_0, 32, Q5_0_B, 32, 0)
+DEF_PACK(q5_1, 32, Q5_1_B, 32, 1)
+DEF_PACK(q8_0, 32, Q8_0_B, 32, 0)
+DEF_PACK(iq4_nl, 32, IQ4_NL_B, 32, 0)
+DEF_PACK(mxfp4, 32, MXFP4_B, 32, 0)
+DEF_PACK(q2_k, 256, Q2_K_B, 16, 1)
+DEF_PACK(q3_k, 256, Q3_K_B, 16, 0)
+DEF_PACK(q4_k, 256, Q4_K_B, 32, 1)
+DEF_PACK(q5_k, 256, Q5_K_B, 32, 1)
+DEF_PACK(q6_k, 256, Q6_K_B, 16, 0)
+DEF_PACK(iq4_xs, 256, IQ4_XS_B, 32, 0)
+DEF_PACK(iq2_xxs, 256, 66, 32, 0)
+DEF_PACK(iq2_xs, 256, 74, 16, 0)
+DEF_PACK(iq2_s, 256, 82, 16, 0)
+DEF_PACK(iq3_xxs, 256, 98, 32, 0)
+DEF_PACK(iq3_s, 256, 110, 32, 0)
+DEF_PACK(iq1_s, 256, 50, 32, 1)
+DEF_PACK(tq1_0, 256, 54, 32, 0)
+DEF_PACK(tq2_0, 256, 66, 32, 0)
+
+static const struct gdesc *desc(uint32_t t)
+{
+	static const struct gdesc d[QT_COUNT] = {
+		[QT_Q4_0] = {32, 0, 8, QT_Q8_0, pack_q4_0},
+		[QT_Q4_1] = {32, 1, 0, QT_Q8_1, pack_q4_1},
+		[QT_Q5_0] = {32, 0, 16, QT_Q8_0, pack_q5_0},
+		[QT_Q5_1] = {32, 1, 0, QT_Q8_1, pack_q5_1},
+		[QT_Q8_0] = {32, 0, 128, QT_Q8_0, pack_q8_0},
+		[QT_IQ4_NL] = {32, 0, 128, QT_Q8_0, pack_iq4_nl},
+		[QT_MXFP4] = {32, 0, 128, QT_Q8_0, pack_mxfp4},
+		[QT_Q2_K] = {16, 1, 0, QT_Q8_K, pack_q2_k},
+		[QT_Q3_K] = {16, 0, 4, QT_Q8_K, pack_q3_k},
+		[QT_Q4_K] = {32, 1, 0, QT_Q8_K, pack_q4_k},
+		[QT_Q5_K] = {32, 1, 0, QT_Q8_K, pack_q5_k},
+		[QT_Q6_K] = {16, 0, 32, QT_Q8_K, pack_q6_k},
+		[QT_IQ4_XS] = {32, 0, 128, QT_Q8_K, pack_iq4_xs},
+		[QT_IQ2_XXS] = {32, 0, 64, QT_Q8_K, pack_iq2_xxs},
+		[QT_IQ2_XS] = {16, 0, 64, QT_Q8_K, pack_iq2_xs},
+		[QT_IQ2_S] = {16, 0, 64, QT_Q8_K, pack_iq2_s},
+		[QT_IQ3_XXS] = {32, 0, 64, QT_Q8_K, pack_iq3_xxs},
+		[QT_IQ3_S] = {32, 0, 64, QT_Q8_K, pack_iq3_s},
+		[QT_IQ1_S] = {32, 1, 0, QT_Q8_K, pack_iq1_s},
+		[QT_TQ1_0] = {32, 0, 1, QT_Q8_K, pack_tq1_0},
+		[QT_TQ2_0] = {32, 0, 1, QT_Q8_K, pack_tq2_0},
+	};
+	return t < QT_COUNT && d[t].pack ? &d[t] : NULL;
 }
 
 /* ---- kernel -------------------------------------------------------------------- */
 
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* 4*ng groups of 4 k (ng = 1 or 2 per 32-block: G = 32 or 16) */
+/* One block of 32 k: s[t] = sum of levels x activations, per 16 or 32 k
+ * (g16: two halves, each closed by close(h)). */
+#define DOT4(e0)                                                                                             \
+	UNROLL for (int e = e0; e < e0 + 4; e++)                                                             \
+	{                                                                                                    \
+		__m512i w = _mm512_load_si512((const __m512i *)(vals + 64 * e));                             \
+		UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t])); \
+	}
+
+/* The int32 sums of one scale block -> floats times the row scales (and
+ * the activation scales ad, unless NULL), with the offset (integer, per
+ * token) or the mins (float, per token, already scaled) applied. */
+static inline __attribute__((always_inline)) void close_block(const int asym, __m512i s[GT], const float *sc,
+							      const float *mn, const void *as, const float *ad,
+							      __m512 acc[GT])
+{
+	__m512 scv = _mm512_load_ps(sc);
+#define SCALE(t) (ad ? _mm512_mul_ps(scv, _mm512_set1_ps(ad[t])) : scv)
+	if (asym) {
+		__m512 mnv = _mm512_load_ps(mn);
+		UNROLL for (int t = 0; t < GT; t++) {
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), SCALE(t), acc[t]);
+			acc[t] = _mm512_fmadd_ps(mnv, _mm512_set1_ps(((const float *)as)[t]), acc[t]);
+		}
+	} else {
+		UNROLL for (int t = 0; t < GT; t++) {
+			__m512i v = _mm512_sub_epi32(s[t], _mm512_set1_epi32(((const int32_t *)as)[t]));
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), SCALE(t), acc[t]);
+		}
+	}
+#undef SCALE
+}
+
+/* nb blocks of 32 k. The activation scale multiplies the sum of a span of
+ * span32 blocks: 1 for Q8_0 / Q8_1 activations, 8 for Q8_K (one scale per
+ * 256), which saves a multiply per scale block. */
 static inline __attribute__((always_inline)) void
-kern(const int g16, const int asym, int64_t nb, const uint8_t *vals, const float *sc, const float *mn,
-     const uint8_t *tile, int64_t cols, __m512 acc[GT])
+kern(const int g16, const int asym, const int span32, int64_t nb, const uint8_t *vals, const float *sc,
+     const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
 {
 	const int32_t *aq = (const int32_t *)tile;
 	const float *ad = (const float *)(tile + cols * GT);
-	const int32_t *as = (const int32_t *)(tile + cols * GT + (cols / 32) * GT * 4);
+	const uint8_t *as = tile + cols * GT + (cols / 32) * GT * 4;
 	UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_setzero_ps();
-	for (int64_t b = 0; b < nb; b++) {
-		for (int h = 0; h < (g16 ? 2 : 1); h++) {
+	if (span32 == 1) {
+		for (int64_t b = 0; b < nb; b++) {
 			__m512i s[GT];
 			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
-			UNROLL for (int e = 0; e < 4; e++) {
-				__m512i w = _mm512_load_si512((const __m512i *)(vals + 64 * e));
-				UNROLL for (int t = 0; t < GT; t++)
-					s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t]));
-			}
-			vals += 256;
-			aq += 4 * GT;
-			if (!g16) {
-				UNROLL for (int e = 0; e < 4; e++) {
-					__m512i w = _mm512_load_si512((const __m512i *)(vals + 64 * e));
-					UNROLL for (int t = 0; t < GT; t++)
-						s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t]));
-				}
-				vals += 256;
-				aq += 4 * GT;
-			}
-			__m512 scv = _mm512_load_ps(sc);
+			DOT4(0)
+			DOT4(4)
+			close_block(asym, s, sc, mn, as, ad, acc);
 			sc += QG_ROWS;
-			if (asym) {
-				__m512 mnv = _mm512_load_ps(mn);
-				mn += QG_ROWS;
-				UNROLL for (int t = 0; t < GT; t++) {
-					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(scv, _mm512_set1_ps(ad[t])),
-								 acc[t]);
-					acc[t] = _mm512_fmadd_ps(mnv, _mm512_set1_ps(((const float *)as)[t]), acc[t]);
-				}
-			} else {
-				UNROLL for (int t = 0; t < GT; t++) {
-					__m512i v = _mm512_sub_epi32(s[t], _mm512_set1_epi32(as[t]));
-					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(scv, _mm512_set1_ps(ad[t])),
-								 acc[t]);
-				}
-			}
-			as += GT;
+			mn += QG_ROWS;
+			as += GT * 4;
+			ad += GT;
+			vals += 512;
+			aq += 8 * GT;
 		}
-		ad += GT;
+		return;
+	}
+	for (int64_t b = 0; b < nb; b += span32) {
+		__m512 part[GT];
+		UNROLL for (int t = 0; t < GT; t++) part[t] = _mm512_setzero_ps();
+		for (int k = 0; k < span32; k++) {
+			__m512i s[GT];
+			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			DOT4(0)
+			if (g16) {
+				close_block(asym, s, sc, mn, as, NULL, part);
+				sc += QG_ROWS;
+				mn += QG_ROWS;
+				as += GT * 4;
+				UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			}
+			DOT4(4)
+			close_block(asym, s, sc, mn, as, NULL, part);
+			sc += QG_ROWS;
+			mn += QG_ROWS;
+			as += GT * 4;
+			vals += 512;
+			aq += 8 * GT;
+		}
+		UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_fmadd_ps(part[t], _mm512_set1_ps(ad[t]), acc[t]);
+		ad += GT * span32;
 	}
 }
 
-#define KERN_VARIANT(name, g16, asym)                                                                         \
+#define KERN_VARIANT(name, g16, asym, span)                                                                   \
 	static void name(int64_t nb, const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, \
 			 int64_t cols, __m512 acc[GT])                                                            \
 	{                                                                                                         \
-		kern(g16, asym, nb, vals, sc, mn, tile, cols, acc);                                               \
+		kern(g16, asym, span, nb, vals, sc, mn, tile, cols, acc);                                         \
 	}
-KERN_VARIANT(kern32, 0, 0)
-KERN_VARIANT(kern32m, 0, 1)
-KERN_VARIANT(kern16, 1, 0)
-KERN_VARIANT(kern16m, 1, 1)
+KERN_VARIANT(kern32, 0, 0, 1)
+KERN_VARIANT(kern32m, 0, 1, 1)
+KERN_VARIANT(kern32k, 0, 0, 8)
+KERN_VARIANT(kern32km, 0, 1, 8)
+KERN_VARIANT(kern16k, 1, 0, 8)
+KERN_VARIANT(kern16km, 1, 1, 8)
 
 static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act, int64_t ntok,
 		 float *y, size_t ystride, void *tmp)
@@ -626,11 +724,13 @@ static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int
 	const struct gdesc *g = desc(t);
 	uint8_t *panel = align64(tmp);
 	uint8_t *dec = panel + panel_bytes(g, cols);
-	pack_panel(t, g, cols, w, wstride, nr, panel, dec);
+	g->pack(cols, w, wstride, nr, panel, dec);
 	const float *sc = (const float *)(panel + cols * QG_ROWS);
 	const float *mn = sc + (cols / g->g) * QG_ROWS;
 	void (*k)(int64_t, const uint8_t *, const float *, const float *, const uint8_t *, int64_t, __m512 *) =
-		g->g == 16 ? (g->asym ? kern16m : kern16) : (g->asym ? kern32m : kern32);
+		g->at != QT_Q8_K ? (g->asym ? kern32m : kern32)
+		: g->g == 16	 ? (g->asym ? kern16km : kern16k)
+				 : (g->asym ? kern32km : kern32k);
 	size_t tb = tile_bytes(g, cols);
 	__mmask16 m = (__mmask16)((1u << nr) - 1);
 	for (int64_t t0 = 0; t0 < ntok; t0 += GT) {

@@ -34,14 +34,30 @@
 
 #define GT 8
 
+typedef void (*kern_fn)(int64_t nb, const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile,
+			int64_t cols, const int8_t *lut, __m512 *acc);
+
 struct gdesc {
 	uint8_t g;    /* elements per scale: 16 or 32 */
 	uint8_t asym; /* float mins instead of an offset */
 	uint8_t c;    /* offset of the levels (offset types) */
+	uint8_t u4;   /* levels kept as the file's nibbles (see U4A, U4B) */
 	uint32_t at;  /* activation type */
+	const int8_t *lut; /* nibble -> signed level (offset by 128 in the panel) */
 	/* nr rows of weights -> panel (see pack_impl) */
 	void (*pack)(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel, uint8_t *dec);
+	kern_fn kern;
 };
+
+/* Nibble layouts: the panel holds the file's bytes, transposed 4 at a time,
+ * and the kernel splits the nibbles.
+ *   U4A: a 32-element block is 16 bytes, low nibbles elements 0..15, high
+ *        nibbles 16..31 (Q4_0, Q4_1, IQ4_NL, MXFP4, IQ4_XS): 256 panel
+ *        bytes per block, chunk e giving groups e (low) and e + 4 (high).
+ *   U4B: two 32-element sub-blocks share 32 bytes, low nibbles the first,
+ *        high nibbles the second (Q4_K): 512 panel bytes per pair, chunk e
+ *        giving group e of either. */
+enum { U8 = 0, U4A = 1, U4B = 2 };
 
 /* ---- weight blocks -> levels ----------------------------------------------- */
 
@@ -61,25 +77,18 @@ static inline __m256i nib32(const uint8_t *q)
 /* bit j of bits -> 0x10 in byte j */
 static inline __m256i bit4x32(uint32_t bits) { return _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(0x10)); }
 
-/* table of 16 signed levels, offset by 128, in both 128-bit lanes */
-static inline __m256i lut_u8(const int8_t *lut)
-{
-	__m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)lut), _mm_set1_epi8((char)0x80));
-	return _mm256_broadcastsi128_si256(t);
-}
-
 static inline __attribute__((always_inline)) void g_q4_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
+	(void)u; /* levels: the file's nibbles (U4A) */
 	sc[0] = h2f(b);
-	st256(u, nib32(b + 2));
 }
 
 static inline __attribute__((always_inline)) void g_q4_1(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
+	(void)u;
 	sc[0] = h2f(b);
 	mn[0] = h2f(b + 2);
-	st256(u, nib32(b + 4));
 }
 
 static inline __attribute__((always_inline)) void g_q5_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
@@ -106,15 +115,15 @@ static inline __attribute__((always_inline)) void g_q8_0(const uint8_t *b, uint8
 static inline __attribute__((always_inline)) void g_iq4_nl(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
+	(void)u;
 	sc[0] = h2f(b);
-	st256(u, _mm256_shuffle_epi8(lut_u8(quant_kvalues_iq4nl), nib32(b + 2)));
 }
 
 static inline __attribute__((always_inline)) void g_mxfp4(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
+	(void)u;
 	sc[0] = qe8m0_half(b[0]);
-	st256(u, _mm256_shuffle_epi8(lut_u8(quant_kvalues_mxfp4), nib32(b + 1)));
 }
 
 /* 8 bytes (two words, 4 per word) -> 8 floats times f */
@@ -138,13 +147,8 @@ static inline void k4_scales(const uint8_t *b, float *sc, float *mn)
 
 static inline __attribute__((always_inline)) void g_q4_k(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
+	(void)u; /* levels: the file's nibbles (U4B) */
 	k4_scales(b, sc, mn);
-	const __m256i m4 = _mm256_set1_epi8(0xF);
-	for (int i = 0; i < 4; i++) {
-		__m256i q = ld256(b + 16 + 32 * i);
-		st256(u + 64 * i, _mm256_and_si256(q, m4));
-		st256(u + 64 * i + 32, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-	}
 }
 
 /* bit k of each byte of h -> 0x10 */
@@ -223,14 +227,14 @@ static inline __attribute__((always_inline)) void g_q2_k(const uint8_t *b, uint8
 
 static inline __attribute__((always_inline)) void g_iq4_xs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
+	(void)u; /* levels: the file's nibbles (U4A) */
 	(void)mn;
 	float d = h2f(b);
 	uint16_t sh = qrd16(b + 2);
-	const uint8_t *sl = b + 4, *q = b + 8;
-	for (int ib = 0; ib < 8; ib++, q += 16, u += 32) {
+	const uint8_t *sl = b + 4;
+	for (int ib = 0; ib < 8; ib++) {
 		int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | ((sh >> (2 * ib)) & 3) << 4;
 		sc[ib] = d * (float)(ls - 32);
-		st256(u, _mm256_shuffle_epi8(lut_u8(quant_kvalues_iq4nl), nib32(q)));
 	}
 }
 
@@ -389,7 +393,7 @@ static size_t act_size(uint32_t t, int64_t cols, int64_t ntok)
 
 static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 {
-	return (size_t)cols * QG_ROWS + (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
+	return (size_t)cols * QG_ROWS / (g->u4 ? 2 : 1) + (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
 }
 
 /* tmp: panel, then the levels, scales and mins of one block column of 16
@@ -482,15 +486,14 @@ static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int
 
 /* ---- weights -> panel --------------------------------------------------------- */
 
-/* 16 rows of 32 levels (row r at src + r * stride) -> 8 x 64 bytes, the
- * k-group e holding 4 levels of every row */
-static inline void transpose16x32(const uint8_t *src, size_t stride, uint8_t *dst)
+/* 16 rows of 32 bytes (row r at rp[r] + off) -> 8 x 64 bytes, chunk e
+ * holding bytes 4e..4e+3 of every row */
+static inline void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
 {
 	__m512i z[8], s[8], u[8];
 	for (int i = 0; i < 8; i++)
-		z[i] = _mm512_inserti64x4(
-			_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(src + i * stride))),
-			_mm256_loadu_si256((const __m256i *)(src + (i + 8) * stride)), 1);
+		z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[i] + off))),
+					  _mm256_loadu_si256((const __m256i *)(rp[i + 8] + off)), 1);
 	for (int i = 0; i < 8; i += 2) {
 		s[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
 		s[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
@@ -501,7 +504,7 @@ static inline void transpose16x32(const uint8_t *src, size_t stride, uint8_t *ds
 		u[i + 2] = _mm512_unpacklo_epi64(s[i + 1], s[i + 3]);
 		u[i + 3] = _mm512_unpackhi_epi64(s[i + 1], s[i + 3]);
 	}
-	/* u[j] (rows 0..3 | 8..11) and u[j+4] (rows 4..7 | 12..15) hold groups
+	/* u[j] (rows 0..3 | 8..11) and u[j+4] (rows 4..7 | 12..15) hold chunks
 	 * j and j+4 in their even and odd 128-bit lanes */
 	const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
 	const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
@@ -511,32 +514,62 @@ static inline void transpose16x32(const uint8_t *src, size_t stride, uint8_t *ds
 	}
 }
 
-/* Convert nr rows (the rest of the 16 are zero) of the type whose block
- * decoder is dec: levels into a 16-row buffer one block column at a time,
- * then transposed into the panel. A 32-element block has one scale (and
- * min), written straight into the panel; a super-block's 8 or 16 go into
- * a row-major buffer and are transposed like the levels. Instantiated per
- * type so that the decoder is inlined. */
+/* 16 rows of 16 bytes -> 4 x 64 bytes, as above */
+static inline void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
+{
+	__m512i z[4];
+	for (int i = 0; i < 4; i++) {
+		z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(rp[i] + off)));
+		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 4] + off)), 1);
+		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 8] + off)), 2);
+		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 12] + off)), 3);
+	}
+	/* lane k of z[i] is row i + 4k: a 4 x 4 transpose within each lane */
+	__m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	__m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	_mm512_store_si512((__m512i *)dst, _mm512_unpacklo_epi64(a0, a2));
+	_mm512_store_si512((__m512i *)(dst + 64), _mm512_unpackhi_epi64(a0, a2));
+	_mm512_store_si512((__m512i *)(dst + 128), _mm512_unpacklo_epi64(a1, a3));
+	_mm512_store_si512((__m512i *)(dst + 192), _mm512_unpackhi_epi64(a1, a3));
+}
+
+static const uint8_t zero_block[256];
+
+/* Convert nr rows (the rest of the 16 are zero) of a type into the panel.
+ * dec decodes one block of a row: its scales (and mins) and, for U8 types,
+ * its levels into a 16-row buffer, transposed afterwards; U4 types
+ * transpose the file's nibble bytes (qoff into the block) directly. A
+ * 32-element block has one scale, written straight into the panel; a
+ * super-block's 8 or 16 go into a row-major buffer and are transposed like
+ * the levels. Instantiated per type so that the decoder is inlined. */
 static inline __attribute__((always_inline)) void
 pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int blck, const int bsize, const int g,
-	  const int asym, int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel, uint8_t *buf)
+	  const int asym, const int u4, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
+	  uint8_t *panel, uint8_t *buf)
 {
 	const int nsb = blck / g;
 	uint8_t *vals = panel;
-	float *sc = (float *)(panel + cols * QG_ROWS);
+	float *sc = (float *)(panel + cols * QG_ROWS / (u4 ? 2 : 1));
 	float *mn = sc + (cols / g) * QG_ROWS;
 	float *srow = (float *)(buf + QG_ROWS * blck), *mrow = srow + QG_ROWS * 16;
+	const uint8_t *lv[QG_ROWS], *sr[QG_ROWS], *mr[QG_ROWS];
+	for (int r = 0; r < QG_ROWS; r++) {
+		lv[r] = buf + r * blck;
+		sr[r] = (const uint8_t *)(srow + r * nsb);
+		mr[r] = (const uint8_t *)(mrow + r * nsb);
+	}
 	if (nr < QG_ROWS) {
 		memset(buf + nr * blck, 0, (size_t)(QG_ROWS - nr) * blck);
-		if (blck > 32) {
-			memset(srow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
-			memset(mrow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
-		}
+		memset(srow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
+		memset(mrow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
 	}
 	for (int64_t blk = 0; blk < cols / blck; blk++, sc += nsb * QG_ROWS, mn += nsb * QG_ROWS) {
+		const uint8_t *rp[QG_ROWS];
+		for (int r = 0; r < QG_ROWS; r++)
+			rp[r] = r < nr ? w + r * wstride + blk * bsize : zero_block;
 		if (blck == 32) {
 			for (int r = 0; r < nr; r++)
-				dec(w + r * wstride + blk * bsize, buf + r * blck, sc + r, mn + r);
+				dec(rp[r], buf + r * blck, sc + r, mn + r);
 			for (int r = nr; r < QG_ROWS; r++) {
 				sc[r] = 0;
 				if (asym)
@@ -544,88 +577,83 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 			}
 		} else {
 			for (int r = 0; r < nr; r++)
-				dec(w + r * wstride + blk * bsize, buf + r * blck, srow + r * nsb, mrow + r * nsb);
+				dec(rp[r], buf + r * blck, srow + r * nsb, mrow + r * nsb);
 			for (int h = 0; h < nsb / 8; h++) {
-				transpose16x32((const uint8_t *)(srow + 8 * h), sizeof(float) * (size_t)nsb,
-					       (uint8_t *)(sc + 8 * h * QG_ROWS));
+				transpose16x32(sr, 32 * (size_t)h, (uint8_t *)(sc + 8 * h * QG_ROWS));
 				if (asym)
-					transpose16x32((const uint8_t *)(mrow + 8 * h), sizeof(float) * (size_t)nsb,
-						       (uint8_t *)(mn + 8 * h * QG_ROWS));
+					transpose16x32(mr, 32 * (size_t)h, (uint8_t *)(mn + 8 * h * QG_ROWS));
 			}
 		}
-		for (int s = 0; s < blck / 32; s++)
-			transpose16x32(buf + s * 32, (size_t)blck, vals + (blk * blck / 32 + s) * 512);
+		if (u4 == U4A)
+			for (int s = 0; s < blck / 32; s++)
+				transpose16x16(rp, (size_t)(qoff + 16 * s), vals + (blk * blck / 32 + s) * 256);
+		else if (u4 == U4B)
+			for (int s = 0; s < blck / 64; s++)
+				transpose16x32(rp, (size_t)(qoff + 32 * s), vals + (blk * blck / 64 + s) * 512);
+		else
+			for (int s = 0; s < blck / 32; s++)
+				transpose16x32(lv, 32 * (size_t)s, vals + (blk * blck / 32 + s) * 512);
 	}
 }
 
-#define DEF_PACK(name, blck, bsize, g, asym)                                                                     \
+#define DEF_PACK(name, blck, bsize, g, asym, u4, qoff)                                                        \
 	static void pack_##name(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel,       \
 				uint8_t *buf)                                                                     \
 	{                                                                                                     \
-		pack_impl(g_##name, blck, bsize, g, asym, cols, w, wstride, nr, panel, buf);                        \
+		pack_impl(g_##name, blck, bsize, g, asym, u4, qoff, cols, w, wstride, nr, panel, buf);        \
 	}
-DEF_PACK(q4_0, 32, Q4_0_B, 32, 0)
-DEF_PACK(q4_1, 32, Q4_1_B, 32, 1)
-DEF_PACK(q5_0, 32, Q5_0_B, 32, 0)
-DEF_PACK(q5_1, 32, Q5_1_B, 32, 1)
-DEF_PACK(q8_0, 32, Q8_0_B, 32, 0)
-DEF_PACK(iq4_nl, 32, IQ4_NL_B, 32, 0)
-DEF_PACK(mxfp4, 32, MXFP4_B, 32, 0)
-DEF_PACK(q2_k, 256, Q2_K_B, 16, 1)
-DEF_PACK(q3_k, 256, Q3_K_B, 16, 0)
-DEF_PACK(q4_k, 256, Q4_K_B, 32, 1)
-DEF_PACK(q5_k, 256, Q5_K_B, 32, 1)
-DEF_PACK(q6_k, 256, Q6_K_B, 16, 0)
-DEF_PACK(iq4_xs, 256, IQ4_XS_B, 32, 0)
-DEF_PACK(iq2_xxs, 256, 66, 32, 0)
-DEF_PACK(iq2_xs, 256, 74, 16, 0)
-DEF_PACK(iq2_s, 256, 82, 16, 0)
-DEF_PACK(iq3_xxs, 256, 98, 32, 0)
-DEF_PACK(iq3_s, 256, 110, 32, 0)
-DEF_PACK(iq1_s, 256, 50, 32, 1)
-DEF_PACK(tq1_0, 256, 54, 32, 0)
-DEF_PACK(tq2_0, 256, 66, 32, 0)
-
-static const struct gdesc *desc(uint32_t t)
-{
-	static const struct gdesc d[QT_COUNT] = {
-		[QT_Q4_0] = {32, 0, 8, QT_Q8_0, pack_q4_0},
-		[QT_Q4_1] = {32, 1, 0, QT_Q8_1, pack_q4_1},
-		[QT_Q5_0] = {32, 0, 16, QT_Q8_0, pack_q5_0},
-		[QT_Q5_1] = {32, 1, 0, QT_Q8_1, pack_q5_1},
-		[QT_Q8_0] = {32, 0, 128, QT_Q8_0, pack_q8_0},
-		[QT_IQ4_NL] = {32, 0, 128, QT_Q8_0, pack_iq4_nl},
-		[QT_MXFP4] = {32, 0, 128, QT_Q8_0, pack_mxfp4},
-		[QT_Q2_K] = {16, 1, 0, QT_Q8_K, pack_q2_k},
-		[QT_Q3_K] = {16, 0, 4, QT_Q8_K, pack_q3_k},
-		[QT_Q4_K] = {32, 1, 0, QT_Q8_K, pack_q4_k},
-		[QT_Q5_K] = {32, 1, 0, QT_Q8_K, pack_q5_k},
-		[QT_Q6_K] = {16, 0, 32, QT_Q8_K, pack_q6_k},
-		[QT_IQ4_XS] = {32, 0, 128, QT_Q8_K, pack_iq4_xs},
-		[QT_IQ2_XXS] = {32, 0, 64, QT_Q8_K, pack_iq2_xxs},
-		[QT_IQ2_XS] = {16, 0, 64, QT_Q8_K, pack_iq2_xs},
-		[QT_IQ2_S] = {16, 0, 64, QT_Q8_K, pack_iq2_s},
-		[QT_IQ3_XXS] = {32, 0, 64, QT_Q8_K, pack_iq3_xxs},
-		[QT_IQ3_S] = {32, 0, 64, QT_Q8_K, pack_iq3_s},
-		[QT_IQ1_S] = {32, 1, 0, QT_Q8_K, pack_iq1_s},
-		[QT_TQ1_0] = {32, 0, 1, QT_Q8_K, pack_tq1_0},
-		[QT_TQ2_0] = {32, 0, 1, QT_Q8_K, pack_tq2_0},
-	};
-	return t < QT_COUNT && d[t].pack ? &d[t] : NULL;
-}
+DEF_PACK(q4_0, 32, Q4_0_B, 32, 0, U4A, 2)
+DEF_PACK(q4_1, 32, Q4_1_B, 32, 1, U4A, 4)
+DEF_PACK(q5_0, 32, Q5_0_B, 32, 0, U8, 0)
+DEF_PACK(q5_1, 32, Q5_1_B, 32, 1, U8, 0)
+DEF_PACK(q8_0, 32, Q8_0_B, 32, 0, U8, 0)
+DEF_PACK(iq4_nl, 32, IQ4_NL_B, 32, 0, U4A, 2)
+DEF_PACK(mxfp4, 32, MXFP4_B, 32, 0, U4A, 1)
+DEF_PACK(q2_k, 256, Q2_K_B, 16, 1, U8, 0)
+DEF_PACK(q3_k, 256, Q3_K_B, 16, 0, U8, 0)
+DEF_PACK(q4_k, 256, Q4_K_B, 32, 1, U4B, 16)
+DEF_PACK(q5_k, 256, Q5_K_B, 32, 1, U8, 0)
+DEF_PACK(q6_k, 256, Q6_K_B, 16, 0, U8, 0)
+DEF_PACK(iq4_xs, 256, IQ4_XS_B, 32, 0, U4A, 8)
+DEF_PACK(iq2_xxs, 256, 66, 32, 0, U8, 0)
+DEF_PACK(iq2_xs, 256, 74, 16, 0, U8, 0)
+DEF_PACK(iq2_s, 256, 82, 16, 0, U8, 0)
+DEF_PACK(iq3_xxs, 256, 98, 32, 0, U8, 0)
+DEF_PACK(iq3_s, 256, 110, 32, 0, U8, 0)
+DEF_PACK(iq1_s, 256, 50, 32, 1, U8, 0)
+DEF_PACK(tq1_0, 256, 54, 32, 0, U8, 0)
+DEF_PACK(tq2_0, 256, 66, 32, 0, U8, 0)
 
 /* ---- kernel -------------------------------------------------------------------- */
 
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* One block of 32 k: s[t] = sum of levels x activations, per 16 or 32 k
- * (g16: two halves, each closed by close(h)). */
+/* Levels of chunk e (groups of 4 k, 0..7) of the current 32-element block:
+ * U8 chunks are 64 bytes each; U4A blocks take chunk e & 3, high nibbles
+ * for e >= 4; U4B pairs take chunk e, high nibbles for the second block
+ * of the pair (hi). A lut maps nibbles to levels. */
+static inline __attribute__((always_inline)) __m512i getw(const int u4, const int lut, const uint8_t *v, int e, int hi,
+							  __m512i lutv)
+{
+	if (u4 == U8)
+		return _mm512_load_si512((const __m512i *)(v + 64 * e));
+	__m512i x = _mm512_load_si512((const __m512i *)(v + 64 * (u4 == U4A ? (e & 3) : e)));
+	int up = u4 == U4A ? e >= 4 : hi;
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	x = up ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4);
+	return lut ? _mm512_shuffle_epi8(lutv, x) : x;
+}
+
+/* s[t] += levels x activations over groups e0..e0+3 of the current block */
 #define DOT4(e0)                                                                                             \
 	UNROLL for (int e = e0; e < e0 + 4; e++)                                                             \
 	{                                                                                                    \
-		__m512i w = _mm512_load_si512((const __m512i *)(vals + 64 * e));                             \
+		__m512i w = getw(u4, lut != 0, vals, e, k & 1, lutv);                                        \
 		UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t])); \
 	}
+
+/* bytes of levels per 32-element block (U4B: 512 per pair, after the second) */
+#define VALS_STEP(k) (u4 == U8 ? 512 : u4 == U4A ? 256 : ((k) & 1) * 512)
 
 /* The int32 sums of one scale block -> floats times the row scales (and
  * the activation scales ad, unless NULL), with the offset (integer, per
@@ -655,15 +683,19 @@ static inline __attribute__((always_inline)) void close_block(const int asym, __
  * span32 blocks: 1 for Q8_0 / Q8_1 activations, 8 for Q8_K (one scale per
  * 256), which saves a multiply per scale block. */
 static inline __attribute__((always_inline)) void
-kern(const int g16, const int asym, const int span32, int64_t nb, const uint8_t *vals, const float *sc,
-     const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
+kern(const int g16, const int asym, const int span32, const int u4, const int8_t *lut, int64_t nb,
+     const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
 {
 	const int32_t *aq = (const int32_t *)tile;
 	const float *ad = (const float *)(tile + cols * GT);
 	const uint8_t *as = tile + cols * GT + (cols / 32) * GT * 4;
+	__m512i lutv = _mm512_setzero_si512();
+	if (lut)
+		lutv = _mm512_broadcast_i32x4(
+			_mm_add_epi8(_mm_loadu_si128((const __m128i *)lut), _mm_set1_epi8((char)0x80)));
 	UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_setzero_ps();
 	if (span32 == 1) {
-		for (int64_t b = 0; b < nb; b++) {
+		for (int64_t k = 0; k < nb; k++) {
 			__m512i s[GT];
 			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
 			DOT4(0)
@@ -673,7 +705,7 @@ kern(const int g16, const int asym, const int span32, int64_t nb, const uint8_t 
 			mn += QG_ROWS;
 			as += GT * 4;
 			ad += GT;
-			vals += 512;
+			vals += VALS_STEP(k);
 			aq += 8 * GT;
 		}
 		return;
@@ -697,7 +729,7 @@ kern(const int g16, const int asym, const int span32, int64_t nb, const uint8_t 
 			sc += QG_ROWS;
 			mn += QG_ROWS;
 			as += GT * 4;
-			vals += 512;
+			vals += VALS_STEP(k);
 			aq += 8 * GT;
 		}
 		UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_fmadd_ps(part[t], _mm512_set1_ps(ad[t]), acc[t]);
@@ -705,18 +737,52 @@ kern(const int g16, const int asym, const int span32, int64_t nb, const uint8_t 
 	}
 }
 
-#define KERN_VARIANT(name, g16, asym, span)                                                                   \
+#define KERN_VARIANT(name, g16, asym, span, u4, lut)                                                         \
 	static void name(int64_t nb, const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, \
-			 int64_t cols, __m512 acc[GT])                                                            \
+			 int64_t cols, const int8_t *lt, __m512 *acc)                                             \
 	{                                                                                                         \
-		kern(g16, asym, span, nb, vals, sc, mn, tile, cols, acc);                                         \
+		(void)lt;                                                                                         \
+		kern(g16, asym, span, u4, lut, nb, vals, sc, mn, tile, cols, acc);                                \
 	}
-KERN_VARIANT(kern32, 0, 0, 1)
-KERN_VARIANT(kern32m, 0, 1, 1)
-KERN_VARIANT(kern32k, 0, 0, 8)
-KERN_VARIANT(kern32km, 0, 1, 8)
-KERN_VARIANT(kern16k, 1, 0, 8)
-KERN_VARIANT(kern16km, 1, 1, 8)
+KERN_VARIANT(kern32, 0, 0, 1, U8, NULL)
+KERN_VARIANT(kern32m, 0, 1, 1, U8, NULL)
+KERN_VARIANT(kern32k, 0, 0, 8, U8, NULL)
+KERN_VARIANT(kern32km, 0, 1, 8, U8, NULL)
+KERN_VARIANT(kern16k, 1, 0, 8, U8, NULL)
+KERN_VARIANT(kern16km, 1, 1, 8, U8, NULL)
+KERN_VARIANT(kern32_4a, 0, 0, 1, U4A, NULL)
+KERN_VARIANT(kern32m_4a, 0, 1, 1, U4A, NULL)
+KERN_VARIANT(kern32_4al, 0, 0, 1, U4A, lt)
+KERN_VARIANT(kern32k_4al, 0, 0, 8, U4A, lt)
+KERN_VARIANT(kern32km_4b, 0, 1, 8, U4B, NULL)
+
+static const struct gdesc *desc(uint32_t t)
+{
+	static const struct gdesc d[QT_COUNT] = {
+		[QT_Q4_0] = {32, 0, 8, U4A, QT_Q8_0, NULL, pack_q4_0, kern32_4a},
+		[QT_Q4_1] = {32, 1, 0, U4A, QT_Q8_1, NULL, pack_q4_1, kern32m_4a},
+		[QT_Q5_0] = {32, 0, 16, U8, QT_Q8_0, NULL, pack_q5_0, kern32},
+		[QT_Q5_1] = {32, 1, 0, U8, QT_Q8_1, NULL, pack_q5_1, kern32m},
+		[QT_Q8_0] = {32, 0, 128, U8, QT_Q8_0, NULL, pack_q8_0, kern32},
+		[QT_IQ4_NL] = {32, 0, 128, U4A, QT_Q8_0, quant_kvalues_iq4nl, pack_iq4_nl, kern32_4al},
+		[QT_MXFP4] = {32, 0, 128, U4A, QT_Q8_0, quant_kvalues_mxfp4, pack_mxfp4, kern32_4al},
+		[QT_Q2_K] = {16, 1, 0, U8, QT_Q8_K, NULL, pack_q2_k, kern16km},
+		[QT_Q3_K] = {16, 0, 4, U8, QT_Q8_K, NULL, pack_q3_k, kern16k},
+		[QT_Q4_K] = {32, 1, 0, U4B, QT_Q8_K, NULL, pack_q4_k, kern32km_4b},
+		[QT_Q5_K] = {32, 1, 0, U8, QT_Q8_K, NULL, pack_q5_k, kern32km},
+		[QT_Q6_K] = {16, 0, 32, U8, QT_Q8_K, NULL, pack_q6_k, kern16k},
+		[QT_IQ4_XS] = {32, 0, 128, U4A, QT_Q8_K, quant_kvalues_iq4nl, pack_iq4_xs, kern32k_4al},
+		[QT_IQ2_XXS] = {32, 0, 64, U8, QT_Q8_K, NULL, pack_iq2_xxs, kern32k},
+		[QT_IQ2_XS] = {16, 0, 64, U8, QT_Q8_K, NULL, pack_iq2_xs, kern16k},
+		[QT_IQ2_S] = {16, 0, 64, U8, QT_Q8_K, NULL, pack_iq2_s, kern16k},
+		[QT_IQ3_XXS] = {32, 0, 64, U8, QT_Q8_K, NULL, pack_iq3_xxs, kern32k},
+		[QT_IQ3_S] = {32, 0, 64, U8, QT_Q8_K, NULL, pack_iq3_s, kern32k},
+		[QT_IQ1_S] = {32, 1, 0, U8, QT_Q8_K, NULL, pack_iq1_s, kern32km},
+		[QT_TQ1_0] = {32, 0, 1, U8, QT_Q8_K, NULL, pack_tq1_0, kern32k},
+		[QT_TQ2_0] = {32, 0, 1, U8, QT_Q8_K, NULL, pack_tq2_0, kern32k},
+	};
+	return t < QT_COUNT && d[t].pack ? &d[t] : NULL;
+}
 
 static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act, int64_t ntok,
 		 float *y, size_t ystride, void *tmp)
@@ -725,17 +791,13 @@ static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int
 	uint8_t *panel = align64(tmp);
 	uint8_t *dec = panel + panel_bytes(g, cols);
 	g->pack(cols, w, wstride, nr, panel, dec);
-	const float *sc = (const float *)(panel + cols * QG_ROWS);
+	const float *sc = (const float *)(panel + cols * QG_ROWS / (g->u4 ? 2 : 1));
 	const float *mn = sc + (cols / g->g) * QG_ROWS;
-	void (*k)(int64_t, const uint8_t *, const float *, const float *, const uint8_t *, int64_t, __m512 *) =
-		g->at != QT_Q8_K ? (g->asym ? kern32m : kern32)
-		: g->g == 16	 ? (g->asym ? kern16km : kern16k)
-				 : (g->asym ? kern32km : kern32k);
 	size_t tb = tile_bytes(g, cols);
 	__mmask16 m = (__mmask16)((1u << nr) - 1);
 	for (int64_t t0 = 0; t0 < ntok; t0 += GT) {
 		__m512 acc[GT];
-		k(cols / 32, panel, sc, mn, (const uint8_t *)act + (size_t)(t0 / GT) * tb, cols, acc);
+		g->kern(cols / 32, panel, sc, mn, (const uint8_t *)act + (size_t)(t0 / GT) * tb, cols, g->lut, acc);
 		int nt = ntok - t0 < GT ? (int)(ntok - t0) : GT;
 		for (int i = 0; i < nt; i++)
 			_mm512_mask_storeu_ps(y + (size_t)(t0 + i) * ystride, m, acc[i]);

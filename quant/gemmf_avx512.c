@@ -146,12 +146,13 @@ static inline __attribute__((always_inline)) __m512 gf_load_row(uint32_t t, cons
 }
 
 /* The 16 row streams are too many for the hardware prefetchers: each row
- * is prefetched GF_PF bytes ahead (prefetches past the row do not fault). */
-#define GF_PF 512
+ * is prefetched GF_PF bytes ahead into L2 (2 KB with T2 beat 512 bytes
+ * with T0 by 10-30% from DRAM; prefetches past the row do not fault). */
+#define GF_PF 2048
 #define GF_LOAD(i)                                                                                              \
 	if ((i) < nr) {                                                                                         \
 		const uint8_t *p_ = w + (size_t)(i) * wstride + off;                                            \
-		_mm_prefetch((const char *)p_ + GF_PF, _MM_HINT_T0);                                            \
+		_mm_prefetch((const char *)p_ + GF_PF, _MM_HINT_T2);                                            \
 		r[i] = gf_load_row(t, p_, n, e);                                                                \
 	} else {                                                                                                \
 		r[i] = _mm512_setzero_ps();                                                                     \
@@ -222,17 +223,21 @@ static inline __m512 gf_dpbf16(__m512 acc, __m512 w, const uint32_t *a)
 	return acc;
 }
 
+/* ng groups of 4 tokens (1, 2 or 4: a short last tile skips the rest) */
 #define GF_KERNEL(name, op)                                                                                     \
-	static void name(int64_t K, const float *panel, const uint32_t *a, int nr, int nt, float *y,          \
-			 size_t ystride)                                                                        \
+	static inline __attribute__((always_inline)) void name(int64_t K, const float *panel, const uint32_t *a, \
+								int nr, int nt, float *y, size_t ystride, int ng)      \
 	{                                                                                                       \
 		GF_ACC_DECL(a) GF_ACC_DECL(b) GF_ACC_DECL(c) GF_ACC_DECL(d)                                     \
 		for (int64_t k = 0; k < K; k++, a += GF_T) {                                                    \
 			__m512 wv = _mm512_load_ps(panel + 16 * k);                                             \
 			GF_STEP4(op, a, a);                                                                     \
-			GF_STEP4(op, a + 4, b);                                                                 \
-			GF_STEP4(op, a + 8, c);                                                                 \
-			GF_STEP4(op, a + 12, d);                                                                \
+			if (ng > 1)                                                                             \
+				GF_STEP4(op, a + 4, b);                                                         \
+			if (ng > 2) {                                                                           \
+				GF_STEP4(op, a + 8, c);                                                         \
+				GF_STEP4(op, a + 12, d);                                                        \
+			}                                                                                       \
 		}                                                                                               \
 		__m512 acc[GF_T] = {c0a, c1a, c2a, c3a, c0b, c1b, c2b, c3b,                                     \
 				    c0c, c1c, c2c, c3c, c0d, c1d, c2d, c3d};                                    \
@@ -243,6 +248,26 @@ static inline __m512 gf_dpbf16(__m512 acc, __m512 w, const uint32_t *a)
 
 GF_KERNEL(gf_tile_f32, gf_fma)
 GF_KERNEL(gf_tile_bf16, gf_dpbf16)
+
+static void gf_tile(uint32_t t, int64_t K, const float *panel, const uint32_t *a, int nr, int nt, float *y,
+		    size_t ystride)
+{
+	if (t == QT_BF16) {
+		if (nt > 8)
+			gf_tile_bf16(K, panel, a, nr, nt, y, ystride, 4);
+		else if (nt > 4)
+			gf_tile_bf16(K, panel, a, nr, nt, y, ystride, 2);
+		else
+			gf_tile_bf16(K, panel, a, nr, nt, y, ystride, 1);
+	} else {
+		if (nt > 8)
+			gf_tile_f32(K, panel, a, nr, nt, y, ystride, 4);
+		else if (nt > 4)
+			gf_tile_f32(K, panel, a, nr, nt, y, ystride, 2);
+		else
+			gf_tile_f32(K, panel, a, nr, nt, y, ystride, 1);
+	}
+}
 
 static void gf_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act,
 		    int64_t ntok, float *y, size_t ystride, void *tmp)
@@ -255,10 +280,7 @@ static void gf_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, 
 		int nt = ntok - t0 < GF_T ? (int)(ntok - t0) : GF_T;
 		const uint32_t *at = a + (t0 / GF_T) * K * GF_T;
 		float *yt = y + (size_t)t0 * ystride;
-		if (t == QT_BF16)
-			gf_tile_bf16(K, panel, at, nr, nt, yt, ystride);
-		else
-			gf_tile_f32(K, panel, at, nr, nt, yt, ystride);
+		gf_tile(t, K, panel, at, nr, nt, yt, ystride);
 	}
 }
 

@@ -107,7 +107,8 @@ static void check(uint32_t t, int64_t cols, int64_t ntok, int nr)
 	}
 	for (size_t i = 0; i < ystride; i++)
 		if (y[(size_t)ntok * ystride + i] != SENTINEL)
-			fail_msg("%s ntok %lld: token %lld written", quant_type_name(t), (long long)ntok, (long long)ntok);
+			fail_msg("%s ntok %lld: token %lld written", quant_type_name(t), (long long)ntok,
+				 (long long)ntok);
 	free(wbuf);
 	free(xbuf);
 	free(abuf);
@@ -140,7 +141,7 @@ static void test_shapes(void **state)
 	if (!have_avx512())
 		skip();
 	static const int64_t cols[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 257};
-	static const int64_t ntoks[] = {1, 3, 15, 16, 17, 33, 67};
+	static const int64_t ntoks[] = {1, 3, 7, 15, 16, 17, 22, 33, 67};
 	int n = 0;
 	for (size_t i = 0; i < sizeof float_types / sizeof *float_types; i++) {
 		if (!quant_gemm_float_avx512.ok(float_types[i]))

@@ -14,8 +14,13 @@
  *
  * Every instruction of the inner loop is one FMA (or vdpbf16ps) with a
  * {1to16} operand; the panel (64 bytes per k) is loaded once per k and
- * token tile. Pad rows and pad k of odd-length BF16 rows are zero, pad
- * tokens are computed and not stored. */
+ * token tile. Pad rows and pad k of odd-length BF16 rows are zero; a short
+ * last tile computes its tokens rounded up to 4, 8 or 16 and stores its own.
+ *
+ * Measured on Zen 4 (1 thread, 4096 x 4096): 90-95% of the FMA / vdpbf16ps
+ * peak at 512 tokens; at 32 tokens building the panel (16 rows read at
+ * once, usually 4 KB-aliased, then transposed) costs about as much as one
+ * token tile, so small batches reach 55-60%. */
 #include "cpu.h"
 #include "qimpl.h"
 

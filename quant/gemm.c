@@ -9,7 +9,7 @@ static const struct quant_gemm_ops *ops_for(uint32_t t)
 {
 #if defined(__x86_64__)
 	if (quant_isa() == QUANT_ISA_AVX512) {
-		static const struct quant_gemm_ops *const sets[] = {&quant_gemm_int_avx512};
+		static const struct quant_gemm_ops *const sets[] = {&quant_gemm_int_avx512, &quant_gemm_float_avx512};
 		for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
 			if (sets[i]->ok(t))
 				return sets[i];

@@ -203,17 +203,13 @@ void tp_barrier(struct tp_pool *p)
 
 /* ---- matrix products ------------------------------------------------------- */
 
-/* Batches of at least this many tokens go through the panel GEMM
- * (quant/gemm.h) where the CPU has one for the type: converting 16 weight
- * rows costs about as much as one pass of the dot kernel over them, which
- * a few token tiles repay. */
-#define GEMM_MIN_TOK 8
-
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static size_t gemm_scratch(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok)
 {
-	if (ntok < GEMM_MIN_TOK || !quant_gemm_ok(wtype))
+	/* batches from quant_gemm_min_tokens() on go through the panel GEMM
+	 * (quant/gemm.h) where the CPU has one for the type */
+	if (!quant_gemm_ok(wtype) || ntok < quant_gemm_min_tokens(wtype))
 		return 0;
 	return 64 + up64(quant_gemm_act_size(wtype, cols, ntok)) +
 	       (size_t)tp_threads(p) * up64(quant_gemm_tmp_size(wtype, cols));

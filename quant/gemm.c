@@ -21,6 +21,18 @@ static const struct quant_gemm_ops *ops_for(uint32_t t)
 
 bool quant_gemm_ok(uint32_t t) { return t < QT_COUNT && ops_for(t) != NULL; }
 
+int quant_gemm_min_tokens(uint32_t t)
+{
+	switch (t) {
+	case QT_F32: case QT_F16:
+		return 64;
+	case QT_BF16:
+		return 16;
+	default:
+		return 8;
+	}
+}
+
 size_t quant_gemm_act_size(uint32_t t, int64_t cols, int64_t ntok)
 {
 	const struct quant_gemm_ops *o = ops_for(t);

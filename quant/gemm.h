@@ -33,6 +33,13 @@
 /* True if the chosen ISA has a GEMM kernel for weights of type t. */
 bool quant_gemm_ok(uint32_t t);
 
+/* Smallest batch for which the GEMM beats the per-row tiles on this
+ * machine class (measured with bench --kernels and a crossover sweep):
+ * converting 16 weight rows costs about as much as one pass of a dot kernel
+ * over them, which a few token tiles repay; the float panels (4 bytes per
+ * weight) need more tokens than the integer ones. */
+int quant_gemm_min_tokens(uint32_t t);
+
 /* Bytes of the packed activations of ntok tokens of cols elements. */
 size_t quant_gemm_act_size(uint32_t t, int64_t cols, int64_t ntok);
 

@@ -238,25 +238,27 @@ static inline __attribute__((always_inline)) void g_iq4_xs(const uint8_t *b, uin
 	}
 }
 
-/* 8 grid magnitudes with sign bits s, stored as 64 + level */
-static void grid8(uint64_t grid, uint8_t s, uint8_t *u)
+/* 4 x 8 grid magnitudes with the 32 sign bits s (bit j of byte l for
+ * element 8l + j), stored as 64 + level */
+static inline void grid32(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, uint32_t s, uint8_t *u)
 {
-	for (int j = 0; j < 8; j++) {
-		int v = (int)(uint8_t)(grid >> (8 * j));
-		u[j] = (uint8_t)(64 + ((s >> j) & 1 ? -v : v));
-	}
+	__m256i g = _mm256_setr_epi64x((long long)g0, (long long)g1, (long long)g2, (long long)g3);
+	g = _mm256_mask_sub_epi8(g, s, _mm256_setzero_si256(), g);
+	st256(u, _mm256_add_epi8(g, _mm256_set1_epi8(64)));
 }
 
 static inline __attribute__((always_inline)) void g_iq2_xxs(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
 	float d = h2f(b);
-	for (int ib = 0; ib < 8; ib++) {
+	for (int ib = 0; ib < 8; ib++, u += 32) {
 		const uint8_t *g = b + 2 + 8 * ib;
-		uint32_t aux = qrd32(g + 4);
+		uint32_t aux = qrd32(g + 4), sg = 0;
 		sc[ib] = d * (0.5f + (float)(aux >> 28)) * 0.25f;
-		for (int l = 0; l < 4; l++, u += 8)
-			grid8(quant_iq2xxs_grid[g[l]], quant_ksigns_iq2xs[(aux >> (7 * l)) & 127], u);
+		for (int l = 0; l < 4; l++)
+			sg |= (uint32_t)quant_ksigns_iq2xs[(aux >> (7 * l)) & 127] << (8 * l);
+		grid32(quant_iq2xxs_grid[g[0]], quant_iq2xxs_grid[g[1]], quant_iq2xxs_grid[g[2]], quant_iq2xxs_grid[g[3]],
+		       sg, u);
 	}
 }
 
@@ -265,13 +267,17 @@ static inline __attribute__((always_inline)) void g_iq2_xs(const uint8_t *b, uin
 	(void)mn;
 	float d = h2f(b);
 	const uint8_t *s = b + 66;
-	for (int ib = 0; ib < 8; ib++) {
+	for (int ib = 0; ib < 8; ib++, u += 32) {
 		sc[2 * ib] = d * (0.5f + (float)(s[ib] & 0xF)) * 0.25f;
 		sc[2 * ib + 1] = d * (0.5f + (float)(s[ib] >> 4)) * 0.25f;
-		for (int l = 0; l < 4; l++, u += 8) {
-			uint16_t q = qrd16(b + 2 + 2 * (4 * ib + l));
-			grid8(quant_iq2xs_grid[q & 511], quant_ksigns_iq2xs[q >> 9], u);
+		uint16_t q[4];
+		uint32_t sg = 0;
+		for (int l = 0; l < 4; l++) {
+			q[l] = qrd16(b + 2 + 2 * (4 * ib + l));
+			sg |= (uint32_t)quant_ksigns_iq2xs[q[l] >> 9] << (8 * l);
 		}
+		grid32(quant_iq2xs_grid[q[0] & 511], quant_iq2xs_grid[q[1] & 511], quant_iq2xs_grid[q[2] & 511],
+		       quant_iq2xs_grid[q[3] & 511], sg, u);
 	}
 }
 
@@ -280,11 +286,13 @@ static inline __attribute__((always_inline)) void g_iq2_s(const uint8_t *b, uint
 	(void)mn;
 	float d = h2f(b);
 	const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66, *s = b + 74;
-	for (int ib = 0; ib < 8; ib++) {
+	for (int ib = 0; ib < 8; ib++, u += 32) {
 		sc[2 * ib] = d * (0.5f + (float)(s[ib] & 0xF)) * 0.25f;
 		sc[2 * ib + 1] = d * (0.5f + (float)(s[ib] >> 4)) * 0.25f;
-		for (int l = 0; l < 4; l++, u += 8)
-			grid8(quant_iq2s_grid[qs[4 * ib + l] | ((qh[ib] << (8 - 2 * l)) & 0x300)], signs[4 * ib + l], u);
+		uint64_t g[4];
+		for (int l = 0; l < 4; l++)
+			g[l] = quant_iq2s_grid[qs[4 * ib + l] | ((qh[ib] << (8 - 2 * l)) & 0x300)];
+		grid32(g[0], g[1], g[2], g[3], qrd32(signs + 4 * ib), u);
 	}
 }
 
@@ -293,14 +301,15 @@ static inline __attribute__((always_inline)) void g_iq3_xxs(const uint8_t *b, ui
 	(void)mn;
 	float d = h2f(b);
 	const uint8_t *qs = b + 2, *ss = b + 66;
-	for (int ib = 0; ib < 8; ib++) {
-		uint32_t aux = qrd32(ss + 4 * ib);
+	for (int ib = 0; ib < 8; ib++, u += 32) {
+		uint32_t aux = qrd32(ss + 4 * ib), sg = 0;
 		sc[ib] = d * (0.5f + (float)(aux >> 28)) * 0.5f;
-		for (int l = 0; l < 4; l++, u += 8) {
-			uint64_t g = quant_iq3xxs_grid[qs[8 * ib + 2 * l]] |
-				     (uint64_t)quant_iq3xxs_grid[qs[8 * ib + 2 * l + 1]] << 32;
-			grid8(g, quant_ksigns_iq2xs[(aux >> (7 * l)) & 127], u);
+		uint64_t g[4];
+		for (int l = 0; l < 4; l++) {
+			g[l] = quant_iq3xxs_grid[qs[8 * ib + 2 * l]] | (uint64_t)quant_iq3xxs_grid[qs[8 * ib + 2 * l + 1]] << 32;
+			sg |= (uint32_t)quant_ksigns_iq2xs[(aux >> (7 * l)) & 127] << (8 * l);
 		}
+		grid32(g[0], g[1], g[2], g[3], sg, u);
 	}
 }
 
@@ -309,14 +318,13 @@ static inline __attribute__((always_inline)) void g_iq3_s(const uint8_t *b, uint
 	(void)mn;
 	float d = h2f(b);
 	const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74, *s = b + 106;
-	for (int ib = 0; ib < 8; ib++) {
+	for (int ib = 0; ib < 8; ib++, u += 32) {
 		sc[ib] = d * (float)(1 + 2 * ((s[ib / 2] >> (4 * (ib % 2))) & 0xF));
-		for (int l = 0; l < 4; l++, u += 8) {
-			uint64_t g = quant_iq3s_grid[qs[8 * ib + 2 * l] | ((qh[ib] << (8 - 2 * l)) & 256)] |
-				     (uint64_t)quant_iq3s_grid[qs[8 * ib + 2 * l + 1] | ((qh[ib] << (7 - 2 * l)) & 256)]
-					     << 32;
-			grid8(g, signs[4 * ib + l], u);
-		}
+		uint64_t g[4];
+		for (int l = 0; l < 4; l++)
+			g[l] = quant_iq3s_grid[qs[8 * ib + 2 * l] | ((qh[ib] << (8 - 2 * l)) & 256)] |
+			       (uint64_t)quant_iq3s_grid[qs[8 * ib + 2 * l + 1] | ((qh[ib] << (7 - 2 * l)) & 256)] << 32;
+		grid32(g[0], g[1], g[2], g[3], qrd32(signs + 4 * ib), u);
 	}
 }
 
@@ -326,16 +334,16 @@ static inline __attribute__((always_inline)) void g_iq1_s(const uint8_t *b, uint
 {
 	float d = h2f(b);
 	const uint8_t *qs = b + 2;
-	for (int ib = 0; ib < 8; ib++) {
+	for (int ib = 0; ib < 8; ib++, u += 32) {
 		uint16_t qh = qrd16(b + 34 + 2 * ib);
 		float dl = d * (float)(2 * ((qh >> 12) & 7) + 1);
 		sc[ib] = dl;
 		mn[ib] = dl * ((qh & 0x8000 ? -0.125f : 0.125f) - 1.0f);
-		for (int l = 0; l < 4; l++) {
-			uint64_t grid = quant_iq1s_grid[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
-			for (int j = 0; j < 8; j++)
-				*u++ = (uint8_t)((int8_t)(grid >> (8 * j)) + 1);
-		}
+		uint64_t g[4];
+		for (int l = 0; l < 4; l++)
+			g[l] = quant_iq1s_grid[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+		__m256i v = _mm256_setr_epi64x((long long)g[0], (long long)g[1], (long long)g[2], (long long)g[3]);
+		st256(u, _mm256_add_epi8(v, _mm256_set1_epi8(1)));
 	}
 }
 

@@ -298,6 +298,66 @@ static void test_dot_tile_matches_dot(void **state)
 	assert_true(checked > 0);
 }
 
+/* Mat-vec (one activation row, the way the thread pool calls the tile
+ * kernels for one token) matches the scalar reference: row counts that are
+ * not a multiple of the kernels' row groups, lengths with partial groups of
+ * blocks and more than one run of prepared activations, unaligned rows. */
+static void test_matvec_matches_scalar(void **state)
+{
+	(void)state;
+	const uint32_t types[] = {QT_Q4_0, QT_Q5_0, QT_Q8_0, QT_IQ4_NL, QT_Q4_1, QT_Q5_1, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+	const int nblk[] = {1, 3, 4, 5, 8, 13, 300};
+	int checked = 0;
+	for (int isa = QUANT_ISA_SCALAR; isa <= QUANT_ISA_NEON; isa++) {
+		if (quant_cpu_force(quant_isa_name((enum quant_isa)isa)) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+			uint32_t t = types[k], at = quant_vec_dot_type(t);
+			int64_t blk = quant_type_info(t)->blck;
+			for (size_t li = 0; li < sizeof nblk / sizeof *nblk; li++) {
+				int64_t n = blk * (blk == QK_K ? nblk[li] % 40 : nblk[li]);
+				int nr = li == sizeof nblk / sizeof *nblk - 1 ? 6 : 19;
+				size_t ws = quant_row_size(t, (uint64_t)n, NULL) + 3, as = quant_row_size(at, (uint64_t)n, NULL);
+				uint8_t *w = malloc(ws * (size_t)nr + 1), *a = malloc(as + 1);
+				float *x = malloc((size_t)n * sizeof *x), *wf = malloc((size_t)n * sizeof *wf);
+				float out[19];
+				qu_seed(t * 31 + li + 1000u * (unsigned)isa);
+				for (int r = 0; r < nr; r++)
+					qu_make_row(t, w + 1 + (size_t)r * ws, n, r & 1);
+				for (int64_t i = 0; i < n; i++)
+					x[i] = qu_normal();
+				assert_int_equal(quant_quantize_row(at, x, a + 1, (uint64_t)n), 0);
+				quant_dequantize_row(at, a + 1, x, (uint64_t)n);
+				for (int r0 = 0; r0 < nr; r0 += 16) {
+					int cnt = nr - r0 < 16 ? nr - r0 : 16;
+					quant_dot_tile(t, n, w + 1 + (size_t)r0 * ws, ws, cnt, a + 1, as, 1, out + r0, 1);
+				}
+				for (int r = 0; r < nr; r++) {
+					const uint8_t *wr = w + 1 + (size_t)r * ws;
+					float ref = quant_dot_ref(t, n, wr, a + 1);
+					quant_dequantize_row(t, wr, wf, (uint64_t)n);
+					double mag = 0;
+					for (int64_t i = 0; i < n; i++)
+						mag += fabs((double)wf[i] * x[i]);
+					double tol = 1e-4 * fabs(ref) + 1e-6 * mag;
+					if (!(fabs((double)out[r] - ref) <= tol))
+						fail_msg("%s %s n=%lld row %d of %d: mat-vec %.9g scalar %.9g (tol %.3g)",
+							 quant_isa_name((enum quant_isa)isa), quant_type_name(t), (long long)n, r,
+							 nr, (double)out[r], (double)ref, tol);
+					checked++;
+				}
+				free(w);
+				free(a);
+				free(x);
+				free(wf);
+			}
+		}
+	}
+	quant_cpu_force("auto");
+	print_message("mat-vec checks: %d\n", checked);
+	assert_true(checked > 0);
+}
+
 /* The SIMD activation quantizers agree with the reference to one level, and
  * Q8_K block sums match the stored values. */
 static void test_simd_quantize_act(void **state)
@@ -402,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_simd_dot_matches_scalar),
 		cmocka_unit_test(test_simd_quantize_act),
 		cmocka_unit_test(test_dot_tile_matches_dot),
+		cmocka_unit_test(test_matvec_matches_scalar),
 		cmocka_unit_test(test_quant_dot_vs_f32),
 		cmocka_unit_test(test_errors),
 	};

@@ -41,7 +41,7 @@ struct gdesc {
 	uint8_t g;    /* elements per scale: 16 or 32 */
 	uint8_t asym; /* float mins instead of an offset */
 	uint8_t c;    /* offset of the levels (offset types) */
-	uint8_t u4;   /* levels kept as the file's nibbles (see U4A, U4B) */
+	uint8_t u4;   /* levels kept in the file's bytes (see U4A, U4B, S8) */
 	uint32_t at;  /* activation type */
 	const int8_t *lut; /* nibble -> signed level (offset by 128 in the panel) */
 	/* nr rows of weights -> panel (see pack_impl) */
@@ -56,8 +56,10 @@ struct gdesc {
  *        bytes per block, chunk e giving groups e (low) and e + 4 (high).
  *   U4B: two 32-element sub-blocks share 32 bytes, low nibbles the first,
  *        high nibbles the second (Q4_K): 512 panel bytes per pair, chunk e
- *        giving group e of either. */
-enum { U8 = 0, U4A = 1, U4B = 2 };
+ *        giving group e of either.
+ * S8: the file's signed bytes (Q8_0), transposed like U4B's, made unsigned
+ *     (+128) in the kernel. */
+enum { U8 = 0, U4A = 1, U4B = 2, S8 = 3 };
 
 /* ---- weight blocks -> levels ----------------------------------------------- */
 
@@ -108,8 +110,8 @@ static inline __attribute__((always_inline)) void g_q5_1(const uint8_t *b, uint8
 static inline __attribute__((always_inline)) void g_q8_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
 	(void)mn;
+	(void)u; /* levels: the file's bytes (S8) */
 	sc[0] = h2f(b);
-	st256(u, _mm256_xor_si256(ld256(b + 2), _mm256_set1_epi8((char)0x80)));
 }
 
 static inline __attribute__((always_inline)) void g_iq4_nl(const uint8_t *b, uint8_t *u, float *sc, float *mn)
@@ -401,7 +403,8 @@ static size_t act_size(uint32_t t, int64_t cols, int64_t ntok)
 
 static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 {
-	return (size_t)cols * QG_ROWS / (g->u4 ? 2 : 1) + (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
+	return (size_t)cols * QG_ROWS / (g->u4 == U4A || g->u4 == U4B ? 2 : 1) +
+	       (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
 }
 
 /* tmp: panel, then the levels, scales and mins of one block column of 16
@@ -557,7 +560,7 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 {
 	const int nsb = blck / g;
 	uint8_t *vals = panel;
-	float *sc = (float *)(panel + cols * QG_ROWS / (u4 ? 2 : 1));
+	float *sc = (float *)(panel + cols * QG_ROWS / (u4 == U4A || u4 == U4B ? 2 : 1));
 	float *mn = sc + (cols / g) * QG_ROWS;
 	float *srow = (float *)(buf + QG_ROWS * blck), *mrow = srow + QG_ROWS * 16;
 	const uint8_t *lv[QG_ROWS], *sr[QG_ROWS], *mr[QG_ROWS];
@@ -595,6 +598,8 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 		if (u4 == U4A)
 			for (int s = 0; s < blck / 32; s++)
 				transpose16x16(rp, (size_t)(qoff + 16 * s), vals + (blk * blck / 32 + s) * 256);
+		else if (u4 == S8)
+			transpose16x32(rp, (size_t)qoff, vals + blk * 512);
 		else if (u4 == U4B)
 			for (int s = 0; s < blck / 64; s++)
 				transpose16x32(rp, (size_t)(qoff + 32 * s), vals + (blk * blck / 64 + s) * 512);
@@ -614,7 +619,7 @@ DEF_PACK(q4_0, 32, Q4_0_B, 32, 0, U4A, 2)
 DEF_PACK(q4_1, 32, Q4_1_B, 32, 1, U4A, 4)
 DEF_PACK(q5_0, 32, Q5_0_B, 32, 0, U8, 0)
 DEF_PACK(q5_1, 32, Q5_1_B, 32, 1, U8, 0)
-DEF_PACK(q8_0, 32, Q8_0_B, 32, 0, U8, 0)
+DEF_PACK(q8_0, 32, Q8_0_B, 32, 0, S8, 2)
 DEF_PACK(iq4_nl, 32, IQ4_NL_B, 32, 0, U4A, 2)
 DEF_PACK(mxfp4, 32, MXFP4_B, 32, 0, U4A, 1)
 DEF_PACK(q2_k, 256, Q2_K_B, 16, 1, U8, 0)
@@ -645,6 +650,8 @@ static inline __attribute__((always_inline)) __m512i getw(const int u4, const in
 {
 	if (u4 == U8)
 		return _mm512_load_si512((const __m512i *)(v + 64 * e));
+	if (u4 == S8)
+		return _mm512_xor_si512(_mm512_load_si512((const __m512i *)(v + 64 * e)), _mm512_set1_epi8((char)0x80));
 	__m512i x = _mm512_load_si512((const __m512i *)(v + 64 * (u4 == U4A ? (e & 3) : e)));
 	int up = u4 == U4A ? e >= 4 : hi;
 	const __m512i m4 = _mm512_set1_epi8(0xF);
@@ -661,7 +668,7 @@ static inline __attribute__((always_inline)) __m512i getw(const int u4, const in
 	}
 
 /* bytes of levels per 32-element block (U4B: 512 per pair, after the second) */
-#define VALS_STEP(k) (u4 == U8 ? 512 : u4 == U4A ? 256 : ((k) & 1) * 512)
+#define VALS_STEP(k) (u4 == U8 || u4 == S8 ? 512 : u4 == U4A ? 256 : ((k) & 1) * 512)
 
 /* The int32 sums of one scale block -> floats times the row scales (and
  * the activation scales ad, unless NULL), with the offset (integer, per
@@ -758,6 +765,7 @@ KERN_VARIANT(kern32k, 0, 0, 8, U8, NULL)
 KERN_VARIANT(kern32km, 0, 1, 8, U8, NULL)
 KERN_VARIANT(kern16k, 1, 0, 8, U8, NULL)
 KERN_VARIANT(kern16km, 1, 1, 8, U8, NULL)
+KERN_VARIANT(kern32_s8, 0, 0, 1, S8, NULL)
 KERN_VARIANT(kern32_4a, 0, 0, 1, U4A, NULL)
 KERN_VARIANT(kern32m_4a, 0, 1, 1, U4A, NULL)
 KERN_VARIANT(kern32_4al, 0, 0, 1, U4A, lt)
@@ -771,7 +779,7 @@ static const struct gdesc *desc(uint32_t t)
 		[QT_Q4_1] = {32, 1, 0, U4A, QT_Q8_1, NULL, pack_q4_1, kern32m_4a},
 		[QT_Q5_0] = {32, 0, 16, U8, QT_Q8_0, NULL, pack_q5_0, kern32},
 		[QT_Q5_1] = {32, 1, 0, U8, QT_Q8_1, NULL, pack_q5_1, kern32m},
-		[QT_Q8_0] = {32, 0, 128, U8, QT_Q8_0, NULL, pack_q8_0, kern32},
+		[QT_Q8_0] = {32, 0, 128, S8, QT_Q8_0, NULL, pack_q8_0, kern32_s8},
 		[QT_IQ4_NL] = {32, 0, 128, U4A, QT_Q8_0, quant_kvalues_iq4nl, pack_iq4_nl, kern32_4al},
 		[QT_MXFP4] = {32, 0, 128, U4A, QT_Q8_0, quant_kvalues_mxfp4, pack_mxfp4, kern32_4al},
 		[QT_Q2_K] = {16, 1, 0, U8, QT_Q8_K, NULL, pack_q2_k, kern16km},
@@ -799,7 +807,7 @@ static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int
 	uint8_t *panel = align64(tmp);
 	uint8_t *dec = panel + panel_bytes(g, cols);
 	g->pack(cols, w, wstride, nr, panel, dec);
-	const float *sc = (const float *)(panel + cols * QG_ROWS / (g->u4 ? 2 : 1));
+	const float *sc = (const float *)(panel + cols * QG_ROWS / (g->u4 == U4A || g->u4 == U4B ? 2 : 1));
 	const float *mn = sc + (cols / g->g) * QG_ROWS;
 	size_t tb = tile_bytes(g, cols);
 	__mmask16 m = (__mmask16)((1u << nr) - 1);

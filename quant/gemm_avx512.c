@@ -41,7 +41,7 @@ struct gdesc {
 	uint8_t g;    /* elements per scale: 16 or 32 */
 	uint8_t asym; /* float mins instead of an offset */
 	uint8_t c;    /* offset of the levels (offset types) */
-	uint8_t u4;   /* levels kept in the file's bytes (see U4A, U4B, S8) */
+	uint8_t lay;  /* layout of the levels in the panel: U8, U4A, U4B, S8 */
 	uint32_t at;  /* activation type */
 	const int8_t *lut; /* nibble -> signed level (offset by 128 in the panel) */
 	/* nr rows of weights -> panel (see pack_impl) */
@@ -61,6 +61,12 @@ struct gdesc {
  *     (+128) in the kernel. */
 enum { U8 = 0, U4A = 1, U4B = 2, S8 = 3 };
 
+/* bytes of levels in a panel of cols columns (the scales follow them) */
+static inline size_t vals_bytes(int lay, int64_t cols)
+{
+	return (size_t)cols * QG_ROWS / (lay == U4A || lay == U4B ? 2 : 1);
+}
+
 /* ---- weight blocks -> levels ----------------------------------------------- */
 
 static inline __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -79,10 +85,12 @@ static inline __m256i nib32(const uint8_t *q)
 /* bit j of bits -> 0x10 in byte j */
 static inline __m256i bit4x32(uint32_t bits) { return _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(0x10)); }
 
-static inline __attribute__((always_inline)) void g_q4_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
+/* Q4_0, Q8_0, IQ4_NL: one fp16 scale first; the levels stay the file's
+ * bytes (U4A, S8) */
+static inline __attribute__((always_inline)) void g_d16(const uint8_t *b, uint8_t *u, float *sc, float *mn)
 {
+	(void)u;
 	(void)mn;
-	(void)u; /* levels: the file's nibbles (U4A) */
 	sc[0] = h2f(b);
 }
 
@@ -105,20 +113,6 @@ static inline __attribute__((always_inline)) void g_q5_1(const uint8_t *b, uint8
 	sc[0] = h2f(b);
 	mn[0] = h2f(b + 2);
 	st256(u, _mm256_or_si256(nib32(b + 8), bit4x32(qrd32(b + 4))));
-}
-
-static inline __attribute__((always_inline)) void g_q8_0(const uint8_t *b, uint8_t *u, float *sc, float *mn)
-{
-	(void)mn;
-	(void)u; /* levels: the file's bytes (S8) */
-	sc[0] = h2f(b);
-}
-
-static inline __attribute__((always_inline)) void g_iq4_nl(const uint8_t *b, uint8_t *u, float *sc, float *mn)
-{
-	(void)mn;
-	(void)u;
-	sc[0] = h2f(b);
 }
 
 static inline __attribute__((always_inline)) void g_mxfp4(const uint8_t *b, uint8_t *u, float *sc, float *mn)
@@ -403,7 +397,7 @@ static size_t act_size(uint32_t t, int64_t cols, int64_t ntok)
 
 static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 {
-	return (size_t)cols * QG_ROWS / (g->u4 == U4A || g->u4 == U4B ? 2 : 1) +
+	return vals_bytes(g->lay, cols) +
 	       (size_t)(cols / g->g) * QG_ROWS * 4 * (g->asym ? 2 : 1);
 }
 
@@ -555,12 +549,12 @@ static const uint8_t zero_block[256];
  * the levels. Instantiated per type so that the decoder is inlined. */
 static inline __attribute__((always_inline)) void
 pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int blck, const int bsize, const int g,
-	  const int asym, const int u4, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
+	  const int asym, const int lay, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
 	  uint8_t *panel, uint8_t *buf)
 {
 	const int nsb = blck / g;
 	uint8_t *vals = panel;
-	float *sc = (float *)(panel + cols * QG_ROWS / (u4 == U4A || u4 == U4B ? 2 : 1));
+	float *sc = (float *)(panel + vals_bytes(lay, cols));
 	float *mn = sc + (cols / g) * QG_ROWS;
 	float *srow = (float *)(buf + QG_ROWS * blck), *mrow = srow + QG_ROWS * 16;
 	const uint8_t *lv[QG_ROWS], *sr[QG_ROWS], *mr[QG_ROWS];
@@ -595,12 +589,12 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 					transpose16x32(mr, 32 * (size_t)h, (uint8_t *)(mn + 8 * h * QG_ROWS));
 			}
 		}
-		if (u4 == U4A)
+		if (lay == U4A)
 			for (int s = 0; s < blck / 32; s++)
 				transpose16x16(rp, (size_t)(qoff + 16 * s), vals + (blk * blck / 32 + s) * 256);
-		else if (u4 == S8)
+		else if (lay == S8)
 			transpose16x32(rp, (size_t)qoff, vals + blk * 512);
-		else if (u4 == U4B)
+		else if (lay == U4B)
 			for (int s = 0; s < blck / 64; s++)
 				transpose16x32(rp, (size_t)(qoff + 32 * s), vals + (blk * blck / 64 + s) * 512);
 		else
@@ -609,33 +603,33 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 	}
 }
 
-#define DEF_PACK(name, blck, bsize, g, asym, u4, qoff)                                                        \
+#define DEF_PACK(name, dec, blck, bsize, g, asym, lay, qoff)                                                  \
 	static void pack_##name(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel,       \
 				uint8_t *buf)                                                                     \
 	{                                                                                                     \
-		pack_impl(g_##name, blck, bsize, g, asym, u4, qoff, cols, w, wstride, nr, panel, buf);        \
+		pack_impl(dec, blck, bsize, g, asym, lay, qoff, cols, w, wstride, nr, panel, buf);            \
 	}
-DEF_PACK(q4_0, 32, Q4_0_B, 32, 0, U4A, 2)
-DEF_PACK(q4_1, 32, Q4_1_B, 32, 1, U4A, 4)
-DEF_PACK(q5_0, 32, Q5_0_B, 32, 0, U8, 0)
-DEF_PACK(q5_1, 32, Q5_1_B, 32, 1, U8, 0)
-DEF_PACK(q8_0, 32, Q8_0_B, 32, 0, S8, 2)
-DEF_PACK(iq4_nl, 32, IQ4_NL_B, 32, 0, U4A, 2)
-DEF_PACK(mxfp4, 32, MXFP4_B, 32, 0, U4A, 1)
-DEF_PACK(q2_k, 256, Q2_K_B, 16, 1, U8, 0)
-DEF_PACK(q3_k, 256, Q3_K_B, 16, 0, U8, 0)
-DEF_PACK(q4_k, 256, Q4_K_B, 32, 1, U4B, 16)
-DEF_PACK(q5_k, 256, Q5_K_B, 32, 1, U8, 0)
-DEF_PACK(q6_k, 256, Q6_K_B, 16, 0, U8, 0)
-DEF_PACK(iq4_xs, 256, IQ4_XS_B, 32, 0, U4A, 8)
-DEF_PACK(iq2_xxs, 256, 66, 32, 0, U8, 0)
-DEF_PACK(iq2_xs, 256, 74, 16, 0, U8, 0)
-DEF_PACK(iq2_s, 256, 82, 16, 0, U8, 0)
-DEF_PACK(iq3_xxs, 256, 98, 32, 0, U8, 0)
-DEF_PACK(iq3_s, 256, 110, 32, 0, U8, 0)
-DEF_PACK(iq1_s, 256, 50, 32, 1, U8, 0)
-DEF_PACK(tq1_0, 256, 54, 32, 0, U8, 0)
-DEF_PACK(tq2_0, 256, 66, 32, 0, U8, 0)
+DEF_PACK(q4_0, g_d16, 32, Q4_0_B, 32, 0, U4A, 2)
+DEF_PACK(q4_1, g_q4_1, 32, Q4_1_B, 32, 1, U4A, 4)
+DEF_PACK(q5_0, g_q5_0, 32, Q5_0_B, 32, 0, U8, 0)
+DEF_PACK(q5_1, g_q5_1, 32, Q5_1_B, 32, 1, U8, 0)
+DEF_PACK(q8_0, g_d16, 32, Q8_0_B, 32, 0, S8, 2)
+DEF_PACK(iq4_nl, g_d16, 32, IQ4_NL_B, 32, 0, U4A, 2)
+DEF_PACK(mxfp4, g_mxfp4, 32, MXFP4_B, 32, 0, U4A, 1)
+DEF_PACK(q2_k, g_q2_k, 256, Q2_K_B, 16, 1, U8, 0)
+DEF_PACK(q3_k, g_q3_k, 256, Q3_K_B, 16, 0, U8, 0)
+DEF_PACK(q4_k, g_q4_k, 256, Q4_K_B, 32, 1, U4B, 16)
+DEF_PACK(q5_k, g_q5_k, 256, Q5_K_B, 32, 1, U8, 0)
+DEF_PACK(q6_k, g_q6_k, 256, Q6_K_B, 16, 0, U8, 0)
+DEF_PACK(iq4_xs, g_iq4_xs, 256, IQ4_XS_B, 32, 0, U4A, 8)
+DEF_PACK(iq2_xxs, g_iq2_xxs, 256, 66, 32, 0, U8, 0)
+DEF_PACK(iq2_xs, g_iq2_xs, 256, 74, 16, 0, U8, 0)
+DEF_PACK(iq2_s, g_iq2_s, 256, 82, 16, 0, U8, 0)
+DEF_PACK(iq3_xxs, g_iq3_xxs, 256, 98, 32, 0, U8, 0)
+DEF_PACK(iq3_s, g_iq3_s, 256, 110, 32, 0, U8, 0)
+DEF_PACK(iq1_s, g_iq1_s, 256, 50, 32, 1, U8, 0)
+DEF_PACK(tq1_0, g_tq1_0, 256, 54, 32, 0, U8, 0)
+DEF_PACK(tq2_0, g_tq2_0, 256, 66, 32, 0, U8, 0)
 
 /* ---- kernel -------------------------------------------------------------------- */
 
@@ -645,15 +639,15 @@ DEF_PACK(tq2_0, 256, 66, 32, 0, U8, 0)
  * U8 chunks are 64 bytes each; U4A blocks take chunk e & 3, high nibbles
  * for e >= 4; U4B pairs take chunk e, high nibbles for the second block
  * of the pair (hi). A lut maps nibbles to levels. */
-static inline __attribute__((always_inline)) __m512i getw(const int u4, const int lut, const uint8_t *v, int e, int hi,
+static inline __attribute__((always_inline)) __m512i getw(const int lay, const int lut, const uint8_t *v, int e, int hi,
 							  __m512i lutv)
 {
-	if (u4 == U8)
+	if (lay == U8)
 		return _mm512_load_si512((const __m512i *)(v + 64 * e));
-	if (u4 == S8)
+	if (lay == S8)
 		return _mm512_xor_si512(_mm512_load_si512((const __m512i *)(v + 64 * e)), _mm512_set1_epi8((char)0x80));
-	__m512i x = _mm512_load_si512((const __m512i *)(v + 64 * (u4 == U4A ? (e & 3) : e)));
-	int up = u4 == U4A ? e >= 4 : hi;
+	__m512i x = _mm512_load_si512((const __m512i *)(v + 64 * (lay == U4A ? (e & 3) : e)));
+	int up = lay == U4A ? e >= 4 : hi;
 	const __m512i m4 = _mm512_set1_epi8(0xF);
 	x = up ? _mm512_and_si512(_mm512_srli_epi16(x, 4), m4) : _mm512_and_si512(x, m4);
 	return lut ? _mm512_shuffle_epi8(lutv, x) : x;
@@ -663,12 +657,12 @@ static inline __attribute__((always_inline)) __m512i getw(const int u4, const in
 #define DOT4(e0)                                                                                             \
 	UNROLL for (int e = e0; e < e0 + 4; e++)                                                             \
 	{                                                                                                    \
-		__m512i w = getw(u4, lut != 0, vals, e, k & 1, lutv);                                        \
+		__m512i w = getw(lay, lut != 0, vals, e, k & 1, lutv);                                        \
 		UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t])); \
 	}
 
 /* bytes of levels per 32-element block (U4B: 512 per pair, after the second) */
-#define VALS_STEP(k) (u4 == U8 || u4 == S8 ? 512 : u4 == U4A ? 256 : ((k) & 1) * 512)
+#define VALS_STEP(k) (lay == U8 || lay == S8 ? 512 : lay == U4A ? 256 : ((k) & 1) * 512)
 
 /* The int32 sums of one scale block -> floats times the row scales (and
  * the activation scales ad, unless NULL), with the offset (integer, per
@@ -698,7 +692,7 @@ static inline __attribute__((always_inline)) void close_block(const int asym, __
  * span32 blocks: 1 for Q8_0 / Q8_1 activations, 8 for Q8_K (one scale per
  * 256), which saves a multiply per scale block. */
 static inline __attribute__((always_inline)) void
-kern(const int g16, const int asym, const int span32, const int u4, const int8_t *lut, int64_t nb,
+kern(const int g16, const int asym, const int span32, const int lay, const int8_t *lut, int64_t nb,
      const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
 {
 	const int32_t *aq = (const int32_t *)tile;
@@ -752,12 +746,12 @@ kern(const int g16, const int asym, const int span32, const int u4, const int8_t
 	}
 }
 
-#define KERN_VARIANT(name, g16, asym, span, u4, lut)                                                         \
+#define KERN_VARIANT(name, g16, asym, span, lay, lut)                                                         \
 	static void name(int64_t nb, const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, \
 			 int64_t cols, const int8_t *lt, __m512 *acc)                                             \
 	{                                                                                                         \
 		(void)lt;                                                                                         \
-		kern(g16, asym, span, u4, lut, nb, vals, sc, mn, tile, cols, acc);                                \
+		kern(g16, asym, span, lay, lut, nb, vals, sc, mn, tile, cols, acc);                                \
 	}
 KERN_VARIANT(kern32, 0, 0, 1, U8, NULL)
 KERN_VARIANT(kern32m, 0, 1, 1, U8, NULL)
@@ -807,7 +801,7 @@ static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int
 	uint8_t *panel = align64(tmp);
 	uint8_t *dec = panel + panel_bytes(g, cols);
 	g->pack(cols, w, wstride, nr, panel, dec);
-	const float *sc = (const float *)(panel + cols * QG_ROWS / (g->u4 == U4A || g->u4 == U4B ? 2 : 1));
+	const float *sc = (const float *)(panel + vals_bytes(g->lay, cols));
 	const float *mn = sc + (cols / g->g) * QG_ROWS;
 	size_t tb = tile_bytes(g, cols);
 	__mmask16 m = (__mmask16)((1u << nr) - 1);

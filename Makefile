@@ -82,14 +82,17 @@ DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
-CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. -Ilib -Iquant -Itokenizer $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lpthread -lm
 LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 
 # ---- sources ---------------------------------------------------------------
 # SIMD variants live in files named *_avx2.c, *_avx512.c and *_neon.c and are
 # compiled with their own flags; the best variant is chosen at run time.
-ALL_LIB_SRC := $(wildcard lib/*.c quant/*.c tokenizer/*.c)
+# The library is every .c under lib/ (any depth), quant/ and tokenizer/.
+# Sources shared by several programs that are not programs themselves (the
+# CLI framework, later line editing for chat) live in cmd/common/.
+ALL_LIB_SRC := $(shell find lib quant tokenizer -name '*.c' | LC_ALL=C sort)
 ifeq ($(UNAME_M),aarch64)
 LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(ALL_LIB_SRC))
 else
@@ -98,9 +101,9 @@ endif
 LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB := $(OUT)/libtern.a
 
-CMD_NAMES := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
+CMD_NAMES := $(basename $(notdir $(wildcard cmd/*.c)))
 BINS := $(CMD_NAMES:%=$(BINDIR)/%)
-CLI_OBJ := $(OUT)/cmd/cli.o $(OUT)/version.o
+CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.o
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
@@ -111,8 +114,8 @@ AVX2_FLAGS := -mavx2 -mfma -mf16c
 AVX512_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 NEON_FLAGS := -march=armv8.2-a+dotprod+fp16
 
-.PHONY: all lib test check-tests fuzz fuzz-run man deps install uninstall clean summary FORCE
-all: summary $(LIB) $(BINS)
+.PHONY: all lib test check-tests fuzz fuzz-run man deps install uninstall clean FORCE
+all: $(LIB) $(BINS)
 
 lib: $(LIB)
 
@@ -172,7 +175,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_OUT)/%.o)
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined \
-	$(DEFS) -I. -Ilib -Iquant -Itokenizer $(PKG_CFLAGS) -MMD -MP
+	$(DEFS) -I. $(PKG_CFLAGS) -MMD -MP
 FUZZ_SECONDS ?= 60
 
 $(FUZZ_OUT)/%.o: %.c
@@ -240,18 +243,21 @@ clean:
 	rm -rf build bin
 
 # ---- summary ---------------------------------------------------------------
+# Printed while the Makefile is read (not as a recipe), so that `make -j2`
+# cannot interleave it with compiler lines; once per invocation.
 yn = $(if $(1),✓,✗)
-summary:
-	@echo "tern $(VERSION) [$(VARIANT)] $(UNAME_M), cc: $(shell $(CC) -dumpfullversion 2>/dev/null)"
-	@echo "  $(call yn,$(HAVE_CMOCKA)) cmocka        tests"
-	@echo "  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers"
-	@echo "  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation"
-	@echo "  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input"
-	@echo "  $(call yn,$(HAVE_CLANG)) clang         fuzz targets"
-	@echo "  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests"
-	@echo "  $(call yn,$(NVCC)) nvcc          $(if $(NVCC),$(shell nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') $(CUDA_ARCH),$(if $(NO_CUDA),disabled by NO_CUDA,not found))$(if $(NVCC),$(if $(CUDA_SRC),, (no CUDA sources in the tree yet)))"
-	@echo "  $(call yn,$(and $(HAVE_VULKAN),$(GLSLC))) vulkan+glslc  $(if $(NO_VULKAN),disabled by NO_VULKAN,$(if $(and $(HAVE_VULKAN),$(GLSLC)),found$(if $(VK_SRC),, (no Vulkan sources in the tree yet)),not found))"
-	@echo "  building: libtern.a $(CMD_NAMES)"
+ifeq ($(MAKE_RESTARTS)$(filter clean deps uninstall,$(MAKECMDGOALS)),)
+$(info tern $(VERSION) [$(VARIANT)] $(UNAME_M), cc: $(shell $(CC) -dumpfullversion 2>/dev/null))
+$(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
+$(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)
+$(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
+$(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input)
+$(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
+$(info $(empty)  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests)
+$(info $(empty)  $(call yn,$(NVCC)) nvcc          $(if $(NVCC),$(shell nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') $(CUDA_ARCH),$(if $(NO_CUDA),disabled by NO_CUDA,not found))$(if $(NVCC),$(if $(CUDA_SRC),, (no CUDA sources in the tree yet))))
+$(info $(empty)  $(call yn,$(and $(HAVE_VULKAN),$(GLSLC))) vulkan+glslc  $(if $(NO_VULKAN),disabled by NO_VULKAN,$(if $(and $(HAVE_VULKAN),$(GLSLC)),found$(if $(VK_SRC),, (no Vulkan sources in the tree yet)),not found)))
+$(info $(empty)  building: libtern.a $(CMD_NAMES))
+endif
 
 FORCE:
 

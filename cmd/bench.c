@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "convert.h"
-#include "cpu.h"
-#include "quant.h"
-#include "threadpool.h"
+#include "cmd/common/cli.h"
+#include "quant/convert.h"
+#include "quant/cpu.h"
+#include "quant/quant.h"
+#include "lib/cpu/threadpool.h"
 
 static bool o_kernels, o_json;
 static int64_t o_threads = 0, o_min_ms = 300;

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "convert.h"
-#include "ggml_legacy.h"
-#include "gguf.h"
-#include "quant.h"
-#include "tok.h"
+#include "cmd/common/cli.h"
+#include "quant/convert.h"
+#include "lib/format/ggml_legacy.h"
+#include "lib/format/gguf.h"
+#include "quant/quant.h"
+#include "tokenizer/tok.h"
 
 /* ---- options ---------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "quant.h"
+#include "quant/quant.h"
 
 float quant_fp16_to_f32(uint16_t h);
 float quant_bf16_to_f32(uint16_t h);

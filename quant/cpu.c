@@ -1,6 +1,6 @@
 /* cpu.c - CPUID / hwcap feature detection and SIMD variant selection. */
-#include "cpu.h"
-#include "error.h"
+#include "quant/cpu.h"
+#include "lib/core/error.h"
 
 #include <pthread.h>
 #include <stddef.h>

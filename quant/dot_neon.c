@@ -5,13 +5,13 @@
  * Levels are unpacked to signed bytes (offsets subtracted, signs applied),
  * multiplied with the int8 activations four at a time into int32 lanes, and
  * scaled to float per block or sub-block, as in the x86 kernels. */
-#include "qimpl.h"
+#include "quant/qimpl.h"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
-#include "cpu.h"
-#include "iq_grids.h"
+#include "quant/cpu.h"
+#include "quant/iq_grids.h"
 
 static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b)
 {

@@ -1,9 +1,9 @@
 /* gemm.c - choice of GEMM kernel set (quant/gemm.h) for the running CPU:
  * the first set whose ok() accepts the type, under the chosen ISA. */
-#include "gemm.h"
+#include "quant/gemm.h"
 
-#include "cpu.h"
-#include "qimpl.h"
+#include "quant/cpu.h"
+#include "quant/qimpl.h"
 
 static const struct quant_gemm_ops *ops_for(uint32_t t)
 {

@@ -23,11 +23,11 @@
  * The kernel keeps 16 rows x GT tokens in registers: per 4 k one 64-byte
  * load of levels, then one vpdpbusd per token with the token's 4 bytes
  * broadcast from memory; per G elements the int32 sums become floats. */
-#include "gemm.h"
+#include "quant/gemm.h"
 
-#include "cpu.h"
-#include "iq_grids.h"
-#include "qimpl.h"
+#include "quant/cpu.h"
+#include "quant/iq_grids.h"
+#include "quant/qimpl.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -21,8 +21,8 @@
  * peak at 512 tokens; at 32 tokens building the panel (16 rows read at
  * once, usually 4 KB-aliased, then transposed) costs about as much as one
  * token tile, so small batches reach 55-60%. */
-#include "cpu.h"
-#include "qimpl.h"
+#include "quant/cpu.h"
+#include "quant/qimpl.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

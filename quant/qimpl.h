@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "quant.h"
+#include "quant/quant.h"
 
 /* Byte offsets of the block fields (ggml's block structs, packed). */
 enum {

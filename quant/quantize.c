@@ -7,9 +7,9 @@
  * the least weighted squared error; the sub-block scales are then quantized
  * themselves and the values re-rounded against the stored scales, so that
  * decoding reproduces exactly what was fitted. */
-#include "convert.h"
-#include "error.h"
-#include "qimpl.h"
+#include "quant/convert.h"
+#include "lib/core/error.h"
+#include "quant/qimpl.h"
 
 #include <math.h>
 

@@ -4,10 +4,10 @@
  * them and they are tested against the gguf Python package's decoders
  * (tests/quant_ref/). The order of float operations follows ggml's
  * reference so that results are bit-exact, e.g. (d * sc) * q, not d * (sc * q). */
-#include "convert.h"
-#include "error.h"
-#include "iq_grids.h"
-#include "qimpl.h"
+#include "quant/convert.h"
+#include "lib/core/error.h"
+#include "quant/iq_grids.h"
+#include "quant/qimpl.h"
 
 const int8_t quant_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 					1, 13, 25, 38, 53, 69, 89, 113};

@@ -1,7 +1,7 @@
 /* types.c - the GGML type table: block geometry of every type id 0..39.
  * Sizes follow the block structs of each format (d/m scales as fp16 unless
  * noted); the comments give the layout that produces each size. */
-#include "quant.h"
+#include "quant/quant.h"
 
 #include <stdio.h>
 #include <strings.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """legacy_ref.py - an independent reader for whisper.cpp's legacy ggml files.
 
-Written separately from lib/ggml_legacy.c (numpy only) so that the tests can
+Written separately from lib/format/ggml_legacy.c (numpy only) so that the tests can
 compare the C reader against it. Prints one line per item:
 
   kind silero|whisper

@@ -17,7 +17,7 @@ OUT=build/tok_bench
 mkdir -p "$OUT"
 python3 scripts/tok_corpus.py $((1 << 20)) >"$OUT/corpus.txt"
 PKG=$(pkg-config --libs libpcre2-8 libutf8proc 2>/dev/null || true)
-cc -O2 -std=c11 -Ilib -Iquant -Itokenizer scripts/tok_bench_tern.c build/release/libtern.a $PKG -lpthread -lm -o "$OUT/tern"
+cc -O2 -std=c11 -I. scripts/tok_bench_tern.c build/release/libtern.a $PKG -lpthread -lm -o "$OUT/tern"
 cc -O2 -std=c11 -I"$LLAMA/include" -I"$LLAMA/ggml/include" scripts/tok_bench_llama.c \
 	-L"$LLAMA/build/bin" -lllama -Wl,-rpath,"$LLAMA/build/bin" -o "$OUT/llama"
 echo "corpus: $(wc -c <"$OUT/corpus.txt") bytes of mixed-language text; $R runs each; $(nproc) cores"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "gguf.h"
-#include "tok.h"
+#include "lib/format/gguf.h"
+#include "tokenizer/tok.h"
 
 static double now(void)
 {

@@ -13,10 +13,10 @@ if ! command -v $CC >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1
 fi
 out=${OUT:-build/release}/cross-aarch64
 mkdir -p "$out"
-flags="-std=c11 -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_GNU_SOURCE -I. -Ilib -Iquant"
+flags="-std=c11 -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_GNU_SOURCE -I."
 [ -n "${CI:-}" ] && flags="$flags -Werror"
 objs=()
-for f in quant/*.c lib/error.c; do
+for f in quant/*.c lib/core/error.c; do
 	case $f in *_avx2.c | *_avx512.c) continue ;; esac
 	extra=
 	case $f in *_neon.c) extra="-march=armv8.2-a+dotprod+fp16" ;; esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - run the whole suite: every cmocka test binary given on the command
-# line, then every tests/cli_*.sh script (black-box tests of the executables).
+# line, then every tests/check_*.sh script (checks of the source tree) and
+# tests/cli_*.sh script (black-box tests of the executables).
 # Environment: BIN (directory of the executables), OUT (build directory),
 # PYTHON. Prints one summary line; exits non-zero if anything failed.
 set -u
@@ -25,7 +26,7 @@ run_one() {
 	return 0
 }
 for t in "$@"; do run_one "$(basename "$t")" "$t"; done
-for s in tests/cli_*.sh; do [ -e "$s" ] && run_one "$(basename "$s" .sh)" bash "$s"; done
+for s in tests/check_*.sh tests/cli_*.sh; do [ -e "$s" ] && run_one "$(basename "$s" .sh)" bash "$s"; done
 echo "----"
 echo "tests: $pass passed, $fail failed${failed:+ (${failed[*]})}"
 [ "$fail" -eq 0 ]

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "convert.h"
-#include "cpu.h"
-#include "gemm.h"
-#include "quant.h"
-#include "quant_util.h"
+#include "quant/convert.h"
+#include "quant/cpu.h"
+#include "quant/gemm.h"
+#include "quant/quant.h"
+#include "tests/quant_util.h"
 
 /* sum |w_i * a_i| in double: the scale of the rounding a float sum makes */
 static double abs_dot(uint32_t t, uint32_t at, int64_t n, const uint8_t *w, const uint8_t *a, const float *x)

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "cpu.h"
-#include "gemm.h"
-#include "qimpl.h"
-#include "quant.h"
-#include "quant_util.h"
+#include "quant/cpu.h"
+#include "quant/gemm.h"
+#include "quant/qimpl.h"
+#include "quant/quant.h"
+#include "tests/quant_util.h"
 
 #if defined(__x86_64__)
 static const float SENTINEL = 12345.0f;

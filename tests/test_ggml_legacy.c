@@ -13,12 +13,12 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/testutil.h"
 
-#include "convert.h"
-#include "ggml_legacy.h"
-#include "quant.h"
-#include "robust_bytes.h"
+#include "quant/convert.h"
+#include "lib/format/ggml_legacy.h"
+#include "quant/quant.h"
+#include "tests/robust_bytes.h"
 
 static ggml_legacy *open_model(const char *name)
 {

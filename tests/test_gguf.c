@@ -7,15 +7,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "lib/format/gguf.h"
+#include "quant/quant.h"
 
 /* Append little-endian bytes to a growable buffer (for hand-built values). */
 struct buf {

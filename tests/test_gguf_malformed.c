@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "gguf.h"
-#include "quant.h"
-#include "robust_bytes.h"
+#include "lib/format/gguf.h"
+#include "quant/quant.h"
+#include "tests/robust_bytes.h"
 
 /* ---- GGUF pieces ----------------------------------------------------------- */
 

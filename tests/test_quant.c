@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "convert.h"
-#include "cpu.h"
-#include "error.h"
-#include "quant.h"
-#include "quant_util.h"
+#include "quant/convert.h"
+#include "quant/cpu.h"
+#include "lib/core/error.h"
+#include "quant/quant.h"
+#include "tests/quant_util.h"
 
 static const uint32_t all_types[] = {
 	QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q8_1,

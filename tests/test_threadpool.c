@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "quant.h"
-#include "quant_util.h"
-#include "threadpool.h"
+#include "quant/quant.h"
+#include "tests/quant_util.h"
+#include "lib/cpu/threadpool.h"
 
 struct count_job {
 	struct tp_pool *p;

@@ -7,15 +7,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ggml_legacy.h"
-#include "gguf.h"
-#include "tok.h"
+#include "lib/format/ggml_legacy.h"
+#include "lib/format/gguf.h"
+#include "tokenizer/tok.h"
 
 static tok_vocab *load_vocab(const char *name)
 {

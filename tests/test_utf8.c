@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "utf8.h"
+#include "lib/core/utf8.h"
 
 /* Decode like Python: valid sequences copied, each maximal ill-formed
  * subpart (including an incomplete tail) replaced by U+FFFD. */

@@ -1,5 +1,5 @@
 /* testutil.c - helpers shared by the cmocka tests (see testutil.h). */
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>

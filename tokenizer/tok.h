@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "gguf.h"
+#include "lib/core/error.h"
+#include "lib/format/gguf.h"
 
 typedef struct tok_vocab tok_vocab;
 

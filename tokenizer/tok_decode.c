@@ -9,8 +9,8 @@
  * The stream decoder is for generation: a token may end in the middle of a
  * UTF-8 sequence (byte fallback pieces, byte-level BPE), and a terminal must
  * never see half a character, so incomplete tails are held back. */
-#include "tok_internal.h"
-#include "utf8.h"
+#include "tokenizer/tok_internal.h"
+#include "lib/core/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
  *   RAW: GPT-2 split, greedy longest known piece (Whisper).
  * Every call keeps its state in a local struct, so a vocabulary can be used
  * from several threads at once. */
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

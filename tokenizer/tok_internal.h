@@ -3,7 +3,7 @@
 #ifndef TERN_TOK_INTERNAL_H
 #define TERN_TOK_INTERNAL_H
 
-#include "tok.h"
+#include "tokenizer/tok.h"
 
 #include <stdint.h>
 

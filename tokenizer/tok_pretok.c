@@ -9,7 +9,7 @@
  * files (as also listed by llama.cpp), compiled once with PCRE2 in UTF mode
  * with Unicode properties and JIT. PCRE2_MATCH_INVALID_UTF lets invalid
  * bytes through: they never match and end up in the gaps, as bytes. */
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 #include <string.h>
 

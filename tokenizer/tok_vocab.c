@@ -4,7 +4,7 @@
  *
  * Defaults follow what the GGUF converters assume when a key is absent
  * (e.g. SPM adds BOS and a space prefix, BERT adds [CLS] ... [SEP]). */
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cpu.h"
-#include "quant.h"
-#include "../quant_util.h"
+#include "quant/cpu.h"
+#include "quant/quant.h"
+#include "tests/quant_util.h"
 
 static int failures, checks;
 

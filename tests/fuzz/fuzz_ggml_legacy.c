@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ggml_legacy.h"
+#include "lib/format/ggml_legacy.h"
 
 static volatile uint64_t sink;
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "lib/format/gguf.h"
 
 static volatile uint64_t sink;
 static uint64_t acc;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tok.h"
+#include "lib/format/gguf.h"
+#include "tokenizer/tok.h"
 
 #define MAX_V 8
 static tok_vocab *vocabs[MAX_V];

@@ -6,7 +6,7 @@
  * deep. Tables grow with what has been parsed, never with a count the file
  * claims. The file is mapped read-only and only the header pages are read, so
  * listing a multi-gigabyte model never touches tensor data. */
-#include "gguf.h"
+#include "lib/format/gguf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mapfile.h"
-#include "quant.h"
+#include "lib/core/mapfile.h"
+#include "quant/quant.h"
 
 #define GGUF_MAGIC "GGUF"
 #define MAX_KEY_LEN 65535u

@@ -1,5 +1,5 @@
 /* mapfile.c - read-only whole-file mapping shared by the file readers. */
-#include "mapfile.h"
+#include "lib/core/mapfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "lib/core/error.h"
 
 struct tp_pool;
 

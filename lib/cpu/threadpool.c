@@ -5,7 +5,7 @@
  * step issues hundreds of jobs, each a few microseconds long, and a futex
  * round-trip would cost as much as the job), then FUTEX_WAIT so that an idle
  * pool uses no CPU. A waker issues FUTEX_WAKE only when someone sleeps. */
-#include "threadpool.h"
+#include "lib/cpu/threadpool.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -17,8 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gemm.h"
-#include "quant.h"
+#include "quant/gemm.h"
+#include "quant/quant.h"
 
 /* A pause costs ~50 ns on current x86 cores: workers spin ~50 us for the
  * next job (a decode step issues jobs back to back), the caller spins

@@ -1,5 +1,5 @@
 /* utf8.c - UTF-8 sequence classification (see utf8.h). */
-#include "utf8.h"
+#include "lib/core/utf8.h"
 
 int tern_utf8_seq(const unsigned char *s, size_t n, size_t *bad)
 {

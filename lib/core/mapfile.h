@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "lib/core/error.h"
 
 struct tern_map {
 	const uint8_t *base; /* [size] NULL for an empty file */

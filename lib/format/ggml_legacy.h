@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "gguf.h"
+#include "lib/core/error.h"
+#include "lib/format/gguf.h"
 
 #define GGML_LEGACY_MAGIC 0x67676d6cu
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "lib/core/error.h"
 
 enum gguf_vtype {
 	GGUF_T_U8 = 0,

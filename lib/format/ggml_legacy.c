@@ -14,14 +14,14 @@
  *   ne[n_dims], name, data (unaligned, size implied by type and shape).
  * Nothing is trusted: every read is checked against the bytes left, every
  * product for overflow, and allocations are bounded by the file size. */
-#include "ggml_legacy.h"
-#include "mapfile.h"
+#include "lib/format/ggml_legacy.h"
+#include "lib/core/mapfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "quant/quant.h"
 
 #define HP_NAME_MAX 32
 /* Sanity bounds far above real models (Silero: 4 layers, 15 tensors;

@@ -1,5 +1,5 @@
 /* error.c - error messages and codes shared by the whole library. */
-#include "error.h"
+#include "lib/core/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* cli.c - option parsing, --help, --version, man page and completion
  * generation from one option table per executable, plus the error and JSON
  * output helpers every executable shares. */
-#include "cli.h"
+#include "cmd/common/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu.h"
-#include "utf8.h"
+#include "quant/cpu.h"
+#include "lib/core/utf8.h"
 
 extern const char tern_build_commit[];
 extern const char tern_build_compiler[];

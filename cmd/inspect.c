@@ -116,7 +116,7 @@ static const struct cli_prog prog = {
 /* ---- a source: what the printers need from a GGUF or legacy file ---------- */
 
 struct ent {
-	struct gguf_str key;
+	struct tern_str key;
 	struct gguf_value v;
 	const struct gguf_kv *kv; /* GGUF: O(1) string-array access; NULL otherwise */
 	const ggml_legacy *lg;    /* legacy vocabulary: tokens come from the reader */
@@ -130,7 +130,7 @@ struct src {
 	uint64_t data_offset, file_size;
 	struct ent *ents;       /* [n_ents] */
 	uint64_t n_ents;
-	const struct gguf_tensor **t; /* [n_t] */
+	const struct tern_tensor_view **t; /* [n_t] */
 	uint64_t n_t;
 	gguf_file *gf;
 	ggml_legacy *lg;
@@ -147,7 +147,7 @@ static const char *json_vtype(uint32_t t)
 	return t < GGUF_T_COUNT ? n[t] : "?";
 }
 
-static struct gguf_str arr_str(const struct ent *e, uint64_t i)
+static struct tern_str arr_str(const struct ent *e, uint64_t i)
 {
 	if (e->kv)
 		return gguf_kv_arr_str(e->kv, i);
@@ -156,7 +156,7 @@ static struct gguf_str arr_str(const struct ent *e, uint64_t i)
 	struct gguf_value v;
 	if (gguf_arr_elem(&e->v, i, &v) == 0)
 		return v.s;
-	return (struct gguf_str){0};
+	return (struct tern_str){0};
 }
 
 /* ---- value printing ---------------------------------------------------------- */
@@ -209,7 +209,7 @@ static void json_array(const struct gguf_value *v, const struct ent *top)
 	putchar('[');
 	if (!gguf_vtype_size(v->elem) && v->elem == GGUF_T_STRING && top) {
 		for (uint64_t i = 0; i < v->n; i++) {
-			struct gguf_str s = arr_str(top, i);
+			struct tern_str s = arr_str(top, i);
 			if (i)
 				fputs(", ", stdout);
 			cli_json_str(stdout, s.ptr, s.len);
@@ -273,7 +273,7 @@ static void text_array(const struct gguf_value *v, const struct ent *top, bool f
 /* ---- summary ------------------------------------------------------------------- */
 
 struct summary {
-	struct gguf_str arch;
+	struct tern_str arch;
 	uint64_t params, tensor_bytes;
 	uint64_t type_count[QT_COUNT];
 };
@@ -287,7 +287,7 @@ static const struct ent *find_ent(const struct src *s, const char *key)
 		return &s->ents[kv - gguf_kv_at(s->gf, 0)];
 	}
 	for (uint64_t i = 0; i < s->n_ents; i++)
-		if (gguf_str_eq(s->ents[i].key, key))
+		if (tern_str_eq(s->ents[i].key, key))
 			return &s->ents[i];
 	return NULL;
 }
@@ -299,10 +299,10 @@ static void summarise(const struct src *s, struct summary *sm)
 	if (a && a->v.type == GGUF_T_STRING)
 		sm->arch = a->v.s;
 	else if (s->variant)
-		sm->arch = (struct gguf_str){s->variant, strlen(s->variant)};
+		sm->arch = (struct tern_str){s->variant, strlen(s->variant)};
 	for (uint64_t i = 0; i < s->n_t; i++) {
-		const struct gguf_tensor *t = s->t[i];
-		sm->params += gguf_tensor_nelements(t);
+		const struct tern_tensor_view *t = s->t[i];
+		sm->params += tern_tensor_nelements(t);
 		sm->tensor_bytes += t->nbytes;
 		if (t->type < QT_COUNT)
 			sm->type_count[t->type]++;
@@ -475,7 +475,7 @@ static bool key_selected(const struct ent *e)
 	return fnmatch(o_key, k, 0) == 0;
 }
 
-static void shape_text(const struct gguf_tensor *t, char *buf, size_t cap)
+static void shape_text(const struct tern_tensor_view *t, char *buf, size_t cap)
 {
 	size_t n = (size_t)snprintf(buf, cap, "[");
 	for (uint32_t d = 0; d < t->n_dims && n < cap; d++)
@@ -484,7 +484,7 @@ static void shape_text(const struct gguf_tensor *t, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, "]");
 }
 
-static void print_tensor_line(const struct gguf_tensor *t)
+static void print_tensor_line(const struct tern_tensor_view *t)
 {
 	char shape[128], bytes[32];
 	shape_text(t, shape, sizeof shape);
@@ -551,7 +551,7 @@ static int list_text(const struct src *s)
 }
 
 /* One tensor as a JSON object; close = false leaves it open for more members. */
-static void json_tensor(const struct src *s, const struct gguf_tensor *t, bool close)
+static void json_tensor(const struct src *s, const struct tern_tensor_view *t, bool close)
 {
 	printf("{\"name\": ");
 	cli_json_str(stdout, t->name.ptr, t->name.len);
@@ -617,9 +617,9 @@ static int list_json(const struct src *s)
 
 /* ---- one tensor ----------------------------------------------------------------- */
 
-static int tensor_values(const struct src *s, const struct gguf_tensor *t, uint64_t want, bool raw)
+static int tensor_values(const struct src *s, const struct tern_tensor_view *t, uint64_t want, bool raw)
 {
-	uint64_t nel = gguf_tensor_nelements(t);
+	uint64_t nel = tern_tensor_nelements(t);
 	if (want > nel)
 		want = nel;
 	if (!t->data) {
@@ -668,9 +668,9 @@ static int tensor_values(const struct src *s, const struct gguf_tensor *t, uint6
 
 static int show_tensor(const struct src *s)
 {
-	const struct gguf_tensor *t = NULL;
+	const struct tern_tensor_view *t = NULL;
 	for (uint64_t i = 0; i < s->n_t && !t; i++)
-		if (gguf_str_eq(s->t[i]->name, o_tensor))
+		if (tern_str_eq(s->t[i]->name, o_tensor))
 			t = s->t[i];
 	if (!t) {
 		cli_error("%s: no tensor named '%s'", s->path, o_tensor);
@@ -683,7 +683,7 @@ static int show_tensor(const struct src *s)
 		}
 		return tensor_values(s, t, UINT64_MAX, true);
 	}
-	uint64_t nel = gguf_tensor_nelements(t);
+	uint64_t nel = tern_tensor_nelements(t);
 	uint64_t file_off = s->variant ? t->offset : s->data_offset + t->offset;
 	if (o_json) {
 		json_tensor(s, t, false);
@@ -773,7 +773,7 @@ static int load_legacy(struct src *s, tern_err *e)
 	if (!s->ents || !s->scratch || !s->names || !s->t)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	uint64_t n = 0;
-	struct gguf_str mt = ggml_legacy_model_type(lg);
+	struct tern_str mt = ggml_legacy_model_type(lg);
 	if (mt.len) {
 		snprintf(s->names[n], sizeof s->names[n], "%s.model_type", kind);
 		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
@@ -784,7 +784,7 @@ static int load_legacy(struct src *s, tern_err *e)
 		const struct ggml_legacy_hparam *h = ggml_legacy_hparam(lg, i);
 		snprintf(s->names[n], sizeof s->names[n], "%s.%s", kind, h->name);
 		struct ent *en = &s->ents[n];
-		en->key = (struct gguf_str){s->names[n], strlen(s->names[n])};
+		en->key = (struct tern_str){s->names[n], strlen(s->names[n])};
 		if (h->is_float) {
 			memcpy(s->scratch[n], &h->f, 8);
 			en->v = (struct gguf_value){.type = GGUF_T_F64, .p = s->scratch[n], .size = 8};
@@ -926,7 +926,7 @@ static int vocab_of(const struct src *s, tok_vocab **v, tern_err *e)
 	if (!p)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	for (uint64_t i = 0; i < n; i++) {
-		struct gguf_str t = ggml_legacy_token(s->lg, i);
+		struct tern_str t = ggml_legacy_token(s->lg, i);
 		p[i] = (struct tok_piece){t.ptr, (size_t)t.len};
 	}
 	int rc = tok_vocab_from_pieces(v, p, (size_t)n, e);

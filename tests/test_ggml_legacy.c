@@ -61,7 +61,7 @@ static void check_against_ref(const ggml_legacy *m, const char *ref_name)
 			assert_string_equal(strtok_r(NULL, " ", &save), ggml_legacy_kind_name(m));
 		} else if (!strcmp(w, "model_type")) {
 			const char *s = strtok_r(NULL, " ", &save);
-			struct gguf_str mt = ggml_legacy_model_type(m);
+			struct tern_str mt = ggml_legacy_model_type(m);
 			assert_int_equal(mt.len, strlen(s));
 			assert_memory_equal(mt.ptr, s, mt.len);
 		} else if (!strcmp(w, "hparam")) {
@@ -89,7 +89,7 @@ static void check_against_ref(const ggml_legacy *m, const char *ref_name)
 			assert_int_equal(ggml_legacy_n_vocab(m), n);
 			const char *hex[2] = {strtok_r(NULL, " ", &save), strtok_r(NULL, " ", &save)};
 			for (int k = 0; k < 2 && n; k++) {
-				struct gguf_str t = ggml_legacy_token(m, k ? n - 1 : 0);
+				struct tern_str t = ggml_legacy_token(m, k ? n - 1 : 0);
 				char buf[256] = "";
 				for (uint64_t i = 0; i < t.len && i < 100; i++)
 					snprintf(buf + 2 * i, 3, "%02x", (uint8_t)t.ptr[i]);
@@ -101,7 +101,7 @@ static void check_against_ref(const ggml_legacy *m, const char *ref_name)
 			char *shape = strtok_r(NULL, " ", &save);
 			uint64_t n = strtoull(strtok_r(NULL, " ", &save), NULL, 10);
 			double want = strtod(strtok_r(NULL, " ", &save), NULL);
-			const struct gguf_tensor *t = ggml_legacy_tensor_at(m, ti++);
+			const struct tern_tensor_view *t = ggml_legacy_tensor_at(m, ti++);
 			assert_non_null(t);
 			assert_int_equal(t->name.len, strlen(name));
 			assert_memory_equal(t->name.ptr, name, t->name.len);
@@ -159,7 +159,7 @@ static void test_silero(void **state)
 
 	uint64_t values = 0, end = 0;
 	for (uint64_t i = 0; i < ggml_legacy_n_tensors(m); i++) {
-		const struct gguf_tensor *t = ggml_legacy_tensor_at(m, i);
+		const struct tern_tensor_view *t = ggml_legacy_tensor_at(m, i);
 		values += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 		assert_true(t->offset > t->info_offset);
 		assert_true(t->info_offset >= end);
@@ -170,7 +170,7 @@ static void test_silero(void **state)
 	assert_int_equal(end, ggml_legacy_file_size(m));
 	assert_null(ggml_legacy_tensor_at(m, 15));
 	assert_null(ggml_legacy_find_tensor(m, "nope"));
-	const struct gguf_tensor *b = ggml_legacy_find_tensor(m, "_model.decoder.decoder.2.bias");
+	const struct tern_tensor_view *b = ggml_legacy_find_tensor(m, "_model.decoder.decoder.2.bias");
 	assert_non_null(b);
 	assert_int_equal(b->n_dims, 0); /* squeezed [1] */
 	assert_int_equal(b->nbytes, 4);
@@ -199,7 +199,7 @@ static void test_whisper(void **state)
 		assert_int_equal(ggml_legacy_n_vocab(m), 50257);
 		assert_int_equal(ggml_legacy_n_tensors(m), 0);
 		assert_int_equal(ggml_legacy_model_type(m).len, 0);
-		struct gguf_str t0 = ggml_legacy_token(m, 0);
+		struct tern_str t0 = ggml_legacy_token(m, 0);
 		assert_int_equal(t0.len, 1);
 		assert_int_equal(t0.ptr[0], '!');
 		assert_null(ggml_legacy_token(m, 50257).ptr);
@@ -224,7 +224,7 @@ static void test_open_mem_matches_open(void **state)
 	assert_int_equal(ggml_legacy_open_mem(&b, buf, n, &e), 0);
 	assert_int_equal(ggml_legacy_n_tensors(a), ggml_legacy_n_tensors(b));
 	for (uint64_t i = 0; i < ggml_legacy_n_tensors(a); i++) {
-		const struct gguf_tensor *x = ggml_legacy_tensor_at(a, i), *y = ggml_legacy_tensor_at(b, i);
+		const struct tern_tensor_view *x = ggml_legacy_tensor_at(a, i), *y = ggml_legacy_tensor_at(b, i);
 		assert_int_equal(x->offset, y->offset);
 		assert_int_equal(x->nbytes, y->nbytes);
 		assert_memory_equal(x->data, y->data, x->nbytes);
@@ -258,7 +258,7 @@ static void truncate_at(const uint8_t *buf, size_t cut, const ggml_legacy *full)
 	bool boundary = false;
 	uint64_t n_before = 0;
 	for (uint64_t i = 0; i < ggml_legacy_n_tensors(full); i++) {
-		const struct gguf_tensor *t = ggml_legacy_tensor_at(full, i);
+		const struct tern_tensor_view *t = ggml_legacy_tensor_at(full, i);
 		if (t->offset + t->nbytes == cut) {
 			boundary = true;
 			n_before = i + 1;
@@ -296,7 +296,7 @@ static void truncate_file(const char *name, size_t dense_prefix, size_t stride)
 	for (size_t cut = dense_prefix; cut < n; cut += stride)
 		truncate_at(buf, cut, full);
 	for (uint64_t i = 0; i < ggml_legacy_n_tensors(full); i++) {
-		const struct gguf_tensor *t = ggml_legacy_tensor_at(full, i);
+		const struct tern_tensor_view *t = ggml_legacy_tensor_at(full, i);
 		uint64_t edges[2] = {t->info_offset, t->offset + t->nbytes};
 		for (int k = 0; k < 2; k++)
 			for (uint64_t c = edges[k] >= 16 ? edges[k] - 16 : 0; c <= edges[k] + 16 && c < n; c++)
@@ -382,18 +382,18 @@ static void test_synthetic_valid(void **state)
 		fail_msg("%s", e.msg);
 	assert_int_equal(ggml_legacy_kind(m), GGML_LEGACY_WHISPER);
 	assert_int_equal(ggml_legacy_n_vocab(m), 3);
-	struct gguf_str t2 = ggml_legacy_token(m, 2);
+	struct tern_str t2 = ggml_legacy_token(m, 2);
 	assert_int_equal(t2.len, 2);
 	assert_memory_equal(t2.ptr, "t2", 2);
 	assert_int_equal(ggml_legacy_n_tensors(m), 3);
-	const struct gguf_tensor *q = ggml_legacy_find_tensor(m, "encoder.q");
+	const struct tern_tensor_view *q = ggml_legacy_find_tensor(m, "encoder.q");
 	assert_non_null(q);
 	assert_int_equal(q->nbytes, 108);
 	assert_int_equal(q->type, QT_Q4_0);
-	const struct gguf_tensor *x = ggml_legacy_find_tensor(m, "x4");
+	const struct tern_tensor_view *x = ggml_legacy_find_tensor(m, "x4");
 	assert_int_equal(x->n_dims, 4);
 	assert_int_equal(x->ne[3], 5);
-	const struct gguf_tensor *s = ggml_legacy_find_tensor(m, "scalar");
+	const struct tern_tensor_view *s = ggml_legacy_find_tensor(m, "scalar");
 	float v;
 	memcpy(&v, s->data, 4);
 	assert_true(v == 1.5f);
@@ -597,7 +597,7 @@ static void test_mutations(void **state)
 			int rc = ggml_legacy_open_mem(&m, copy, b.n, &e);
 			if (rc == 0) {
 				for (uint64_t t = 0; t < ggml_legacy_n_tensors(m); t++) {
-					const struct gguf_tensor *tt = ggml_legacy_tensor_at(m, t);
+					const struct tern_tensor_view *tt = ggml_legacy_tensor_at(m, t);
 					assert_true(tt->offset + tt->nbytes <= b.n);
 				}
 				ggml_legacy_close(m);

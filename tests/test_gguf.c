@@ -75,7 +75,7 @@ static void test_scalars_roundtrip(void **state)
 	uint64_t u64;
 	float f32;
 	bool b;
-	struct gguf_str s;
+	struct tern_str s;
 	assert_int_equal(gguf_get_u32(f, "a.u32", &u32, &e), 0);
 	assert_int_equal(u32, 4000000000u);
 	assert_int_equal(gguf_get_u32(f, "a.u8", &u32, &e), 0);
@@ -95,7 +95,7 @@ static void test_scalars_roundtrip(void **state)
 	assert_int_equal(gguf_get_bool(f, "a.bool", &b, &e), 0);
 	assert_true(b);
 	assert_int_equal(gguf_get_str(f, "a.str", &s, &e), 0);
-	assert_true(gguf_str_eq(s, "héllo\n"));
+	assert_true(tern_str_eq(s, "héllo\n"));
 	assert_int_equal(gguf_get_str(f, "a.empty", &s, &e), 0);
 	assert_int_equal(s.len, 0);
 	assert_int_equal(gguf_get_str(f, "missing", &s, &e), TERN_ENOTFOUND);
@@ -104,8 +104,8 @@ static void test_scalars_roundtrip(void **state)
 	assert_non_null(kv);
 	assert_true(gguf_value_f64(&kv->v) == -1e300);
 	/* keys come back in the order written */
-	assert_true(gguf_str_eq(gguf_kv_at(f, 0)->key, "a.u8"));
-	assert_true(gguf_str_eq(gguf_kv_at(f, 12)->key, "a.empty"));
+	assert_true(tern_str_eq(gguf_kv_at(f, 0)->key, "a.u8"));
+	assert_true(tern_str_eq(gguf_kv_at(f, 12)->key, "a.empty"));
 	gguf_close(f);
 	free(buf);
 	gguf_writer_free(w);
@@ -163,7 +163,7 @@ static void test_arrays(void **state)
 	assert_int_equal(a->n, 0);
 	const struct gguf_kv *kv = gguf_find(f, "strs");
 	for (int i = 0; i < 4; i++) {
-		struct gguf_str s = gguf_kv_arr_str(kv, (uint64_t)i);
+		struct tern_str s = gguf_kv_arr_str(kv, (uint64_t)i);
 		assert_int_equal(s.len, strlen(strs[i]));
 		assert_memory_equal(s.ptr, strs[i], s.len);
 		assert_int_equal(gguf_arr_elem(&kv->v, (uint64_t)i, &v), 0);
@@ -180,7 +180,7 @@ static void test_arrays(void **state)
 	assert_int_equal(gguf_get_arr(f, "nested_str", GGUF_T_ARRAY, &a, &e), 0);
 	assert_int_equal(gguf_arr_elem(a, 1, &in), 0);
 	assert_int_equal(gguf_arr_elem(&in, 1, &x), 0);
-	assert_true(gguf_str_eq(x.s, "zzz"));
+	assert_true(tern_str_eq(x.s, "zzz"));
 	uint32_t after;
 	assert_int_equal(gguf_get_u32(f, "after", &after, &e), 0);
 	assert_int_equal(after, 7);
@@ -228,7 +228,7 @@ static void write_tensors(uint32_t align)
 	assert_int_equal(gguf_alignment(gf), align);
 	assert_int_equal(gguf_data_offset(gf) % align, 0);
 	assert_int_equal(gguf_n_tensors(gf), 3);
-	const struct gguf_tensor *t = gguf_find_tensor(gf, "f");
+	const struct tern_tensor_view *t = gguf_find_tensor(gf, "f");
 	assert_non_null(t);
 	assert_int_equal(t->n_dims, 2);
 	assert_int_equal(t->ne[0], 5);
@@ -241,7 +241,7 @@ static void write_tensors(uint32_t align)
 	assert_memory_equal(t->data, q, sizeof q);
 	t = gguf_find_tensor(gf, "k");
 	assert_int_equal(t->nbytes, 2 * 144);
-	assert_int_equal(gguf_tensor_nelements(t), 512);
+	assert_int_equal(tern_tensor_nelements(t), 512);
 	assert_null(gguf_find_tensor(gf, "nope"));
 	/* a second serialisation of the same writer is byte-identical */
 	void *buf2;
@@ -368,7 +368,7 @@ static void test_shared_files(void **state)
 		assert_int_equal(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_T_STRING, &toks, &e), 0);
 		assert_true(toks->n > 1000);
 		const struct gguf_kv *kv = gguf_find(f, "tokenizer.ggml.tokens");
-		struct gguf_str last = gguf_kv_arr_str(kv, toks->n - 1), walk;
+		struct tern_str last = gguf_kv_arr_str(kv, toks->n - 1), walk;
 		struct gguf_value v;
 		assert_int_equal(gguf_arr_elem(toks, toks->n - 1, &v), 0);
 		walk = v.s;

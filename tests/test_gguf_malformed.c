@@ -772,7 +772,7 @@ static void walk(const gguf_file *f, bool strict)
 		}
 	}
 	for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
-		const struct gguf_tensor *t = gguf_tensor_at(f, i);
+		const struct tern_tensor_view *t = gguf_tensor_at(f, i);
 		assert_non_null(t);
 		if (strict) {
 			assert_true(gguf_data_offset(f) + t->offset + t->nbytes <= gguf_file_size(f));
@@ -780,9 +780,9 @@ static void walk(const gguf_file *f, bool strict)
 			if (t->name.len < sizeof name && !memchr(t->name.ptr, 0, t->name.len)) {
 				memcpy(name, t->name.ptr, t->name.len);
 				name[t->name.len] = 0;
-				const struct gguf_tensor *ft = gguf_find_tensor(f, name);
+				const struct tern_tensor_view *ft = gguf_find_tensor(f, name);
 				assert_non_null(ft);
-				assert_true(gguf_str_eq(ft->name, name));
+				assert_true(tern_str_eq(ft->name, name));
 			}
 		}
 	}

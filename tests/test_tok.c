@@ -434,7 +434,7 @@ static void test_whisper(void **state)
 	assert_true(n >= 50257);
 	struct tok_piece *p = malloc(n * sizeof *p);
 	for (uint64_t i = 0; i < n; i++) {
-		struct gguf_str s = ggml_legacy_token(m, i);
+		struct tern_str s = ggml_legacy_token(m, i);
 		p[i].ptr = s.ptr;
 		p[i].len = (size_t)s.len;
 	}

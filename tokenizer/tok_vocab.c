@@ -469,18 +469,18 @@ static void warn(tok_vocab *v, const char *msg)
 int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 {
 	*out = NULL;
-	struct gguf_str model_s = {0};
+	struct tern_str model_s = {0};
 	int rc = gguf_get_str(f, "tokenizer.ggml.model", &model_s, e);
 	if (rc)
 		return rc;
 	enum tok_model model;
-	if (gguf_str_eq(model_s, "llama"))
+	if (tern_str_eq(model_s, "llama"))
 		model = TOK_MODEL_SPM;
-	else if (gguf_str_eq(model_s, "gpt2"))
+	else if (tern_str_eq(model_s, "gpt2"))
 		model = TOK_MODEL_BPE;
-	else if (gguf_str_eq(model_s, "bert"))
+	else if (tern_str_eq(model_s, "bert"))
 		model = TOK_MODEL_WPM;
-	else if (gguf_str_eq(model_s, "no_vocab") || gguf_str_eq(model_s, "none"))
+	else if (tern_str_eq(model_s, "no_vocab") || tern_str_eq(model_s, "none"))
 		model = TOK_MODEL_NONE;
 	else
 		return tern_errf(e, TERN_EUNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported",
@@ -520,7 +520,7 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 
 	size_t text_bytes = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		struct gguf_str s = gguf_kv_arr_str(tokens, i);
+		struct tern_str s = gguf_kv_arr_str(tokens, i);
 		if (s.len >= (1u << 24))
 			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens[%llu]: %llu bytes",
 					 (unsigned long long)i, (unsigned long long)s.len);
@@ -533,7 +533,7 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)n);
 	v->model = model;
 	for (uint64_t i = 0; i < n; i++) {
-		struct gguf_str s = gguf_kv_arr_str(tokens, i);
+		struct tern_str s = gguf_kv_arr_str(tokens, i);
 		set_text(v, (int32_t)i, s.ptr, (size_t)s.len);
 		struct tok_entry *t = &v->tok[i];
 		t->type = TOK_TYPE_NORMAL;
@@ -554,7 +554,7 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 	}
 
 	/* per-algorithm defaults, then what the file says */
-	struct gguf_str pre_s = {0};
+	struct tern_str pre_s = {0};
 	bool have_pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre_s, NULL) == 0;
 	switch (model) {
 	case TOK_MODEL_SPM:
@@ -590,9 +590,9 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 				warn(v, msg);
 			}
 		} else {
-			struct gguf_str arch = {0};
+			struct tern_str arch = {0};
 			bool neox = gguf_get_str(f, "general.architecture", &arch, NULL) == 0 &&
-				    gguf_str_eq(arch, "gptneox");
+				    tern_str_eq(arch, "gptneox");
 			v->pre = tok_pre_find(neox ? "gpt-neox" : "gpt-2", neox ? 8 : 5);
 			snprintf(msg, sizeof msg, "tokenizer.ggml.pre is missing; using '%s'%s", neox ? "gpt-neox" : "gpt-2",
 				 neox ? " for architecture gptneox" : "");
@@ -603,8 +603,8 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 		v->add_bos = add_bos;
 		if (no_bos)
 			v->special[TOK_BOS] = -1;
-		if (have_pre && (gguf_str_eq(pre_s, "jina-v1-en") || gguf_str_eq(pre_s, "jina-v2-code") ||
-				 gguf_str_eq(pre_s, "roberta-bpe")))
+		if (have_pre && (tern_str_eq(pre_s, "jina-v1-en") || tern_str_eq(pre_s, "jina-v2-code") ||
+				 tern_str_eq(pre_s, "roberta-bpe")))
 			v->add_sep = true;
 		tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);
 		break;
@@ -663,7 +663,7 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 	/* Phi-3's tokenizer.json strips spaces right of its chat pieces;
 	 * GGUF has no per-token flags, so go by the model name as the
 	 * reference runtime does. */
-	struct gguf_str name = {0};
+	struct tern_str name = {0};
 	if (gguf_get_str(f, "general.name", &name, NULL) == 0 && name.len < 256) {
 		char lname[256];
 		for (size_t i = 0; i < name.len; i++)
@@ -709,7 +709,7 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu merges", (unsigned long long)nm);
 		}
 		for (uint64_t i = 0; i < nm; i++) {
-			struct gguf_str s = gguf_kv_arr_str(m, i);
+			struct tern_str s = gguf_kv_arr_str(m, i);
 			const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', (size_t)s.len - 1) : NULL;
 			if (!sp)
 				continue;

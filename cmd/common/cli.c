@@ -57,6 +57,15 @@ _Noreturn void cli_usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+int cli_exit_status(int code)
+{
+	if (code == TERN_OK)
+		return EXIT_OK;
+	if (code == TERN_EFORMAT || code == TERN_EUNSUPPORTED)
+		return EXIT_DATAERR;
+	return EXIT_RUNTIME;
+}
+
 int cli_fail(const char *path, int code, const tern_err *e)
 {
 	const char *msg = e && e->msg[0] ? e->msg : tern_strerror(code);
@@ -64,7 +73,7 @@ int cli_fail(const char *path, int code, const tern_err *e)
 		fprintf(stderr, "%s: %s: %s\n", progname, path, msg);
 	else
 		fprintf(stderr, "%s: %s\n", progname, msg);
-	return tern_exit_status(code);
+	return cli_exit_status(code);
 }
 
 /* ---- the built-in options ---------------------------------------------- */

@@ -75,6 +75,10 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv,
 /* "tern-inspect: " prefixed message on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Process exit status for a library code: 0 ok, 65 bad input data
+ * (TERN_EFORMAT, TERN_EUNSUPPORTED), 1 for everything else. Usage errors
+ * (2) are decided by the option parser. */
+int cli_exit_status(int code);
 /* Print the message of a library error and return its exit status. */
 int cli_fail(const char *path, int code, const tern_err *e);
 /* Usage error: one line, exit 2. */

@@ -50,12 +50,3 @@ const char *tern_strerror(int code)
 	}
 	return "unknown error";
 }
-
-int tern_exit_status(int code)
-{
-	if (code == TERN_OK)
-		return 0;
-	if (code == TERN_EFORMAT || code == TERN_EUNSUPPORTED)
-		return 65;
-	return 1;
-}

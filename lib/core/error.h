@@ -3,7 +3,7 @@
  * Library functions return 0 on success or a negative TERN_E* code, and
  * write a one-line human message (naming the file, offset, key or tensor)
  * into a caller-owned tern_err. Nothing in the library prints or exits; the
- * executables turn codes into exit statuses (see tern_exit_status). */
+ * executables turn codes into exit statuses (cmd/common/cli.h). */
 #ifndef TERN_ERROR_H
 #define TERN_ERROR_H
 
@@ -38,10 +38,5 @@ void tern_err_prefix(tern_err *e, const char *prefix);
 
 /* Short name of a code, e.g. "malformed input". */
 const char *tern_strerror(int code);
-
-/* Process exit status for a library code: 0 ok, 65 bad input data
- * (EFORMAT, EUNSUPPORTED), 1 for everything else. Usage errors (2) are
- * decided by the command-line layer. */
-int tern_exit_status(int code);
 
 #endif

@@ -43,7 +43,7 @@ struct ggml_legacy {
 	struct tern_map map; /* base non-NULL when we own the mapping */
 
 	enum ggml_legacy_kind kind;
-	struct gguf_str model_type;
+	struct tern_str model_type;
 
 	struct hparam *hp;
 	size_t n_hp;
@@ -54,7 +54,7 @@ struct ggml_legacy {
 	uint64_t n_vocab;
 	uint64_t *tok_off; /* [n_vocab] file offset of each token's u32 length */
 
-	struct gguf_tensor *t;
+	struct tern_tensor_view *t;
 	uint64_t n_t, cap_t;
 	uint64_t *hash; /* [hash_cap] tensor index + 1, 0 = empty */
 	uint64_t hash_cap;
@@ -168,19 +168,19 @@ static uint64_t name_hash(const char *p, uint64_t n)
 	return h;
 }
 
-static bool name_eq(struct gguf_str a, struct gguf_str b)
+static bool name_eq(struct tern_str a, struct tern_str b)
 {
 	return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
 }
 
-static int tensor_push(ggml_legacy *m, const struct gguf_tensor *t, tern_err *e)
+static int tensor_push(ggml_legacy *m, const struct tern_tensor_view *t, tern_err *e)
 {
 	if (m->n_t == MAX_TENSORS)
 		return tern_errf(e, TERN_EFORMAT, "offset %llu: more than %u tensors",
 				 (unsigned long long)t->info_offset, MAX_TENSORS);
 	if (m->n_t == m->cap_t) {
 		uint64_t cap = m->cap_t ? m->cap_t * 2 : 16;
-		struct gguf_tensor *nt = realloc(m->t, cap * sizeof *nt);
+		struct tern_tensor_view *nt = realloc(m->t, cap * sizeof *nt);
 		if (!nt)
 			return tern_errf(e, TERN_ENOMEM, "out of memory for %llu tensors",
 					 (unsigned long long)cap);
@@ -204,10 +204,10 @@ static int tensor_index(ggml_legacy *m, tern_err *e)
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the tensor index");
 	m->hash_cap = cap;
 	for (uint64_t i = 0; i < m->n_t; i++) {
-		const struct gguf_tensor *t = &m->t[i];
+		const struct tern_tensor_view *t = &m->t[i];
 		uint64_t h = name_hash(t->name.ptr, t->name.len) & (cap - 1);
 		while (m->hash[h]) {
-			const struct gguf_tensor *o = &m->t[m->hash[h] - 1];
+			const struct tern_tensor_view *o = &m->t[m->hash[h] - 1];
 			if (name_eq(o->name, t->name)) {
 				char nb[NAME_SHOW_MAX * 4 + 8];
 				return tern_errf(e, TERN_EFORMAT,
@@ -225,7 +225,7 @@ static int tensor_index(ggml_legacy *m, tern_err *e)
 
 static int read_tensor(ggml_legacy *m, struct rd *r, tern_err *e)
 {
-	struct gguf_tensor t = {0};
+	struct tern_tensor_view t = {0};
 	unsigned long long at = r->pos;
 	unsigned long long k = m->n_t;
 	char nb[NAME_SHOW_MAX * 4 + 8];
@@ -536,10 +536,10 @@ const uint8_t *ggml_legacy_base(const ggml_legacy *m)
 	return m->base;
 }
 
-struct gguf_str ggml_legacy_model_type(const ggml_legacy *m)
+struct tern_str ggml_legacy_model_type(const ggml_legacy *m)
 {
 	if (m->kind != GGML_LEGACY_SILERO)
-		return (struct gguf_str){"", 0};
+		return (struct tern_str){"", 0};
 	return m->model_type;
 }
 
@@ -578,12 +578,12 @@ uint64_t ggml_legacy_n_vocab(const ggml_legacy *m)
 	return m->n_vocab;
 }
 
-struct gguf_str ggml_legacy_token(const ggml_legacy *m, uint64_t i)
+struct tern_str ggml_legacy_token(const ggml_legacy *m, uint64_t i)
 {
 	if (i >= m->n_vocab)
-		return (struct gguf_str){NULL, 0};
+		return (struct tern_str){NULL, 0};
 	const uint8_t *p = m->base + m->tok_off[i];
-	return (struct gguf_str){(const char *)p + 4, le32(p)};
+	return (struct tern_str){(const char *)p + 4, le32(p)};
 }
 
 uint64_t ggml_legacy_n_tensors(const ggml_legacy *m)
@@ -591,19 +591,19 @@ uint64_t ggml_legacy_n_tensors(const ggml_legacy *m)
 	return m->n_t;
 }
 
-const struct gguf_tensor *ggml_legacy_tensor_at(const ggml_legacy *m, uint64_t i)
+const struct tern_tensor_view *ggml_legacy_tensor_at(const ggml_legacy *m, uint64_t i)
 {
 	return i < m->n_t ? &m->t[i] : NULL;
 }
 
-const struct gguf_tensor *ggml_legacy_find_tensor(const ggml_legacy *m, const char *name)
+const struct tern_tensor_view *ggml_legacy_find_tensor(const ggml_legacy *m, const char *name)
 {
 	if (!m->hash_cap || !name)
 		return NULL;
 	uint64_t n = strlen(name);
 	uint64_t h = name_hash(name, n) & (m->hash_cap - 1);
 	while (m->hash[h]) {
-		const struct gguf_tensor *t = &m->t[m->hash[h] - 1];
+		const struct tern_tensor_view *t = &m->t[m->hash[h] - 1];
 		if (t->name.len == n && memcmp(t->name.ptr, name, n) == 0)
 			return t;
 		h = (h + 1) & (m->hash_cap - 1);

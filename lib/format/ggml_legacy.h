@@ -50,7 +50,7 @@ uint64_t ggml_legacy_file_size(const ggml_legacy *m);
 const uint8_t *ggml_legacy_base(const ggml_legacy *m);
 
 /* Silero: the model-type string ("silero-16k"); Whisper: empty. */
-struct gguf_str ggml_legacy_model_type(const ggml_legacy *m);
+struct tern_str ggml_legacy_model_type(const ggml_legacy *m);
 
 size_t ggml_legacy_n_hparams(const ggml_legacy *m);
 const struct ggml_legacy_hparam *ggml_legacy_hparam(const ggml_legacy *m, size_t i);
@@ -61,13 +61,13 @@ const struct ggml_legacy_hparam *ggml_legacy_find_hparam(const ggml_legacy *m, c
 int ggml_legacy_mel(const ggml_legacy *m, uint32_t *n_mel, uint32_t *n_fft,
 		    const void **data /* [n_mel][n_fft] LE f32, possibly unaligned */);
 uint64_t ggml_legacy_n_vocab(const ggml_legacy *m);
-struct gguf_str ggml_legacy_token(const ggml_legacy *m, uint64_t i); /* view; {NULL,0} if out of range */
+struct tern_str ggml_legacy_token(const ggml_legacy *m, uint64_t i); /* view; {NULL,0} if out of range */
 
 /* Tensors, in file order. offset = absolute file offset of the data;
  * info_offset = file offset of the tensor's header; data = view (possibly
  * unaligned). n_dims may be 0 (a scalar; the converter squeezes [1] shapes). */
 uint64_t ggml_legacy_n_tensors(const ggml_legacy *m);
-const struct gguf_tensor *ggml_legacy_tensor_at(const ggml_legacy *m, uint64_t i);
-const struct gguf_tensor *ggml_legacy_find_tensor(const ggml_legacy *m, const char *name);
+const struct tern_tensor_view *ggml_legacy_tensor_at(const ggml_legacy *m, uint64_t i);
+const struct tern_tensor_view *ggml_legacy_find_tensor(const ggml_legacy *m, const char *name);
 
 #endif

@@ -31,7 +31,7 @@ struct gguf_file {
 
 	struct gguf_kv *kv;        /* [n_kv] */
 	uint64_t n_kv;
-	struct gguf_tensor *t;     /* [n_tensors] */
+	struct tern_tensor_view *t;     /* [n_tensors] */
 	uint64_t n_tensors;
 
 	size_t *kv_hash;           /* [kv_cap] index + 1, 0 = empty */
@@ -63,12 +63,6 @@ static const char *const vtype_names[GGUF_T_COUNT] = {
 const char *gguf_vtype_name(uint32_t t) { return t < GGUF_T_COUNT ? vtype_names[t] : "?"; }
 size_t gguf_vtype_size(uint32_t t) { return t < GGUF_T_COUNT ? vtype_size[t] : 0; }
 
-bool gguf_str_eq(struct gguf_str s, const char *c)
-{
-	size_t n = strlen(c);
-	return s.len == n && memcmp(s.ptr, c, n) == 0;
-}
-
 static uint64_t hash_bytes(const char *p, uint64_t n)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -80,7 +74,7 @@ static uint64_t hash_bytes(const char *p, uint64_t n)
 }
 
 /* Printable, bounded rendering of a (possibly hostile) name for messages. */
-static const char *show(struct gguf_str s, char *buf, size_t cap)
+static const char *show(struct tern_str s, char *buf, size_t cap)
 {
 	size_t o = 0;
 	for (uint64_t i = 0; i < s.len && o + 5 < cap; i++) {
@@ -143,7 +137,7 @@ static int rd_u64(struct rd *r, uint64_t *v, const char *what)
 	return 0;
 }
 
-static int rd_str(struct rd *r, struct gguf_str *s, const char *what)
+static int rd_str(struct rd *r, struct tern_str *s, const char *what)
 {
 	uint64_t n;
 	size_t at = r->off;
@@ -271,7 +265,7 @@ static int grow(void **arr, uint64_t *cap, uint64_t n, size_t elem)
 	return 0;
 }
 
-static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct gguf_str *(*name)(const gguf_file *, uint64_t),
+static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct tern_str *(*name)(const gguf_file *, uint64_t),
 		      const gguf_file *f, struct rd *r, const char *what)
 {
 	size_t c = 16;
@@ -282,7 +276,7 @@ static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct gguf_s
 		return tern_errf(r->e, TERN_ENOMEM, "out of memory for the %s index", what);
 	*cap = c;
 	for (uint64_t i = 0; i < n; i++) {
-		const struct gguf_str *s = name(f, i);
+		const struct tern_str *s = name(f, i);
 		size_t h = (size_t)hash_bytes(s->ptr, s->len) & (c - 1);
 		for (;;) {
 			size_t j = (*tab)[h];
@@ -290,7 +284,7 @@ static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct gguf_s
 				(*tab)[h] = (size_t)i + 1;
 				break;
 			}
-			const struct gguf_str *o = name(f, j - 1);
+			const struct tern_str *o = name(f, j - 1);
 			if (o->len == s->len && memcmp(o->ptr, s->ptr, s->len) == 0) {
 				char b[96];
 				int rc = problem(r, "duplicate %s '%s' (entries %zu and %llu)", what,
@@ -305,8 +299,8 @@ static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct gguf_s
 	return 0;
 }
 
-static const struct gguf_str *kv_name(const gguf_file *f, uint64_t i) { return &f->kv[i].key; }
-static const struct gguf_str *t_name(const gguf_file *f, uint64_t i) { return &f->t[i].name; }
+static const struct tern_str *kv_name(const gguf_file *f, uint64_t i) { return &f->kv[i].key; }
+static const struct tern_str *t_name(const gguf_file *f, uint64_t i) { return &f->t[i].name; }
 
 static int parse_kvs(gguf_file *f, struct rd *r, uint64_t n_kv)
 {
@@ -357,7 +351,7 @@ static int parse_tensors(gguf_file *f, struct rd *r, uint64_t n_t)
 		int rc = grow((void **)&f->t, &cap, i, sizeof *f->t);
 		if (rc)
 			return tern_errf(r->e, rc, "out of memory reading tensor %llu", (unsigned long long)i);
-		struct gguf_tensor *t = &f->t[i];
+		struct tern_tensor_view *t = &f->t[i];
 		memset(t, 0, sizeof *t);
 		t->info_offset = r->off;
 		char what[64];
@@ -394,7 +388,7 @@ static int parse_tensors(gguf_file *f, struct rd *r, uint64_t n_t)
 static int check_tensors(gguf_file *f, struct rd *r)
 {
 	for (uint64_t i = 0; i < f->n_tensors; i++) {
-		struct gguf_tensor *t = &f->t[i];
+		struct tern_tensor_view *t = &f->t[i];
 		char nb[96];
 		show(t->name, nb, sizeof nb);
 		int rc = 0;
@@ -495,7 +489,7 @@ static int check_overlap(gguf_file *f, struct rd *r)
 	for (size_t k = 1; k < n && !rc; k++) {
 		if (sp[k].off < sp[far].end) {
 			char na[96], nb[96];
-			const struct gguf_tensor *a = &f->t[sp[far].i], *b = &f->t[sp[k].i];
+			const struct tern_tensor_view *a = &f->t[sp[far].i], *b = &f->t[sp[k].i];
 			rc = problem(r, "tensors '%s' and '%s' overlap (data at %llu+%llu and %llu)",
 				     show(a->name, na, sizeof na), show(b->name, nb, sizeof nb),
 				     (unsigned long long)a->offset, (unsigned long long)a->nbytes,
@@ -650,13 +644,13 @@ const struct gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i)
 	return i < f->n_kv ? &f->kv[i] : NULL;
 }
 
-const struct gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i)
+const struct tern_tensor_view *gguf_tensor_at(const gguf_file *f, uint64_t i)
 {
 	return i < f->n_tensors ? &f->t[i] : NULL;
 }
 
 static size_t lookup(const size_t *tab, size_t cap, const char *name,
-		     const struct gguf_str *(*get)(const gguf_file *, uint64_t), const gguf_file *f)
+		     const struct tern_str *(*get)(const gguf_file *, uint64_t), const gguf_file *f)
 {
 	if (!tab)
 		return 0;
@@ -666,7 +660,7 @@ static size_t lookup(const size_t *tab, size_t cap, const char *name,
 		size_t j = tab[h];
 		if (!j)
 			return 0;
-		const struct gguf_str *s = get(f, j - 1);
+		const struct tern_str *s = get(f, j - 1);
 		if (s->len == n && memcmp(s->ptr, name, n) == 0)
 			return j;
 		h = (h + 1) & (cap - 1);
@@ -679,15 +673,10 @@ const struct gguf_kv *gguf_find(const gguf_file *f, const char *key)
 	return j ? &f->kv[j - 1] : NULL;
 }
 
-const struct gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
+const struct tern_tensor_view *gguf_find_tensor(const gguf_file *f, const char *name)
 {
 	size_t j = lookup(f->t_hash, f->t_cap, name, t_name, f);
 	return j ? &f->t[j - 1] : NULL;
-}
-
-uint64_t gguf_tensor_nelements(const struct gguf_tensor *t)
-{
-	return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
 bool gguf_value_is_int(const struct gguf_value *v)
@@ -833,7 +822,7 @@ int gguf_get_bool(const gguf_file *f, const char *key, bool *out, tern_err *e)
 	return 0;
 }
 
-int gguf_get_str(const gguf_file *f, const char *key, struct gguf_str *out, tern_err *e)
+int gguf_get_str(const gguf_file *f, const char *key, struct tern_str *out, tern_err *e)
 {
 	const struct gguf_kv *kv;
 	int rc = get_kv(f, key, &kv, e);
@@ -929,9 +918,9 @@ int gguf_arr_next(const struct gguf_value *arr, uint64_t *i, uint64_t *pos, stru
 	return 0;
 }
 
-struct gguf_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i)
+struct tern_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i)
 {
-	struct gguf_str s = {0};
+	struct tern_str s = {0};
 	if (kv->v.type != GGUF_T_ARRAY || kv->v.elem != GGUF_T_STRING || i >= kv->v.n || !kv->str_off)
 		return s;
 	const uint8_t *p = kv->v.p + kv->str_off[i];

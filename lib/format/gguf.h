@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "lib/core/error.h"
+#include "lib/core/str.h"
+#include "lib/format/tensor.h"
 
 enum gguf_vtype {
 	GGUF_T_U8 = 0,
@@ -34,14 +36,8 @@ enum gguf_vtype {
 };
 
 #define GGUF_DEFAULT_ALIGNMENT 32
-#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_DIMS TERN_MAX_DIMS
 #define GGUF_MAX_DEPTH 8 /* nesting of arrays inside arrays */
-
-/* A length-delimited string view (not NUL-terminated). */
-struct gguf_str {
-	const char *ptr;
-	uint64_t len;
-};
 
 /* A value view. For scalars `p` points at the little-endian bytes; for
  * strings `s` is set; for arrays `elem` is the element type, `n` the count,
@@ -52,26 +48,16 @@ struct gguf_value {
 	uint64_t n;             /* arrays only: element count */
 	const uint8_t *p;       /* scalars and arrays: encoded bytes */
 	uint64_t size;          /* bytes of the whole encoding at p */
-	struct gguf_str s;      /* strings only */
+	struct tern_str s;      /* strings only */
 };
 
 struct gguf_kv {
-	struct gguf_str key;
+	struct tern_str key;
 	struct gguf_value v;
 	uint64_t offset;        /* file offset of the key's length field */
 	const uint64_t *str_off;/* string arrays: byte offset of each element from v.p */
 };
 
-struct gguf_tensor {
-	struct gguf_str name;
-	uint32_t n_dims;
-	uint64_t ne[GGUF_MAX_DIMS]; /* ne[0] is the row length; unused dims are 1 */
-	uint32_t type;              /* enum quant_type */
-	uint64_t offset;            /* relative to the data section */
-	uint64_t nbytes;            /* implied by type and shape */
-	uint64_t info_offset;       /* file offset of this tensor's info record */
-	const void *data;           /* view into the mapping */
-};
 
 typedef struct gguf_file gguf_file;
 
@@ -110,9 +96,8 @@ const struct gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i);
 const struct gguf_kv *gguf_find(const gguf_file *f, const char *key);
 
 uint64_t gguf_n_tensors(const gguf_file *f);
-const struct gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i);
-const struct gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
-uint64_t gguf_tensor_nelements(const struct gguf_tensor *t);
+const struct tern_tensor_view *gguf_tensor_at(const gguf_file *f, uint64_t i);
+const struct tern_tensor_view *gguf_find_tensor(const gguf_file *f, const char *name);
 
 /* Typed getters: 0, TERN_ENOTFOUND or TERN_ETYPE (message names the key).
  * Integer getters accept any integer type whose value fits. */
@@ -121,7 +106,7 @@ int gguf_get_i64(const gguf_file *f, const char *key, int64_t *out, tern_err *e)
 int gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out, tern_err *e);
 int gguf_get_f32(const gguf_file *f, const char *key, float *out, tern_err *e); /* f32 or f64 */
 int gguf_get_bool(const gguf_file *f, const char *key, bool *out, tern_err *e);
-int gguf_get_str(const gguf_file *f, const char *key, struct gguf_str *out, tern_err *e);
+int gguf_get_str(const gguf_file *f, const char *key, struct tern_str *out, tern_err *e);
 /* Array of `elem` type (GGUF_T_COUNT: any element type). */
 int gguf_get_arr(const gguf_file *f, const char *key, enum gguf_vtype elem,
 		 const struct gguf_value **out, tern_err *e);
@@ -135,7 +120,7 @@ int gguf_arr_elem(const struct gguf_value *arr, uint64_t i, struct gguf_value *o
  * TERN_ERANGE when the array is exhausted. */
 int gguf_arr_next(const struct gguf_value *arr, uint64_t *i, uint64_t *pos, struct gguf_value *out);
 /* i-th string of a string-array key in O(1). */
-struct gguf_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i);
+struct tern_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i);
 
 /* Scalar decoding (value must be of a numeric or bool type). */
 int64_t gguf_value_i64(const struct gguf_value *v);
@@ -146,9 +131,6 @@ bool gguf_value_is_int(const struct gguf_value *v);
 const char *gguf_vtype_name(uint32_t t);
 /* Encoded size of one element of a fixed-size type, 0 for string/array. */
 size_t gguf_vtype_size(uint32_t t);
-
-/* Compare a view with a C string. */
-bool gguf_str_eq(struct gguf_str s, const char *c);
 
 /* ---- writer ----------------------------------------------------------- */
 

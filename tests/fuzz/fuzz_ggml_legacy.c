@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	uint64_t acc = ggml_legacy_kind(m) + strlen(ggml_legacy_kind_name(m)) + ggml_legacy_file_size(m);
-	struct gguf_str mt = ggml_legacy_model_type(m);
+	struct tern_str mt = ggml_legacy_model_type(m);
 	for (uint64_t i = 0; i < mt.len; i++)
 		acc += (uint8_t)mt.ptr[i];
 	for (size_t i = 0; i < ggml_legacy_n_hparams(m); i++) {
@@ -35,12 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		acc += p[0] + p[(uint64_t)n_mel * n_fft * 4 - 1];
 	}
 	for (uint64_t i = 0; i < ggml_legacy_n_vocab(m); i++) {
-		struct gguf_str t = ggml_legacy_token(m, i);
+		struct tern_str t = ggml_legacy_token(m, i);
 		if (t.len)
 			acc += (uint8_t)t.ptr[0] + (uint8_t)t.ptr[t.len - 1];
 	}
 	for (uint64_t i = 0; i < ggml_legacy_n_tensors(m); i++) {
-		const struct gguf_tensor *t = ggml_legacy_tensor_at(m, i);
+		const struct tern_tensor_view *t = ggml_legacy_tensor_at(m, i);
 		const uint8_t *p = t->data;
 		if (t->offset + t->nbytes > size || p != data + t->offset || t->nbytes == 0)
 			__builtin_trap();

@@ -67,14 +67,14 @@ static void getters(const gguf_file *f, const struct gguf_kv *kv)
 	memcpy(key, kv->key.ptr, kv->key.len);
 	key[kv->key.len] = 0;
 	const struct gguf_kv *first = gguf_find(f, key);
-	CHECK(first && first <= kv && gguf_str_eq(first->key, key));
+	CHECK(first && first <= kv && tern_str_eq(first->key, key));
 	tern_err e = {0};
 	uint32_t u32;
 	int64_t i64;
 	uint64_t u64;
 	float f32;
 	bool b;
-	struct gguf_str s;
+	struct tern_str s;
 	const struct gguf_value *arr;
 	int rc[7] = {
 		gguf_get_u32(f, key, &u32, &e), gguf_get_i64(f, key, &i64, &e), gguf_get_u64(f, key, &u64, &e),
@@ -88,7 +88,7 @@ static void getters(const gguf_file *f, const struct gguf_kv *kv)
 	if (first->v.type == GGUF_T_ARRAY && first->v.elem == GGUF_T_STRING && first->v.n) {
 		uint64_t idx[2] = {0, first->v.n - 1};
 		for (int i = 0; i < 2; i++) {
-			struct gguf_str t = gguf_kv_arr_str(first, idx[i]);
+			struct tern_str t = gguf_kv_arr_str(first, idx[i]);
 			CHECK(in_file(f, t.ptr, t.len));
 			acc += t.len;
 		}
@@ -108,9 +108,9 @@ static void walk(const gguf_file *f)
 	}
 	CHECK(gguf_kv_at(f, gguf_n_kv(f)) == NULL);
 	for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
-		const struct gguf_tensor *t = gguf_tensor_at(f, i);
+		const struct tern_tensor_view *t = gguf_tensor_at(f, i);
 		CHECK(t && t->n_dims <= GGUF_MAX_DIMS && in_file(f, t->name.ptr, t->name.len));
-		acc += gguf_tensor_nelements(t);
+		acc += tern_tensor_nelements(t);
 		if (t->data) {
 			CHECK(in_file(f, t->data, t->nbytes));
 			CHECK((const uint8_t *)t->data == gguf_base(f) + gguf_data_offset(f) + t->offset);
@@ -121,8 +121,8 @@ static void walk(const gguf_file *f)
 		if (i < 256 && t->name.len < sizeof name && !memchr(t->name.ptr, 0, t->name.len)) {
 			memcpy(name, t->name.ptr, t->name.len);
 			name[t->name.len] = 0;
-			const struct gguf_tensor *ft = gguf_find_tensor(f, name);
-			CHECK(ft && gguf_str_eq(ft->name, name));
+			const struct tern_tensor_view *ft = gguf_find_tensor(f, name);
+			CHECK(ft && tern_str_eq(ft->name, name));
 		}
 	}
 	CHECK(gguf_tensor_at(f, gguf_n_tensors(f)) == NULL);

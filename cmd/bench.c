@@ -224,7 +224,7 @@ static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t
 	tern_err e = {0};
 	for (int c = 0; c < copies; c++) {
 		if (cpu_mm_prepare(&mm[c], pooln, t, w + (size_t)c * mat, rs, rows, cols, &mo, &e)) {
-			fprintf(stderr, "bench: %s: skipped: %s\n", quant_type_name(t), e.msg);
+			cli_warn("%s: skipped: %s", quant_type_name(t), e.msg);
 			do_mv = do_mm = false;
 			copies = c;
 			break;

@@ -32,7 +32,10 @@
  *          still reads the file's rows (both copies stay resident);
  *   ALL    every product reads the panels, one token included (the
  *          file's pages are no longer touched and may be dropped).
- * See scripts/bench_repack.c for what each costs and gains. */
+ * Measured with scripts/bench_repack.c (numbers in README, "Layout"): BATCH
+ * pays for short batches (20-49% at 32 tokens), hardly at 512; ALL makes
+ * one token 2-3x slower (the GEMM kernel fills one of its 8 token lanes and
+ * the panels are larger than the file's rows). NONE is the default. */
 enum cpu_mm_repack { CPU_MM_REPACK_NONE = 0, CPU_MM_REPACK_BATCH, CPU_MM_REPACK_ALL };
 
 struct cpu_mm_opts {

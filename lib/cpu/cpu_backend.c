@@ -105,24 +105,12 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 		return rc;
 	}
 	c->repack = o.repack;
-	c->be = (struct tern_backend){
-		.name = "cpu",
-		.caps = TERN_BACKEND_HOST_MEMORY,
-		.max_tokens = o.max_tokens,
-		.free = cpu_free,
-		.buf_alloc = cpu_host_buf_alloc,
-		.buf_weight = cpu_host_buf_weight,
-		.buf_free = cpu_buf_free,
-		.mat_prepare = cpu_mat_prepare,
-		.upload = cpu_host_upload,
-		.download = cpu_host_download,
-		.mat_vec = cpu_mat_vec,
-		.mat_mul = cpu_mat_mul,
-		.begin_step = cpu_host_step,
-		.end_step = cpu_host_step,
-		.sync = cpu_host_sync,
-		.impl = c,
-	};
+	cpu_host_table(&c->be, "cpu", 0, o.max_tokens, c);
+	c->be.free = cpu_free;
+	c->be.buf_free = cpu_buf_free;
+	c->be.mat_prepare = cpu_mat_prepare;
+	c->be.mat_vec = cpu_mat_vec;
+	c->be.mat_mul = cpu_mat_mul;
 	*out = &c->be;
 	return 0;
 }

@@ -169,3 +169,20 @@ int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, ter
 				 (long long)w->ne[0], (long long)w->ne[1], (long long)w->ne[2], (long long)w->ne[3]);
 	return 0;
 }
+
+void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl)
+{
+	*be = (struct tern_backend){
+		.name = name,
+		.caps = caps | TERN_BACKEND_HOST_MEMORY,
+		.max_tokens = max_tokens,
+		.buf_alloc = cpu_host_buf_alloc,
+		.buf_weight = cpu_host_buf_weight,
+		.upload = cpu_host_upload,
+		.download = cpu_host_download,
+		.begin_step = cpu_host_step,
+		.end_step = cpu_host_step,
+		.sync = cpu_host_sync,
+		.impl = impl,
+	};
+}

@@ -14,6 +14,11 @@ struct cpu_host {
 	tern_err pending; /* first contract violation since the last sync */
 };
 
+/* Fill the table's name, caps, batch bound and the host entries (buffers,
+ * transfers, steps, sync); the caller sets the products, buf_free and
+ * free. */
+void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl);
+
 int cpu_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
 		       tern_err *err);
 int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,

@@ -106,24 +106,12 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	struct ref *r = calloc(1, sizeof *r);
 	if (!r)
 		return tern_errf(err, TERN_ENOMEM, "cpu-ref: out of memory");
-	r->be = (struct tern_backend){
-		.name = "cpu-ref",
-		.caps = TERN_BACKEND_HOST_MEMORY | TERN_BACKEND_REFERENCE,
-		.max_tokens = max_tokens,
-		.free = ref_free,
-		.buf_alloc = cpu_host_buf_alloc,
-		.buf_weight = cpu_host_buf_weight,
-		.buf_free = ref_buf_free,
-		.mat_prepare = ref_mat_prepare,
-		.upload = cpu_host_upload,
-		.download = cpu_host_download,
-		.mat_vec = ref_mat_vec,
-		.mat_mul = ref_mat_mul,
-		.begin_step = cpu_host_step,
-		.end_step = cpu_host_step,
-		.sync = cpu_host_sync,
-		.impl = r,
-	};
+	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE, max_tokens, r);
+	r->be.free = ref_free;
+	r->be.buf_free = ref_buf_free;
+	r->be.mat_prepare = ref_mat_prepare;
+	r->be.mat_vec = ref_mat_vec;
+	r->be.mat_mul = ref_mat_mul;
 	*out = &r->be;
 	return 0;
 }

@@ -35,8 +35,10 @@
  *     view into the model file's mapping (TERN_BACKEND_HOST_MEMORY): the
  *     mapping must then outlive it, and nothing writes to it. Views made by
  *     tern_buf_rows() own nothing and must not outlive their buffer.
- *   - Host memory given to upload() / download() must stay valid, and
- *     download()'s destination is filled, only once sync() has returned.
+ *     A struct copy of a buffer shares its storage and prepared form:
+ *     free exactly one of them.
+ *   - Host memory given to upload() / download() must stay valid until
+ *     the next sync() returns; download()'s destination is filled then.
  *   - One thread drives a backend at a time. */
 #ifndef TERN_BACKEND_H
 #define TERN_BACKEND_H

@@ -19,6 +19,7 @@
 #include "quant/convert.h"
 #include "quant/cpu.h"
 #include "quant/quant.h"
+#include "lib/cpu/matmul.h"
 #include "lib/cpu/threadpool.h"
 
 static bool o_kernels, o_json;
@@ -216,7 +217,20 @@ static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t
 	for (int64_t i = 0; i < cols * 512; i++)
 		x[i] = sinf((float)i * 0.37f);
 	float *y = xmalloc((size_t)rows * 512 * sizeof *y);
-	size_t ss = tp_matmul_scratch_size(pooln, t, cols, 512);
+	/* one prepared matrix per copy (and pool: the scratch is per thread) */
+	struct cpu_mm *mm = xmalloc(sizeof *mm * (size_t)copies);
+	struct cpu_mm_opts mo = {.max_tokens = 512};
+	size_t ss = 1;
+	tern_err e = {0};
+	for (int c = 0; c < copies; c++) {
+		if (cpu_mm_prepare(&mm[c], pooln, t, w + (size_t)c * mat, rs, rows, cols, &mo, &e)) {
+			cli_warn("%s: skipped: %s", quant_type_name(t), e.msg);
+			do_mv = do_mm = false;
+			copies = c;
+			break;
+		}
+		ss = mm[c].scratch_size > ss ? mm[c].scratch_size : ss;
+	}
 	void *scratch = xmalloc(ss);
 	for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
 		int64_t nt = toks[ti];
@@ -231,10 +245,10 @@ static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t
 			double *times = xmalloc(sizeof(double) * 100000);
 			int n = 0, c = 0;
 			double start = now_s();
-			tp_matmul(p, t, w, rs, rows, cols, x, nt, y, scratch, ss, NULL); /* warm up */
+			cpu_mm_run(&mm[0], p, x, nt, y, scratch); /* warm up */
 			while (n < 100000 && (n < 3 || now_s() - start < (double)o_min_ms / 1000)) {
 				double t0 = now_s();
-				tp_matmul(p, t, w + (size_t)c * mat, rs, rows, cols, x, nt, y, scratch, ss, NULL);
+				cpu_mm_run(&mm[c], p, x, nt, y, scratch);
 				times[n++] = now_s() - t0;
 				c = (c + 1) % copies;
 			}
@@ -245,6 +259,9 @@ static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t
 						   (double)mat / med / 1e9, 2.0 * (double)rows * (double)cols * (double)nt / med / 1e9});
 		}
 	}
+	for (int c = 0; c < copies; c++)
+		cpu_mm_release(&mm[c]);
+	free(mm);
 	free(scratch);
 	free(y);
 	free(x);

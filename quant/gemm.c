@@ -60,3 +60,25 @@ void quant_gemm_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride,
 	if (o)
 		o->rows(t, cols, w, wstride, nr, act, ntok, y, ystride, tmp);
 }
+
+size_t quant_gemm_panel_size(uint32_t t, int64_t cols)
+{
+	const struct quant_gemm_ops *o = ops_for(t);
+	return o ? o->panel_size(t, cols) : 0;
+}
+
+void quant_gemm_pack_panel(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, void *panel,
+			   void *tmp)
+{
+	const struct quant_gemm_ops *o = ops_for(t);
+	if (o)
+		o->pack_panel(t, cols, w, wstride, nr, panel, tmp);
+}
+
+void quant_gemm_rows_panel(uint32_t t, int64_t cols, const void *panel, int nr, const void *act, int64_t ntok,
+			   float *y, size_t ystride)
+{
+	const struct quant_gemm_ops *o = ops_for(t);
+	if (o)
+		o->rows_panel(t, cols, panel, nr, act, ntok, y, ystride);
+}

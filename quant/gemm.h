@@ -19,6 +19,11 @@
  * differs. Nothing here allocates: the caller provides the activation
  * buffer and one scratch buffer per thread.
  *
+ * Step 2 can also be split: quant_gemm_pack_panel() converts 16 rows once
+ * (at load time) and quant_gemm_rows_panel() multiplies the stored panel;
+ * quant_gemm_rows() is exactly the two in a row, so the results are the
+ * same bits.
+ *
  * Available only where the chosen ISA has a kernel for the type
  * (quant_gemm_ok); otherwise the caller uses quant_dot_tile. */
 #ifndef TERN_QUANT_GEMM_H
@@ -57,5 +62,19 @@ void quant_gemm_pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok,
  * QG_ROWS rows, wstride bytes apart) and every token of act. */
 void quant_gemm_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr,
 		     const void *act, int64_t ntok, float *y, size_t ystride, void *tmp);
+
+/* Bytes of one panel of QG_ROWS rows of cols columns, a multiple of 64
+ * (0 if the type has no kernel). */
+size_t quant_gemm_panel_size(uint32_t t, int64_t cols);
+
+/* Convert nr rows (at most QG_ROWS, wstride bytes apart) into panel
+ * (64-byte aligned, quant_gemm_panel_size bytes). tmp: scratch of
+ * quant_gemm_tmp_size bytes. */
+void quant_gemm_pack_panel(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, void *panel,
+			   void *tmp);
+
+/* quant_gemm_rows() over a panel made by quant_gemm_pack_panel(). */
+void quant_gemm_rows_panel(uint32_t t, int64_t cols, const void *panel, int nr, const void *act, int64_t ntok,
+			   float *y, size_t ystride);
 
 #endif

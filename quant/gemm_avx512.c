@@ -794,26 +794,53 @@ static const struct gdesc *desc(uint32_t t)
 	return t < QT_COUNT && d[t].pack ? &d[t] : NULL;
 }
 
-static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act, int64_t ntok,
-		 float *y, size_t ystride, void *tmp)
+static size_t panel_size(uint32_t t, int64_t cols)
 {
 	const struct gdesc *g = desc(t);
-	uint8_t *panel = align64(tmp);
-	uint8_t *dec = panel + panel_bytes(g, cols);
-	g->pack(cols, w, wstride, nr, panel, dec);
-	const float *sc = (const float *)(panel + vals_bytes(g->lay, cols));
+	return g ? (panel_bytes(g, cols) + 63) & ~(size_t)63 : 0;
+}
+
+static void pack_panel(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, void *panel, void *tmp)
+{
+	const struct gdesc *g = desc(t);
+	g->pack(cols, w, wstride, nr, panel, align64(tmp) + panel_bytes(g, cols));
+}
+
+static void rows_panel(uint32_t t, int64_t cols, const void *panel, int nr, const void *act, int64_t ntok, float *y,
+		       size_t ystride)
+{
+	const struct gdesc *g = desc(t);
+	const uint8_t *pv = panel;
+	const float *sc = (const float *)(pv + vals_bytes(g->lay, cols));
 	const float *mn = sc + (cols / g->g) * QG_ROWS;
 	size_t tb = tile_bytes(g, cols);
 	__mmask16 m = (__mmask16)((1u << nr) - 1);
 	for (int64_t t0 = 0; t0 < ntok; t0 += GT) {
 		__m512 acc[GT];
-		g->kern(cols / 32, panel, sc, mn, (const uint8_t *)act + (size_t)(t0 / GT) * tb, cols, g->lut, acc);
+		g->kern(cols / 32, pv, sc, mn, (const uint8_t *)act + (size_t)(t0 / GT) * tb, cols, g->lut, acc);
 		int nt = ntok - t0 < GT ? (int)(ntok - t0) : GT;
 		for (int i = 0; i < nt; i++)
 			_mm512_mask_storeu_ps(y + (size_t)(t0 + i) * ystride, m, acc[i]);
 	}
 }
 
-const struct quant_gemm_ops quant_gemm_int_avx512 = {ok, act_size, tmp_size, pack_act, rows};
+static void rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act, int64_t ntok,
+		 float *y, size_t ystride, void *tmp)
+{
+	uint8_t *panel = align64(tmp);
+	pack_panel(t, cols, w, wstride, nr, panel, tmp);
+	rows_panel(t, cols, panel, nr, act, ntok, y, ystride);
+}
+
+const struct quant_gemm_ops quant_gemm_int_avx512 = {
+	.ok = ok,
+	.act_size = act_size,
+	.tmp_size = tmp_size,
+	.pack_act = pack_act,
+	.rows = rows,
+	.panel_size = panel_size,
+	.pack_panel = pack_panel,
+	.rows_panel = rows_panel,
+};
 
 #endif

@@ -274,13 +274,20 @@ static void gf_tile(uint32_t t, int64_t K, const float *panel, const uint32_t *a
 	}
 }
 
-static void gf_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act,
-		    int64_t ntok, float *y, size_t ystride, void *tmp)
+static size_t gf_panel_size(uint32_t t, int64_t cols) { return (size_t)gf_ksteps(t, cols) * 64; }
+
+static void gf_pack_panel_to(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, void *panel,
+			     void *tmp)
+{
+	(void)tmp;
+	gf_pack_panel(t, cols, w, wstride, nr, panel);
+}
+
+static void gf_rows_panel(uint32_t t, int64_t cols, const void *panel, int nr, const void *act, int64_t ntok,
+			  float *y, size_t ystride)
 {
 	int64_t K = gf_ksteps(t, cols);
-	float *panel = gf_align(tmp);
 	const uint32_t *a = gf_align(act);
-	gf_pack_panel(t, cols, w, wstride, nr, panel);
 	for (int64_t t0 = 0; t0 < ntok; t0 += GF_T) {
 		int nt = ntok - t0 < GF_T ? (int)(ntok - t0) : GF_T;
 		const uint32_t *at = a + (t0 / GF_T) * K * GF_T;
@@ -289,11 +296,22 @@ static void gf_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, 
 	}
 }
 
+static void gf_rows(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act,
+		    int64_t ntok, float *y, size_t ystride, void *tmp)
+{
+	float *panel = gf_align(tmp);
+	gf_pack_panel(t, cols, w, wstride, nr, panel);
+	gf_rows_panel(t, cols, panel, nr, act, ntok, y, ystride);
+}
+
 const struct quant_gemm_ops quant_gemm_float_avx512 = {
 	.ok = gf_ok,
 	.act_size = gf_act_size,
 	.tmp_size = gf_tmp_size,
 	.pack_act = gf_pack_act,
 	.rows = gf_rows,
+	.panel_size = gf_panel_size,
+	.pack_panel = gf_pack_panel_to,
+	.rows_panel = gf_rows_panel,
 };
 #endif

@@ -119,6 +119,12 @@ struct quant_gemm_ops {
 			 void *act, void *tmp);
 	void (*rows)(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, const void *act,
 		     int64_t ntok, float *y, size_t ystride, void *tmp);
+	/* rows() in two steps, for weights converted once at load time */
+	size_t (*panel_size)(uint32_t t, int64_t cols);
+	void (*pack_panel)(uint32_t t, int64_t cols, const uint8_t *w, size_t wstride, int nr, void *panel,
+			   void *tmp);
+	void (*rows_panel)(uint32_t t, int64_t cols, const void *panel, int nr, const void *act, int64_t ntok,
+			   float *y, size_t ystride);
 };
 extern const struct quant_gemm_ops quant_gemm_int_avx512;
 extern const struct quant_gemm_ops quant_gemm_float_avx512;

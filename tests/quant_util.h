@@ -1,4 +1,4 @@
-/* quant_util.h - helpers shared by the quant and thread-pool tests: random
+/* quant_util.h - helpers shared by the quant, GEMM and backend tests:
  * rows of any type (random bytes with finite scale fields, or quantized
  * from random floats) and a seeded generator. Header-only, static. */
 #ifndef TERN_TESTS_QUANT_UTIL_H

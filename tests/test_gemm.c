@@ -2,7 +2,8 @@
  * directly: each output equals the scalar reference dot of the weight row
  * with the token quantized as the dot kernels see it, for 1..16 rows,
  * token counts that do and do not fill a tile, activations packed in
- * several ranges over a dirty buffer, unaligned rows with odd strides. */
+ * several ranges over a dirty buffer, unaligned rows with odd strides; a
+ * panel converted once (quant_gemm_pack_panel) gives the same bits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +60,24 @@ static void check(uint32_t t, int64_t cols, int nr, int64_t ntok, int random_byt
 		y[i] = 12345.0f;
 	memset(tmp, 0x5A, ts);
 	quant_gemm_rows(t, cols, w, ws, nr, act, ntok, y, ystride, tmp);
+	/* the same product in two steps (a panel stored at load time) gives
+	 * the same bits and writes the same entries */
+	size_t ps = quant_gemm_panel_size(t, cols);
+	assert_true(ps > 0 && ps % 64 == 0);
+	uint8_t *panel = aligned_alloc(64, ps);
+	float *y2 = malloc(sizeof(float) * ystride * (size_t)ntok);
+	for (size_t i = 0; i < ystride * (size_t)ntok; i++)
+		y2[i] = 12345.0f;
+	memset(tmp, 0x5A, ts);
+	memset(panel, 0xA5, ps);
+	quant_gemm_pack_panel(t, cols, w, ws, nr, panel, tmp);
+	memset(tmp, 0x5A, ts);
+	quant_gemm_rows_panel(t, cols, panel, nr, act, ntok, y2, ystride);
+	if (memcmp(y, y2, sizeof(float) * ystride * (size_t)ntok) != 0)
+		fail_msg("%s cols %lld, %d rows: stored panel differs from the per-call one", quant_type_name(t),
+			 (long long)cols, nr);
+	free(y2);
+	free(panel);
 	size_t ars = at == QT_F32 ? (size_t)cols * 4 : quant_row_size(at, (uint64_t)cols, NULL);
 	uint8_t *a = malloc(ars);
 	for (int64_t k = 0; k < ntok; k++) {

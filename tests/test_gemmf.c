@@ -78,6 +78,18 @@ static void check(uint32_t t, int64_t cols, int64_t ntok, int nr)
 		y[i] = SENTINEL;
 	memset(tbuf, 0x5A, ts + 5);
 	o->rows(t, cols, w, wstride, nr, abuf + 3, ntok, y, ystride, tbuf + 5);
+	/* a panel stored once (load-time repack) gives the same bits */
+	size_t ps = o->panel_size(t, cols);
+	float *panel = aligned_alloc(64, ps), *y2 = malloc(sizeof(float) * ystride * (size_t)(ntok + 1));
+	for (size_t i = 0; i < ystride * (size_t)(ntok + 1); i++)
+		y2[i] = SENTINEL;
+	memset(panel, 0xA5, ps);
+	o->pack_panel(t, cols, w, wstride, nr, panel, tbuf + 5);
+	o->rows_panel(t, cols, panel, nr, abuf + 3, ntok, y2, ystride);
+	if (memcmp(y, y2, sizeof(float) * ystride * (size_t)(ntok + 1)) != 0)
+		fail_msg("%s cols %lld nr %d: stored panel differs", quant_type_name(t), (long long)cols, nr);
+	free(panel);
+	free(y2);
 
 	for (int64_t tok = 0; tok < ntok; tok++) {
 		for (int r = 0; r < nr; r++) {

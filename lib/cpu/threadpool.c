@@ -1,5 +1,4 @@
-/* threadpool.c - persistent workers, a spin-then-sleep barrier, and the
- * threaded mat-vec / mat-mat over quantized weights.
+/* threadpool.c - persistent workers and a spin-then-sleep barrier.
  *
  * Waiting is done in two steps: a short spin on the shared word (a decode
  * step issues hundreds of jobs, each a few microseconds long, and a futex
@@ -12,13 +11,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include "quant/gemm.h"
-#include "quant/quant.h"
 
 /* A pause costs ~50 ns on current x86 cores: workers spin ~50 us for the
  * next job (a decode step issues jobs back to back), the caller spins
@@ -26,7 +23,6 @@
  * preempted on an oversubscribed machine gets the core back quickly. */
 #define SPIN_ITERS 1024
 #define SPIN_DONE 256
-#define MV_RANGES 64
 
 struct tp_pool {
 	int n;
@@ -199,196 +195,4 @@ void tp_barrier(struct tp_pool *p)
 		return;
 	}
 	wait_change(p, &p->bar_phase, phase, &p->sleepers);
-}
-
-/* ---- matrix products ------------------------------------------------------- */
-
-static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
-
-static size_t gemm_scratch(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok)
-{
-	/* batches from quant_gemm_min_tokens() on go through the panel GEMM
-	 * (quant/gemm.h) where the CPU has one for the type */
-	if (!quant_gemm_ok(wtype) || ntok < quant_gemm_min_tokens(wtype))
-		return 0;
-	return 64 + up64(quant_gemm_act_size(wtype, cols, ntok)) +
-	       (size_t)tp_threads(p) * up64(quant_gemm_tmp_size(wtype, cols));
-}
-
-static size_t tile_scratch(uint32_t wtype, int64_t cols, int64_t ntok)
-{
-	uint32_t at = quant_vec_dot_type(wtype);
-	if (at == QT_F32)
-		return 0;
-	return quant_row_size(at, (uint64_t)cols, NULL) * (size_t)ntok;
-}
-
-size_t tp_matmul_scratch_size(const struct tp_pool *p, uint32_t wtype, int64_t cols, int64_t ntok)
-{
-	if (!quant_type_valid(wtype) || cols <= 0 || ntok <= 0)
-		return 0;
-	size_t g = gemm_scratch(p, wtype, cols, ntok), t = tile_scratch(wtype, cols, ntok);
-	return g > t ? g : t;
-}
-
-struct mm_job {
-	struct tp_pool *pool;
-	uint32_t wtype, at;
-	const uint8_t *w;
-	size_t wstride;
-	int64_t rows, cols, ntok;
-	const float *x;
-	float *y;
-	uint8_t *q;      /* [ntok][arow] quantized activations, or NULL */
-	uint8_t *gact;   /* GEMM path: packed activations, or NULL */
-	uint8_t *gtmp;   /* GEMM path: per-thread scratch, gtmp_size apart */
-	size_t gtmp_size;
-	size_t arow;     /* bytes per activation row (quantized or f32) */
-	int64_t row_chunk, tok_chunk, n_row_chunks, n_chunks;
-	_Atomic int64_t next;
-	/* one token: each thread owns a contiguous range of row chunks (one
-	 * long stream for the prefetchers) and steals from the others' ranges
-	 * when its own is done */
-	int n_ranges;
-	struct {
-		_Atomic int64_t next;
-		int64_t end;
-		char pad[48];
-	} range[MV_RANGES];
-};
-
-static void gemm_body(struct mm_job *j, int ith, int nth)
-{
-	uint8_t *tmp = j->gtmp + (size_t)ith * j->gtmp_size;
-	int64_t t0 = j->ntok * ith / nth, t1 = j->ntok * (ith + 1) / nth;
-	if (t1 > t0 || ith == nth - 1)
-		quant_gemm_pack_act(j->wtype, j->cols, j->x, j->ntok, t0, t1, j->gact, tmp);
-	tp_barrier(j->pool);
-	for (;;) {
-		int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-		if (c >= j->n_chunks)
-			break;
-		int64_t r0 = c * QG_ROWS;
-		int nr = (int)(j->rows - r0 < QG_ROWS ? j->rows - r0 : QG_ROWS);
-		quant_gemm_rows(j->wtype, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, nr, j->gact, j->ntok,
-				j->y + r0, (size_t)j->rows, tmp);
-	}
-}
-
-static void mm_body(void *varg, int ith, int nth)
-{
-	struct mm_job *j = varg;
-	if (j->gact) {
-		gemm_body(j, ith, nth);
-		return;
-	}
-	const uint8_t *a = j->q ? j->q : (const uint8_t *)j->x;
-	if (j->q && j->ntok > 1) {
-		const struct quant_type_info *ai = quant_type_info(j->at);
-		int64_t nb = j->cols / ai->blck;
-		for (int64_t t = 0; t < j->ntok; t++) {
-			int64_t b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
-			if (b1 > b0)
-				quant_quantize_act(j->at, j->x + t * j->cols + b0 * ai->blck,
-						   j->q + (size_t)t * j->arow + (size_t)b0 * ai->size,
-						   (uint64_t)((b1 - b0) * ai->blck));
-		}
-		tp_barrier(j->pool);
-	}
-	if (j->n_ranges) {
-		int own = ith % j->n_ranges;
-		for (int k = 0; k < j->n_ranges; k++) {
-			int rg = (own + k) % j->n_ranges;
-			for (;;) {
-				int64_t rc = atomic_fetch_add_explicit(&j->range[rg].next, 1, memory_order_relaxed);
-				if (rc >= j->range[rg].end)
-					break;
-				int64_t r0 = rc * j->row_chunk;
-				int nr = (int)(j->rows - r0 < j->row_chunk ? j->rows - r0 : j->row_chunk);
-				quant_dot_tile(j->wtype, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, nr, a, j->arow, 1,
-					       j->y + r0, (size_t)j->rows);
-			}
-		}
-		return;
-	}
-	for (;;) {
-		int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-		if (c >= j->n_chunks)
-			break;
-		int64_t tc = c / j->n_row_chunks, rc = c % j->n_row_chunks;
-		int64_t r0 = rc * j->row_chunk, t0 = tc * j->tok_chunk;
-		int nr = (int)(j->rows - r0 < j->row_chunk ? j->rows - r0 : j->row_chunk);
-		int nc = (int)(j->ntok - t0 < j->tok_chunk ? j->ntok - t0 : j->tok_chunk);
-		quant_dot_tile(j->wtype, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, nr,
-			       a + (size_t)t0 * j->arow, j->arow, nc, j->y + t0 * j->rows + r0, (size_t)j->rows);
-	}
-}
-
-int tp_matmul(struct tp_pool *p, uint32_t wtype, const void *w, size_t wstride, int64_t rows,
-	      int64_t cols, const float *x, int64_t ntok, float *y, void *scratch, size_t scratch_size,
-	      tern_err *err)
-{
-	if (!quant_type_valid(wtype))
-		return tern_errf(err, TERN_EINVAL, "matmul: invalid weight type %u", wtype);
-	uint32_t at = quant_vec_dot_type(wtype);
-	const struct quant_type_info *wi = quant_type_info(wtype), *ai = quant_type_info(at);
-	if (rows <= 0 || cols <= 0 || ntok <= 0 || cols % wi->blck || cols % ai->blck)
-		return tern_errf(err, TERN_EINVAL, "matmul: bad shape %lld x %lld (%s), %lld tokens",
-				 (long long)rows, (long long)cols, wi->name, (long long)ntok);
-	if (wstride < quant_row_size(wtype, (uint64_t)cols, NULL))
-		return tern_errf(err, TERN_EINVAL, "matmul: row stride %zu below the row size", wstride);
-	/* the GEMM path where the scratch was sized for it (the ISA can be
-	 * forced between sizing and use), else the tiles */
-	size_t gs = gemm_scratch(p, wtype, cols, ntok);
-	bool gemm = gs && scratch_size >= gs;
-	if (!gemm && scratch_size < tile_scratch(wtype, cols, ntok))
-		return tern_errf(err, TERN_EINVAL, "matmul: scratch of %zu bytes, %zu needed", scratch_size,
-				 tp_matmul_scratch_size(p, wtype, cols, ntok));
-	struct mm_job j = {
-		.pool = p, .wtype = wtype, .at = at, .w = w, .wstride = wstride, .rows = rows,
-		.cols = cols, .ntok = ntok, .x = x, .y = y,
-	};
-	if (gemm) {
-		j.gact = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-		j.gtmp = j.gact + up64(quant_gemm_act_size(wtype, cols, ntok));
-		j.gtmp_size = up64(quant_gemm_tmp_size(wtype, cols));
-		j.n_chunks = (rows + QG_ROWS - 1) / QG_ROWS;
-		atomic_init(&j.next, 0);
-		tp_run(p, mm_body, &j);
-		return 0;
-	}
-	if (at != QT_F32) {
-		j.q = scratch;
-		j.arow = quant_row_size(at, (uint64_t)cols, NULL);
-	} else {
-		j.arow = (size_t)cols * sizeof(float);
-	}
-	/* Tiles: a token chunk whose activations stay in L2 while the threads
-	 * sweep the rows; small row chunks for one token so that the threads
-	 * balance even when one of them is descheduled. */
-	j.tok_chunk = ntok < 64 ? ntok : 64;
-	j.row_chunk = ntok == 1 ? 16 : 64;
-	j.n_row_chunks = (rows + j.row_chunk - 1) / j.row_chunk;
-	j.n_chunks = j.n_row_chunks * ((ntok + j.tok_chunk - 1) / j.tok_chunk);
-	atomic_init(&j.next, 0);
-	if (ntok == 1 && tp_threads(p) > 1) {
-		int nth = tp_threads(p);
-		j.n_ranges = nth < MV_RANGES ? nth : MV_RANGES;
-		for (int k = 0; k < j.n_ranges; k++) {
-			atomic_init(&j.range[k].next, j.n_row_chunks * k / j.n_ranges);
-			j.range[k].end = j.n_row_chunks * (k + 1) / j.n_ranges;
-		}
-	}
-	/* One token: quantizing a row takes microseconds, less than waking
-	 * the workers for a barrier would; the caller does it alone. */
-	if (j.q && ntok == 1)
-		quant_quantize_act(at, x, j.q, (uint64_t)cols);
-	tp_run(p, mm_body, &j);
-	return 0;
-}
-
-int tp_matvec(struct tp_pool *p, uint32_t wtype, const void *w, size_t wstride, int64_t rows,
-	      int64_t cols, const float *x, float *y, void *scratch, size_t scratch_size, tern_err *err)
-{
-	return tp_matmul(p, wtype, w, wstride, rows, cols, x, 1, y, scratch, scratch_size, err);
 }

@@ -1,0 +1,188 @@
+/* host.c - host-memory buffers, transfers and deferred errors shared by the
+ * CPU backends (lib/cpu/host.h). */
+#include "lib/cpu/host.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+/* byte strides of a contiguous buffer of type and shape */
+static int set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err)
+{
+	if (!quant_type_valid(type))
+		return tern_errf(err, TERN_EINVAL, "buffer: invalid type %u", type);
+	if (n_dims < 1 || n_dims > TERN_MAX_DIMS)
+		return tern_errf(err, TERN_EINVAL, "buffer: %d dimensions, 1..%d allowed", n_dims, TERN_MAX_DIMS);
+	const struct quant_type_info *ti = quant_type_info(type);
+	b->type = type;
+	for (int i = 0; i < TERN_MAX_DIMS; i++) {
+		b->ne[i] = i < n_dims ? ne[i] : 1;
+		if (b->ne[i] < 1 || b->ne[i] > ((int64_t)1 << 40))
+			return tern_errf(err, TERN_EINVAL, "buffer: dimension %d of %lld elements", i, (long long)b->ne[i]);
+	}
+	bool ok = true;
+	b->nb[0] = ti->size;
+	b->nb[1] = quant_row_size(type, (uint64_t)b->ne[0], &ok);
+	if (!ok)
+		return tern_errf(err, TERN_EINVAL, "buffer: rows of %lld %s elements (block %u)", (long long)b->ne[0],
+				 ti->name, ti->blck);
+	for (int i = 2; i < TERN_MAX_DIMS; i++) {
+		if (b->nb[i - 1] > SIZE_MAX / 2 / (size_t)b->ne[i - 1])
+			return tern_errf(err, TERN_EINVAL, "buffer: size overflows");
+		b->nb[i] = b->nb[i - 1] * (size_t)b->ne[i - 1];
+	}
+	if (b->nb[3] > SIZE_MAX / 2 / (size_t)b->ne[3])
+		return tern_errf(err, TERN_EINVAL, "buffer: size overflows");
+	return 0;
+}
+
+int cpu_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
+		       tern_err *err)
+{
+	struct tern_buf nb = {.be = be, .flags = TERN_BUF_OWNS};
+	*b = (struct tern_buf){0};
+	int rc = set_shape(&nb, type, n_dims, ne, err);
+	if (rc)
+		return rc;
+	size_t size = nb.nb[3] * (size_t)nb.ne[3];
+	nb.mem = aligned_alloc(64, (size + 63) & ~(size_t)63);
+	if (!nb.mem)
+		return tern_errf(err, TERN_ENOMEM, "buffer: out of memory for %zu bytes", size);
+	*b = nb;
+	return 0;
+}
+
+int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,
+			tern_err *err)
+{
+	struct tern_buf nb = {.be = be, .flags = TERN_BUF_READONLY};
+	*b = (struct tern_buf){0};
+	int64_t ne[TERN_MAX_DIMS];
+	for (int i = 0; i < TERN_MAX_DIMS; i++)
+		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
+	int rc = set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
+	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
+		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
+			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
+	if (rc) {
+		char name[96];
+		snprintf(name, sizeof name, "tensor %.*s", (int)(t->name.len < 80 ? t->name.len : 80),
+			 t->name.ptr ? t->name.ptr : "");
+		tern_err_prefix(err, name);
+		return rc;
+	}
+	nb.mem = (void *)(uintptr_t)t->data; /* read-only: TERN_BUF_READONLY */
+	*b = nb;
+	return 0;
+}
+
+void cpu_host_buf_release(struct tern_buf *b)
+{
+	if (b->flags & TERN_BUF_OWNS)
+		free(b->mem);
+	*b = (struct tern_buf){0};
+}
+
+void cpu_host_fail(struct tern_backend *be, const char *fmt, ...)
+{
+	struct cpu_host *h = be->impl;
+	if (h->pending.code)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	h->pending.code = TERN_EINVAL;
+	int n = snprintf(h->pending.msg, sizeof h->pending.msg, "%s: ", be->name);
+	vsnprintf(h->pending.msg + n, sizeof h->pending.msg - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static bool range_ok(struct tern_backend *be, const char *op, const struct tern_buf *b, size_t offset, size_t n)
+{
+	size_t size = b->be == be ? tern_buf_nbytes(b) : 0;
+	if (b->be != be || !b->mem || offset > size || n > size - offset) {
+		cpu_host_fail(be, "%s of %zu bytes at %zu outside a buffer of %zu", op, n, offset, size);
+		return false;
+	}
+	return true;
+}
+
+void cpu_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n)
+{
+	if (dst->flags & TERN_BUF_READONLY) {
+		cpu_host_fail(be, "upload into a read-only weight");
+		return;
+	}
+	if (range_ok(be, "upload", dst, offset, n))
+		memcpy((uint8_t *)dst->mem + dst->offset + offset, src, n);
+}
+
+void cpu_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n)
+{
+	if (range_ok(be, "download", src, offset, n))
+		memcpy(dst, (const uint8_t *)src->mem + src->offset + offset, n);
+}
+
+void cpu_host_step(struct tern_backend *be) { (void)be; }
+
+int cpu_host_sync(struct tern_backend *be, tern_err *err)
+{
+	struct cpu_host *h = be->impl;
+	int rc = h->pending.code;
+	if (rc)
+		tern_errf(err, rc, "%s", h->pending.msg);
+	h->pending = (tern_err){0};
+	return rc;
+}
+
+static bool contiguous_f32(const struct tern_buf *b)
+{
+	return b->type == QT_F32 && b->nb[1] == (size_t)b->ne[0] * 4 && b->ne[2] == 1 && b->ne[3] == 1;
+}
+
+bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
+		      const struct tern_buf *y, bool one_token)
+{
+	if (w->be != be || !w->prep) {
+		cpu_host_fail(be, "%s: weight not prepared by this backend", op);
+		return false;
+	}
+	int64_t ntok = x->ne[1];
+	if (x->be != be || y->be != be || !contiguous_f32(x) || !contiguous_f32(y) || x->ne[0] != w->ne[0] ||
+	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens || (one_token && ntok != 1)) {
+		cpu_host_fail(be, "%s: operands do not fit a %lld x %lld weight (x %lld x %lld, y %lld x %lld)", op,
+			      (long long)w->ne[1], (long long)w->ne[0], (long long)x->ne[1], (long long)x->ne[0],
+			      (long long)y->ne[1], (long long)y->ne[0]);
+		return false;
+	}
+	return true;
+}
+
+int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err)
+{
+	if (w->be != be || !w->mem)
+		return tern_errf(err, TERN_EINVAL, "%s: weight is not a buffer of this backend", be->name);
+	if (w->ne[2] != 1 || w->ne[3] != 1)
+		return tern_errf(err, TERN_EINVAL, "%s: weight of %lld x %lld x %lld x %lld is not a matrix", be->name,
+				 (long long)w->ne[0], (long long)w->ne[1], (long long)w->ne[2], (long long)w->ne[3]);
+	return 0;
+}
+
+void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl)
+{
+	*be = (struct tern_backend){
+		.name = name,
+		.caps = caps | TERN_BACKEND_HOST_MEMORY,
+		.max_tokens = max_tokens,
+		.buf_alloc = cpu_host_buf_alloc,
+		.buf_weight = cpu_host_buf_weight,
+		.upload = cpu_host_upload,
+		.download = cpu_host_download,
+		.begin_step = cpu_host_step,
+		.end_step = cpu_host_step,
+		.sync = cpu_host_sync,
+		.impl = impl,
+	};
+}

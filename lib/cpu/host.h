@@ -1,0 +1,46 @@
+/* host.h - what the two CPU backends share: buffers in host memory (and
+ * weights as views of the model file's mapping), transfers as memcpy, and
+ * the error that a per-step op records for the next sync(). Internal to
+ * lib/cpu. */
+#ifndef TERN_CPU_HOST_H
+#define TERN_CPU_HOST_H
+
+#include <stdbool.h>
+
+#include "lib/backend.h"
+
+/* State every CPU backend starts with (its impl points here first). */
+struct cpu_host {
+	tern_err pending; /* first contract violation since the last sync */
+};
+
+/* Fill the table's name, caps, batch bound and the host entries (buffers,
+ * transfers, steps, sync); the caller sets the products, buf_free and
+ * free. */
+void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl);
+
+int cpu_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
+		       tern_err *err);
+int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,
+			tern_err *err);
+/* Frees the storage; the caller frees b->prep first. */
+void cpu_host_buf_release(struct tern_buf *b);
+void cpu_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n);
+void cpu_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n);
+void cpu_host_step(struct tern_backend *be);
+int cpu_host_sync(struct tern_backend *be, tern_err *err);
+
+/* Record a contract violation for the next sync (the first one wins). */
+void cpu_host_fail(struct tern_backend *be, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Check the operands of a product: w a prepared 2-D weight of this
+ * backend, x f32 [ntok][cols] and y f32 [ntok][rows] contiguous, ntok in
+ * 1..max_tokens (exactly 1 for mat_vec). Records the violation and
+ * returns false when they do not fit. */
+bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
+		      const struct tern_buf *y, bool one_token);
+
+/* Check a weight for mat_prepare: a 2-D buffer of this backend. */
+int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
+
+#endif

@@ -19,6 +19,8 @@
  * from several threads at once. */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,25 +91,6 @@ static int emit(struct enc *en, int32_t id)
 		return OOM(en);
 	en->out[en->n++] = id;
 	return 0;
-}
-
-static size_t utf8_len(unsigned char c)
-{
-	static const uint8_t l[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-	return l[c >> 4];
-}
-
-/* Length of the character at s; an invalid byte stands alone, so that it
- * falls back to its byte piece without taking valid text with it. */
-static size_t utf8_valid_len(const unsigned char *s, size_t n)
-{
-	size_t l = utf8_len(s[0]);
-	if (l == 1 || l > n || s[0] < 0xc2 || s[0] > 0xf4)
-		return 1;
-	for (size_t i = 1; i < l; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 1;
-	return l;
 }
 
 /* ---- binary heap of candidate merges ------------------------------------ */
@@ -220,9 +203,12 @@ static int spm_merge(struct enc *en, const char *text, size_t len)
 		return 0;
 	if (grow((void **)&en->sym, &en->cap_sym, len, sizeof *en->sym))
 		return OOM(en);
+	/* one symbol per character; an invalid byte is a symbol of its own,
+	 * so that it falls back to its byte piece without taking valid text
+	 * with it */
 	int32_t ns = 0;
 	for (size_t off = 0; off < len; ns++) {
-		size_t l = utf8_valid_len((const unsigned char *)text + off, len - off);
+		size_t l = tern_utf8_step((const unsigned char *)text + off, len - off, TERN_UTF8_TOKENIZER);
 		en->sym[ns] = (struct sym){ns - 1, off + l == len ? -1 : ns + 1, (uint32_t)off, (uint32_t)l, -1};
 		off += l;
 	}
@@ -417,15 +403,11 @@ static int nfc(struct enc *en, const char *s, size_t n, const char **out, size_t
 		return 0;
 	size_t o = 0;
 	for (i = 0; i < n;) {
-		/* longest valid run from i */
-		size_t j = i;
-		while (j < n) {
-			utf8proc_int32_t cp;
-			utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + j, (utf8proc_ssize_t)(n - j), &cp);
-			if (l <= 0)
-				break;
-			j += (size_t)l;
-		}
+		/* longest well-formed run from i (utf8proc_map refuses
+		 * anything else) */
+		size_t j = i, l;
+		while (j < n && (l = tern_utf8_step((const unsigned char *)s + j, n - j, TERN_UTF8_STRICT)))
+			j += l;
 		if (j > i) {
 			utf8proc_uint8_t *m = NULL;
 			utf8proc_ssize_t ml = utf8proc_map((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(j - i), &m,
@@ -552,13 +534,11 @@ static int wpm_encode(struct enc *en, const char *s, size_t n)
 		wchars++;                                                          \
 	} while (0)
 	for (size_t i = 0; i < n;) {
-		utf8proc_int32_t c;
-		utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
-		if (l <= 0) {
-			c = 0xFFFD; /* invalid byte: dropped like U+FFFD */
-			l = 1;
-		}
-		i += (size_t)l;
+		uint32_t u;
+		i += tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_LOSSY, &u);
+		if (u == TERN_UTF8_BAD)
+			continue; /* dropped like the U+FFFD it stands for */
+		utf8proc_int32_t c = (utf8proc_int32_t)u;
 		if (c == 0 || c == 0xFFFD || (c != '\t' && c != '\n' && c != '\r' && is_other(c)))
 			continue;
 		if (is_space(c)) {

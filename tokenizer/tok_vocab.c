@@ -6,6 +6,8 @@
  * (e.g. SPM adds BOS and a space prefix, BERT adds [CLS] ... [SEP]). */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/utf8.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,32 +155,6 @@ static int cp_to_byte(uint32_t cp)
 	return cp < 324 ? inv[cp] : -1;
 }
 
-/* Decode one UTF-8 sequence; returns its length (0 if invalid). */
-static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	if (n == 0)
-		return 0;
-	unsigned c = s[0];
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	size_t l = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-	if (!l || l > n || c > 0xf4)
-		return 0;
-	uint32_t v = c & (0x3f >> (l - 1));
-	for (size_t i = 1; i < l; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-	if (v < min[l] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return l;
-}
-
 /* Byte-level decode of s into out; false if a character is outside the
  * map (the piece is then kept as written). */
 static bool bytelevel_decode(const char *s, size_t n, char *out, size_t *outn)
@@ -186,7 +162,7 @@ static bool bytelevel_decode(const char *s, size_t n, char *out, size_t *outn)
 	size_t o = 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t cp;
-		size_t l = utf8_dec((const unsigned char *)s + i, n - i, &cp);
+		size_t l = tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_STRICT, &cp);
 		int b = l ? cp_to_byte(cp) : -1;
 		if (b < 0)
 			return false;

@@ -93,6 +93,34 @@ static int emit(struct enc *en, int32_t id)
 	return 0;
 }
 
+/* n bytes that no token stands for. They are written into the output as a
+ * negative count rather than added to a counter, so that the per-call
+ * cache, which replays a piece's output, replays its drops too;
+ * tok_tokenize takes them out (drop_markers). */
+static int drop(struct enc *en, size_t n)
+{
+	for (; n > INT32_MAX; n -= INT32_MAX) {
+		int rc = emit(en, -INT32_MAX);
+		if (rc)
+			return rc;
+	}
+	return n ? emit(en, -(int32_t)n) : 0;
+}
+
+/* Remove the drop counts from out[0..*n); returns the bytes they count. */
+static size_t drop_markers(int32_t *out, size_t *n)
+{
+	size_t k = 0, dropped = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (out[i] < 0)
+			dropped += (size_t)-(int64_t)out[i];
+		else
+			out[k++] = out[i];
+	}
+	*n = k;
+	return dropped;
+}
+
 /* ---- binary heap of candidate merges ------------------------------------ */
 
 /* a before b? BPE: lower rank, then leftmost. SPM: higher score, then
@@ -242,7 +270,7 @@ static int spm_merge(struct enc *en, const char *text, size_t len)
 			id = v->byte_tok[(unsigned char)text[s->start + j]];
 			if (id < 0)
 				id = v->special[TOK_UNK];
-			if (id >= 0 && (rc = emit(en, id)))
+			if ((rc = id >= 0 ? emit(en, id) : drop(en, 1)))
 				return rc;
 		}
 	}
@@ -294,9 +322,11 @@ static int bpe_merge(struct enc *en, const char *p, size_t n)
 	}
 	/* a byte the vocabulary has no piece for is dropped, as the
 	 * reference does for byte-level vocabularies */
-	for (int32_t i = 0; i != -1; i = en->sym[i].next)
-		if (en->sym[i].id >= 0 && (rc = emit(en, en->sym[i].id)))
+	for (int32_t i = 0; i != -1; i = en->sym[i].next) {
+		const struct sym *s = &en->sym[i];
+		if ((rc = s->id >= 0 ? emit(en, s->id) : drop(en, s->len)))
 			return rc;
+	}
 	return 0;
 }
 
@@ -356,7 +386,7 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 	const tok_vocab *v = en->v;
 	if (n == 1) {
 		int32_t id = v->byte_tok[(unsigned char)p[0]];
-		return id >= 0 ? emit(en, id) : 0;
+		return id >= 0 ? emit(en, id) : drop(en, 1);
 	}
 	if (v->ignore_merges) {
 		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
@@ -378,11 +408,9 @@ static int raw_piece(void *ud, const char *p, size_t n)
 		for (; j > 0; j--)
 			if ((id = tok_map_get(v, &v->by_bytes, p + i, j)) >= 0)
 				break;
-		if (id < 0) {
-			i++; /* a byte no piece covers */
-			continue;
-		}
-		int rc = emit(en, id);
+		if (id < 0)
+			j = 1; /* a byte no piece covers */
+		int rc = id >= 0 ? emit(en, id) : drop(en, 1);
 		if (rc)
 			return rc;
 		i += j;
@@ -504,9 +532,10 @@ static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
 			i = j;
 		}
 	}
-	if (en->n == first && v->special[TOK_UNK] >= 0)
-		return emit(en, v->special[TOK_UNK]);
-	return 0;
+	if (en->n > first)
+		return 0;
+	/* the word without its "▁" when there is no [UNK] to stand for it */
+	return v->special[TOK_UNK] >= 0 ? emit(en, v->special[TOK_UNK]) : drop(en, n - 3);
 }
 
 static int wpm_encode(struct enc *en, const char *s, size_t n)
@@ -535,9 +564,13 @@ static int wpm_encode(struct enc *en, const char *s, size_t n)
 	} while (0)
 	for (size_t i = 0; i < n;) {
 		uint32_t u;
-		i += tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_LOSSY, &u);
-		if (u == TERN_UTF8_BAD)
-			continue; /* dropped like the U+FFFD it stands for */
+		size_t l = tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_LOSSY, &u);
+		i += l;
+		if (u == TERN_UTF8_BAD) { /* dropped like the U+FFFD it stands for */
+			if ((rc = drop(en, l)))
+				return rc;
+			continue;
+		}
 		utf8proc_int32_t c = (utf8proc_int32_t)u;
 		if (c == 0 || c == 0xFFFD || (c != '\t' && c != '\n' && c != '\r' && is_other(c)))
 			continue;
@@ -701,9 +734,11 @@ static int encode_all(struct enc *en, const char *text, size_t len, bool parse_s
 }
 
 int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
-		 int32_t *ids, size_t cap, size_t *n_out, tern_err *e)
+		 int32_t *ids, size_t cap, size_t *n_out, struct tok_encode_stats *stats, tern_err *e)
 {
 	*n_out = 0;
+	if (stats)
+		*stats = (struct tok_encode_stats){0};
 	if (!text && len)
 		return tern_errf(e, TERN_EINVAL, "tokenize: NULL text");
 	if (v->model == TOK_MODEL_NONE)
@@ -737,6 +772,9 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 	if (!rc && sep)
 		rc = emit(&en, v->special[TOK_SEP]);
 	if (!rc) {
+		size_t dropped = drop_markers(en.out, &en.n);
+		if (stats)
+			stats->dropped_bytes = dropped;
 		*n_out = en.n;
 		if (ids && en.n && cap)
 			memcpy(ids, en.out, (en.n < cap ? en.n : cap) * sizeof *ids);

@@ -538,30 +538,84 @@ static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
 	return v->special[TOK_UNK] >= 0 ? emit(en, v->special[TOK_UNK]) : drop(en, n - 3);
 }
 
+#ifdef TERN_HAVE_UTF8PROC
+/* wpm_encode gathers each word in en->buf as "▁" and its characters; *wn
+ * is its length so far (0: no word). */
+static int word_put(struct enc *en, size_t *wn, utf8proc_int32_t c)
+{
+	if (grow((void **)&en->buf, &en->cap_buf, *wn + 8, 1))
+		return OOM(en);
+	if (*wn == 0) {
+		memcpy(en->buf, "\xe2\x96\x81", 3);
+		*wn = 3;
+	}
+	*wn += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)en->buf + *wn);
+	return 0;
+}
+
+/* The word is complete: its ids (through the cache: words repeat a lot in
+ * long texts). */
+static int word_end(struct enc *en, size_t *wn)
+{
+	int rc = *wn ? cached(en, en->buf, *wn, wpm_word_counted) : 0;
+	*wn = 0;
+	return rc;
+}
+
+/* c with its accents removed where the vocabulary strips them: the
+ * canonical decomposition less its nonspacing marks, into d[0..18);
+ * returns the count. */
+static size_t strip_accents(const tok_vocab *v, utf8proc_int32_t c, utf8proc_int32_t *d)
+{
+	utf8proc_ssize_t nd = 1;
+	d[0] = c;
+	if (v->strip_accents) {
+		int bc = 0;
+		nd = utf8proc_decompose_char(c, d, 18, UTF8PROC_DECOMPOSE, &bc);
+		if (nd <= 0 || nd > 18) {
+			d[0] = c;
+			nd = 1;
+		}
+	}
+	size_t k = 0;
+	for (utf8proc_ssize_t i = 0; i < nd; i++)
+		if (!v->strip_accents || utf8proc_category(d[i]) != UTF8PROC_CATEGORY_MN)
+			d[k++] = d[i];
+	return k;
+}
+
+/* One normalised code point: CJK ideographs and punctuation are words of
+ * their own; anything else goes into the current word, lowercased where
+ * the vocabulary says. */
+static int wpm_char(struct enc *en, size_t *wn, utf8proc_int32_t x)
+{
+	const tok_vocab *v = en->v;
+	int rc;
+	if (is_chinese(x) || is_punct(x)) {
+		if (v->lowercase)
+			x = utf8proc_tolower(x);
+		if ((rc = word_end(en, wn)) || (rc = word_put(en, wn, x)))
+			return rc;
+		return word_end(en, wn);
+	}
+	if (v->lowercase && x == 0x130) { /* the one code point whose lowercase is two */
+		if ((rc = word_put(en, wn, 'i')))
+			return rc;
+		x = 0x307;
+	} else if (v->lowercase) {
+		x = utf8proc_tolower(x);
+	}
+	return word_put(en, wn, x);
+}
+#endif
+
+/* BERT's normalisation (drop controls and U+FFFD, split at whitespace,
+ * strip accents, lowercase), then each word greedily. */
 static int wpm_encode(struct enc *en, const char *s, size_t n)
 {
 #ifdef TERN_HAVE_UTF8PROC
-	const tok_vocab *v = en->v;
-	size_t wn = 0, wchars = 0;
+	size_t wn = 0;
 	int rc;
-#define FLUSH()                                                          \
-	do {                                                             \
-		if (wchars && (rc = cached(en, en->buf, wn, wpm_word_counted))) \
-			return rc;                                       \
-		wn = 0;                                                  \
-		wchars = 0;                                              \
-	} while (0)
-#define PUT(c)                                                                     \
-	do {                                                                       \
-		if (grow((void **)&en->buf, &en->cap_buf, wn + 8, 1))             \
-			return OOM(en);                                            \
-		if (wn == 0) {                                                     \
-			memcpy(en->buf, "\xe2\x96\x81", 3);                         \
-			wn = 3;                                                    \
-		}                                                                  \
-		wn += (size_t)utf8proc_encode_char((c), (utf8proc_uint8_t *)en->buf + wn); \
-		wchars++;                                                          \
-	} while (0)
 	for (size_t i = 0; i < n;) {
 		uint32_t u;
 		size_t l = tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_LOSSY, &u);
@@ -575,48 +629,17 @@ static int wpm_encode(struct enc *en, const char *s, size_t n)
 		if (c == 0 || c == 0xFFFD || (c != '\t' && c != '\n' && c != '\r' && is_other(c)))
 			continue;
 		if (is_space(c)) {
-			FLUSH();
+			if ((rc = word_end(en, &wn)))
+				return rc;
 			continue;
 		}
 		utf8proc_int32_t d[18];
-		utf8proc_ssize_t nd = 1;
-		d[0] = c;
-		if (v->strip_accents) {
-			int bc = 0;
-			nd = utf8proc_decompose_char(c, d, 18, UTF8PROC_DECOMPOSE, &bc);
-			if (nd <= 0 || nd > 18) {
-				d[0] = c;
-				nd = 1;
-			}
-		}
-		for (utf8proc_ssize_t k = 0; k < nd; k++) {
-			utf8proc_int32_t x = d[k];
-			if (v->strip_accents && utf8proc_category(x) == UTF8PROC_CATEGORY_MN)
-				continue;
-			if (is_chinese(x) || is_punct(x)) {
-				FLUSH();
-				if (v->lowercase)
-					x = utf8proc_tolower(x);
-				PUT(x);
-				FLUSH();
-				continue;
-			}
-			if (v->lowercase) {
-				if (x == 0x130) { /* the one code point whose lowercase is two */
-					PUT('i');
-					x = 0x307;
-					wchars--;
-				} else {
-					x = utf8proc_tolower(x);
-				}
-			}
-			PUT(x);
-		}
+		size_t nd = strip_accents(en->v, c, d);
+		for (size_t k = 0; k < nd; k++)
+			if ((rc = wpm_char(en, &wn, d[k])))
+				return rc;
 	}
-	FLUSH();
-#undef FLUSH
-#undef PUT
-	return 0;
+	return word_end(en, &wn);
 #else
 	return tern_errf(en->e, TERN_EUNSUPPORTED, "WPM tokenizer needs utf8proc (built without it)");
 #endif
@@ -733,6 +756,24 @@ static int encode_all(struct enc *en, const char *text, size_t len, bool parse_s
 	return 0;
 }
 
+/* The text between the ids add_special asks for: BOS (or CLS) before,
+ * EOS and SEP after (SEP only once where it is the EOS id). */
+static int encode_framed(struct enc *en, const char *text, size_t len, bool add_special, bool parse_special)
+{
+	const tok_vocab *v = en->v;
+	int32_t bos = add_special && v->add_bos ? v->special[TOK_BOS] : -1;
+	int32_t eos = add_special && v->add_eos ? v->special[TOK_EOS] : -1;
+	int32_t sep = add_special && v->add_sep && v->special[TOK_SEP] != eos ? v->special[TOK_SEP] : -1;
+	int rc = bos >= 0 ? emit(en, bos) : 0;
+	if (!rc && len)
+		rc = encode_all(en, text, len, parse_special);
+	if (!rc && eos >= 0)
+		rc = emit(en, eos);
+	if (!rc && sep >= 0)
+		rc = emit(en, sep);
+	return rc;
+}
+
 int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
 		 int32_t *ids, size_t cap, size_t *n_out, struct tok_encode_stats *stats, tern_err *e)
 {
@@ -760,17 +801,7 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
 		en.cache_mask = CACHE_SLOTS - 1;
 	}
-	bool bos = add_special && v->add_bos && v->special[TOK_BOS] >= 0;
-	bool eos = add_special && v->add_eos && v->special[TOK_EOS] >= 0;
-	bool sep = add_special && v->add_sep && v->special[TOK_SEP] >= 0 && !(eos && v->special[TOK_SEP] == v->special[TOK_EOS]);
-	if (bos)
-		rc = emit(&en, v->special[TOK_BOS]);
-	if (!rc && len)
-		rc = encode_all(&en, text, len, parse_special);
-	if (!rc && eos)
-		rc = emit(&en, v->special[TOK_EOS]);
-	if (!rc && sep)
-		rc = emit(&en, v->special[TOK_SEP]);
+	rc = encode_framed(&en, text, len, add_special, parse_special);
 	if (!rc) {
 		size_t dropped = drop_markers(en.out, &en.n);
 		if (stats)

@@ -72,9 +72,12 @@ static const struct cli_section sections[] = {
 	 "(SPM, byte-level BPE with the pre-tokenizer named by tokenizer.ggml.pre, or WordPiece), or the vocabulary "
 	 "of a legacy Whisper file. --tokenize prints one line per token: the id, a tab, and the text the token "
 	 "stands for (control bytes and invalid UTF-8 escaped C-style); with --ids one line holding a JSON array "
-	 "of the ids instead. No BOS/EOS is added and control tokens in the text are not recognised unless "
-	 "--add-special / --parse-special say so. --detokenize prints the text of the ids exactly, without a "
-	 "newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
+	 "of the ids instead; with --json one JSON document {\"ids\": [...], \"pieces\": [...], "
+	 "\"dropped_bytes\": N} (pieces as JSON strings, invalid UTF-8 as U+FFFD). No BOS/EOS is added and "
+	 "control tokens in the text are not recognised unless --add-special / --parse-special say so. Bytes the "
+	 "vocabulary cannot encode (no piece, no byte fallback, no unknown token) are dropped with a warning on "
+	 "stderr giving their count; the exit status stays 0. --detokenize prints the text of the ids exactly, "
+	 "without a newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (cannot open or map the file, out of memory, no such tensor or key); "
 	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems).\n"
@@ -956,6 +959,23 @@ static long parse_ids(const char *p, int32_t *out)
 	return n;
 }
 
+/* {"ids": [...], "pieces": [...], "dropped_bytes": N}: the pieces are the
+ * bytes each id stands for, as JSON strings. */
+static void print_tokens_json(const tok_vocab *v, const int32_t *ids, size_t n, const struct tok_encode_stats *st)
+{
+	fputs("{\"ids\": [", stdout);
+	for (size_t i = 0; i < n; i++)
+		printf(i ? ", %d" : "%d", ids[i]);
+	fputs("], \"pieces\": [", stdout);
+	for (size_t i = 0; i < n; i++) {
+		struct tok_piece p = tok_token_bytes(v, ids[i]);
+		if (i)
+			fputs(", ", stdout);
+		cli_json_str(stdout, p.ptr, p.len);
+	}
+	printf("], \"dropped_bytes\": %zu}\n", st->dropped_bytes);
+}
+
 static int tokenizer_mode(const struct src *s)
 {
 	tern_err e = {0};
@@ -1000,13 +1020,19 @@ static int tokenizer_mode(const struct src *s)
 		const char *t = text ? text : o_tok_text;
 		size_t n = 0;
 		int32_t *ids = NULL;
-		rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, NULL, 0, &n, &e);
+		struct tok_encode_stats stats = {0};
+		rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, NULL, 0, &n, NULL, &e);
 		if (!rc && !(ids = malloc((n + 1) * sizeof *ids)))
 			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
 		if (!rc)
-			rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, ids, n, &n, &e);
+			rc = tok_tokenize(v, t, len, o_add_special, o_parse_special, ids, n, &n, &stats, &e);
+		if (!rc && stats.dropped_bytes)
+			cli_warn("%s: %zu byte%s could not be encoded and %s dropped", s->path, stats.dropped_bytes,
+				 stats.dropped_bytes == 1 ? "" : "s", stats.dropped_bytes == 1 ? "was" : "were");
 		if (rc) {
 			status = cli_fail(s->path, rc, &e);
+		} else if (o_json) {
+			print_tokens_json(v, ids, n, &stats);
 		} else if (o_ids) {
 			putchar('[');
 			for (size_t i = 0; i < n; i++)
@@ -1044,8 +1070,10 @@ int main(int argc, char **argv)
 		cli_usage_error("use one of --tokenize, --tokenize-file and --detokenize");
 	if (!(o_tok_text || o_tok_file) && (o_add_special || o_parse_special || o_ids))
 		cli_usage_error("--add-special, --parse-special and --ids need --tokenize or --tokenize-file");
-	if (tok_mode && (o_check || o_tensor || o_json || o_key))
-		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor, --json or --key");
+	if (tok_mode && (o_check || o_tensor || o_key))
+		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor or --key");
+	if (o_detok && o_json)
+		cli_usage_error("--detokenize cannot be combined with --json");
 	if (o_detok && parse_ids(o_detok, NULL) < 0)
 		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
 

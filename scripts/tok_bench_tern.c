@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	double *t = malloc(sizeof *t * (size_t)reps);
 	for (int r = 0; r < reps; r++) {
 		double t0 = now();
-		if (tok_tokenize(v, text, (size_t)n, false, false, ids, cap, &count, &e)) {
+		if (tok_tokenize(v, text, (size_t)n, false, false, ids, cap, &count, NULL, &e)) {
 			fprintf(stderr, "%s\n", e.msg);
 			return 1;
 		}

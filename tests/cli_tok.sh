@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_tok.sh - tern-inspect's tokenizer mode: --tokenize, --tokenize-file
-# (also stdin), --ids, --add-special, --parse-special, --detokenize, the
-# unknown pre-tokenizer warning and the usage errors.
+# (also stdin), --ids, --json, --add-special, --parse-special, --detokenize,
+# the warnings (unknown pre-tokenizer, bytes dropped) and the usage errors.
 . "$(dirname "$0")/lib.sh"
 V=$DATA/vocab
 GPT2=$V/ggml-vocab-gpt-2.gguf
@@ -49,6 +49,11 @@ expect 1 "$BIN/inspect" --detokenize "99999999" "$SPM"
 check "id out of range: one line" one_line_err "tern-inspect: "
 expect 2 "$BIN/inspect" --detokenize "1 x 2" "$SPM"
 
+# --json: ids, the bytes of each piece, and the dropped count
+expect 0 "$BIN/inspect" --tokenize "Hello world" --json "$GPT2"
+check "--json document" [ "$(cat "$T/out")" = '{"ids": [15496, 995], "pieces": ["Hello", " world"], "dropped_bytes": 0}' ]
+check "nothing dropped: no warning" [ ! -s "$T/err" ]
+
 # Whisper's legacy vocabulary
 W=$DATA/models/whisper-vocab-only-tiny.bin
 if [ -e "$W" ]; then
@@ -56,6 +61,14 @@ if [ -e "$W" ]; then
 	ids=$(tr -d '[],' <"$T/out")
 	expect 0 "$BIN/inspect" --detokenize "$ids" "$W"
 	check "whisper round trip" [ "$(cat "$T/out")" = " And so my fellow Americans" ]
+	# its multilingual vocabulary has no piece for the bytes of this
+	# emoji: they are dropped, with a warning and the count in the JSON
+	expect 0 "$BIN/inspect" --tokenize "$(printf 'a\360\237\230\200')" --ids "$W"
+	check "dropped bytes: the other ids stay" [ "$(cat "$T/out")" = "[64]" ]
+	check "dropped bytes: one warning line with the count" \
+		one_line_err "tern-inspect: warning: .*: 4 bytes could not be encoded and were dropped$"
+	expect 0 "$BIN/inspect" --tokenize "$(printf '\360\237\230\200')" --json "$W"
+	check "dropped bytes in the JSON" grep -q '"ids": \[\], .*"dropped_bytes": 4}$' "$T/out"
 fi
 
 # a file that names no pre-tokenizer: warning on stderr, ids on stdout
@@ -68,5 +81,5 @@ fi
 # usage errors
 expect 2 "$BIN/inspect" --ids "$GPT2"
 expect 2 "$BIN/inspect" --tokenize a --detokenize 1 "$GPT2"
-expect 2 "$BIN/inspect" --tokenize a --json "$GPT2"
+expect 2 "$BIN/inspect" --detokenize 1 --json "$GPT2"
 finish

@@ -38,12 +38,12 @@ static int32_t *tokenize(const tok_vocab *v, const char *s, size_t n, bool add, 
 {
 	tern_err e = {0};
 	size_t need;
-	int rc = tok_tokenize(v, s, n, add, parse, NULL, 0, &need, &e);
+	int rc = tok_tokenize(v, s, n, add, parse, NULL, 0, &need, NULL, &e);
 	if (rc)
 		fail_msg("tokenize: %s", e.msg);
 	int32_t *ids = malloc((need + 1) * sizeof *ids);
 	assert_non_null(ids);
-	assert_int_equal(tok_tokenize(v, s, n, add, parse, ids, need, count, &e), 0);
+	assert_int_equal(tok_tokenize(v, s, n, add, parse, ids, need, count, NULL, &e), 0);
 	assert_int_equal(*count, need);
 	return ids;
 }
@@ -290,6 +290,93 @@ static void test_unknown_pre(void **state)
 	free(buf);
 }
 
+/* A vocabulary written in memory: model, pieces (all of type normal) and
+ * BPE merges; bos/eos/unk ids pointed at nothing where the defaults
+ * would name pieces. */
+static tok_vocab *memory_vocab(const char *model, const char *const *toks, size_t n, const char *const *merges,
+			       size_t nm)
+{
+	gguf_writer *w = gguf_writer_new();
+	gguf_writer_str(w, "tokenizer.ggml.model", model);
+	if (strcmp(model, "gpt2") == 0)
+		gguf_writer_str(w, "tokenizer.ggml.pre", "gpt-2");
+	gguf_writer_arr_str(w, "tokenizer.ggml.tokens", toks, n);
+	if (nm)
+		gguf_writer_arr_str(w, "tokenizer.ggml.merges", merges, nm);
+	void *buf;
+	size_t size;
+	tern_err e = {0};
+	assert_int_equal(gguf_writer_write_mem(w, &buf, &size, &e), 0);
+	gguf_writer_free(w);
+	gguf_file *f;
+	assert_int_equal(gguf_open_mem(&f, buf, size, NULL, &e), 0);
+	tok_vocab *v;
+	if (tok_vocab_load(&v, f, &e))
+		fail_msg("%s", e.msg);
+	gguf_close(f);
+	free(buf);
+	return v;
+}
+
+/* Tokenize; the ids must be want[0..nwant) and the dropped count
+ * want_dropped, both from the sizing call and from the real one. */
+static void expect_dropped(const tok_vocab *v, const char *text, size_t len, const int32_t *want, size_t nwant,
+			   size_t want_dropped)
+{
+	tern_err e = {0};
+	struct tok_encode_stats st = {.dropped_bytes = 12345};
+	size_t n = 0;
+	assert_int_equal(tok_tokenize(v, text, len, false, false, NULL, 0, &n, &st, &e), 0);
+	assert_int_equal(n, nwant);
+	assert_int_equal(st.dropped_bytes, want_dropped);
+	int32_t *ids = malloc((n + 1) * sizeof *ids);
+	st.dropped_bytes = 12345;
+	assert_int_equal(tok_tokenize(v, text, len, false, false, ids, n, &n, &st, &e), 0);
+	assert_int_equal(st.dropped_bytes, want_dropped);
+	for (size_t i = 0; i < nwant; i++)
+		assert_int_equal(ids[i], want[i]);
+	free(ids);
+}
+
+/* Bytes without a piece are counted, also when a long text (which turns
+ * the per-call piece cache on) repeats the pieces that hold them. */
+static void test_dropped_bytes(void **state)
+{
+	(void)state;
+	/* byte-level BPE without pieces for ' ' (Ġ) or 'x' */
+	static const char *const bpe[] = {"a", "b", "ab"};
+	static const char *const merges[] = {"a b"};
+	tok_vocab *v = memory_vocab("gpt2", bpe, 3, merges, 1);
+	expect_dropped(v, "abab", 4, (const int32_t[]){2, 2}, 2, 0);
+	expect_dropped(v, "x", 1, NULL, 0, 1);
+	expect_dropped(v, "abxa b", 6, (const int32_t[]){2, 0, 1}, 3, 2);
+	size_t reps = 3000, len = 3 + 4 * reps;
+	char *text = malloc(len + 1);
+	int32_t *want = malloc((reps + 1) * sizeof *want);
+	memcpy(text, "abx", 3);
+	want[0] = 2;
+	for (size_t i = 0; i < reps; i++) {
+		memcpy(text + 3 + 4 * i, " abx", 4); /* one piece: ' ' and 'x' dropped */
+		want[i + 1] = 2;
+	}
+	expect_dropped(v, text, len, want, reps + 1, 1 + 2 * reps);
+	tok_vocab_free(v);
+
+	/* WordPiece with no [UNK] (the default id 100 is past the end):
+	 * a word without pieces and invalid UTF-8 are dropped */
+	static const char *const wpm[] = {"[PAD]", "\xe2\x96\x81hello", "\xe2\x96\x81world", "s"};
+	v = memory_vocab("bert", wpm, 4, NULL, 0);
+	assert_int_equal(tok_special_id(v, TOK_UNK), -1);
+	const char *t = "Hello xyz worlds \xff\xe2\x82";
+	expect_dropped(v, t, strlen(t), (const int32_t[]){1, 2, 3}, 3, 6);
+	for (size_t i = 0; i < reps; i++)
+		memcpy(text + 4 * i, "xyz ", 4);
+	expect_dropped(v, text, 4 * reps, NULL, 0, 3 * reps);
+	tok_vocab_free(v);
+	free(want);
+	free(text);
+}
+
 static void test_specials(void **state)
 {
 	(void)state;
@@ -446,6 +533,7 @@ static void test_whisper(void **state)
 	size_t ni, nt;
 	int32_t *ids = tokenize(v, s, strlen(s), false, false, &ni);
 	assert_true(ni > 10 && ni < 30);
+	expect_dropped(v, s, strlen(s), ids, ni, 0);
 	char *t = detokenize(v, ids, ni, true, &nt);
 	assert_string_equal(t, s);
 	free(t);
@@ -461,6 +549,8 @@ static void test_whisper(void **state)
 	t = detokenize(v, two, 2, true, &nt);
 	assert_string_equal(t, " Hello world");
 	free(t);
+	/* the multilingual vocabulary has no piece for these emoji bytes */
+	expect_dropped(v, "a\xf0\x9f\x98\x80", 5, (const int32_t[]){tok_find(v, "a", 1)}, 1, 4);
 	tok_vocab_free(v);
 }
 
@@ -471,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_vocab_only),
 		cmocka_unit_test(test_unknown_pre),
+		cmocka_unit_test(test_dropped_bytes),
 		cmocka_unit_test(test_specials),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_whisper),

@@ -95,15 +95,26 @@ struct tok_piece tok_token_bytes(const tok_vocab *v, int32_t id);
 /* Stored piece -> id in O(1); -1 if absent. */
 int32_t tok_find(const tok_vocab *v, const char *text, size_t len);
 
+/* What a tokenize call could not represent. */
+struct tok_encode_stats {
+	/* Bytes of the text that no id stands for and that were left out:
+	 * bytes without a piece in a vocabulary that lacks some single bytes
+	 * (Whisper's, for example) and has no <unk> to fall back to; in WPM
+	 * also invalid UTF-8 and words without a piece when there is no
+	 * [UNK]. Counted in the text the algorithm works on: the input,
+	 * except where it is normalised first (NFC, BERT's lowercasing). */
+	size_t dropped_bytes;
+};
+
 /* Tokenize len bytes of text (any bytes; invalid UTF-8 is kept as bytes).
  * add_special: BOS/EOS (or CLS/SEP) as the vocabulary's metadata says.
  * parse_special: control tokens written in the text become their ids;
  * user-defined tokens are always recognised (as the reference does).
  * Writes up to cap ids; *n_out gets the number needed (call again with a
- * larger buffer if it exceeds cap). */
+ * larger buffer if it exceeds cap). stats may be NULL. */
 int tok_tokenize(const tok_vocab *v, const char *text, size_t len,
 		 bool add_special, bool parse_special, int32_t *ids, size_t cap,
-		 size_t *n_out, tern_err *e);
+		 size_t *n_out, struct tok_encode_stats *stats, tern_err *e);
 
 /* Concatenate the bytes of n ids. remove_special drops control/unknown
  * pieces (BOS, EOS, ...). For SPM vocabularies with a space prefix the

@@ -19,6 +19,8 @@
  * from several threads at once. */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,23 +93,32 @@ static int emit(struct enc *en, int32_t id)
 	return 0;
 }
 
-static size_t utf8_len(unsigned char c)
+/* n bytes that no token stands for. They are written into the output as a
+ * negative count rather than added to a counter, so that the per-call
+ * cache, which replays a piece's output, replays its drops too;
+ * tok_tokenize takes them out (drop_markers). */
+static int drop(struct enc *en, size_t n)
 {
-	static const uint8_t l[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-	return l[c >> 4];
+	for (; n > INT32_MAX; n -= INT32_MAX) {
+		int rc = emit(en, -INT32_MAX);
+		if (rc)
+			return rc;
+	}
+	return n ? emit(en, -(int32_t)n) : 0;
 }
 
-/* Length of the character at s; an invalid byte stands alone, so that it
- * falls back to its byte piece without taking valid text with it. */
-static size_t utf8_valid_len(const unsigned char *s, size_t n)
+/* Remove the drop counts from out[0..*n); returns the bytes they count. */
+static size_t drop_markers(int32_t *out, size_t *n)
 {
-	size_t l = utf8_len(s[0]);
-	if (l == 1 || l > n || s[0] < 0xc2 || s[0] > 0xf4)
-		return 1;
-	for (size_t i = 1; i < l; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 1;
-	return l;
+	size_t k = 0, dropped = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (out[i] < 0)
+			dropped += (size_t)-(int64_t)out[i];
+		else
+			out[k++] = out[i];
+	}
+	*n = k;
+	return dropped;
 }
 
 /* ---- binary heap of candidate merges ------------------------------------ */
@@ -220,9 +231,12 @@ static int spm_merge(struct enc *en, const char *text, size_t len)
 		return 0;
 	if (grow((void **)&en->sym, &en->cap_sym, len, sizeof *en->sym))
 		return OOM(en);
+	/* one symbol per character; an invalid byte is a symbol of its own,
+	 * so that it falls back to its byte piece without taking valid text
+	 * with it */
 	int32_t ns = 0;
 	for (size_t off = 0; off < len; ns++) {
-		size_t l = utf8_valid_len((const unsigned char *)text + off, len - off);
+		size_t l = tern_utf8_step((const unsigned char *)text + off, len - off, TERN_UTF8_TOKENIZER);
 		en->sym[ns] = (struct sym){ns - 1, off + l == len ? -1 : ns + 1, (uint32_t)off, (uint32_t)l, -1};
 		off += l;
 	}
@@ -256,7 +270,7 @@ static int spm_merge(struct enc *en, const char *text, size_t len)
 			id = v->byte_tok[(unsigned char)text[s->start + j]];
 			if (id < 0)
 				id = v->special[TOK_UNK];
-			if (id >= 0 && (rc = emit(en, id)))
+			if ((rc = id >= 0 ? emit(en, id) : drop(en, 1)))
 				return rc;
 		}
 	}
@@ -308,9 +322,11 @@ static int bpe_merge(struct enc *en, const char *p, size_t n)
 	}
 	/* a byte the vocabulary has no piece for is dropped, as the
 	 * reference does for byte-level vocabularies */
-	for (int32_t i = 0; i != -1; i = en->sym[i].next)
-		if (en->sym[i].id >= 0 && (rc = emit(en, en->sym[i].id)))
+	for (int32_t i = 0; i != -1; i = en->sym[i].next) {
+		const struct sym *s = &en->sym[i];
+		if ((rc = s->id >= 0 ? emit(en, s->id) : drop(en, s->len)))
 			return rc;
+	}
 	return 0;
 }
 
@@ -370,7 +386,7 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 	const tok_vocab *v = en->v;
 	if (n == 1) {
 		int32_t id = v->byte_tok[(unsigned char)p[0]];
-		return id >= 0 ? emit(en, id) : 0;
+		return id >= 0 ? emit(en, id) : drop(en, 1);
 	}
 	if (v->ignore_merges) {
 		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
@@ -392,11 +408,9 @@ static int raw_piece(void *ud, const char *p, size_t n)
 		for (; j > 0; j--)
 			if ((id = tok_map_get(v, &v->by_bytes, p + i, j)) >= 0)
 				break;
-		if (id < 0) {
-			i++; /* a byte no piece covers */
-			continue;
-		}
-		int rc = emit(en, id);
+		if (id < 0)
+			j = 1; /* a byte no piece covers */
+		int rc = id >= 0 ? emit(en, id) : drop(en, 1);
 		if (rc)
 			return rc;
 		i += j;
@@ -417,15 +431,11 @@ static int nfc(struct enc *en, const char *s, size_t n, const char **out, size_t
 		return 0;
 	size_t o = 0;
 	for (i = 0; i < n;) {
-		/* longest valid run from i */
-		size_t j = i;
-		while (j < n) {
-			utf8proc_int32_t cp;
-			utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + j, (utf8proc_ssize_t)(n - j), &cp);
-			if (l <= 0)
-				break;
-			j += (size_t)l;
-		}
+		/* longest well-formed run from i (utf8proc_map refuses
+		 * anything else) */
+		size_t j = i, l;
+		while (j < n && (l = tern_utf8_step((const unsigned char *)s + j, n - j, TERN_UTF8_STRICT)))
+			j += l;
 		if (j > i) {
 			utf8proc_uint8_t *m = NULL;
 			utf8proc_ssize_t ml = utf8proc_map((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(j - i), &m,
@@ -522,88 +532,114 @@ static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
 			i = j;
 		}
 	}
-	if (en->n == first && v->special[TOK_UNK] >= 0)
-		return emit(en, v->special[TOK_UNK]);
+	if (en->n > first)
+		return 0;
+	/* the word without its "▁" when there is no [UNK] to stand for it */
+	return v->special[TOK_UNK] >= 0 ? emit(en, v->special[TOK_UNK]) : drop(en, n - 3);
+}
+
+#ifdef TERN_HAVE_UTF8PROC
+/* wpm_encode gathers each word in en->buf as "▁" and its characters; *wn
+ * is its length so far (0: no word). */
+static int word_put(struct enc *en, size_t *wn, utf8proc_int32_t c)
+{
+	if (grow((void **)&en->buf, &en->cap_buf, *wn + 8, 1))
+		return OOM(en);
+	if (*wn == 0) {
+		memcpy(en->buf, "\xe2\x96\x81", 3);
+		*wn = 3;
+	}
+	*wn += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)en->buf + *wn);
 	return 0;
 }
 
+/* The word is complete: its ids (through the cache: words repeat a lot in
+ * long texts). */
+static int word_end(struct enc *en, size_t *wn)
+{
+	int rc = *wn ? cached(en, en->buf, *wn, wpm_word_counted) : 0;
+	*wn = 0;
+	return rc;
+}
+
+/* c with its accents removed where the vocabulary strips them: the
+ * canonical decomposition less its nonspacing marks, into d[0..18);
+ * returns the count. */
+static size_t strip_accents(const tok_vocab *v, utf8proc_int32_t c, utf8proc_int32_t *d)
+{
+	utf8proc_ssize_t nd = 1;
+	d[0] = c;
+	if (v->strip_accents) {
+		int bc = 0;
+		nd = utf8proc_decompose_char(c, d, 18, UTF8PROC_DECOMPOSE, &bc);
+		if (nd <= 0 || nd > 18) {
+			d[0] = c;
+			nd = 1;
+		}
+	}
+	size_t k = 0;
+	for (utf8proc_ssize_t i = 0; i < nd; i++)
+		if (!v->strip_accents || utf8proc_category(d[i]) != UTF8PROC_CATEGORY_MN)
+			d[k++] = d[i];
+	return k;
+}
+
+/* One normalised code point: CJK ideographs and punctuation are words of
+ * their own; anything else goes into the current word, lowercased where
+ * the vocabulary says. */
+static int wpm_char(struct enc *en, size_t *wn, utf8proc_int32_t x)
+{
+	const tok_vocab *v = en->v;
+	int rc;
+	if (is_chinese(x) || is_punct(x)) {
+		if (v->lowercase)
+			x = utf8proc_tolower(x);
+		if ((rc = word_end(en, wn)) || (rc = word_put(en, wn, x)))
+			return rc;
+		return word_end(en, wn);
+	}
+	if (v->lowercase && x == 0x130) { /* the one code point whose lowercase is two */
+		if ((rc = word_put(en, wn, 'i')))
+			return rc;
+		x = 0x307;
+	} else if (v->lowercase) {
+		x = utf8proc_tolower(x);
+	}
+	return word_put(en, wn, x);
+}
+#endif
+
+/* BERT's normalisation (drop controls and U+FFFD, split at whitespace,
+ * strip accents, lowercase), then each word greedily. */
 static int wpm_encode(struct enc *en, const char *s, size_t n)
 {
 #ifdef TERN_HAVE_UTF8PROC
-	const tok_vocab *v = en->v;
-	size_t wn = 0, wchars = 0;
+	size_t wn = 0;
 	int rc;
-#define FLUSH()                                                          \
-	do {                                                             \
-		if (wchars && (rc = cached(en, en->buf, wn, wpm_word_counted))) \
-			return rc;                                       \
-		wn = 0;                                                  \
-		wchars = 0;                                              \
-	} while (0)
-#define PUT(c)                                                                     \
-	do {                                                                       \
-		if (grow((void **)&en->buf, &en->cap_buf, wn + 8, 1))             \
-			return OOM(en);                                            \
-		if (wn == 0) {                                                     \
-			memcpy(en->buf, "\xe2\x96\x81", 3);                         \
-			wn = 3;                                                    \
-		}                                                                  \
-		wn += (size_t)utf8proc_encode_char((c), (utf8proc_uint8_t *)en->buf + wn); \
-		wchars++;                                                          \
-	} while (0)
 	for (size_t i = 0; i < n;) {
-		utf8proc_int32_t c;
-		utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
-		if (l <= 0) {
-			c = 0xFFFD; /* invalid byte: dropped like U+FFFD */
-			l = 1;
+		uint32_t u;
+		size_t l = tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_LOSSY, &u);
+		i += l;
+		if (u == TERN_UTF8_BAD) { /* dropped like the U+FFFD it stands for */
+			if ((rc = drop(en, l)))
+				return rc;
+			continue;
 		}
-		i += (size_t)l;
+		utf8proc_int32_t c = (utf8proc_int32_t)u;
 		if (c == 0 || c == 0xFFFD || (c != '\t' && c != '\n' && c != '\r' && is_other(c)))
 			continue;
 		if (is_space(c)) {
-			FLUSH();
+			if ((rc = word_end(en, &wn)))
+				return rc;
 			continue;
 		}
 		utf8proc_int32_t d[18];
-		utf8proc_ssize_t nd = 1;
-		d[0] = c;
-		if (v->strip_accents) {
-			int bc = 0;
-			nd = utf8proc_decompose_char(c, d, 18, UTF8PROC_DECOMPOSE, &bc);
-			if (nd <= 0 || nd > 18) {
-				d[0] = c;
-				nd = 1;
-			}
-		}
-		for (utf8proc_ssize_t k = 0; k < nd; k++) {
-			utf8proc_int32_t x = d[k];
-			if (v->strip_accents && utf8proc_category(x) == UTF8PROC_CATEGORY_MN)
-				continue;
-			if (is_chinese(x) || is_punct(x)) {
-				FLUSH();
-				if (v->lowercase)
-					x = utf8proc_tolower(x);
-				PUT(x);
-				FLUSH();
-				continue;
-			}
-			if (v->lowercase) {
-				if (x == 0x130) { /* the one code point whose lowercase is two */
-					PUT('i');
-					x = 0x307;
-					wchars--;
-				} else {
-					x = utf8proc_tolower(x);
-				}
-			}
-			PUT(x);
-		}
+		size_t nd = strip_accents(en->v, c, d);
+		for (size_t k = 0; k < nd; k++)
+			if ((rc = wpm_char(en, &wn, d[k])))
+				return rc;
 	}
-	FLUSH();
-#undef FLUSH
-#undef PUT
-	return 0;
+	return word_end(en, &wn);
 #else
 	return tern_errf(en->e, TERN_EUNSUPPORTED, "WPM tokenizer needs utf8proc (built without it)");
 #endif
@@ -720,10 +756,30 @@ static int encode_all(struct enc *en, const char *text, size_t len, bool parse_s
 	return 0;
 }
 
+/* The text between the ids add_special asks for: BOS (or CLS) before,
+ * EOS and SEP after (SEP only once where it is the EOS id). */
+static int encode_framed(struct enc *en, const char *text, size_t len, bool add_special, bool parse_special)
+{
+	const tok_vocab *v = en->v;
+	int32_t bos = add_special && v->add_bos ? v->special[TOK_BOS] : -1;
+	int32_t eos = add_special && v->add_eos ? v->special[TOK_EOS] : -1;
+	int32_t sep = add_special && v->add_sep && v->special[TOK_SEP] != eos ? v->special[TOK_SEP] : -1;
+	int rc = bos >= 0 ? emit(en, bos) : 0;
+	if (!rc && len)
+		rc = encode_all(en, text, len, parse_special);
+	if (!rc && eos >= 0)
+		rc = emit(en, eos);
+	if (!rc && sep >= 0)
+		rc = emit(en, sep);
+	return rc;
+}
+
 int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
-		 int32_t *ids, size_t cap, size_t *n_out, tern_err *e)
+		 int32_t *ids, size_t cap, size_t *n_out, struct tok_encode_stats *stats, tern_err *e)
 {
 	*n_out = 0;
+	if (stats)
+		*stats = (struct tok_encode_stats){0};
 	if (!text && len)
 		return tern_errf(e, TERN_EINVAL, "tokenize: NULL text");
 	if (v->model == TOK_MODEL_NONE)
@@ -745,18 +801,11 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
 		en.cache_mask = CACHE_SLOTS - 1;
 	}
-	bool bos = add_special && v->add_bos && v->special[TOK_BOS] >= 0;
-	bool eos = add_special && v->add_eos && v->special[TOK_EOS] >= 0;
-	bool sep = add_special && v->add_sep && v->special[TOK_SEP] >= 0 && !(eos && v->special[TOK_SEP] == v->special[TOK_EOS]);
-	if (bos)
-		rc = emit(&en, v->special[TOK_BOS]);
-	if (!rc && len)
-		rc = encode_all(&en, text, len, parse_special);
-	if (!rc && eos)
-		rc = emit(&en, v->special[TOK_EOS]);
-	if (!rc && sep)
-		rc = emit(&en, v->special[TOK_SEP]);
+	rc = encode_framed(&en, text, len, add_special, parse_special);
 	if (!rc) {
+		size_t dropped = drop_markers(en.out, &en.n);
+		if (stats)
+			stats->dropped_bytes = dropped;
 		*n_out = en.n;
 		if (ids && en.n && cap)
 			memcpy(ids, en.out, (en.n < cap ? en.n : cap) * sizeof *ids);

@@ -11,6 +11,8 @@
  * bytes through: they never match and end up in the gaps, as bytes. */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/utf8.h"
+
 #include <string.h>
 
 #ifdef TERN_HAVE_PCRE2
@@ -213,12 +215,6 @@ void tok_pre_match_data_free(void *md)
 	pcre2_match_data_free(md);
 }
 
-static size_t utf8_step(const unsigned char *p, size_t n)
-{
-	size_t l = p[0] < 0x80 ? 1 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
-	return l < n ? l : n;
-}
-
 static int split_level(const tok_vocab *v, pcre2_match_data *md, int level,
 		       const char *p, size_t n, tok_piece_fn fn, void *ud, tern_err *e)
 {
@@ -239,8 +235,12 @@ static int split_level(const tok_vocab *v, pcre2_match_data *md, int level,
 			break;
 		}
 		size_t ms = ov[0], me = ov[1];
-		if (me <= ms) { /* empty match: step over one character */
-			pos = ms + utf8_step((const unsigned char *)p + ms, n - ms);
+		if (me <= ms) {
+			/* empty match: step over one character. None of the
+			 * expressions above can match empty (their PCRE2
+			 * minimum length is at least 1); this keeps a new one
+			 * from looping. */
+			pos = ms + tern_utf8_step((const unsigned char *)p + ms, n - ms, TERN_UTF8_TOKENIZER);
 			continue;
 		}
 		int r;

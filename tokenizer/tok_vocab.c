@@ -6,6 +6,8 @@
  * (e.g. SPM adds BOS and a space prefix, BERT adds [CLS] ... [SEP]). */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/utf8.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,32 +155,6 @@ static int cp_to_byte(uint32_t cp)
 	return cp < 324 ? inv[cp] : -1;
 }
 
-/* Decode one UTF-8 sequence; returns its length (0 if invalid). */
-static size_t utf8_dec(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	if (n == 0)
-		return 0;
-	unsigned c = s[0];
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	size_t l = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-	if (!l || l > n || c > 0xf4)
-		return 0;
-	uint32_t v = c & (0x3f >> (l - 1));
-	for (size_t i = 1; i < l; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-	if (v < min[l] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return l;
-}
-
 /* Byte-level decode of s into out; false if a character is outside the
  * map (the piece is then kept as written). */
 static bool bytelevel_decode(const char *s, size_t n, char *out, size_t *outn)
@@ -186,7 +162,7 @@ static bool bytelevel_decode(const char *s, size_t n, char *out, size_t *outn)
 	size_t o = 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t cp;
-		size_t l = utf8_dec((const unsigned char *)s + i, n - i, &cp);
+		size_t l = tern_utf8_decode((const unsigned char *)s + i, n - i, TERN_UTF8_STRICT, &cp);
 		int b = l ? cp_to_byte(cp) : -1;
 		if (b < 0)
 			return false;
@@ -213,7 +189,7 @@ static int byte_piece(const char *s, size_t n)
 
 /* ---- building ----------------------------------------------------------- */
 
-static tok_vocab *vocab_alloc(size_t n, size_t text_bytes, tern_err *e)
+static tok_vocab *vocab_alloc(size_t n, size_t text_bytes)
 {
 	tok_vocab *v = calloc(1, sizeof *v);
 	if (!v)
@@ -348,66 +324,86 @@ static bool is_eog_text(const char *s, size_t n)
 	return false;
 }
 
-/* Maps, byte table, trie and EOG list once texts, types and model are set. */
-static int finish(tok_vocab *v, tern_err *e)
+/* ---- lookups, once texts, types and model are set ----------------------- */
+
+/* Stored text -> id for every vocabulary; for the byte-level ones (BPE,
+ * RAW) also decoded bytes -> id and the id of each single byte. */
+static int build_maps(tok_vocab *v, tern_err *e)
 {
-	make_pieces(v);
 	if (map_init(&v->by_text, (size_t)v->n, false))
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
 	for (int32_t id = 0; id < v->n; id++)
 		if (v->tok[id].len)
 			map_put(v, &v->by_text, id);
-	if (v->model == TOK_MODEL_BPE || v->model == TOK_MODEL_RAW) {
-		if (map_init(&v->by_bytes, (size_t)v->n, true))
+	if (v->model != TOK_MODEL_BPE && v->model != TOK_MODEL_RAW)
+		return 0;
+	if (map_init(&v->by_bytes, (size_t)v->n, true))
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	for (int32_t id = 0; id < v->n; id++)
+		if (v->tok[id].plen && (v->model == TOK_MODEL_RAW || v->tok[id].pdecoded))
+			map_put(v, &v->by_bytes, id);
+	for (int b = 0; b < 256; b++) {
+		char c = (char)b;
+		v->byte_tok[b] = tok_map_get(v, &v->by_bytes, &c, 1);
+	}
+	return 0;
+}
+
+/* Does "▁" follow another character in s? (A leading run of them does
+ * not count.) */
+static bool mark_inside(const char *s, size_t len)
+{
+	bool prev_mark = true;
+	for (size_t i = 0; i < len;) {
+		bool mark = i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0;
+		if (mark && !prev_mark)
+			return true;
+		prev_mark = mark;
+		i += mark ? 3 : 1;
+	}
+	return false;
+}
+
+/* SPM: whether words can be merged one at a time (no piece has "▁" after
+ * another character), and the byte-fallback id of each byte: its <0xXX>
+ * piece, else the byte itself as a piece. */
+static void spm_tables(tok_vocab *v)
+{
+	v->spm_word_split = true;
+	for (int32_t id = 0; id < v->n && v->spm_word_split; id++)
+		if (mark_inside(tok_text(v, id), v->tok[id].len))
+			v->spm_word_split = false;
+	static const char hex[] = "0123456789ABCDEF";
+	for (int b = 0; b < 256; b++) {
+		char buf[8] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+		int32_t id = tok_map_get(v, &v->by_text, buf, 6);
+		if (id < 0) {
+			buf[0] = (char)b;
+			id = tok_map_get(v, &v->by_text, buf, 1);
+		}
+		v->byte_tok[b] = id;
+	}
+}
+
+/* The pieces found in text before the algorithm runs: control, unknown
+ * and user-defined tokens. */
+static int build_trie(tok_vocab *v, tern_err *e)
+{
+	if (v->model == TOK_MODEL_RAW || v->model == TOK_MODEL_NONE)
+		return 0;
+	for (int32_t id = 0; id < v->n; id++) {
+		uint8_t t = v->tok[id].type;
+		if ((t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN) && trie_insert(v, id))
 			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
-		for (int32_t id = 0; id < v->n; id++)
-			if (v->tok[id].plen && (v->model == TOK_MODEL_RAW || v->tok[id].pdecoded))
-				map_put(v, &v->by_bytes, id);
-		for (int b = 0; b < 256; b++) {
-			char c = (char)b;
-			v->byte_tok[b] = tok_map_get(v, &v->by_bytes, &c, 1);
-		}
-	} else if (v->model == TOK_MODEL_SPM) {
-		v->spm_word_split = true;
-		for (int32_t id = 0; id < v->n && v->spm_word_split; id++) {
-			const char *s = tok_text(v, id);
-			size_t len = v->tok[id].len;
-			bool prev_mark = true; /* at start: a leading "▁" is fine */
-			for (size_t i = 0; i < len;) {
-				bool mark = i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0;
-				if (mark && !prev_mark) {
-					v->spm_word_split = false;
-					break;
-				}
-				prev_mark = mark;
-				i += mark ? 3 : 1;
-			}
-		}
-		for (int b = 0; b < 256; b++) {
-			char buf[8];
-			static const char hex[] = "0123456789ABCDEF";
-			memcpy(buf, "<0x", 3);
-			buf[3] = hex[b >> 4];
-			buf[4] = hex[b & 15];
-			buf[5] = '>';
-			int32_t id = tok_map_get(v, &v->by_text, buf, 6);
-			if (id < 0) {
-				buf[0] = (char)b;
-				id = tok_map_get(v, &v->by_text, buf, 1);
-			}
-			v->byte_tok[b] = id;
-		}
 	}
-	if (v->model != TOK_MODEL_RAW && v->model != TOK_MODEL_NONE) {
-		for (int32_t id = 0; id < v->n; id++) {
-			uint8_t t = v->tok[id].type;
-			if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN)
-				if (trie_insert(v, id))
-					return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
-		}
-	}
-	/* end-of-generation ids: eos/eot/eom plus the usual end-of-turn
-	 * pieces, which also give eot when the file names none */
+	return 0;
+}
+
+/* End-of-generation ids: eos/eot/eom plus the usual end-of-turn pieces,
+ * which also give eot when the file names none. At most 13 pieces and the
+ * three named ids. */
+static int build_eog(tok_vocab *v, tern_err *e)
+{
 	v->eog = malloc(sizeof *v->eog * 16);
 	if (!v->eog)
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
@@ -428,6 +424,19 @@ static int finish(tok_vocab *v, tern_err *e)
 			v->eog[v->n_eog++] = sp[i];
 	}
 	return 0;
+}
+
+static int finish(tok_vocab *v, tern_err *e)
+{
+	make_pieces(v);
+	int rc = build_maps(v, e);
+	if (!rc && v->model == TOK_MODEL_SPM)
+		spm_tables(v);
+	if (!rc)
+		rc = build_trie(v, e);
+	if (!rc)
+		rc = build_eog(v, e);
+	return rc;
 }
 
 /* ---- from GGUF metadata ------------------------------------------------- */
@@ -466,97 +475,148 @@ static void warn(tok_vocab *v, const char *msg)
 	strncat(v->warning, msg, sizeof v->warning - strlen(v->warning) - 1);
 }
 
-int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
+static int read_model(const gguf_file *f, enum tok_model *model, tern_err *e)
 {
-	*out = NULL;
-	struct tern_str model_s = {0};
-	int rc = gguf_get_str(f, "tokenizer.ggml.model", &model_s, e);
+	struct tern_str s = {0};
+	int rc = gguf_get_str(f, "tokenizer.ggml.model", &s, e);
 	if (rc)
 		return rc;
-	enum tok_model model;
-	if (tern_str_eq(model_s, "llama"))
-		model = TOK_MODEL_SPM;
-	else if (tern_str_eq(model_s, "gpt2"))
-		model = TOK_MODEL_BPE;
-	else if (tern_str_eq(model_s, "bert"))
-		model = TOK_MODEL_WPM;
-	else if (tern_str_eq(model_s, "no_vocab") || tern_str_eq(model_s, "none"))
-		model = TOK_MODEL_NONE;
+	if (tern_str_eq(s, "llama"))
+		*model = TOK_MODEL_SPM;
+	else if (tern_str_eq(s, "gpt2"))
+		*model = TOK_MODEL_BPE;
+	else if (tern_str_eq(s, "bert"))
+		*model = TOK_MODEL_WPM;
+	else if (tern_str_eq(s, "no_vocab") || tern_str_eq(s, "none"))
+		*model = TOK_MODEL_NONE;
 	else
 		return tern_errf(e, TERN_EUNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported",
-				 (int)(model_s.len > 64 ? 64 : model_s.len), model_s.ptr);
+				 (int)(s.len > 64 ? 64 : s.len), s.ptr);
+	return 0;
+}
 
-	const struct gguf_kv *tokens = gguf_find(f, "tokenizer.ggml.tokens");
-	if (model == TOK_MODEL_NONE && !tokens) {
-		tok_vocab *v = vocab_alloc(0, 0, e);
-		if (!v)
-			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
-		v->model = model;
-		*out = v;
-		return 0;
-	}
+/* The token list and the arrays that run beside it, checked. */
+struct token_arrays {
+	const struct gguf_kv *tokens;
+	const struct gguf_value *scores, *types; /* NULL where absent */
+	uint64_t n;
+	size_t text_bytes;
+};
+
+static int read_token_list(struct token_arrays *ta, tern_err *e)
+{
+	const struct gguf_kv *tokens = ta->tokens;
 	if (!tokens)
 		return tern_errf(e, TERN_ENOTFOUND, "tokenizer.ggml.tokens: key not found");
 	if (tokens->v.type != GGUF_T_ARRAY || tokens->v.elem != GGUF_T_STRING)
 		return tern_errf(e, TERN_ETYPE, "tokenizer.ggml.tokens: not an array of strings");
-	uint64_t n = tokens->v.n;
-	if (n == 0 || n > (1u << 30))
-		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens: %llu tokens", (unsigned long long)n);
+	ta->n = tokens->v.n;
+	if (ta->n == 0 || ta->n > (1u << 30))
+		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens: %llu tokens", (unsigned long long)ta->n);
+	return 0;
+}
 
-	const struct gguf_value *scores = NULL, *types = NULL;
+static int read_scores_types(const gguf_file *f, struct token_arrays *ta, tern_err *e)
+{
 	const struct gguf_kv *kv;
 	if ((kv = gguf_find(f, "tokenizer.ggml.scores"))) {
-		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_F32 && kv->v.elem != GGUF_T_I32) || kv->v.n < n)
+		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_F32 && kv->v.elem != GGUF_T_I32) ||
+		    kv->v.n < ta->n)
 			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.scores: expected %llu f32 values",
-					 (unsigned long long)n);
-		scores = &kv->v;
+					 (unsigned long long)ta->n);
+		ta->scores = &kv->v;
 	}
 	if ((kv = gguf_find(f, "tokenizer.ggml.token_type"))) {
-		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_I32 && kv->v.elem != GGUF_T_U32) || kv->v.n < n)
+		if (kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_I32 && kv->v.elem != GGUF_T_U32) ||
+		    kv->v.n < ta->n)
 			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.token_type: expected %llu i32 values",
-					 (unsigned long long)n);
-		types = &kv->v;
+					 (unsigned long long)ta->n);
+		ta->types = &kv->v;
 	}
+	return 0;
+}
 
-	size_t text_bytes = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		struct tern_str s = gguf_kv_arr_str(tokens, i);
+/* Total text size, with every piece under 16 MiB and the whole under 2 GiB
+ * so that 32-bit arena offsets hold. */
+static int measure_text(struct token_arrays *ta, tern_err *e)
+{
+	size_t bytes = 0;
+	for (uint64_t i = 0; i < ta->n; i++) {
+		struct tern_str s = gguf_kv_arr_str(ta->tokens, i);
 		if (s.len >= (1u << 24))
 			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens[%llu]: %llu bytes",
 					 (unsigned long long)i, (unsigned long long)s.len);
-		text_bytes += s.len;
+		bytes += s.len;
 	}
-	if (text_bytes >= (1ull << 31))
+	if (bytes >= (1ull << 31))
 		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.tokens: too large");
-	tok_vocab *v = vocab_alloc((size_t)n, text_bytes, e);
-	if (!v)
-		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)n);
-	v->model = model;
-	for (uint64_t i = 0; i < n; i++) {
-		struct tern_str s = gguf_kv_arr_str(tokens, i);
+	ta->text_bytes = bytes;
+	return 0;
+}
+
+static void fill_tokens(tok_vocab *v, const struct token_arrays *ta)
+{
+	for (uint64_t i = 0; i < ta->n; i++) {
+		struct tern_str s = gguf_kv_arr_str(ta->tokens, i);
 		set_text(v, (int32_t)i, s.ptr, (size_t)s.len);
 		struct tok_entry *t = &v->tok[i];
 		t->type = TOK_TYPE_NORMAL;
-		if (types) {
+		if (ta->types) {
 			int32_t ty;
-			memcpy(&ty, types->p + 4 * i, 4);
+			memcpy(&ty, ta->types->p + 4 * i, 4);
 			t->type = ty >= 0 && ty <= 6 ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
 		}
-		if (scores) {
-			if (scores->elem == GGUF_T_F32) {
-				memcpy(&t->score, scores->p + 4 * i, 4);
-			} else {
-				int32_t x;
-				memcpy(&x, scores->p + 4 * i, 4);
-				t->score = (float)x;
-			}
+		if (ta->scores && ta->scores->elem == GGUF_T_F32) {
+			memcpy(&t->score, ta->scores->p + 4 * i, 4);
+		} else if (ta->scores) {
+			int32_t x;
+			memcpy(&x, ta->scores->p + 4 * i, 4);
+			t->score = (float)x;
 		}
 	}
+}
 
-	/* per-algorithm defaults, then what the file says */
-	struct tern_str pre_s = {0};
-	bool have_pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre_s, NULL) == 0;
-	switch (model) {
+/* BPE: the pre-tokenizer named by tokenizer.ggml.pre, with a warning
+ * naming the fallback when the name is unknown or absent, and the flags
+ * that come with it. */
+static void choose_pre(tok_vocab *v, const gguf_file *f)
+{
+	struct tern_str pre = {0};
+	bool have_pre = gguf_get_str(f, "tokenizer.ggml.pre", &pre, NULL) == 0;
+	char msg[200];
+	if (have_pre) {
+		v->pre = tok_pre_find(pre.ptr, (size_t)pre.len);
+		if (!v->pre) {
+			v->pre = tok_pre_find("gpt-2", 5);
+			snprintf(msg, sizeof msg,
+				 "unknown pre-tokenizer '%.*s' (tokenizer.ggml.pre); using 'gpt-2' instead, "
+				 "token ids may differ from the model's own tokenizer",
+				 (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+			warn(v, msg);
+		}
+	} else {
+		struct tern_str arch = {0};
+		bool neox = gguf_get_str(f, "general.architecture", &arch, NULL) == 0 && tern_str_eq(arch, "gptneox");
+		v->pre = tok_pre_find(neox ? "gpt-neox" : "gpt-2", neox ? 8 : 5);
+		snprintf(msg, sizeof msg, "tokenizer.ggml.pre is missing; using '%s'%s", neox ? "gpt-neox" : "gpt-2",
+			 neox ? " for architecture gptneox" : "");
+		warn(v, msg);
+	}
+	bool add_bos, no_bos;
+	tok_pre_flags(v->pre, &v->ignore_merges, &v->nfc, &add_bos, &no_bos);
+	v->add_bos = add_bos;
+	if (no_bos)
+		v->special[TOK_BOS] = -1;
+	if (have_pre && (tern_str_eq(pre, "jina-v1-en") || tern_str_eq(pre, "jina-v2-code") ||
+			 tern_str_eq(pre, "roberta-bpe")))
+		v->add_sep = true;
+	tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);
+}
+
+/* What each algorithm assumes when the file does not say. */
+static void set_defaults(tok_vocab *v, const gguf_file *f)
+{
+	switch (v->model) {
 	case TOK_MODEL_SPM:
 		v->special[TOK_BOS] = 1;
 		v->special[TOK_EOS] = 2;
@@ -575,46 +635,21 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 		v->add_sep = true;
 		v->lowercase = true;
 		break;
-	case TOK_MODEL_BPE: {
+	case TOK_MODEL_BPE:
 		v->special[TOK_BOS] = 11;
 		v->special[TOK_EOS] = 11;
-		char msg[200];
-		if (have_pre) {
-			v->pre = tok_pre_find(pre_s.ptr, (size_t)pre_s.len);
-			if (!v->pre) {
-				v->pre = tok_pre_find("gpt-2", 5);
-				snprintf(msg, sizeof msg,
-					 "unknown pre-tokenizer '%.*s' (tokenizer.ggml.pre); using 'gpt-2' instead, "
-					 "token ids may differ from the model's own tokenizer",
-					 (int)(pre_s.len > 64 ? 64 : pre_s.len), pre_s.ptr);
-				warn(v, msg);
-			}
-		} else {
-			struct tern_str arch = {0};
-			bool neox = gguf_get_str(f, "general.architecture", &arch, NULL) == 0 &&
-				    tern_str_eq(arch, "gptneox");
-			v->pre = tok_pre_find(neox ? "gpt-neox" : "gpt-2", neox ? 8 : 5);
-			snprintf(msg, sizeof msg, "tokenizer.ggml.pre is missing; using '%s'%s", neox ? "gpt-neox" : "gpt-2",
-				 neox ? " for architecture gptneox" : "");
-			warn(v, msg);
-		}
-		bool add_bos, no_bos;
-		tok_pre_flags(v->pre, &v->ignore_merges, &v->nfc, &add_bos, &no_bos);
-		v->add_bos = add_bos;
-		if (no_bos)
-			v->special[TOK_BOS] = -1;
-		if (have_pre && (tern_str_eq(pre_s, "jina-v1-en") || tern_str_eq(pre_s, "jina-v2-code") ||
-				 tern_str_eq(pre_s, "roberta-bpe")))
-			v->add_sep = true;
-		tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);
+		choose_pre(v, f);
 		break;
-	}
 	default:
 		break;
 	}
 	for (int i = 0; i < TOK_SPECIAL_COUNT; i++)
 		if (v->special[i] >= v->n)
 			v->special[i] = -1;
+}
+
+static void read_special_ids(tok_vocab *v, const gguf_file *f)
+{
 	static const struct { const char *key; enum tok_special which; } ids[] = {
 		{"tokenizer.ggml.bos_token_id", TOK_BOS},
 		{"tokenizer.ggml.eos_token_id", TOK_EOS},
@@ -632,103 +667,153 @@ int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
 	};
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
 		get_id(f, ids[i].key, v->n, &v->special[ids[i].which], v);
-	if (model == TOK_MODEL_WPM && v->special[TOK_CLS] >= 0)
+	if (v->model == TOK_MODEL_WPM && v->special[TOK_CLS] >= 0)
 		v->special[TOK_BOS] = v->special[TOK_CLS];
+}
+
+static void read_flags(tok_vocab *v, const gguf_file *f)
+{
 	get_bool(f, "tokenizer.ggml.add_bos_token", &v->add_bos);
 	get_bool(f, "tokenizer.ggml.add_eos_token", &v->add_eos);
 	get_bool(f, "tokenizer.ggml.add_sep_token", &v->add_sep);
 	get_bool(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
 	get_bool(f, "tokenizer.ggml.remove_extra_whitespaces", &v->remove_extra_ws);
-	if (model == TOK_MODEL_WPM) {
+	if (v->model == TOK_MODEL_WPM) {
 		get_bool(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase);
 		v->strip_accents = v->lowercase;
 		get_bool(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents);
 	}
-	if ((kv = gguf_find(f, "tokenizer.ggml.precompiled_charsmap")) && kv->v.type == GGUF_T_ARRAY &&
-	    (kv->v.elem == GGUF_T_U8 || kv->v.elem == GGUF_T_I8) && kv->v.n) {
-		v->charsmap = malloc((size_t)kv->v.n);
-		if (!v->charsmap) {
-			tok_vocab_free(v);
-			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
-		}
-		memcpy(v->charsmap, kv->v.p, (size_t)kv->v.n);
-		v->charsmap_len = (size_t)kv->v.n;
-	}
+}
 
-	if ((rc = finish(v, e))) {
+/* SentencePiece's normalisation table, kept with the vocabulary (nothing
+ * reads it yet); ignored when it is not an array of bytes. */
+static int read_charsmap(tok_vocab *v, const gguf_file *f, tern_err *e)
+{
+	const struct gguf_kv *kv = gguf_find(f, "tokenizer.ggml.precompiled_charsmap");
+	if (!kv || kv->v.type != GGUF_T_ARRAY || (kv->v.elem != GGUF_T_U8 && kv->v.elem != GGUF_T_I8) || !kv->v.n)
+		return 0;
+	v->charsmap = malloc((size_t)kv->v.n);
+	if (!v->charsmap)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	memcpy(v->charsmap, kv->v.p, (size_t)kv->v.n);
+	v->charsmap_len = (size_t)kv->v.n;
+	return 0;
+}
+
+/* Phi-3's tokenizer.json strips spaces right of its chat pieces; GGUF has
+ * no per-token flags, so go by the model name as the reference runtime
+ * does. */
+static void phi3_rstrip(tok_vocab *v, const gguf_file *f)
+{
+	struct tern_str name = {0};
+	if (gguf_get_str(f, "general.name", &name, NULL) != 0 || name.len >= 256)
+		return;
+	char lname[256];
+	for (size_t i = 0; i < name.len; i++)
+		lname[i] = (char)tolower((unsigned char)name.ptr[i]);
+	lname[name.len] = 0;
+	if (!strstr(lname, "phi-3") && !strstr(lname, "phi3"))
+		return;
+	for (int32_t id = 0; id < v->n; id++) {
+		uint8_t t = v->tok[id].type;
+		if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN)
+			v->tok[id].attr |= TOK_ATTR_RSTRIP;
+	}
+	static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+	for (size_t i = 0; i < 3; i++) {
+		int32_t id = tok_map_get(v, &v->by_text, keep[i], strlen(keep[i]));
+		if (id >= 0)
+			v->tok[id].attr &= (uint8_t)~TOK_ATTR_RSTRIP;
+	}
+}
+
+/* One "left right" line of tokenizer.ggml.merges at rank; skipped unless
+ * both sides and their concatenation are pieces. buf holds 2 * max_len. */
+static void add_merge(tok_vocab *v, struct tern_str s, uint32_t rank, char *buf)
+{
+	const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', (size_t)s.len - 1) : NULL;
+	if (!sp)
+		return;
+	size_t la = (size_t)(sp - s.ptr), lb = (size_t)s.len - la - 1;
+	int32_t a = tok_map_get(v, &v->by_text, s.ptr, la);
+	int32_t b = tok_map_get(v, &v->by_text, sp + 1, lb);
+	if (a < 0 || b < 0 || la + lb > 2 * v->max_len)
+		return;
+	memcpy(buf, s.ptr, la);
+	memcpy(buf + la, sp + 1, lb);
+	int32_t r = tok_map_get(v, &v->by_text, buf, la + lb);
+	if (r >= 0)
+		merge_put(&v->merges, a, b, rank, r);
+}
+
+static int read_merges(tok_vocab *v, const gguf_file *f, tern_err *e)
+{
+	const struct gguf_kv *m = gguf_find(f, "tokenizer.ggml.merges");
+	if (!m || m->v.type != GGUF_T_ARRAY || m->v.elem != GGUF_T_STRING)
+		return tern_errf(e, m ? TERN_ETYPE : TERN_ENOTFOUND, "tokenizer.ggml.merges: %s",
+				 m ? "not an array of strings" : "key not found");
+	uint64_t nm = m->v.n;
+	if (nm > (1u << 30))
+		return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.merges: %llu merges", (unsigned long long)nm);
+	size_t cap = 16;
+	while (cap < 2 * nm + 1)
+		cap <<= 1;
+	v->merges.key = calloc(cap, sizeof *v->merges.key);
+	v->merges.val = calloc(cap, sizeof *v->merges.val);
+	v->merges.mask = cap - 1;
+	char *buf = malloc(2 * v->max_len + 2);
+	if (!v->merges.key || !v->merges.val || !buf) {
+		free(buf);
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu merges", (unsigned long long)nm);
+	}
+	for (uint64_t i = 0; i < nm; i++)
+		add_merge(v, gguf_kv_arr_str(m, i), (uint32_t)i, buf);
+	free(buf);
+	return 0;
+}
+
+/* A file with tokenizer.ggml.model = "no_vocab" and no token list. */
+static int ids_only(tok_vocab **out, tern_err *e)
+{
+	tok_vocab *v = vocab_alloc(0, 0);
+	if (!v)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
+	v->model = TOK_MODEL_NONE;
+	*out = v;
+	return 0;
+}
+
+int tok_vocab_load(tok_vocab **out, const gguf_file *f, tern_err *e)
+{
+	*out = NULL;
+	enum tok_model model = TOK_MODEL_NONE;
+	int rc = read_model(f, &model, e);
+	if (rc)
+		return rc;
+	struct token_arrays ta = {.tokens = gguf_find(f, "tokenizer.ggml.tokens")};
+	if (model == TOK_MODEL_NONE && !ta.tokens)
+		return ids_only(out, e);
+	if ((rc = read_token_list(&ta, e)) || (rc = read_scores_types(f, &ta, e)) || (rc = measure_text(&ta, e)))
+		return rc;
+	tok_vocab *v = vocab_alloc((size_t)ta.n, ta.text_bytes);
+	if (!v)
+		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)ta.n);
+	/* from here on every failure frees v below */
+	v->model = model;
+	fill_tokens(v, &ta);
+	set_defaults(v, f);
+	read_special_ids(v, f);
+	read_flags(v, f);
+	rc = read_charsmap(v, f, e);
+	if (!rc)
+		rc = finish(v, e);
+	if (!rc)
+		phi3_rstrip(v, f);
+	if (!rc && model == TOK_MODEL_BPE && !(rc = read_merges(v, f, e)))
+		rc = tok_pre_compile(v, e);
+	if (rc) {
 		tok_vocab_free(v);
 		return rc;
-	}
-
-	/* Phi-3's tokenizer.json strips spaces right of its chat pieces;
-	 * GGUF has no per-token flags, so go by the model name as the
-	 * reference runtime does. */
-	struct tern_str name = {0};
-	if (gguf_get_str(f, "general.name", &name, NULL) == 0 && name.len < 256) {
-		char lname[256];
-		for (size_t i = 0; i < name.len; i++)
-			lname[i] = (char)tolower((unsigned char)name.ptr[i]);
-		lname[name.len] = 0;
-		if (strstr(lname, "phi-3") || strstr(lname, "phi3")) {
-			for (int32_t id = 0; id < v->n; id++) {
-				uint8_t t = v->tok[id].type;
-				if (t == TOK_TYPE_CONTROL || t == TOK_TYPE_USER_DEFINED || t == TOK_TYPE_UNKNOWN)
-					v->tok[id].attr |= TOK_ATTR_RSTRIP;
-			}
-			static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
-			for (size_t i = 0; i < 3; i++) {
-				int32_t id = tok_map_get(v, &v->by_text, keep[i], strlen(keep[i]));
-				if (id >= 0)
-					v->tok[id].attr &= (uint8_t)~TOK_ATTR_RSTRIP;
-			}
-		}
-	}
-
-	if (model == TOK_MODEL_BPE) {
-		const struct gguf_kv *m = gguf_find(f, "tokenizer.ggml.merges");
-		if (!m || m->v.type != GGUF_T_ARRAY || m->v.elem != GGUF_T_STRING) {
-			tok_vocab_free(v);
-			return tern_errf(e, m ? TERN_ETYPE : TERN_ENOTFOUND,
-					 "tokenizer.ggml.merges: %s", m ? "not an array of strings" : "key not found");
-		}
-		uint64_t nm = m->v.n;
-		if (nm > (1u << 30)) {
-			tok_vocab_free(v);
-			return tern_errf(e, TERN_EFORMAT, "tokenizer.ggml.merges: %llu merges", (unsigned long long)nm);
-		}
-		size_t cap = 16;
-		while (cap < 2 * nm + 1)
-			cap <<= 1;
-		v->merges.key = calloc(cap, sizeof *v->merges.key);
-		v->merges.val = calloc(cap, sizeof *v->merges.val);
-		v->merges.mask = cap - 1;
-		char *buf = malloc(2 * v->max_len + 2);
-		if (!v->merges.key || !v->merges.val || !buf) {
-			free(buf);
-			tok_vocab_free(v);
-			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory for %llu merges", (unsigned long long)nm);
-		}
-		for (uint64_t i = 0; i < nm; i++) {
-			struct tern_str s = gguf_kv_arr_str(m, i);
-			const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', (size_t)s.len - 1) : NULL;
-			if (!sp)
-				continue;
-			size_t la = (size_t)(sp - s.ptr), lb = (size_t)s.len - la - 1;
-			int32_t a = tok_map_get(v, &v->by_text, s.ptr, la);
-			int32_t b = tok_map_get(v, &v->by_text, sp + 1, lb);
-			if (a < 0 || b < 0 || la + lb > 2 * v->max_len)
-				continue;
-			memcpy(buf, s.ptr, la);
-			memcpy(buf + la, sp + 1, lb);
-			int32_t r = tok_map_get(v, &v->by_text, buf, la + lb);
-			if (r >= 0)
-				merge_put(&v->merges, a, b, (uint32_t)i, r);
-		}
-		free(buf);
-		if ((rc = tok_pre_compile(v, e))) {
-			tok_vocab_free(v);
-			return rc;
-		}
 	}
 	*out = v;
 	return 0;
@@ -749,7 +834,7 @@ int tok_vocab_from_pieces(tok_vocab **out, const struct tok_piece *pieces, size_
 	}
 	if (bytes >= (1ull << 31))
 		return tern_errf(e, TERN_EINVAL, "tokenizer: pieces too large");
-	tok_vocab *v = vocab_alloc(n, bytes, e);
+	tok_vocab *v = vocab_alloc(n, bytes);
 	if (!v)
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
 	v->model = TOK_MODEL_RAW;

@@ -696,8 +696,12 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_commo
  * the maximal ill-formed subpart (also at the end of the input). */
 static size_t utf8_seq(const unsigned char *s, uint64_t n, size_t *bad)
 {
-	int k = tern_utf8_seq(s, n, bad);
-	return k > 0 ? (size_t)k : 0;
+	uint32_t cp; /* a unit is at most 4 bytes: no need to see further */
+	size_t k = tern_utf8_decode(s, n < 4 ? (size_t)n : 4, TERN_UTF8_LOSSY, &cp);
+	if (cp != TERN_UTF8_BAD)
+		return k;
+	*bad = k;
+	return 0;
 }
 
 void cli_json_str(FILE *f, const char *s, uint64_t len)

@@ -5,7 +5,8 @@
  *              tokenizer.ggml.* metadata) and tokenize a fixed text with it;
  *   otherwise: the rest is text for one of the vocabularies loaded at start
  *              (low bits pick it; bits 4 and 5 are add_special and
- *              parse_special). Every id must be in range, detokenizing must
+ *              parse_special). Every id must be in range, nothing may be
+ *              dropped where every byte has a piece, detokenizing must
  *              work, the stream decoder must agree with it on valid UTF-8,
  *              and byte-level GPT-2 must give the text back exactly.
  * The real vocab files come from $TERN_DATA/vocab (default
@@ -94,11 +95,15 @@ static void check(const tok_vocab *v, bool exact, const char *text, size_t len, 
 {
 	tern_err e = {0};
 	size_t n;
-	if (tok_tokenize(v, text, len, add, parse, NULL, 0, &n, &e))
+	struct tok_encode_stats st, st2;
+	if (tok_tokenize(v, text, len, add, parse, NULL, 0, &n, &st, &e))
 		__builtin_trap();
 	int32_t *ids = malloc((n + 1) * sizeof *ids);
 	size_t n2;
-	if (!ids || tok_tokenize(v, text, len, add, parse, ids, n, &n2, &e) || n2 != n)
+	if (!ids || tok_tokenize(v, text, len, add, parse, ids, n, &n2, &st2, &e) || n2 != n ||
+	    st2.dropped_bytes != st.dropped_bytes)
+		__builtin_trap();
+	if (exact && st.dropped_bytes) /* every byte has a piece in GPT-2 */
 		__builtin_trap();
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= tok_n_vocab(v))

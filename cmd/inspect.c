@@ -36,31 +36,33 @@ static const char *o_tok_text, *o_tok_file, *o_detok;
 static bool o_add_special, o_parse_special, o_ids;
 static struct cli_common common;
 
-/* The modes: listing (text or --json), --check, --tensor, and the
- * tokenizer's three; the rules below keep them apart. */
+/* The modes: listing (text or --json), --tensor, --check and the
+ * tokenizer's three. Each mode's option names what it cannot be combined
+ * with (the rule holds both ways; --help shows it where it is declared,
+ * the man page on both sides). */
 #define TOK_MODES "tokenize|tokenize-file|detokenize"
-#define NOT_LISTING "check|" TOK_MODES
+#define LISTING "json|full|no-tensors|key|tensor"
 
 static const struct cli_opt opts[] = {
-	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .excludes = NOT_LISTING,
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
 	 .help = "print JSON instead of the listing (an array of documents for several files)"},
-	{.lng = "full", .kind = CLI_FLAG, .dst = &o_full, .excludes = NOT_LISTING "|tensor",
+	{.lng = "full", .kind = CLI_FLAG, .dst = &o_full, .excludes = "tensor",
 	 .help = "print every array element (text: no '... N more'; JSON: array values)"},
-	{.lng = "no-tensors", .kind = CLI_FLAG, .dst = &o_no_tensors, .excludes = NOT_LISTING "|tensor|key",
+	{.lng = "no-tensors", .kind = CLI_FLAG, .dst = &o_no_tensors, .excludes = "tensor|key",
 	 .help = "leave out the tensor list"},
-	{.lng = "key", .kind = CLI_STR, .dst = &o_key, .arg = "GLOB", .excludes = NOT_LISTING "|tensor",
+	{.lng = "key", .kind = CLI_STR, .dst = &o_key, .arg = "GLOB", .excludes = "tensor",
 	 .help = "print only metadata keys matching GLOB (e.g. 'llama.*')"},
-	{.lng = "tensor", .kind = CLI_STR, .dst = &o_tensor, .arg = "NAME", .excludes = NOT_LISTING,
+	{.lng = "tensor", .kind = CLI_STR, .dst = &o_tensor, .arg = "NAME",
 	 .help = "print one tensor's details"},
 	{.lng = "values", .kind = CLI_INT, .dst = &o_values, .seen = &o_values_seen, .arg = "N", .min = 0, .max = INT64_MAX,
 	 .needs = "tensor", .help = "also print the tensor's first N values, decoded to float"},
 	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .needs = "tensor", .excludes = "json|values",
 	 .help = "write all the tensor's values as little-endian float32 to stdout (one FILE)"},
-	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check, .excludes = TOK_MODES,
+	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check, .excludes = LISTING "|" TOK_MODES,
 	 .help = "validate placement, alignment, sizes and names; report every problem on stdout; exit 65 if any"},
-	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT", .excludes = "tokenize-file|detokenize",
+	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT", .excludes = LISTING "|tokenize-file|detokenize",
 	 .help = "print the tokens of TEXT with the file's vocabulary, one 'id<TAB>piece' line each"},
-	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH", .excludes = "detokenize",
+	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH", .excludes = LISTING "|detokenize",
 	 .help = "like --tokenize with the contents of PATH ('-': standard input)"},
 	{.lng = "add-special", .kind = CLI_FLAG, .dst = &o_add_special, .needs = "tokenize|tokenize-file",
 	 .help = "add BOS/EOS (or CLS/SEP) as the vocabulary's metadata says"},
@@ -68,7 +70,7 @@ static const struct cli_opt opts[] = {
 	 .help = "control tokens written in the text (e.g. <|im_end|>) become their ids"},
 	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .needs = "tokenize|tokenize-file",
 	 .help = "print one line with a JSON array of ids"},
-	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS",
+	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS", .excludes = LISTING,
 	 .help = "print the text of IDS (separated by spaces or commas; control pieces included)"},
 	{0},
 };

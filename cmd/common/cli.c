@@ -218,13 +218,16 @@ static void join_names(char *buf, size_t cap, const char *const *names, int n, c
 					dash, names[i]);
 }
 
-/* The options excluded by o, from both sides, in table order. */
-static int excluded_names(const struct cli_opt *o, const char **names, int cap)
+/* The options excluded by o in table order: those o names, and with
+ * both_sides those that name o. */
+static int excluded_names(const struct cli_opt *o, const char **names, int cap, bool both_sides)
 {
 	int n = 0;
-	for (int i = 0; g_prog && i < n_opts(g_prog->opts) && n < cap; i++)
-		if (excluded(o, &g_prog->opts[i]))
-			names[n++] = g_prog->opts[i].lng;
+	for (int i = 0; g_prog && i < n_opts(g_prog->opts) && n < cap; i++) {
+		const struct cli_opt *x = &g_prog->opts[i];
+		if (both_sides ? excluded(o, x) : x != o && x->lng && list_has(o->excludes, x->lng))
+			names[n++] = x->lng;
+	}
 	return n;
 }
 
@@ -246,15 +249,17 @@ static void append(char *buf, size_t cap, const char *str)
 		snprintf(buf + n, cap - n, "%s", str);
 }
 
-/* "(needs --tensor; not with --json or --values)" for --help, full
- * sentences for the man page; empty when o has no rules. */
+/* "(needs --tensor; not with --json or --values)" for --help, where an
+ * exclusion shows on the option that declares it (so that the modes' long
+ * lists are not repeated on every listing option); full sentences naming
+ * both sides for the man page. Empty when o has no rules. */
 static void rules_text(const struct cli_opt *o, char *buf, size_t cap, bool man)
 {
 	const char *dash = man ? "\\-" : "-";
 	const char *need[16] = {0}, *excl[32] = {0};
 	char store[256], a[512], b[512];
 	int nn = split_names(o->needs, need, store, sizeof store, 16);
-	int ne = excluded_names(o, excl, 32);
+	int ne = excluded_names(o, excl, 32, man);
 	join_names(a, sizeof a, need, nn, dash, " or ");
 	join_names(b, sizeof b, excl, ne, dash, " or ");
 	buf[0] = 0;

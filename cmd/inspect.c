@@ -82,7 +82,8 @@ static const struct cli_section sections[] = {
 	 "one line per tensor with name, type, shape (ggml order: row length first), bytes and offset; and a summary "
 	 "with the architecture, parameter count, bits per weight, tensor types and the hyperparameters a model "
 	 "loader reads (the same code reads them for both). Columns are sized from the data; on a terminal, keys and "
-	 "names longer than a column are shortened in the middle ('...'), never when the output is piped. With -v "
+	 "names longer than a column are shortened in the middle ('...') and long strings (chat templates) are cut at "
+	 "the end of the line unless --full; piped output is never shortened. With -v "
 	 "each tensor line also gives its file offset and the alignment of that offset, and the time taken to open "
 	 "and validate the file goes to stderr.\n"
 	 "\n"
@@ -750,10 +751,24 @@ static void print_ent_text(const struct src *s, const struct layout *L, const st
 	fputs("  ", stdout);
 	name_col(L, e->key, L->key);
 	printf(" %s%-*s%s = ", cli_sgr(stdout, CLI_DIM), L->type, ty, cli_sgr(stdout, CLI_RESET));
-	if (e->v.type == GGUF_T_ARRAY)
+	/* On a terminal a long string (a chat template) is cut to the line
+	 * unless --full; piped output keeps it whole. */
+	int room = cli_width(stdout) - (2 + L->key + 1 + L->type + 3) - 1;
+	uint64_t len = e->v.s.len;
+	if (e->v.type == GGUF_T_STRING && L->shorten && !o_full && len > (uint64_t)imax(room, 24)) {
+		char more[48];
+		int n = snprintf(more, sizeof more, "...\" (%" PRIu64 " bytes)", len);
+		size_t keep = (size_t)imax(room - n, 8);
+		while (keep > 0 && ((unsigned char)e->v.s.ptr[keep] & 0xc0) == 0x80)
+			keep--;
+		putchar('"');
+		cli_text_str(stdout, e->v.s.ptr, keep);
+		fputs(more, stdout);
+	} else if (e->v.type == GGUF_T_ARRAY) {
 		text_array(s->mf, &e->v, e, o_full);
-	else
+	} else {
 		text_scalar(&e->v);
+	}
 	putchar('\n');
 }
 

@@ -227,6 +227,14 @@ if pty_run 60 $I --color=never --no-tensors $V; then
 else
 	echo "FAIL: inspect on a terminal: $(head -3 "$T/err")"; nfail=$((nfail + 1))
 fi
+P3=$DATA/vocab/ggml-vocab-phi-3.gguf
+if pty_run 80 $I --color=never --no-tensors $P3; then
+	check "terminal: a long string is cut to the line" grep -q '^  tokenizer.chat_template .* = "{{ bos_to.*\.\.\." (269 bytes)$' "$T/out"
+	check "terminal: no metadata line is wider than the terminal" test "$(sed -n '/^metadata:/,/^$/p' "$T/out" | grep -v 'tokenizer.ggml.\(tokens\|scores\|token_type\)' | awk 'length($0) > 80' | wc -l)" -eq 0
+	check "piped: the string is whole" bash -c "$I --no-tensors $P3 | grep -q 'message\\[.content.\\] + .<|end|>. + .\\\\n.}}{% endif %}{% endfor %}\"$'"
+else
+	echo "FAIL: inspect on a terminal: $(head -3 "$T/err")"; nfail=$((nfail + 1))
+fi
 pty_run 80 $I -; st=$?
 check "FILE - on a terminal: refused with exit 2" test $st -eq 2
 check "FILE - on a terminal: says why" grep -q "standard input is a terminal" "$T/err"

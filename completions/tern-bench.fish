@@ -7,7 +7,7 @@ complete -c tern-bench -l ops -x -d 'matvec, matmul or both (default: matvec,mat
 complete -c tern-bench -l min-ms -x -d 'time spent on each measurement, in milliseconds (default 300)'
 complete -c tern-bench -s h -l help -d 'show this help and exit'
 complete -c tern-bench -l version -d 'show version, commit, compiler, backends and CPU features, then exit'
-complete -c tern-bench -s v -l verbose -d 'more detail on stderr'
+complete -c tern-bench -s v -l verbose -d 'more detail (the man page says what each program adds)'
 complete -c tern-bench -s q -l quiet -d 'only errors on stderr'
 complete -c tern-bench -l color -x -a 'auto always never' -d 'colour: auto (on a terminal, NO_COLOR unset or empty), always, never'
 complete -c tern-bench -l completion -x -a 'bash zsh fish' -d 'print a completion script for SHELL and exit'

@@ -141,7 +141,7 @@ static void init_builtins(struct cli_common *c)
 		{.lng = "help", .shrt = 'h', .kind = CLI_FLAG, .dst = &opt_help, .help = "show this help and exit"},
 		{.lng = "version", .kind = CLI_FLAG, .dst = &opt_version,
 		 .help = "show version, commit, compiler, backends and CPU features, then exit"},
-		{.lng = "verbose", .shrt = 'v', .kind = CLI_FLAG, .dst = &c->verbose, .help = "more detail on stderr"},
+		{.lng = "verbose", .shrt = 'v', .kind = CLI_FLAG, .dst = &c->verbose, .help = "more detail (the man page says what each program adds)"},
 		{.lng = "quiet", .shrt = 'q', .kind = CLI_FLAG, .dst = &c->quiet, .help = "only errors on stderr"},
 		{.lng = "color", .kind = CLI_CHOICE, .dst = &c->color, .arg = "WHEN", .choices = "auto|always|never",
 		 .help = "colour: auto (on a terminal, NO_COLOR unset or empty), always, never"},

@@ -813,10 +813,18 @@ static int list_text(const struct src *s)
 	return EXIT_OK;
 }
 
-/* One tensor as a JSON object; close = false leaves it open for more members. */
-static void json_tensor(const struct src *s, const struct tern_tensor_view *t, bool close)
+static void json_file_member(const struct src *s);
+
+/* One tensor as a JSON object; close = false leaves it open for more
+ * members; with_file starts it with the file's path (--tensor --json). */
+static void json_tensor(const struct src *s, const struct tern_tensor_view *t, bool close, bool with_file)
 {
-	printf("{\"name\": ");
+	if (with_file) {
+		json_file_member(s);
+		printf(", \"name\": ");
+	} else {
+		printf("{\"name\": ");
+	}
 	cli_json_str(stdout, t->name.ptr, t->name.len);
 	printf(", \"type\": \"%s\", \"shape\": [", quant_type_name(t->type));
 	for (uint32_t d = 0; d < t->n_dims; d++)
@@ -871,7 +879,7 @@ static int list_json(const struct src *s)
 	bool tensors = !o_no_tensors && !o_key;
 	for (uint64_t i = 0; tensors && i < tern_mf_n_tensors(m); i++) {
 		printf("%s\n  ", i ? "," : "");
-		json_tensor(s, tern_mf_tensor_at(m, i), true);
+		json_tensor(s, tern_mf_tensor_at(m, i), true, false);
 	}
 	printf("\n],\n");
 	print_summary_json(s);
@@ -937,16 +945,14 @@ static int show_tensor(const struct src *s)
 	uint64_t nel = tern_tensor_nelements(t);
 	uint64_t file_off = tern_mf_data_offset(s->mf) + t->offset;
 	if (o_json) {
-		json_file_member(s);
-		printf(", \"tensor\": ");
-		json_tensor(s, t, false);
+		json_tensor(s, t, false, true);
 		int st = EXIT_OK;
 		if (o_values_seen) {
 			printf(", \"values\": [");
 			st = tensor_values(s, t, (uint64_t)o_values, false);
 			printf("]");
 		}
-		printf("}}\n");
+		printf("}\n");
 		return st;
 	}
 	char shape[128], b[32];

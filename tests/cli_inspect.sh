@@ -131,6 +131,14 @@ assert d[2]["file"] == sys.argv[3] and d[2]["variant"] == "silero"' "$T/out" $V 
 expect 0 $I --json $V && check "one file: one JSON object, as before" $PYTHON -c '
 import json, sys; d = json.load(open(sys.argv[1])); assert isinstance(d, dict) and d["file"] == sys.argv[2]' "$T/out" $V
 
+expect 1 $I --json --tensor _model.decoder.decoder.2.bias --values 1 $S $V
+check "JSON --tensor of two files: the tensor, then the error in place" $PYTHON -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[0]["file"] == sys.argv[2] and d[0]["name"] == "_model.decoder.decoder.2.bias" and d[0]["shape"] == []
+assert abs(d[0]["values"][0] - -0.624597728) < 1e-7
+assert d[1]["file"] == sys.argv[3] and "no tensor named" in d[1]["error"], d[1]' "$T/out" $S $V
+
 # ---- --json --key keeps the schema: metadata filtered, tensors empty, summary whole
 expect 0 $I --json --key 'silero.n_*' $S
 check "JSON --key: stable members" $PYTHON -c '

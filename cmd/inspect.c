@@ -512,7 +512,8 @@ static void field_json(const struct summary *sm, size_t i)
 
 static void label(const char *l)
 {
-	printf("  %s:%*s", l, (int)(LABEL_W - strlen(l)), "");
+	int pad = LABEL_W - (int)strlen(l);
+	printf("  %s:%*s", l, pad > 0 ? pad : 1, "");
 }
 
 static void print_summary_text(const struct src *s)

@@ -897,88 +897,66 @@ static void check_rules(const struct cli_prog *p, const bool *given)
 	}
 }
 
-void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
-	       const char ***pos, int *npos)
+/* Mark o as given when it is one of the program's own options (the rules
+ * are about those). */
+static void mark_given(const struct cli_prog *p, const struct cli_opt *o, bool *given_opt)
 {
-	snprintf(progname, sizeof progname, "tern-%s", p->name);
-	g_common = common;
-	g_prog = p;
-	memset(common, 0, sizeof *common);
-	common->color = "auto";
-	init_builtins(common);
+	if (o >= p->opts && o < p->opts + n_opts(p->opts))
+		given_opt[o - p->opts] = true;
+}
 
-	const char **out = calloc((size_t)argc + 1, sizeof *out);
-	if (!out) {
-		cli_error("out of memory");
-		exit(EXIT_RUNTIME);
-	}
-	int np = 0;
-	bool only_pos = false;
-	bool given_opt[128] = {0}; /* by index in p->opts */
-	if (n_opts(p->opts) > 128) {
-		cli_error("internal error: more than 128 options");
-		exit(EXIT_RUNTIME);
-	}
-	for (int i = 1; i < argc; i++) {
-		char *a = argv[i];
-		if (only_pos || a[0] != '-' || a[1] == 0) {
-			out[np++] = a;
-			continue;
+/* Parse the option at argv[*i] (advancing *i past its argument). */
+static void parse_option(const struct cli_prog *p, int argc, char **argv, int *i, bool *given_opt)
+{
+	char *a = argv[*i];
+	const struct cli_opt *o = NULL;
+	const char *val = NULL;
+	char given[80];
+	if (a[1] == '-') {
+		const char *name = a + 2, *eq = strchr(name, '=');
+		size_t n = eq ? (size_t)(eq - name) : strlen(name);
+		o = find_long(p, name, n);
+		snprintf(given, sizeof given, "--%.*s", (int)(n < 60 ? n : 60), name);
+		if (!o)
+			unknown_option(p, a);
+		if (eq) {
+			if (o->kind == CLI_FLAG)
+				cli_usage_error("option '%s' takes no argument", given);
+			val = eq + 1;
 		}
-		if (strcmp(a, "--") == 0) {
-			only_pos = true;
-			continue;
-		}
-		const struct cli_opt *o = NULL;
-		const char *val = NULL;
-		char given[80];
-		if (a[1] == '-') {
-			const char *name = a + 2, *eq = strchr(name, '=');
-			size_t n = eq ? (size_t)(eq - name) : strlen(name);
-			o = find_long(p, name, n);
-			snprintf(given, sizeof given, "--%.*s", (int)(n < 60 ? n : 60), name);
-			if (!o)
-				unknown_option(p, a);
-			if (eq) {
-				if (o->kind == CLI_FLAG)
-					cli_usage_error("option '%s' takes no argument", given);
-				val = eq + 1;
+	} else if ((o = find_alias(p, a + 1))) {
+		snprintf(given, sizeof given, "%.60s", a);
+	} else {
+		o = find_short(p, a[1]);
+		snprintf(given, sizeof given, "-%c", a[1]);
+		if (!o)
+			unknown_option(p, a);
+		if (a[2] && o->kind == CLI_FLAG) {
+			/* bundled flags: -vq */
+			for (const char *c = a + 1; *c; c++) {
+				const struct cli_opt *f = find_short(p, *c);
+				if (!f || f->kind != CLI_FLAG)
+					cli_usage_error("unknown option '%.60s'", a);
+				set_value(f, given, NULL);
+				mark_given(p, f, given_opt);
 			}
-		} else if ((o = find_alias(p, a + 1))) {
-			snprintf(given, sizeof given, "%.60s", a);
-		} else {
-			o = find_short(p, a[1]);
-			snprintf(given, sizeof given, "-%c", a[1]);
-			if (!o)
-				unknown_option(p, a);
-			if (a[2]) {
-				if (o->kind == CLI_FLAG) {
-					/* bundled flags: -vq */
-					for (const char *c = a + 1; *c; c++) {
-						const struct cli_opt *f = find_short(p, *c);
-						if (!f || f->kind != CLI_FLAG)
-							cli_usage_error("unknown option '%.60s'", a);
-						set_value(f, given, NULL);
-						if (f >= p->opts && f < p->opts + n_opts(p->opts))
-							given_opt[f - p->opts] = true;
-					}
-					continue;
-				}
-				val = a + 2;
-			}
+			return;
 		}
-		if (o->kind != CLI_FLAG && !val) {
-			if (i + 1 >= argc)
-				cli_usage_error("option '%s' needs an argument%s%s", given,
-						o->arg ? " " : "", o->arg ? o->arg : "");
-			val = argv[++i];
-		}
-		set_value(o, given, val);
-		if (o >= p->opts && o < p->opts + n_opts(p->opts))
-			given_opt[o - p->opts] = true;
+		if (a[2])
+			val = a + 2;
 	}
+	if (o->kind != CLI_FLAG && !val) {
+		if (*i + 1 >= argc)
+			cli_usage_error("option '%s' needs an argument%s%s", given, o->arg ? " " : "", o->arg ? o->arg : "");
+		val = argv[++*i];
+	}
+	set_value(o, given, val);
+	mark_given(p, o, given_opt);
+}
 
-	color_mode = common->color;
+/* --help-man, --completion, --help, --version: print and exit. */
+static void run_builtins(const struct cli_prog *p)
+{
 	if (opt_help_man) {
 		print_man(p);
 		exit(EXIT_OK);
@@ -1000,12 +978,43 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_commo
 		print_version();
 		exit(EXIT_OK);
 	}
+}
+
+void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
+	       const char ***pos, int *npos)
+{
+	snprintf(progname, sizeof progname, "tern-%s", p->name);
+	g_common = common;
+	g_prog = p;
+	memset(common, 0, sizeof *common);
+	common->color = "auto";
+	init_builtins(common);
+
+	const char **out = calloc((size_t)argc + 1, sizeof *out);
+	bool given_opt[128] = {0}; /* by index in p->opts */
+	if (!out || n_opts(p->opts) > 128) {
+		cli_error(out ? "internal error: more than 128 options" : "out of memory");
+		exit(EXIT_RUNTIME);
+	}
+	int np = 0;
+	bool only_pos = false;
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (only_pos || a[0] != '-' || a[1] == 0)
+			out[np++] = a;
+		else if (strcmp(a, "--") == 0)
+			only_pos = true;
+		else
+			parse_option(p, argc, argv, &i, given_opt);
+	}
+
+	color_mode = common->color;
+	run_builtins(p);
 	check_rules(p, given_opt);
 	if (np < p->min_pos)
 		cli_usage_error("missing %s", p->pos_name ? p->pos_name : "argument");
 	if (p->max_pos >= 0 && np > p->max_pos)
 		cli_usage_error("unexpected argument '%.60s'", out[p->max_pos]);
-
 	common->use_color = cli_color(stderr);
 
 	const char *cpu = getenv("TERN_CPU");

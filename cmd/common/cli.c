@@ -954,30 +954,25 @@ static void parse_option(const struct cli_prog *p, int argc, char **argv, int *i
 	mark_given(p, o, given_opt);
 }
 
-/* --help-man, --completion, --help, --version: print and exit. */
-static void run_builtins(const struct cli_prog *p)
+/* --help-man, --completion, --help, --version: print; true if one did
+ * (the program then exits). */
+static bool run_builtins(const struct cli_prog *p)
 {
-	if (opt_help_man) {
+	if (opt_help_man)
 		print_man(p);
-		exit(EXIT_OK);
-	}
-	if (opt_completion) {
-		if (strcmp(opt_completion, "bash") == 0)
-			print_completion_bash(p);
-		else if (strcmp(opt_completion, "zsh") == 0)
-			print_completion_zsh(p);
-		else
-			print_completion_fish(p);
-		exit(EXIT_OK);
-	}
-	if (opt_help) {
+	else if (opt_completion && strcmp(opt_completion, "bash") == 0)
+		print_completion_bash(p);
+	else if (opt_completion && strcmp(opt_completion, "zsh") == 0)
+		print_completion_zsh(p);
+	else if (opt_completion)
+		print_completion_fish(p);
+	else if (opt_help)
 		print_help(p);
-		exit(EXIT_OK);
-	}
-	if (opt_version) {
+	else if (opt_version)
 		print_version();
-		exit(EXIT_OK);
-	}
+	else
+		return false;
+	return true;
 }
 
 void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
@@ -1009,7 +1004,10 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_commo
 	}
 
 	color_mode = common->color;
-	run_builtins(p);
+	if (run_builtins(p)) {
+		free(out);
+		exit(EXIT_OK);
+	}
 	check_rules(p, given_opt);
 	if (np < p->min_pos)
 		cli_usage_error("missing %s", p->pos_name ? p->pos_name : "argument");

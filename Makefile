@@ -147,8 +147,8 @@ $(LIB): $(LIB_OBJ)
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 $(OUT)/version.c: FORCE
 	@mkdir -p $(OUT)
-	@printf 'const char tern_build_commit[] = "%s";\nconst char tern_build_compiler[] = "%s";\nconst char tern_build_flags[] = "%s";\n' \
-		'$(GIT_COMMIT)' '$(shell $(CC) --version 2>/dev/null | head -n1)' '$(VARIANT)' > $@.tmp
+	@printf 'const char tern_build_commit[] = "%s";\nconst char tern_build_compiler[] = "%s";\nconst char tern_build_flags[] = "%s";\nconst char tern_build_programs[] = "%s";\n' \
+		'$(GIT_COMMIT)' '$(shell $(CC) --version 2>/dev/null | head -n1)' '$(VARIANT)' '$(CMD_NAMES)' > $@.tmp
 	@cmp -s $@.tmp $@ 2>/dev/null && rm -f $@.tmp || mv $@.tmp $@
 
 $(OUT)/version.o: $(OUT)/version.c

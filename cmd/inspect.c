@@ -3,19 +3,26 @@
  * Default output is a readable listing (header, metadata, tensors, summary);
  * --json gives the same as one JSON document. Listing reads only the header
  * pages of the mapping, never tensor data, unless --tensor with --values or
- * --raw asks for one tensor's values. */
+ * --raw asks for one tensor's values. Several files are handled one after
+ * the other; the exit status is the largest of theirs. The file formats are
+ * read through lib/format/modelfile.h and the summary's hyperparameters
+ * through lib/format/arch.h, the same code the model loaders use. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
-#include "quant/convert.h"
+#include "lib/format/arch.h"
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/gguf.h"
+#include "lib/format/modelfile.h"
+#include "quant/convert.h"
 #include "quant/quant.h"
 #include "tokenizer/tok.h"
 
@@ -27,46 +34,82 @@ static int64_t o_values = -1;
 static bool o_values_seen;
 static const char *o_tok_text, *o_tok_file, *o_detok;
 static bool o_add_special, o_parse_special, o_ids;
+static struct cli_common common;
+
+/* The modes: listing (text or --json), --tensor, --check and the
+ * tokenizer's three. Each mode's option names what it cannot be combined
+ * with (the rule holds both ways; --help shows it where it is declared,
+ * the man page on both sides). */
+#define TOK_MODES "tokenize|tokenize-file|detokenize"
+#define LISTING_TEXT "full|no-tensors|key|tensor"
+#define LISTING "json|" LISTING_TEXT
 
 static const struct cli_opt opts[] = {
-	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .help = "print one JSON document instead of the listing"},
-	{.lng = "full", .kind = CLI_FLAG, .dst = &o_full, .help = "print every array element (text: no '... N more'; JSON: array values)"},
-	{.lng = "no-tensors", .kind = CLI_FLAG, .dst = &o_no_tensors, .help = "leave out the tensor list"},
-	{.lng = "key", .kind = CLI_STR, .dst = &o_key, .arg = "GLOB", .help = "print only metadata keys matching GLOB (e.g. 'llama.*')"},
-	{.lng = "tensor", .kind = CLI_STR, .dst = &o_tensor, .arg = "NAME", .help = "print one tensor's details"},
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
+	 .help = "print JSON instead of the listing (an array of documents for several files)"},
+	{.lng = "full", .kind = CLI_FLAG, .dst = &o_full, .excludes = "tensor",
+	 .help = "print every array element (text: no '... N more'; JSON: array values)"},
+	{.lng = "no-tensors", .kind = CLI_FLAG, .dst = &o_no_tensors, .excludes = "tensor|key",
+	 .help = "leave out the tensor list"},
+	{.lng = "key", .kind = CLI_STR, .dst = &o_key, .arg = "GLOB", .excludes = "tensor",
+	 .help = "print only metadata keys matching GLOB (e.g. 'llama.*')"},
+	{.lng = "tensor", .kind = CLI_STR, .dst = &o_tensor, .arg = "NAME",
+	 .help = "print one tensor's details"},
 	{.lng = "values", .kind = CLI_INT, .dst = &o_values, .seen = &o_values_seen, .arg = "N", .min = 0, .max = INT64_MAX,
-	 .help = "with --tensor: also print its first N values, decoded to float"},
-	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .help = "with --tensor: write all its values as little-endian float32 to stdout"},
-	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check,
-	 .help = "validate placement, alignment, sizes and names; list every problem; exit 65 if any"},
-	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT",
+	 .needs = "tensor", .help = "also print the tensor's first N values, decoded to float"},
+	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .needs = "tensor", .excludes = "json|values",
+	 .help = "write all the tensor's values as little-endian float32 to stdout (one FILE)"},
+	{.lng = "check", .kind = CLI_FLAG, .dst = &o_check, .excludes = LISTING "|" TOK_MODES,
+	 .help = "validate placement, alignment, sizes and names; report every problem on stdout; exit 65 if any"},
+	{.lng = "tokenize", .kind = CLI_STR, .dst = &o_tok_text, .arg = "TEXT", .excludes = LISTING_TEXT "|tokenize-file|detokenize",
 	 .help = "print the tokens of TEXT with the file's vocabulary, one 'id<TAB>piece' line each"},
-	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH",
+	{.lng = "tokenize-file", .kind = CLI_FILE, .dst = &o_tok_file, .arg = "PATH", .excludes = LISTING_TEXT "|detokenize",
 	 .help = "like --tokenize with the contents of PATH ('-': standard input)"},
-	{.lng = "add-special", .kind = CLI_FLAG, .dst = &o_add_special,
-	 .help = "with --tokenize: add BOS/EOS (or CLS/SEP) as the vocabulary's metadata says"},
-	{.lng = "parse-special", .kind = CLI_FLAG, .dst = &o_parse_special,
-	 .help = "with --tokenize: control tokens written in the text (e.g. <|im_end|>) become their ids"},
-	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .help = "with --tokenize: print one line with a JSON array of ids"},
-	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS",
+	{.lng = "add-special", .kind = CLI_FLAG, .dst = &o_add_special, .needs = "tokenize|tokenize-file",
+	 .help = "add BOS/EOS (or CLS/SEP) as the vocabulary's metadata says"},
+	{.lng = "parse-special", .kind = CLI_FLAG, .dst = &o_parse_special, .needs = "tokenize|tokenize-file",
+	 .help = "control tokens written in the text (e.g. <|im_end|>) become their ids"},
+	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .needs = "tokenize|tokenize-file",
+	 .help = "print one line with a JSON array of ids (--json prints ids, pieces and dropped bytes)"},
+	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS", .excludes = LISTING,
 	 .help = "print the text of IDS (separated by spaces or commas; control pieces included)"},
 	{0},
 };
 
 static const struct cli_section sections[] = {
 	{"OUTPUT",
-	 "The listing has four parts: the header (format, version, alignment, counts, data offset); one line per "
+	 "The listing has four parts: the header (format, version, alignment, counts, data section); one line per "
 	 "metadata key with its type, count and value (strings escaped, arrays cut after a few elements unless --full); "
-	 "one line per tensor with name, type, shape (ggml order: row length first), bytes and offset in the data section; "
-	 "and a summary with the architecture, parameter count, bits per weight, tensor types and the usual "
-	 "hyperparameters.\n"
+	 "one line per tensor with name, type, shape (ggml order: row length first), bytes and offset; and a summary "
+	 "with the architecture, parameter count, bits per weight, tensor types and the hyperparameters a model "
+	 "loader reads (the same code reads them for both). Columns are sized from the data; on a terminal, keys and "
+	 "names longer than a column are shortened in the middle ('...') and long strings (chat templates) are cut at "
+	 "the end of the line unless --full; piped output is never shortened. With -v "
+	 "each tensor line also gives its file offset and the alignment of that offset, and the time taken to open "
+	 "and validate the file goes to stderr.\n"
 	 "\n"
-	 "With --json the same information is one JSON document with the members format, version, alignment, "
+	 "Offsets: a tensor's offset counts from the start of the data section, whose file offset the header gives "
+	 "(data: offset N), for both formats. The data section of a GGUF file follows the tensor infos, aligned; that "
+	 "of a legacy ggml file starts at its first tensor record (legacy files interleave tensor headers with data). "
+	 "A file without tensors has no data section (data: none; in JSON data_offset is null).\n"
+	 "\n"
+	 "With --json the same information is one JSON document with the members file, format, version, alignment, "
 	 "data_offset, file_size, metadata (an object keyed by key name, each {\"type\", \"value\"}; arrays give "
 	 "elem_type and count, and their values only with --full), tensors (an array of {name, type, shape, offset, "
-	 "file_offset, bytes}) and summary. Strings are always valid UTF-8: each ill-formed byte sequence becomes "
-	 "U+FFFD. Legacy ggml files (whisper.cpp's Whisper and Silero models) use the same shape, with their "
-	 "hyperparameters under metadata."},
+	 "file_offset, bytes}) and summary. These members are always present: with --key, metadata holds the "
+	 "matching keys and tensors is empty; with --no-tensors, tensors is empty. Strings are always valid UTF-8: "
+	 "each ill-formed byte sequence becomes U+FFFD. Legacy ggml files (whisper.cpp's Whisper and Silero models) "
+	 "use the same shape, with their hyperparameters under metadata.\n"
+	 "\n"
+	 "Several FILEs: the text of each file is headed by a line '==> FILE <==' (as head(1) does), except with "
+	 "--check, whose lines start with the file name; with --json the output is one JSON array holding one "
+	 "document per file, in order, and a file that cannot be read is {\"file\": FILE, \"error\": MESSAGE} there "
+	 "(and a line on stderr)."},
+	{"CHECK",
+	 "--check validates every file and writes its report on standard output: 'FILE: ok (...)' for a file without "
+	 "problems, otherwise one 'FILE: problem' line per problem (tensors that overlap or lie outside the data, "
+	 "misaligned offsets, duplicate names, ...) and 'FILE: N problems found'. A file too damaged to be "
+	 "read at all gives one error line on stderr instead. The exit status is 65 if any file has a problem."},
 	{"TOKENIZER",
 	 "--tokenize, --tokenize-file and --detokenize use the vocabulary in the file's tokenizer.ggml.* metadata "
 	 "(SPM, byte-level BPE with the pre-tokenizer named by tokenizer.ggml.pre, or WordPiece), or the vocabulary "
@@ -78,69 +121,61 @@ static const struct cli_section sections[] = {
 	 "vocabulary cannot encode (no piece, no byte fallback, no unknown token) are dropped with a warning on "
 	 "stderr giving their count; the exit status stays 0. --detokenize prints the text of the ids exactly, "
 	 "without a newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
+	{"STANDARD INPUT",
+	 "FILE - reads the model from standard input, up to 4 GiB (a pipe cannot be mapped, so it is read into "
+	 "memory). When standard input is a terminal, tern-inspect refuses (exit 2) instead of waiting for a "
+	 "model to be typed."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (cannot open or map the file, out of memory, no such tensor or key); "
-	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems).\n"
+	 "2 usage error; 65 malformed input (the file is not a valid GGUF or ggml file, or --check found problems). "
+	 "With several files, the largest status of any file.\n"
 	 "\n"
-	 "Errors are one line on stderr: tern-inspect: PATH: what is wrong (with the offset, key or tensor)."},
+	 "Errors are one line on stderr: tern-inspect: PATH: what is wrong (with the offset, key or tensor). With "
+	 "colour (see --color) the program name is red in errors and yellow in warnings, 'ok' is green and types "
+	 "in the listing are dim."},
 	{"EXAMPLES",
 	 "  tern-inspect model.gguf\n"
 	 "  tern-inspect --json --no-tensors model.gguf | jq .summary\n"
 	 "  tern-inspect --key 'llama.*' model.gguf\n"
 	 "  tern-inspect --tensor token_embd.weight --values 8 model.gguf\n"
 	 "  tern-inspect --tensor output_norm.weight --raw model.gguf > norm.f32\n"
-	 "  tern-inspect --check model.gguf\n"
+	 "  tern-inspect --check *.gguf *.bin\n"
 	 "  tern-inspect --tokenize 'Hello world' model.gguf\n"
 	 "  tern-inspect --tokenize-file prompt.txt --add-special --ids model.gguf\n"
-	 "  tern-inspect --detokenize '9906 1917' model.gguf"},
+	 "  tern-inspect --detokenize '9906 1917' model.gguf\n"
+	 "  curl -sL URL | tern-inspect --no-tensors -"},
 	{0},
 };
 
 static const struct cli_prog prog = {
 	.name = "inspect",
 	.summary = "show and validate the metadata and tensors of GGUF and legacy ggml model files",
-	.usage = "[OPTIONS] FILE",
+	.usage = "[OPTIONS] FILE...",
 	.description =
-		"tern-inspect reads a GGUF file (version 2 or 3) or a legacy ggml file (whisper.cpp's Whisper and "
-		"Silero VAD models) and prints its header, metadata, tensors and a summary. The file is mapped "
+		"tern-inspect reads GGUF files (version 2 or 3) and legacy ggml files (whisper.cpp's Whisper and "
+		"Silero VAD models) and prints their header, metadata, tensors and a summary. Each file is mapped "
 		"read-only and validated: every length, count and offset is checked against the file size, so a "
 		"truncated or hostile file gives a one-line error, never a crash.\n"
 		"\n"
 		"Listing a model reads only its header; tensor data is read only for --values and --raw. "
-		"FILE - reads the file from standard input (up to 4 GiB).",
+		"FILE - reads a file from standard input.",
 	.opts = opts,
 	.pos_name = "FILE",
 	.pos_ext = "gguf|bin",
 	.min_pos = 1,
-	.max_pos = 1,
+	.max_pos = -1,
 	.sections = sections,
 };
 
-/* ---- a source: what the printers need from a GGUF or legacy file ---------- */
-
-struct ent {
-	struct tern_str key;
-	struct gguf_value v;
-	const struct gguf_kv *kv; /* GGUF: O(1) string-array access; NULL otherwise */
-	const ggml_legacy *lg;    /* legacy vocabulary: tokens come from the reader */
-};
+/* ---- a source: one open file --------------------------------------------- */
 
 struct src {
 	const char *path;
-	const char *format;     /* "gguf" or "ggml" */
-	const char *variant;    /* legacy: "whisper" / "silero" */
-	uint32_t version, alignment;
-	uint64_t data_offset, file_size;
-	struct ent *ents;       /* [n_ents] */
-	uint64_t n_ents;
-	const struct tern_tensor_view **t; /* [n_t] */
-	uint64_t n_t;
-	gguf_file *gf;
-	ggml_legacy *lg;
-	uint8_t (*scratch)[8];  /* [n_ents] encoded legacy scalars */
+	tern_mf *mf;
+	const gguf_file *gf;    /* the readers underneath (one is NULL), for the tokenizer */
+	const ggml_legacy *lg;
 	uint8_t *mem;           /* [mem_size] the file read from stdin, or NULL */
 	size_t mem_size;
-	char (*names)[96];      /* [n_ents] legacy key names */
 };
 
 static const char *json_vtype(uint32_t t)
@@ -150,15 +185,14 @@ static const char *json_vtype(uint32_t t)
 	return t < GGUF_T_COUNT ? n[t] : "?";
 }
 
-static struct tern_str arr_str(const struct ent *e, uint64_t i)
+/* Element i of a string array: top-level entries in O(1), else walked. */
+static struct tern_str arr_str(const tern_mf *m, const struct tern_mf_kv *top, const struct gguf_value *v, uint64_t i)
 {
-	if (e->kv)
-		return gguf_kv_arr_str(e->kv, i);
-	if (e->lg)
-		return ggml_legacy_token(e->lg, i);
-	struct gguf_value v;
-	if (gguf_arr_elem(&e->v, i, &v) == 0)
-		return v.s;
+	if (top)
+		return tern_mf_arr_str(m, top, i);
+	struct gguf_value e;
+	if (gguf_arr_elem(v, i, &e) == 0)
+		return e.s;
 	return (struct tern_str){0};
 }
 
@@ -192,7 +226,7 @@ static void text_scalar(const struct gguf_value *v)
 	}
 }
 
-static void json_value(const struct gguf_value *v, const struct ent *top);
+static void json_value(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top);
 
 static void json_scalar(const struct gguf_value *v)
 {
@@ -206,13 +240,13 @@ static void json_scalar(const struct gguf_value *v)
 	}
 }
 
-/* Print an array's elements [0, lim) as JSON; top gives O(1) strings. */
-static void json_array(const struct gguf_value *v, const struct ent *top)
+/* An array's elements as JSON; top (the entry holding it) gives O(1) strings. */
+static void json_array(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top)
 {
 	putchar('[');
-	if (!gguf_vtype_size(v->elem) && v->elem == GGUF_T_STRING && top) {
+	if (v->elem == GGUF_T_STRING && top) {
 		for (uint64_t i = 0; i < v->n; i++) {
-			struct tern_str s = arr_str(top, i);
+			struct tern_str s = arr_str(m, top, v, i);
 			if (i)
 				fputs(", ", stdout);
 			cli_json_str(stdout, s.ptr, s.len);
@@ -232,23 +266,23 @@ static void json_array(const struct gguf_value *v, const struct ent *top)
 		while (gguf_arr_next(v, &i, &pos, &e) == 0) {
 			if (i > 1)
 				fputs(", ", stdout);
-			json_value(&e, NULL);
+			json_value(m, &e, NULL);
 		}
 	}
 	putchar(']');
 }
 
-static void json_value(const struct gguf_value *v, const struct ent *top)
+static void json_value(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top)
 {
 	if (v->type == GGUF_T_ARRAY)
-		json_array(v, top);
+		json_array(m, v, top);
 	else
 		json_scalar(v);
 }
 
 #define TEXT_ARRAY_PREVIEW 8
 
-static void text_array(const struct gguf_value *v, const struct ent *top, bool full)
+static void text_array(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top, bool full)
 {
 	uint64_t lim = full ? v->n : (v->n < TEXT_ARRAY_PREVIEW ? v->n : TEXT_ARRAY_PREVIEW);
 	putchar('[');
@@ -258,13 +292,13 @@ static void text_array(const struct gguf_value *v, const struct ent *top, bool f
 		if (i)
 			fputs(", ", stdout);
 		if (v->elem == GGUF_T_STRING && top) { /* legacy vocabularies have no GGUF encoding */
-			e = (struct gguf_value){.type = GGUF_T_STRING, .s = arr_str(top, i++)};
+			e = (struct gguf_value){.type = GGUF_T_STRING, .s = arr_str(m, top, v, i++)};
 			text_scalar(&e);
 			continue;
 		}
 		gguf_arr_next(v, &i, &pos, &e);
 		if (e.type == GGUF_T_ARRAY)
-			text_array(&e, NULL, full);
+			text_array(m, &e, NULL, full);
 		else
 			text_scalar(&e);
 	}
@@ -273,82 +307,16 @@ static void text_array(const struct gguf_value *v, const struct ent *top, bool f
 	putchar(']');
 }
 
-/* ---- summary ------------------------------------------------------------------- */
-
-struct summary {
-	struct tern_str arch;
-	uint64_t params, tensor_bytes;
-	uint64_t type_count[QT_COUNT];
-};
-
-static const struct ent *find_ent(const struct src *s, const char *key)
+/* A list of per-layer integers, cut like arrays unless full. */
+static void text_u32s(const uint32_t *a, uint32_t n, bool full)
 {
-	if (s->gf) {
-		const struct gguf_kv *kv = gguf_find(s->gf, key);
-		if (!kv)
-			return NULL;
-		return &s->ents[kv - gguf_kv_at(s->gf, 0)];
-	}
-	for (uint64_t i = 0; i < s->n_ents; i++)
-		if (tern_str_eq(s->ents[i].key, key))
-			return &s->ents[i];
-	return NULL;
-}
-
-static void summarise(const struct src *s, struct summary *sm)
-{
-	memset(sm, 0, sizeof *sm);
-	const struct ent *a = find_ent(s, "general.architecture");
-	if (a && a->v.type == GGUF_T_STRING)
-		sm->arch = a->v.s;
-	else if (s->variant)
-		sm->arch = (struct tern_str){s->variant, strlen(s->variant)};
-	for (uint64_t i = 0; i < s->n_t; i++) {
-		const struct tern_tensor_view *t = s->t[i];
-		sm->params += tern_tensor_nelements(t);
-		sm->tensor_bytes += t->nbytes;
-		if (t->type < QT_COUNT)
-			sm->type_count[t->type]++;
-	}
-}
-
-/* The hyperparameters users look for: (label, key suffix after "ARCH."). */
-static const struct { const char *label, *json, *suffix; } hparams[] = {
-	{"context length", "context_length", "context_length"},
-	{"embedding size", "embedding_length", "embedding_length"},
-	{"layers", "block_count", "block_count"},
-	{"heads", "head_count", "attention.head_count"},
-	{"kv heads", "head_count_kv", "attention.head_count_kv"},
-	{"feed-forward size", "feed_forward_length", "feed_forward_length"},
-	{"rope base", "rope_freq_base", "rope.freq_base"},
-	{"experts", "expert_count", "expert_count"},
-};
-
-static const struct ent *arch_ent(const struct src *s, const struct summary *sm, const char *suffix)
-{
-	char key[256];
-	if (!sm->arch.len || sm->arch.len > 128)
-		return NULL;
-	snprintf(key, sizeof key, "%.*s.%s", (int)sm->arch.len, sm->arch.ptr, suffix);
-	return find_ent(s, key);
-}
-
-/* Vocabulary size: ARCH.vocab_size, else the token list's length. */
-static bool vocab_size(const struct src *s, const struct summary *sm, uint64_t *n)
-{
-	const struct ent *e = arch_ent(s, sm, "vocab_size");
-	if (e && gguf_value_is_int(&e->v)) {
-		*n = gguf_value_u64(&e->v);
-		return true;
-	}
-	e = find_ent(s, "tokenizer.ggml.tokens");
-	if (!e)
-		e = find_ent(s, "tokenizer.tokens");
-	if (e && e->v.type == GGUF_T_ARRAY) {
-		*n = e->v.n;
-		return true;
-	}
-	return false;
+	uint32_t lim = full || n <= TEXT_ARRAY_PREVIEW ? n : TEXT_ARRAY_PREVIEW;
+	putchar('[');
+	for (uint32_t i = 0; i < lim; i++)
+		printf("%s%u", i ? ", " : "", a[i]);
+	if (lim < n)
+		printf(", ... %u more", n - lim);
+	putchar(']');
 }
 
 static void human_bytes(uint64_t b, char *buf, size_t cap)
@@ -376,54 +344,248 @@ static void human_count(uint64_t n, char *buf, size_t cap)
 		snprintf(buf, cap, "%" PRIu64, n);
 }
 
+/* ---- errors of one file ------------------------------------------------------ */
+
+/* With several files and --json, a file that fails still gets its element
+ * of the array: {"file", "error"}, holding the message that went to stderr. */
+static char last_error[TERN_ERR_MSG_MAX + 64];
+static bool doc_printed; /* the current file's JSON document (or part) is out */
+
+static int file_error(const char *path, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int file_error(const char *path, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	va_end(ap);
+	cli_error("%s: %s", path, last_error);
+	return status;
+}
+
+static int file_fail(const char *path, int code, const tern_err *e)
+{
+	snprintf(last_error, sizeof last_error, "%s", e && e->msg[0] ? e->msg : tern_strerror(code));
+	return cli_fail(path, code, e);
+}
+
+/* ---- summary ------------------------------------------------------------------- */
+
+struct summary {
+	uint64_t params, tensor_bytes;
+	uint64_t type_count[QT_COUNT];
+	enum tern_arch_family fam;
+	char arch[TERN_ARCH_NAME_MAX];
+	/* the hyperparameters, read by lib/format/arch.c as a loader reads them */
+	int rc;
+	tern_err err;
+	struct tern_arch_llm *llm; /* large (per-layer arrays): on the heap */
+	struct tern_arch_whisper whisper;
+	struct tern_arch_silero silero;
+	const struct tern_arch_field *f; /* the family's field table [nf] */
+	size_t nf;
+	const void *hp;                  /* the family's struct */
+	uint64_t present, per_layer;
+	uint32_t n_layer;
+};
+
+static void summarise(const struct src *s, struct summary *sm)
+{
+	memset(sm, 0, sizeof *sm);
+	for (uint64_t i = 0; i < tern_mf_n_tensors(s->mf); i++) {
+		const struct tern_tensor_view *t = tern_mf_tensor_at(s->mf, i);
+		sm->params += tern_tensor_nelements(t);
+		sm->tensor_bytes += t->nbytes;
+		if (t->type < QT_COUNT)
+			sm->type_count[t->type]++;
+	}
+	sm->fam = tern_arch_family(s->mf, sm->arch, sizeof sm->arch);
+	switch (sm->fam) {
+	case TERN_ARCH_LLM:
+		if (!(sm->llm = malloc(sizeof *sm->llm))) {
+			sm->rc = tern_errf(&sm->err, TERN_ENOMEM, "out of memory");
+			break;
+		}
+		sm->rc = tern_arch_llm_read(s->mf, sm->llm, &sm->err);
+		sm->f = tern_arch_llm_fields(&sm->nf);
+		sm->hp = sm->llm;
+		sm->present = sm->llm->present;
+		sm->per_layer = sm->llm->per_layer;
+		sm->n_layer = sm->llm->n_layer;
+		break;
+	case TERN_ARCH_WHISPER:
+		sm->rc = tern_arch_whisper_read(s->mf, &sm->whisper, &sm->err);
+		sm->f = tern_arch_whisper_fields(&sm->nf);
+		sm->hp = &sm->whisper;
+		sm->present = sm->whisper.present;
+		break;
+	case TERN_ARCH_SILERO:
+		sm->rc = tern_arch_silero_read(s->mf, &sm->silero, &sm->err);
+		sm->f = tern_arch_silero_fields(&sm->nf);
+		sm->hp = &sm->silero;
+		sm->present = sm->silero.present;
+		break;
+	case TERN_ARCH_NONE:
+		break;
+	}
+	if (sm->rc)
+		sm->present = sm->per_layer = 0;
+}
+
+/* The vocabulary size: the model's (a loader's n_vocab); for files that
+ * name no architecture, the length of the token list. */
+static bool vocab_size(const struct src *s, const struct summary *sm, uint64_t *n)
+{
+	if (sm->fam == TERN_ARCH_LLM && !sm->rc && sm->llm->n_vocab) {
+		*n = sm->llm->n_vocab;
+		return true;
+	}
+	if (sm->fam == TERN_ARCH_WHISPER && !sm->rc && sm->whisper.n_vocab) {
+		*n = sm->whisper.n_vocab;
+		return true;
+	}
+	const struct tern_mf_kv *e = tern_mf_find(s->mf, "tokenizer.ggml.tokens");
+	if (!e)
+		e = tern_mf_find(s->mf, "tokenizer.tokens");
+	if (e && e->v.type == GGUF_T_ARRAY) {
+		*n = e->v.n;
+		return true;
+	}
+	return false;
+}
+
+/* Whether field i is shown: present in the file; vocab_size is shown apart
+ * (it also comes from the token list). */
+static bool field_shown(const struct summary *sm, size_t i)
+{
+	return (sm->present >> i & 1) && strcmp(sm->f[i].json, "vocab_size") != 0;
+}
+
+static void field_text(const struct summary *sm, size_t i)
+{
+	const struct tern_arch_field *f = &sm->f[i];
+	const char *p = (const char *)sm->hp + f->offset;
+	char b[32];
+	switch (f->type) {
+	case TERN_ARCH_F32:
+		cli_fmt_f32(b, sizeof b, *(const float *)p);
+		fputs(b, stdout);
+		break;
+	case TERN_ARCH_STR:
+		cli_text_str(stdout, p, strlen(p));
+		break;
+	case TERN_ARCH_U32_LAYERS:
+		if (sm->per_layer >> i & 1) {
+			text_u32s((const uint32_t *)((const char *)sm->hp + f->layers_offset), sm->n_layer, o_full);
+			break;
+		}
+		/* fall through */
+	case TERN_ARCH_U32:
+		printf("%u", *(const uint32_t *)p);
+		break;
+	}
+}
+
+static void field_json(const struct summary *sm, size_t i)
+{
+	const struct tern_arch_field *f = &sm->f[i];
+	const char *p = (const char *)sm->hp + f->offset;
+	switch (f->type) {
+	case TERN_ARCH_F32:
+		cli_json_f32(stdout, *(const float *)p);
+		break;
+	case TERN_ARCH_STR:
+		cli_json_str(stdout, p, strlen(p));
+		break;
+	case TERN_ARCH_U32_LAYERS:
+		if (sm->per_layer >> i & 1) {
+			const uint32_t *a = (const uint32_t *)((const char *)sm->hp + f->layers_offset);
+			putchar('[');
+			for (uint32_t l = 0; l < sm->n_layer; l++)
+				printf("%s%u", l ? ", " : "", a[l]);
+			putchar(']');
+			break;
+		}
+		/* fall through */
+	case TERN_ARCH_U32:
+		printf("%u", *(const uint32_t *)p);
+		break;
+	}
+}
+
+#define LABEL_W 19
+
+static void label(const char *l)
+{
+	int pad = LABEL_W - (int)strlen(l);
+	printf("  %s:%*s", l, pad > 0 ? pad : 1, "");
+}
+
 static void print_summary_text(const struct src *s)
 {
 	struct summary sm;
 	summarise(s, &sm);
 	char b1[32], b2[32];
 	printf("\nsummary:\n");
-	printf("  %-18s ", "architecture:");
-	if (sm.arch.len)
-		cli_text_str(stdout, sm.arch.ptr, sm.arch.len);
+	label("architecture");
+	if (sm.arch[0])
+		cli_text_str(stdout, sm.arch, strlen(sm.arch));
 	else
 		fputs("(unknown)", stdout);
 	human_count(sm.params, b1, sizeof b1);
-	printf("\n  %-18s %s (%" PRIu64 ")\n", "parameters:", b1, sm.params);
-	human_bytes(s->file_size, b2, sizeof b2);
-	printf("  %-18s %s (%" PRIu64 " bytes)\n", "file size:", b2, s->file_size);
-	if (sm.params)
-		printf("  %-18s %.2f\n", "bits per weight:", (double)sm.tensor_bytes * 8.0 / (double)sm.params);
-	printf("  %-18s", "tensor types:");
+	putchar('\n');
+	label("parameters");
+	printf("%s (%" PRIu64 ")\n", b1, sm.params);
+	human_bytes(tern_mf_file_size(s->mf), b2, sizeof b2);
+	label("file size");
+	printf("%s (%" PRIu64 " bytes)\n", b2, tern_mf_file_size(s->mf));
+	if (sm.params) {
+		label("bits per weight");
+		printf("%.2f\n", (double)sm.tensor_bytes * 8.0 / (double)sm.params);
+	}
+	label("tensor types");
 	bool any = false;
 	for (int t = 0; t < QT_COUNT; t++)
 		if (sm.type_count[t]) {
-			printf("%s %s %" PRIu64, any ? "," : "", quant_type_name((uint32_t)t), sm.type_count[t]);
+			printf("%s%s %" PRIu64, any ? ", " : "", quant_type_name((uint32_t)t), sm.type_count[t]);
 			any = true;
 		}
-	printf("%s\n", any ? "" : " (none)");
-	for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++) {
-		const struct ent *e = arch_ent(s, &sm, hparams[i].suffix);
-		if (!e)
+	printf("%s\n", any ? "" : "(none)");
+	if (sm.rc && sm.rc != TERN_ENOTFOUND) {
+		label("hyperparameters");
+		printf("unreadable: %s\n", sm.err.msg);
+	}
+	for (size_t i = 0; i < sm.nf; i++) {
+		if (!field_shown(&sm, i))
 			continue;
-		char lab[40];
-		snprintf(lab, sizeof lab, "%s:", hparams[i].label);
-		printf("  %-18s ", lab);
-		if (e->v.type == GGUF_T_ARRAY)
-			text_array(&e->v, e, false);
-		else
-			text_scalar(&e->v);
+		label(sm.f[i].label);
+		field_text(&sm, i);
 		putchar('\n');
 	}
 	uint64_t nv;
-	if (vocab_size(s, &sm, &nv))
-		printf("  %-18s %" PRIu64 "\n", "vocab size:", nv);
-	const struct ent *ct = find_ent(s, "tokenizer.chat_template");
-	if (s->gf || ct) {
-		if (ct && ct->v.type == GGUF_T_STRING)
-			printf("  %-18s yes (%" PRIu64 " bytes)\n", "chat template:", ct->v.s.len);
-		else
-			printf("  %-18s no\n", "chat template:");
+	if (vocab_size(s, &sm, &nv)) {
+		label("vocab size");
+		printf("%" PRIu64, nv);
+		if (sm.fam == TERN_ARCH_WHISPER && !sm.rc)
+			printf(" (%u stored in the file, %u special tokens)", sm.whisper.n_vocab_stored,
+			       sm.whisper.n_vocab - sm.whisper.n_vocab_stored);
+		putchar('\n');
 	}
+	if (sm.fam == TERN_ARCH_WHISPER && !sm.rc) {
+		label("languages");
+		if (sm.whisper.multilingual)
+			printf("%u\n", sm.whisper.n_languages);
+		else
+			printf("English only\n");
+	}
+	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
+	if (s->gf || ct) {
+		label("chat template");
+		if (ct && ct->v.type == GGUF_T_STRING)
+			printf("yes (%" PRIu64 " bytes)\n", ct->v.s.len);
+		else
+			printf("no\n");
+	}
+	free(sm.llm);
 }
 
 static void print_summary_json(const struct src *s)
@@ -431,12 +593,12 @@ static void print_summary_json(const struct src *s)
 	struct summary sm;
 	summarise(s, &sm);
 	printf("\"summary\": {\"architecture\": ");
-	if (sm.arch.len)
-		cli_json_str(stdout, sm.arch.ptr, sm.arch.len);
+	if (sm.arch[0])
+		cli_json_str(stdout, sm.arch, strlen(sm.arch));
 	else
 		fputs("null", stdout);
-	printf(", \"parameters\": %" PRIu64 ", \"file_size\": %" PRIu64 ", \"tensor_bytes\": %" PRIu64,
-	       sm.params, s->file_size, sm.tensor_bytes);
+	printf(", \"parameters\": %" PRIu64 ", \"file_size\": %" PRIu64 ", \"tensor_bytes\": %" PRIu64, sm.params,
+	       tern_mf_file_size(s->mf), sm.tensor_bytes);
 	printf(", \"bits_per_weight\": ");
 	if (sm.params)
 		printf("%.4f", (double)sm.tensor_bytes * 8.0 / (double)sm.params);
@@ -450,23 +612,30 @@ static void print_summary_json(const struct src *s)
 			any = true;
 		}
 	putchar('}');
-	for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++) {
-		const struct ent *e = arch_ent(s, &sm, hparams[i].suffix);
-		if (!e)
+	if (sm.rc && sm.rc != TERN_ENOTFOUND) {
+		printf(", \"hyperparameters_error\": ");
+		cli_json_str(stdout, sm.err.msg, strlen(sm.err.msg));
+	}
+	for (size_t i = 0; i < sm.nf; i++) {
+		if (!field_shown(&sm, i))
 			continue;
-		printf(", \"%s\": ", hparams[i].json);
-		json_value(&e->v, e);
+		printf(", \"%s\": ", sm.f[i].json);
+		field_json(&sm, i);
 	}
 	uint64_t nv;
 	if (vocab_size(s, &sm, &nv))
 		printf(", \"vocab_size\": %" PRIu64, nv);
-	const struct ent *ct = find_ent(s, "tokenizer.chat_template");
+	if (sm.fam == TERN_ARCH_WHISPER && !sm.rc)
+		printf(", \"vocab_stored\": %u, \"multilingual\": %s, \"languages\": %u", sm.whisper.n_vocab_stored,
+		       sm.whisper.multilingual ? "true" : "false", sm.whisper.n_languages);
+	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
 	printf(", \"chat_template\": %s}", ct && ct->v.type == GGUF_T_STRING ? "true" : "false");
+	free(sm.llm);
 }
 
 /* ---- listing ------------------------------------------------------------------- */
 
-static bool key_selected(const struct ent *e)
+static bool key_selected(const struct tern_mf_kv *e)
 {
 	if (!o_key)
 		return true;
@@ -487,111 +656,222 @@ static void shape_text(const struct tern_tensor_view *t, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, "]");
 }
 
-static void print_tensor_line(const struct tern_tensor_view *t)
+/* Column layout of a listing, sized from the data. On a terminal, names
+ * longer than `cap` are shortened in the middle; piped output keeps them
+ * whole (a long name then pushes its own line's columns right). */
+struct layout {
+	bool shorten;
+	int cap;             /* widest name column */
+	int key, type;       /* metadata: key and type columns */
+	int name, ttype, shape, bytes; /* tensors */
+};
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int imax(int a, int b) { return a > b ? a : b; }
+
+static void type_text(const struct tern_mf_kv *e, char *ty, size_t cap)
+{
+	if (e->v.type == GGUF_T_ARRAY)
+		snprintf(ty, cap, "arr[%s,%" PRIu64 "]", gguf_vtype_name(e->v.elem), e->v.n);
+	else
+		snprintf(ty, cap, "%s", gguf_vtype_name(e->v.type));
+}
+
+static void plan_layout(const struct src *s, struct layout *L)
+{
+	memset(L, 0, sizeof *L);
+	L->shorten = cli_isatty(stdout);
+	L->cap = L->shorten ? imax(24, imin(64, cli_width(stdout) * 2 / 5)) : 48;
+	for (uint64_t i = 0; i < tern_mf_n_kv(s->mf); i++) {
+		const struct tern_mf_kv *e = tern_mf_kv_at(s->mf, i);
+		char ty[48];
+		if (!key_selected(e))
+			continue;
+		type_text(e, ty, sizeof ty);
+		L->key = imax(L->key, (int)imin((int)e->key.len, L->cap));
+		L->type = imax(L->type, (int)strlen(ty));
+	}
+	for (uint64_t i = 0; i < tern_mf_n_tensors(s->mf); i++) {
+		const struct tern_tensor_view *t = tern_mf_tensor_at(s->mf, i);
+		char shape[128], bytes[32];
+		shape_text(t, shape, sizeof shape);
+		human_bytes(t->nbytes, bytes, sizeof bytes);
+		L->name = imax(L->name, (int)imin((int)t->name.len, L->cap));
+		L->ttype = imax(L->ttype, (int)strlen(quant_type_name(t->type)));
+		L->shape = imax(L->shape, (int)strlen(shape));
+		L->bytes = imax(L->bytes, (int)strlen(bytes));
+	}
+}
+
+/* Print a name in a column of width w: shortened on a terminal, padded. */
+static void name_col(const struct layout *L, struct tern_str n, int w)
+{
+	if (L->shorten && n.len > (uint64_t)w && w > 5) {
+		/* head ... tail, never splitting a UTF-8 sequence */
+		size_t head = (size_t)(w - 3) / 2, tail = n.len - (size_t)(w - 3 - (int)head);
+		while (head > 0 && ((unsigned char)n.ptr[head] & 0xc0) == 0x80)
+			head--;
+		while (tail < n.len && ((unsigned char)n.ptr[tail] & 0xc0) == 0x80)
+			tail++;
+		cli_text_str(stdout, n.ptr, head);
+		fputs("...", stdout);
+		cli_text_str(stdout, n.ptr + tail, n.len - tail);
+		printf("%*s", w - (int)(head + 3 + n.len - tail), "");
+		return;
+	}
+	cli_text_str(stdout, n.ptr, n.len);
+	printf("%*s", n.len < (uint64_t)w ? w - (int)n.len : 0, "");
+}
+
+/* The alignment of a file offset: the largest power of two dividing it
+ * (up to 4096). */
+static uint64_t alignment_of(uint64_t off)
+{
+	uint64_t a = 1;
+	while (a < 4096 && off % (a * 2) == 0)
+		a *= 2;
+	return a;
+}
+
+static void print_tensor_line(const struct src *s, const struct layout *L, const struct tern_tensor_view *t)
 {
 	char shape[128], bytes[32];
 	shape_text(t, shape, sizeof shape);
 	human_bytes(t->nbytes, bytes, sizeof bytes);
 	fputs("  ", stdout);
-	cli_text_str(stdout, t->name.ptr, t->name.len);
-	int pad = 40 - (int)(t->name.len < 40 ? t->name.len : 40);
-	printf("%*s %-8s %-22s %12s @ %" PRIu64 "\n", pad, "", quant_type_name(t->type), shape, bytes, t->offset);
+	name_col(L, t->name, L->name);
+	printf(" %s%-*s%s %-*s %*s @ %" PRIu64, cli_sgr(stdout, CLI_DIM), L->ttype, quant_type_name(t->type),
+	       cli_sgr(stdout, CLI_RESET), L->shape, shape, L->bytes, bytes, t->offset);
+	if (common.verbose) {
+		uint64_t fo = tern_mf_data_offset(s->mf) + t->offset;
+		printf("  (file %" PRIu64 ", aligned to %" PRIu64 ")", fo, alignment_of(fo));
+	}
+	putchar('\n');
 }
 
-static void print_ent_text(const struct ent *e)
+static void print_ent_text(const struct src *s, const struct layout *L, const struct tern_mf_kv *e)
 {
-	fputs("  ", stdout);
-	cli_text_str(stdout, e->key.ptr, e->key.len);
-	int pad = 40 - (int)(e->key.len < 40 ? e->key.len : 40);
 	char ty[48];
-	if (e->v.type == GGUF_T_ARRAY)
-		snprintf(ty, sizeof ty, "arr[%s,%" PRIu64 "]", gguf_vtype_name(e->v.elem), e->v.n);
-	else
-		snprintf(ty, sizeof ty, "%s", gguf_vtype_name(e->v.type));
-	printf("%*s %-16s = ", pad, "", ty);
-	if (e->v.type == GGUF_T_ARRAY)
-		text_array(&e->v, e, o_full);
-	else
+	type_text(e, ty, sizeof ty);
+	fputs("  ", stdout);
+	name_col(L, e->key, L->key);
+	printf(" %s%-*s%s = ", cli_sgr(stdout, CLI_DIM), L->type, ty, cli_sgr(stdout, CLI_RESET));
+	/* On a terminal a long string (a chat template) is cut to the line
+	 * unless --full; piped output keeps it whole. */
+	int room = cli_width(stdout) - (2 + L->key + 1 + L->type + 3) - 1;
+	uint64_t len = e->v.s.len;
+	if (e->v.type == GGUF_T_STRING && L->shorten && !o_full && len > (uint64_t)imax(room, 24)) {
+		char more[48];
+		int n = snprintf(more, sizeof more, "...\" (%" PRIu64 " bytes)", len);
+		size_t keep = (size_t)imax(room - n, 8);
+		while (keep > 0 && ((unsigned char)e->v.s.ptr[keep] & 0xc0) == 0x80)
+			keep--;
+		putchar('"');
+		cli_text_str(stdout, e->v.s.ptr, keep);
+		fputs(more, stdout);
+	} else if (e->v.type == GGUF_T_ARRAY) {
+		text_array(s->mf, &e->v, e, o_full);
+	} else {
 		text_scalar(&e->v);
+	}
 	putchar('\n');
 }
 
 static int list_text(const struct src *s)
 {
+	struct layout L;
+	plan_layout(s, &L);
+	const tern_mf *m = s->mf;
 	if (o_key) {
 		int n = 0;
-		for (uint64_t i = 0; i < s->n_ents; i++)
-			if (key_selected(&s->ents[i]))
-				print_ent_text(&s->ents[i]), n++;
-		if (!n) {
-			cli_error("%s: no key matches '%s'", s->path, o_key);
-			return EXIT_RUNTIME;
-		}
+		for (uint64_t i = 0; i < tern_mf_n_kv(m); i++)
+			if (key_selected(tern_mf_kv_at(m, i)))
+				print_ent_text(s, &L, tern_mf_kv_at(m, i)), n++;
+		if (!n)
+			return file_error(s->path, EXIT_RUNTIME, "no key matches '%s'", o_key);
 		return EXIT_OK;
 	}
-	char b[32];
-	human_bytes(s->file_size > s->data_offset ? s->file_size - s->data_offset : 0, b, sizeof b);
+	uint64_t n_t = tern_mf_n_tensors(m), data = tern_mf_data_offset(m), size = tern_mf_file_size(m);
 	printf("file:        ");
 	cli_text_str(stdout, s->path, strlen(s->path));
-	if (s->variant)
-		printf("\nformat:      ggml legacy (%s), little-endian\n", s->variant);
+	if (tern_mf_variant(m))
+		printf("\nformat:      ggml legacy (%s), little-endian\n", tern_mf_variant(m));
 	else
-		printf("\nformat:      GGUF v%u, little-endian\n", s->version);
-	if (!s->variant)
-		printf("alignment:   %u\n", s->alignment);
-	printf("keys:        %" PRIu64 "\ntensors:     %" PRIu64 "\n", s->n_ents, s->n_t);
-	printf("data:        offset %" PRIu64 ", %s\n", s->data_offset, b);
+		printf("\nformat:      GGUF v%u, little-endian\nalignment:   %u\n", tern_mf_version(m), tern_mf_alignment(m));
+	printf("keys:        %" PRIu64 "\ntensors:     %" PRIu64 "\n", tern_mf_n_kv(m), n_t);
+	if (n_t) {
+		char b[32];
+		human_bytes(size - data, b, sizeof b);
+		printf("data:        offset %" PRIu64 ", %s (tensor offsets count from here)\n", data, b);
+	} else {
+		printf("data:        none (no tensors)\n");
+	}
 	printf("\nmetadata:\n");
-	for (uint64_t i = 0; i < s->n_ents; i++)
-		print_ent_text(&s->ents[i]);
+	for (uint64_t i = 0; i < tern_mf_n_kv(m); i++)
+		print_ent_text(s, &L, tern_mf_kv_at(m, i));
 	if (!o_no_tensors) {
 		printf("\ntensors:\n");
-		for (uint64_t i = 0; i < s->n_t; i++)
-			print_tensor_line(s->t[i]);
+		for (uint64_t i = 0; i < n_t; i++)
+			print_tensor_line(s, &L, tern_mf_tensor_at(m, i));
 	}
 	print_summary_text(s);
 	return EXIT_OK;
 }
 
-/* One tensor as a JSON object; close = false leaves it open for more members. */
-static void json_tensor(const struct src *s, const struct tern_tensor_view *t, bool close)
+static void json_file_member(const struct src *s);
+
+/* One tensor as a JSON object; close = false leaves it open for more
+ * members; with_file starts it with the file's path (--tensor --json). */
+static void json_tensor(const struct src *s, const struct tern_tensor_view *t, bool close, bool with_file)
 {
-	printf("{\"name\": ");
+	if (with_file) {
+		json_file_member(s);
+		printf(", \"name\": ");
+	} else {
+		printf("{\"name\": ");
+	}
 	cli_json_str(stdout, t->name.ptr, t->name.len);
 	printf(", \"type\": \"%s\", \"shape\": [", quant_type_name(t->type));
 	for (uint32_t d = 0; d < t->n_dims; d++)
 		printf("%s%" PRIu64, d ? ", " : "", t->ne[d]);
-	printf("], \"offset\": %" PRIu64 ", \"file_offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "%s",
-	       t->offset, s->variant ? t->offset : s->data_offset + t->offset, t->nbytes, close ? "}" : "");
+	printf("], \"offset\": %" PRIu64 ", \"file_offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "%s", t->offset,
+	       tern_mf_data_offset(s->mf) + t->offset, t->nbytes, close ? "}" : "");
+}
+
+static void json_file_member(const struct src *s)
+{
+	printf("{\"file\": ");
+	cli_json_str(stdout, s->path, strlen(s->path));
+	doc_printed = true;
 }
 
 static int list_json(const struct src *s)
 {
-	printf("{\"format\": \"%s\", ", s->format);
-	if (s->variant)
-		printf("\"variant\": \"%s\", ", s->variant);
-	if (s->variant)
-		printf("\"version\": null, \"alignment\": null, ");
+	const tern_mf *m = s->mf;
+	json_file_member(s);
+	printf(", \"format\": \"%s\", ", tern_mf_format_name(m));
+	if (tern_mf_variant(m))
+		printf("\"variant\": \"%s\", \"version\": null, \"alignment\": null, ", tern_mf_variant(m));
 	else
-		printf("\"version\": %u, \"alignment\": %u, ", s->version, s->alignment);
-	printf("\"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 ",\n\"metadata\": {",
-	       s->data_offset, s->file_size);
-	bool first = true;
+		printf("\"version\": %u, \"alignment\": %u, ", tern_mf_version(m), tern_mf_alignment(m));
+	if (tern_mf_n_tensors(m))
+		printf("\"data_offset\": %" PRIu64, tern_mf_data_offset(m));
+	else
+		printf("\"data_offset\": null");
+	printf(", \"file_size\": %" PRIu64 ",\n\"metadata\": {", tern_mf_file_size(m));
 	int matched = 0;
-	for (uint64_t i = 0; i < s->n_ents; i++) {
-		const struct ent *e = &s->ents[i];
+	for (uint64_t i = 0; i < tern_mf_n_kv(m); i++) {
+		const struct tern_mf_kv *e = tern_mf_kv_at(m, i);
 		if (!key_selected(e))
 			continue;
-		matched++;
-		printf("%s\n  ", first ? "" : ",");
-		first = false;
+		printf("%s\n  ", matched++ ? "," : "");
 		cli_json_str(stdout, e->key.ptr, e->key.len);
 		printf(": {\"type\": \"%s\"", json_vtype(e->v.type));
 		if (e->v.type == GGUF_T_ARRAY) {
 			printf(", \"elem_type\": \"%s\", \"count\": %" PRIu64, json_vtype(e->v.elem), e->v.n);
 			if (o_full) {
 				printf(", \"value\": ");
-				json_array(&e->v, e);
+				json_array(m, &e->v, e);
 			}
 		} else {
 			printf(", \"value\": ");
@@ -599,22 +879,18 @@ static int list_json(const struct src *s)
 		}
 		putchar('}');
 	}
-	printf("\n}");
-	if (!o_key) {
-		printf(",\n\"tensors\": [");
-		if (!o_no_tensors)
-			for (uint64_t i = 0; i < s->n_t; i++) {
-				printf("%s\n  ", i ? "," : "");
-				json_tensor(s, s->t[i], true);
-			}
-		printf("\n],\n");
-		print_summary_json(s);
+	printf("\n},\n\"tensors\": [");
+	/* --key selects metadata: the tensor list is then empty, not absent */
+	bool tensors = !o_no_tensors && !o_key;
+	for (uint64_t i = 0; tensors && i < tern_mf_n_tensors(m); i++) {
+		printf("%s\n  ", i ? "," : "");
+		json_tensor(s, tern_mf_tensor_at(m, i), true, false);
 	}
+	printf("\n],\n");
+	print_summary_json(s);
 	printf("}\n");
-	if (o_key && !matched) {
-		cli_error("%s: no key matches '%s'", s->path, o_key);
-		return EXIT_RUNTIME;
-	}
+	if (o_key && !matched)
+		return file_error(s->path, EXIT_RUNTIME, "no key matches '%s'", o_key);
 	return EXIT_OK;
 }
 
@@ -625,38 +901,33 @@ static int tensor_values(const struct src *s, const struct tern_tensor_view *t, 
 	uint64_t nel = tern_tensor_nelements(t);
 	if (want > nel)
 		want = nel;
-	if (!t->data) {
-		cli_error("%s: tensor '%s': data lies outside the file", s->path, o_tensor);
-		return EXIT_DATAERR;
-	}
+	if (!t->data)
+		return file_error(s->path, EXIT_DATAERR, "tensor '%s': data lies outside the file", o_tensor);
 	uint64_t row_bytes = t->nbytes / (nel / t->ne[0]);
 	float *row = malloc((size_t)t->ne[0] * sizeof *row);
-	if (!row) {
-		cli_error("%s: out of memory for a row of %" PRIu64 " values", s->path, t->ne[0]);
-		return EXIT_RUNTIME;
-	}
+	if (!row)
+		return file_error(s->path, EXIT_RUNTIME, "out of memory for a row of %" PRIu64 " values", t->ne[0]);
 	int status = EXIT_OK;
 	uint64_t done = 0;
 	for (uint64_t r = 0; done < want; r++) {
 		int rc = quant_dequantize_row(t->type, (const uint8_t *)t->data + r * row_bytes, row, t->ne[0]);
 		if (rc) {
-			cli_error("%s: tensor '%s': cannot decode type %s", s->path, o_tensor, quant_type_name(t->type));
-			status = EXIT_RUNTIME;
+			status = file_error(s->path, EXIT_RUNTIME, "tensor '%s': cannot decode type %s", o_tensor,
+					    quant_type_name(t->type));
 			break;
 		}
 		uint64_t k = t->ne[0] < want - done ? t->ne[0] : want - done;
 		if (raw) {
 			if (fwrite(row, sizeof *row, (size_t)k, stdout) != k) {
-				cli_error("write error on stdout");
-				status = EXIT_RUNTIME;
+				status = file_error(s->path, EXIT_RUNTIME, "write error on stdout");
 				break;
 			}
 		} else {
 			for (uint64_t i = 0; i < k; i++) {
-				if (o_json)
-					printf("%s", done + i ? ", " : ""), cli_json_f32(stdout, row[i]);
-				else
-				{
+				if (o_json) {
+					printf("%s", done + i ? ", " : "");
+					cli_json_f32(stdout, row[i]);
+				} else {
 					char b[32];
 					cli_fmt_f32(b, sizeof b, row[i]);
 					printf("%s%c", b, (done + i + 1) % 8 == 0 || done + i + 1 == want ? '\n' : ' ');
@@ -671,25 +942,15 @@ static int tensor_values(const struct src *s, const struct tern_tensor_view *t, 
 
 static int show_tensor(const struct src *s)
 {
-	const struct tern_tensor_view *t = NULL;
-	for (uint64_t i = 0; i < s->n_t && !t; i++)
-		if (tern_str_eq(s->t[i]->name, o_tensor))
-			t = s->t[i];
-	if (!t) {
-		cli_error("%s: no tensor named '%s'", s->path, o_tensor);
-		return EXIT_RUNTIME;
-	}
-	if (o_raw) {
-		if (isatty(1)) {
-			cli_error("--raw writes binary float32 data; redirect stdout to a file or pipe");
-			return EXIT_USAGE;
-		}
+	const struct tern_tensor_view *t = tern_mf_find_tensor(s->mf, o_tensor);
+	if (!t)
+		return file_error(s->path, EXIT_RUNTIME, "no tensor named '%s'", o_tensor);
+	if (o_raw)
 		return tensor_values(s, t, UINT64_MAX, true);
-	}
 	uint64_t nel = tern_tensor_nelements(t);
-	uint64_t file_off = s->variant ? t->offset : s->data_offset + t->offset;
+	uint64_t file_off = tern_mf_data_offset(s->mf) + t->offset;
 	if (o_json) {
-		json_tensor(s, t, false);
+		json_tensor(s, t, false, true);
 		int st = EXIT_OK;
 		if (o_values_seen) {
 			printf(", \"values\": [");
@@ -707,7 +968,8 @@ static int show_tensor(const struct src *s)
 	printf("\ntype:        %s\nshape:       %s\nelements:    %" PRIu64 "\nbytes:       %" PRIu64 " (%s)\n",
 	       quant_type_name(t->type), shape, nel, t->nbytes, b);
 	printf("bits/weight: %.4f\n", (double)t->nbytes * 8.0 / (double)nel);
-	printf("offset:      %" PRIu64 " (file offset %" PRIu64 ")\n", t->offset, file_off);
+	printf("offset:      %" PRIu64 " in the data section (file offset %" PRIu64 ", aligned to %" PRIu64 ")\n",
+	       t->offset, file_off, alignment_of(file_off));
 	if (o_values_seen && o_values > 0) {
 		printf("values:\n");
 		return tensor_values(s, t, (uint64_t)o_values, false);
@@ -715,8 +977,9 @@ static int show_tensor(const struct src *s)
 	return EXIT_OK;
 }
 
-/* ---- opening -------------------------------------------------------------------- */
+/* ---- check ------------------------------------------------------------------------ */
 
+/* Problems found in lenient mode are the report: stdout. */
 struct check_ctx {
 	int n;
 	const char *path;
@@ -726,113 +989,29 @@ static void on_problem(void *ud, const char *msg)
 {
 	struct check_ctx *c = ud;
 	c->n++;
-	cli_error("%s: %s", c->path, msg);
+	printf("%s: %s%s%s\n", c->path, cli_sgr(stdout, CLI_RED), msg, cli_sgr(stdout, CLI_RESET));
 }
 
-static int load_gguf(struct src *s, const struct gguf_open_opts *oo, tern_err *e)
+static int check_report(const struct src *s, const struct check_ctx *cc)
 {
-	int rc = s->mem ? gguf_open_mem(&s->gf, s->mem, s->mem_size, oo, e) : gguf_open(&s->gf, s->path, oo, e);
-	if (rc)
-		return rc;
-	s->format = "gguf";
-	s->version = gguf_version(s->gf);
-	s->alignment = gguf_alignment(s->gf);
-	s->data_offset = gguf_data_offset(s->gf);
-	s->file_size = gguf_file_size(s->gf);
-	s->n_ents = gguf_n_kv(s->gf);
-	s->n_t = gguf_n_tensors(s->gf);
-	s->ents = calloc(s->n_ents ? (size_t)s->n_ents : 1, sizeof *s->ents);
-	s->t = calloc(s->n_t ? (size_t)s->n_t : 1, sizeof *s->t);
-	if (!s->ents || !s->t)
-		return tern_errf(e, TERN_ENOMEM, "out of memory");
-	for (uint64_t i = 0; i < s->n_ents; i++) {
-		const struct gguf_kv *kv = gguf_kv_at(s->gf, i);
-		s->ents[i] = (struct ent){.key = kv->key, .v = kv->v, .kv = kv};
+	if (cc->n) {
+		printf("%s: %d problem%s found\n", s->path, cc->n, cc->n == 1 ? "" : "s");
+		return EXIT_DATAERR;
 	}
-	for (uint64_t i = 0; i < s->n_t; i++)
-		s->t[i] = gguf_tensor_at(s->gf, i);
-	return 0;
+	if (!common.quiet) {
+		const tern_mf *m = s->mf;
+		char what[32];
+		if (tern_mf_variant(m))
+			snprintf(what, sizeof what, "%s", tern_mf_variant(m));
+		else
+			snprintf(what, sizeof what, "v%u", tern_mf_version(m));
+		printf("%s: %sok%s (%s %s, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s->path, cli_sgr(stdout, CLI_GREEN),
+		       cli_sgr(stdout, CLI_RESET), tern_mf_format_name(m), what, tern_mf_n_kv(m), tern_mf_n_tensors(m));
+	}
+	return EXIT_OK;
 }
 
-/* A legacy file as a source: hyperparameters become "KIND.NAME" keys, the
- * mel filter bank and the vocabulary arrays, so every printer works on it. */
-static int load_legacy(struct src *s, tern_err *e)
-{
-	int rc = s->mem ? ggml_legacy_open_mem(&s->lg, s->mem, s->mem_size, e) : ggml_legacy_open(&s->lg, s->path, e);
-	if (rc)
-		return rc;
-	const ggml_legacy *lg = s->lg;
-	const char *kind = ggml_legacy_kind_name(lg);
-	s->format = "ggml";
-	s->variant = kind;
-	s->file_size = ggml_legacy_file_size(lg);
-	s->n_t = ggml_legacy_n_tensors(lg);
-	size_t nh = ggml_legacy_n_hparams(lg);
-	size_t cap = nh + 4;
-	s->ents = calloc(cap, sizeof *s->ents);
-	s->scratch = calloc(cap, sizeof *s->scratch);
-	s->names = calloc(cap, sizeof *s->names);
-	s->t = calloc(s->n_t ? (size_t)s->n_t : 1, sizeof *s->t);
-	if (!s->ents || !s->scratch || !s->names || !s->t)
-		return tern_errf(e, TERN_ENOMEM, "out of memory");
-	uint64_t n = 0;
-	struct tern_str mt = ggml_legacy_model_type(lg);
-	if (mt.len) {
-		snprintf(s->names[n], sizeof s->names[n], "%s.model_type", kind);
-		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
-					  .v = {.type = GGUF_T_STRING, .s = mt}};
-		n++;
-	}
-	for (size_t i = 0; i < nh; i++, n++) {
-		const struct ggml_legacy_hparam *h = ggml_legacy_hparam(lg, i);
-		snprintf(s->names[n], sizeof s->names[n], "%s.%s", kind, h->name);
-		struct ent *en = &s->ents[n];
-		en->key = (struct tern_str){s->names[n], strlen(s->names[n])};
-		if (h->is_float) {
-			memcpy(s->scratch[n], &h->f, 8);
-			en->v = (struct gguf_value){.type = GGUF_T_F64, .p = s->scratch[n], .size = 8};
-		} else { /* int32 on disk */
-			int32_t v = (int32_t)h->i;
-			memcpy(s->scratch[n], &v, 4);
-			en->v = (struct gguf_value){.type = GGUF_T_I32, .p = s->scratch[n], .size = 4};
-		}
-	}
-	uint32_t n_mel, n_fft;
-	const void *mel;
-	if (ggml_legacy_mel(lg, &n_mel, &n_fft, &mel) == 0) {
-		snprintf(s->names[n], sizeof s->names[n], "%s.mel_filters", kind);
-		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
-					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_F32, .n = (uint64_t)n_mel * n_fft,
-						.p = mel, .size = (uint64_t)n_mel * n_fft * 4}};
-		n++;
-	}
-	uint64_t nv = ggml_legacy_n_vocab(lg);
-	if (nv) {
-		snprintf(s->names[n], sizeof s->names[n], "tokenizer.tokens");
-		s->ents[n] = (struct ent){.key = {s->names[n], strlen(s->names[n])},
-					  .v = {.type = GGUF_T_ARRAY, .elem = GGUF_T_STRING, .n = nv}, .lg = lg};
-		n++;
-	}
-	s->n_ents = n;
-	for (uint64_t i = 0; i < s->n_t; i++)
-		s->t[i] = ggml_legacy_tensor_at(lg, i);
-	s->data_offset = s->n_t ? s->t[0]->info_offset : s->file_size;
-	return 0;
-}
-
-/* First bytes of the file, to tell GGUF from legacy ggml. */
-static bool is_legacy(const struct src *s)
-{
-	if (s->mem)
-		return ggml_legacy_probe(s->mem, s->mem_size);
-	unsigned char b[4];
-	FILE *f = fopen(s->path, "rb");
-	if (!f)
-		return false;
-	size_t n = fread(b, 1, sizeof b, f);
-	fclose(f);
-	return ggml_legacy_probe(b, n);
-}
+/* ---- opening -------------------------------------------------------------------- */
 
 /* FILE "-": the model comes from stdin (a pipe cannot be mapped), read into
  * memory up to a limit so that a runaway producer cannot exhaust it. */
@@ -878,14 +1057,28 @@ static int read_stdin(struct src *s, tern_err *e)
 	return 0;
 }
 
+static int src_open(struct src *s, const struct gguf_open_opts *oo, tern_err *e)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = strcmp(s->path, "-") == 0 ? read_stdin(s, e) : 0;
+	if (!rc)
+		rc = s->mem ? tern_mf_open_mem(&s->mf, s->mem, s->mem_size, oo, e) : tern_mf_open(&s->mf, s->path, oo, e);
+	if (rc)
+		return rc;
+	s->gf = tern_mf_gguf(s->mf);
+	s->lg = tern_mf_legacy(s->mf);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (common.verbose)
+		fprintf(stderr, "%s: %s: opened and validated in %.2f ms (%s, %" PRIu64 " bytes)\n", cli_progname(),
+			s->path, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+			tern_mf_format_name(s->mf), tern_mf_file_size(s->mf));
+	return 0;
+}
+
 static void src_close(struct src *s)
 {
-	free(s->ents);
-	free(s->t);
-	free(s->scratch);
-	free(s->names);
-	gguf_close(s->gf);
-	ggml_legacy_close(s->lg);
+	tern_mf_close(s->mf);
 	free(s->mem);
 }
 
@@ -1053,67 +1246,93 @@ static int tokenizer_mode(const struct src *s)
 	return status;
 }
 
-int main(int argc, char **argv)
-{
-	struct cli_common common;
-	const char **pos;
-	int npos;
-	cli_parse(&prog, argc, argv, &common, &pos, &npos);
-	if ((o_raw || o_values_seen) && !o_tensor)
-		cli_usage_error("%s needs --tensor NAME", o_raw ? "--raw" : "--values");
-	if (o_raw && (o_json || o_values_seen))
-		cli_usage_error("--raw cannot be combined with --json or --values");
-	if (o_check && (o_tensor || o_key))
-		cli_usage_error("--check cannot be combined with --tensor or --key");
-	bool tok_mode = o_tok_text || o_tok_file || o_detok;
-	if ((o_tok_text != NULL) + (o_tok_file != NULL) + (o_detok != NULL) > 1)
-		cli_usage_error("use one of --tokenize, --tokenize-file and --detokenize");
-	if (!(o_tok_text || o_tok_file) && (o_add_special || o_parse_special || o_ids))
-		cli_usage_error("--add-special, --parse-special and --ids need --tokenize or --tokenize-file");
-	if (tok_mode && (o_check || o_tensor || o_key))
-		cli_usage_error("the tokenizer options cannot be combined with --check, --tensor or --key");
-	if (o_detok && o_json)
-		cli_usage_error("--detokenize cannot be combined with --json");
-	if (o_detok && parse_ids(o_detok, NULL) < 0)
-		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
+/* ---- one file, all files ---------------------------------------------------- */
 
-	struct src s = {.path = pos[0]};
-	free(pos);
+static int run_file(const char *path)
+{
+	struct src s = {.path = path};
 	tern_err e = {0};
-	struct check_ctx cc = {0, s.path};
+	struct check_ctx cc = {0, path};
 	struct gguf_open_opts oo = {.lenient = o_check, .problem = on_problem, .ud = &cc};
-	int rc = strcmp(s.path, "-") == 0 ? read_stdin(&s, &e) : 0;
-	if (!rc)
-		rc = is_legacy(&s) ? load_legacy(&s, &e) : load_gguf(&s, &oo, &e);
+	int rc = src_open(&s, &oo, &e);
 	if (rc) {
-		int st = cli_fail(s.path, rc, &e);
+		int st = file_fail(path, rc, &e);
 		src_close(&s);
 		return st;
 	}
 	int status;
-	if (tok_mode) {
+	if (o_tok_text || o_tok_file || o_detok)
 		status = tokenizer_mode(&s);
-	} else if (o_check) {
-		if (cc.n) {
-			cli_error("%s: %d problem%s found", s.path, cc.n, cc.n == 1 ? "" : "s");
-			status = EXIT_DATAERR;
-		} else {
-			if (!common.quiet)
-				printf("%s: ok (%s %s, %" PRIu64 " keys, %" PRIu64 " tensors)\n", s.path, s.format,
-				       s.variant ? s.variant : s.version == 2 ? "v2" : "v3", s.n_ents, s.n_t);
-			status = EXIT_OK;
-		}
-	} else if (o_tensor) {
+	else if (o_check)
+		status = check_report(&s, &cc);
+	else if (o_tensor)
 		status = show_tensor(&s);
-	} else if (o_json) {
+	else if (o_json)
 		status = list_json(&s);
-	} else {
+	else
 		status = list_text(&s);
-	}
-	if (fflush(stdout) != 0 && status == EXIT_OK) {
-		cli_error("write error on stdout");
-		status = EXIT_RUNTIME;
-	}
 	src_close(&s);
 	return status;
+}
+
+/* What the option table cannot say: rules on the FILE arguments. */
+static void check_args(const char **pos, int npos)
+{
+	int n_stdin = 0;
+	for (int i = 0; i < npos; i++)
+		n_stdin += strcmp(pos[i], "-") == 0;
+	if (n_stdin > 1)
+		cli_usage_error("FILE - (standard input) can be given once");
+	if (n_stdin && o_tok_file && strcmp(o_tok_file, "-") == 0)
+		cli_usage_error("FILE - and --tokenize-file - cannot both read standard input");
+	if (n_stdin && isatty(0))
+		cli_usage_error("FILE -: standard input is a terminal; pipe a model into it (tern-inspect - < model.gguf)");
+	if (o_raw && npos > 1)
+		cli_usage_error("--raw writes one tensor: give one FILE");
+	if (o_raw && isatty(1))
+		cli_usage_error("--raw writes binary float32 data; redirect stdout to a file or pipe");
+	if (o_detok && parse_ids(o_detok, NULL) < 0)
+		cli_usage_error("--detokenize: '%s' is not a list of ids", o_detok);
+}
+
+int main(int argc, char **argv)
+{
+	const char **pos;
+	int npos;
+	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	check_args(pos, npos);
+	bool many = npos > 1, json_array = many && o_json;
+	int worst = EXIT_OK;
+	if (json_array)
+		printf("[\n");
+	for (int i = 0; i < npos; i++) {
+		if (many && !o_json && !o_check) {
+			printf("%s==> ", i ? "\n" : "");
+			cli_text_str(stdout, pos[i], strlen(pos[i]));
+			printf(" <==\n");
+		}
+		if (json_array && i)
+			printf(",\n");
+		doc_printed = false;
+		last_error[0] = 0;
+		int st = run_file(pos[i]);
+		if (json_array && !doc_printed) {
+			printf("{\"file\": ");
+			cli_json_str(stdout, pos[i], strlen(pos[i]));
+			printf(", \"error\": ");
+			cli_json_str(stdout, last_error, strlen(last_error));
+			printf("}\n");
+		}
+		if (st > worst)
+			worst = st;
+		fflush(stdout);
+	}
+	if (json_array)
+		printf("]\n");
+	free(pos);
+	if (fflush(stdout) != 0 && worst == EXIT_OK) {
+		cli_error("write error on stdout");
+		worst = EXIT_RUNTIME;
+	}
+	return worst;
 }

@@ -17,6 +17,15 @@ for b in "$BIN"/*; do
 		check "bash completion of $n offers $o" grep -q -- "$o " "completions/tern-$n.bash"
 		check "fish completion of $n offers $o" grep -q -- "-l ${o#--}" "completions/tern-$n.fish"
 	done <"$T/opts"
+	# one ENVIRONMENT section; SEE ALSO names only pages that exist here
+	check "tern-$n.1 has one ENVIRONMENT section" test "$(grep -c '^\.SH ENVIRONMENT' "man/tern-$n.1")" -eq 1
+	for ref in $(sed -n '/^\.SH SEE ALSO/,/^\.SH/p' "man/tern-$n.1" | grep -o 'tern\\-[a-z]*(1)' | sed 's/\\//; s/(1)//'); do
+		check "tern-$n.1: SEE ALSO names $ref, which exists" test -f "man/$ref.1"
+	done
+	check "tern-$n.1 does not name itself in SEE ALSO" test -z "$(sed -n '/^\.SH SEE ALSO/,$p' "man/tern-$n.1" | grep "tern\\\\-$n(1)")"
+	# every option's text is a sentence: it ends with a period before any "One of:"
+	check "tern-$n.1: option texts end with a period" test -z "$(grep -E '[^.] One of: ' "man/tern-$n.1")"
+	check "tern-$n.1: a choice list ends with a period" test -z "$(grep -E 'One of: [^.]*$' "man/tern-$n.1")"
 	if command -v groff >/dev/null; then
 		check "tern-$n.1 renders without warnings" test -z "$(groff -man -Tutf8 -ww -z "man/tern-$n.1" 2>&1)"
 	fi
@@ -29,4 +38,13 @@ out=$(cd "$T/c" && bash -c '. '"$root"'/completions/tern-inspect.bash
 	COMP_WORDS=(tern-inspect ""); COMP_CWORD=1; _tern_inspect; echo "${COMPREPLY[*]}"')
 check "bash completes --ten to --tensor" grep -q -- '--tensor' <<<"$(echo "$out" | head -1)"
 check "bash completes FILE by extension" test "$(echo "$out" | tail -1)" = "model.gguf"
+
+# the rules between options are stated where users read them
+check "man page states what --raw needs" grep -q 'float32 to stdout (one FILE)\. Needs \\-\\-tensor\. Cannot be combined with \\-\\-json or \\-\\-values\.' man/tern-inspect.1
+check "man page states exclusions on both sides" grep -q '^print JSON .*Cannot be combined with .*\\-\\-raw' man/tern-inspect.1
+check "help states what --raw needs" grep -q 'needs --tensor; not with --json or --values' <<<"$("$BIN/inspect" --help | tr -s ' \n' ' ')"
+# the README says how the installed pages and completions are found
+check "README: make install PREFIX=~/.local" grep -q 'make install PREFIX=~/.local' README.md
+check "README: MANPATH" grep -q 'MANPATH' README.md
+check "README: zsh fpath" grep -q 'fpath' README.md
 finish

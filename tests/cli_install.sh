@@ -14,6 +14,11 @@ for b in "$BIN"/*; do
 	check "tern-$n fish completion" test -f "$P/share/fish/vendor_completions.d/tern-$n.fish"
 	expect 0 "$P/bin/tern-$n" --version && check "installed tern-$n runs" grep -q "^tern-$n " "$T/out"
 done
+# man-db finds the pages from PATH alone (README: no MANPATH needed)
+if command -v manpath >/dev/null; then
+	check "man finds the installed page through PATH" \
+		test "$(env -u MANPATH PATH="$P/bin:/usr/bin:/bin" man -w tern-inspect 2>/dev/null)" = "$P/share/man/man1/tern-inspect.1"
+fi
 expect 0 mk uninstall
 check "uninstall leaves no files" test -z "$(find "$P" -type f)"
 finish

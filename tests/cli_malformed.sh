@@ -3,7 +3,8 @@
 # written by test_gguf_malformed --write.
 #   malformed: `inspect FILE` exits 65 with exactly one line
 #              `tern-inspect: FILE: ...` on stderr, no signal; `inspect --check
-#              FILE` exits 65 with at least one such line;
+#              FILE` exits 65 with at least one such line, or (a problem its
+#              report lists) a `FILE: ...` line on stdout;
 #   valid:     `inspect FILE`, `inspect --check FILE` exit 0 and
 #              `inspect --json [--full] FILE` prints one strict JSON document
 #              (UTF-8, no NaN/Infinity).
@@ -45,8 +46,8 @@ for f in "$dir"/bad/*.gguf; do
 			bad "inspect $f: $lines lines on stderr, want 1"
 		elif [ -z "$mode" ] && [[ $(head -n 1 "$tmp/err") != "tern-inspect: $f: "?* ]]; then
 			bad "inspect $f: stderr is not 'tern-inspect: $f: ...': $(head -c 300 "$tmp/err")"
-		elif [ -n "$mode" ] && ! grep -qF "tern-inspect: $f: " "$tmp/err"; then
-			bad "inspect $mode $f: no 'tern-inspect: $f: ...' line on stderr: $(head -c 300 "$tmp/err")"
+		elif [ -n "$mode" ] && ! grep -qF "tern-inspect: $f: " "$tmp/err" && ! grep -q "^$f: .* found$" "$tmp/out"; then
+			bad "inspect $mode $f: no 'tern-inspect: $f: ...' on stderr nor report on stdout: $(head -c 300 "$tmp/err")"
 		fi
 	done
 done

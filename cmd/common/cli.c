@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "quant/cpu.h"
@@ -16,16 +17,64 @@
 extern const char tern_build_commit[];
 extern const char tern_build_compiler[];
 extern const char tern_build_flags[];
+extern const char tern_build_programs[];
 
 static char progname[64] = "tern";
 
 const char *cli_progname(void) { return progname; }
 
+/* ---- colour and terminal --------------------------------------------- */
+
+static const char *color_mode = "auto";
+
+bool cli_isatty(FILE *f)
+{
+	return isatty(fileno(f)) == 1;
+}
+
+bool cli_color(FILE *f)
+{
+	if (strcmp(color_mode, "always") == 0)
+		return true;
+	if (strcmp(color_mode, "never") == 0)
+		return false;
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	return cli_isatty(f) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+}
+
+const char *cli_sgr(FILE *f, const char *seq)
+{
+	return cli_color(f) ? seq : "";
+}
+
+int cli_width(FILE *f)
+{
+	long w = 80;
+	const char *c = getenv("COLUMNS");
+	struct winsize ws;
+	if (c && *c) {
+		char *end;
+		long v = strtol(c, &end, 10);
+		if (!*end && v > 0)
+			w = v;
+	} else if (cli_isatty(f) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col) {
+		w = ws.ws_col;
+	}
+	return w < 40 ? 40 : w > 1000 ? 1000 : (int)w;
+}
+
 /* ---- messages ------------------------------------------------------------ */
 
-static void vmsg(const char *kind, const char *fmt, va_list ap)
+/* "tern-inspect: " with the program name in the colour of the message. */
+static void prefix(const char *color)
 {
-	fprintf(stderr, "%s: %s", progname, kind);
+	fprintf(stderr, "%s%s:%s ", cli_sgr(stderr, color), progname, cli_sgr(stderr, CLI_RESET));
+}
+
+static void vmsg(const char *color, const char *kind, const char *fmt, va_list ap)
+{
+	prefix(color);
+	fputs(kind, stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 }
@@ -34,7 +83,7 @@ void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vmsg(CLI_RED, "", fmt, ap);
 	va_end(ap);
 }
 
@@ -42,7 +91,7 @@ void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
+	vmsg(CLI_YELLOW, "warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -50,7 +99,7 @@ _Noreturn void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", progname);
+	prefix(CLI_RED);
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, " (try '%s --help')\n", progname);
 	va_end(ap);
@@ -69,10 +118,11 @@ int cli_exit_status(int code)
 int cli_fail(const char *path, int code, const tern_err *e)
 {
 	const char *msg = e && e->msg[0] ? e->msg : tern_strerror(code);
+	prefix(CLI_RED);
 	if (path)
-		fprintf(stderr, "%s: %s: %s\n", progname, path, msg);
+		fprintf(stderr, "%s: %s\n", path, msg);
 	else
-		fprintf(stderr, "%s: %s\n", progname, msg);
+		fprintf(stderr, "%s\n", msg);
 	return cli_exit_status(code);
 }
 
@@ -91,10 +141,10 @@ static void init_builtins(struct cli_common *c)
 		{.lng = "help", .shrt = 'h', .kind = CLI_FLAG, .dst = &opt_help, .help = "show this help and exit"},
 		{.lng = "version", .kind = CLI_FLAG, .dst = &opt_version,
 		 .help = "show version, commit, compiler, backends and CPU features, then exit"},
-		{.lng = "verbose", .shrt = 'v', .kind = CLI_FLAG, .dst = &c->verbose, .help = "more detail on stderr"},
+		{.lng = "verbose", .shrt = 'v', .kind = CLI_FLAG, .dst = &c->verbose, .help = "more detail (the man page says what each program adds)"},
 		{.lng = "quiet", .shrt = 'q', .kind = CLI_FLAG, .dst = &c->quiet, .help = "only errors on stderr"},
 		{.lng = "color", .kind = CLI_CHOICE, .dst = &c->color, .arg = "WHEN", .choices = "auto|always|never",
-		 .help = "colour on stderr: auto (a terminal and NO_COLOR unset), always, never"},
+		 .help = "colour: auto (on a terminal, NO_COLOR unset or empty), always, never"},
 		{.lng = "completion", .kind = CLI_CHOICE, .dst = &opt_completion, .arg = "SHELL",
 		 .choices = "bash|zsh|fish", .help = "print a completion script for SHELL and exit"},
 		{0},
@@ -133,29 +183,174 @@ static void spell(const struct cli_opt *o, char *buf, size_t cap, bool roff)
 	}
 }
 
-static void print_opts(FILE *f, const struct cli_opt *o)
+/* ---- rules between options ------------------------------------------------- */
+
+static const struct cli_prog *g_prog;
+
+/* Whether the '|'-separated list has name. */
+static bool list_has(const char *list, const char *name)
 {
+	size_t n = strlen(name);
+	for (const char *c = list; c && *c;) {
+		const char *bar = strchr(c, '|');
+		size_t k = bar ? (size_t)(bar - c) : strlen(c);
+		if (k == n && strncmp(c, name, n) == 0)
+			return true;
+		c = bar ? bar + 1 : c + k;
+	}
+	return false;
+}
+
+/* Whether a and b may not be given together (either side may say so). */
+static bool excluded(const struct cli_opt *a, const struct cli_opt *b)
+{
+	return a != b && a->lng && b->lng && (list_has(a->excludes, b->lng) || list_has(b->excludes, a->lng));
+}
+
+/* Join "--a, --b or --c" (sep_last " or " / " and ") into buf. */
+static void join_names(char *buf, size_t cap, const char *const *names, int n, const char *dash,
+		       const char *last)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; i < n && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s%s%s", i == 0 ? "" : i == n - 1 ? last : ", ", dash,
+					dash, names[i]);
+}
+
+/* The options excluded by o in table order: those o names, and with
+ * both_sides those that name o. */
+static int excluded_names(const struct cli_opt *o, const char **names, int cap, bool both_sides)
+{
+	int n = 0;
+	for (int i = 0; g_prog && i < n_opts(g_prog->opts) && n < cap; i++) {
+		const struct cli_opt *x = &g_prog->opts[i];
+		if (both_sides ? excluded(o, x) : x != o && x->lng && list_has(o->excludes, x->lng))
+			names[n++] = x->lng;
+	}
+	return n;
+}
+
+static int split_names(const char *list, const char **names, char *store, size_t cap, int max)
+{
+	int n = 0;
+	snprintf(store, cap, "%s", list ? list : "");
+	char *save = NULL;
+	for (char *t = strtok_r(store, "|", &save); t && n < max; t = strtok_r(NULL, "|", &save))
+		names[n++] = t;
+	return n;
+}
+
+/* Append str to the string in buf[cap], cutting it if it does not fit. */
+static void append(char *buf, size_t cap, const char *str)
+{
+	size_t n = strlen(buf);
+	if (n + 1 < cap)
+		snprintf(buf + n, cap - n, "%s", str);
+}
+
+/* "(needs --tensor; not with --json or --values)" for --help, where an
+ * exclusion shows on the option that declares it (so that the modes' long
+ * lists are not repeated on every listing option); full sentences naming
+ * both sides for the man page. Empty when o has no rules. */
+static void rules_text(const struct cli_opt *o, char *buf, size_t cap, bool man)
+{
+	const char *dash = man ? "\\-" : "-";
+	const char *need[16] = {0}, *excl[32] = {0};
+	char store[256], a[512], b[512];
+	int nn = split_names(o->needs, need, store, sizeof store, 16);
+	int ne = excluded_names(o, excl, 32, man);
+	join_names(a, sizeof a, need, nn, dash, " or ");
+	join_names(b, sizeof b, excl, ne, dash, " or ");
+	buf[0] = 0;
+	if (!nn && !ne)
+		return;
+	append(buf, cap, man ? "" : " (");
+	if (nn) {
+		append(buf, cap, man ? " Needs " : "needs ");
+		append(buf, cap, a);
+		append(buf, cap, man ? "." : ne ? "; " : "");
+	}
+	if (ne) {
+		append(buf, cap, man ? " Cannot be combined with " : "not with ");
+		append(buf, cap, b);
+		append(buf, cap, man ? "." : "");
+	}
+	append(buf, cap, man ? "" : ")");
+}
+
+/* ---- help ---------------------------------------------------------------- */
+
+/* Write text from column *col, breaking lines only between words so that
+ * nothing passes column `width`; continuation lines start at `indent`.
+ * A word longer than a line stands alone on its line. */
+static void wrap(FILE *f, const char *text, int *col, int indent, int width)
+{
+	const char *p = text;
+	bool first = true;
+	while (*p) {
+		if (*p == ' ') {
+			p++;
+			continue;
+		}
+		size_t n = strcspn(p, " ");
+		int need = (int)n + (first ? 0 : 1);
+		if (!first && *col + need > width && *col > indent) {
+			fprintf(f, "\n%*s", indent, "");
+			*col = indent;
+			need = (int)n;
+		} else if (!first) {
+			fputc(' ', f);
+		}
+		fwrite(p, 1, n, f);
+		*col += need;
+		p += n;
+		first = false;
+	}
+}
+
+#define HELP_COL 30 /* where option descriptions start */
+
+static void print_opts(FILE *f, const struct cli_opt *o, int width)
+{
+	/* A narrow terminal gets descriptions under their option. */
+	int indent = width - HELP_COL >= 30 ? HELP_COL : 8;
 	for (int i = 0; i < n_opts(o); i++) {
-		char sp[96];
+		char sp[96], text[1024], rules[600];
 		spell(&o[i], sp, sizeof sp, false);
-		if (strlen(sp) < 28)
-			fprintf(f, "  %-28s %s", sp, o[i].help ? o[i].help : "");
-		else
-			fprintf(f, "  %s\n  %-28s %s", sp, "", o[i].help ? o[i].help : "");
-		if (o[i].kind == CLI_CHOICE && o[i].choices)
-			fprintf(f, " [%s]", o[i].choices);
+		rules_text(&o[i], rules, sizeof rules, false);
+		snprintf(text, sizeof text, "%s%s%s%s%s", o[i].help ? o[i].help : "",
+			 o[i].kind == CLI_CHOICE && o[i].choices ? " [" : "",
+			 o[i].kind == CLI_CHOICE && o[i].choices ? o[i].choices : "",
+			 o[i].kind == CLI_CHOICE && o[i].choices ? "]" : "", rules);
+		int col = fprintf(f, "  %s", sp);
+		if (col + 1 > indent) {
+			fprintf(f, "\n%*s", indent, "");
+		} else {
+			fprintf(f, "%*s", indent - col, "");
+		}
+		col = indent;
+		wrap(f, text, &col, indent, width);
 		fputc('\n', f);
 	}
 }
 
 static void print_help(const struct cli_prog *p)
 {
-	printf("usage: %s %s\n%s\n", progname, p->usage, p->summary);
-	printf("\noptions:\n");
-	print_opts(stdout, p->opts);
-	print_opts(stdout, builtins);
-	printf("\nexit status: 0 ok, 1 runtime error, 2 usage error, 65 malformed input.\n");
-	printf("See '%s(1)' for details.\n", progname);
+	int width = cli_width(stdout), col = 0;
+	char line[512];
+	snprintf(line, sizeof line, "usage: %s %s", progname, p->usage);
+	wrap(stdout, line, &col, 7, width);
+	putchar('\n');
+	col = 0;
+	wrap(stdout, p->summary, &col, 0, width);
+	printf("\n\noptions:\n");
+	print_opts(stdout, p->opts, width);
+	print_opts(stdout, builtins, width);
+	putchar('\n');
+	col = 0;
+	wrap(stdout, "exit status: 0 ok, 1 runtime error, 2 usage error, 65 malformed input.", &col, 0, width);
+	printf("\nSee '%s(1)' for details.\n", progname);
 }
 
 static void print_version(void)
@@ -234,17 +429,42 @@ static void roff_para(FILE *f, const char *text)
 static void man_opts(FILE *f, const struct cli_opt *o)
 {
 	for (int i = 0; i < n_opts(o); i++) {
-		char sp[128];
+		char sp[128], rules[600];
 		spell(&o[i], sp, sizeof sp, true);
 		fprintf(f, ".TP\n.B %s\n", sp);
-		roff_text(f, o[i].help ? o[i].help : "");
+		const char *h = o[i].help ? o[i].help : "";
+		size_t n = strlen(h);
+		roff_text(f, h);
+		if (n && h[n - 1] != '.')
+			fputc('.', f);
 		if (o[i].kind == CLI_CHOICE && o[i].choices) {
 			fputs(" One of: ", f);
-			roff_text(f, o[i].choices);
+			for (const char *c = o[i].choices; *c; c++)
+				fputs(*c == '|' ? ", " : (char[2]){*c, 0}, f);
 			fputc('.', f);
 		}
+		rules_text(&o[i], rules, sizeof rules, true);
+		fputs(rules, f);
 		fputc('\n', f);
 	}
+}
+
+/* Variables every program reads; a program's own ENVIRONMENT section gets
+ * those it does not already describe. */
+static const struct {
+	const char *name, *text;
+} common_env[] = {
+	{"NO_COLOR", "if set and not empty, \\-\\-color=auto gives no colour."},
+	{"COLUMNS", "the width \\-\\-help wraps its text to (default: the terminal's width, 80 when "
+		    "standard output is not a terminal)."},
+	{"TERN_CPU", "force the CPU kernel variant: scalar, avx2, avx512 or neon (default: the best the CPU runs)."},
+};
+
+static void man_env(const char *own)
+{
+	for (size_t i = 0; i < sizeof common_env / sizeof common_env[0]; i++)
+		if (!own || !strstr(own, common_env[i].name))
+			printf(".TP\n.B %s\n%s\n", common_env[i].name, common_env[i].text);
 }
 
 static void print_man(const struct cli_prog *p)
@@ -265,13 +485,30 @@ static void print_man(const struct cli_prog *p)
 	printf(".SH OPTIONS\n");
 	man_opts(stdout, p->opts);
 	man_opts(stdout, builtins);
+	bool env = false;
 	for (const struct cli_section *s = p->sections; s && s->title; s++) {
 		printf(".SH %s\n", s->title);
 		roff_para(stdout, s->text);
+		if (strcmp(s->title, "ENVIRONMENT") == 0) {
+			man_env(s->text);
+			env = true;
+		}
 	}
-	printf(".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nif set, no colour is used with \\-\\-color=auto.\n");
-	printf(".TP\n.B TERN_CPU\nforce the CPU kernel variant: scalar, avx2, avx512 or neon (default: the best the CPU runs).\n");
-	printf(".SH SEE ALSO\ntern\\-run(1), tern\\-chat(1), tern\\-bench(1), tern\\-transcribe(1), tern\\-vad(1), tern\\-inspect(1)\n");
+	if (!env) {
+		printf(".SH ENVIRONMENT\n");
+		man_env(NULL);
+	}
+	/* Only the pages this build installs: one per program in cmd/. */
+	char others[512] = "";
+	size_t len = 0;
+	char names[256];
+	snprintf(names, sizeof names, "%s", tern_build_programs);
+	char *save = NULL;
+	for (char *t = strtok_r(names, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		if (strcmp(t, p->name) != 0 && len < sizeof others)
+			len += (size_t)snprintf(others + len, sizeof others - len, "%stern\\-%s(1)", len ? ", " : "", t);
+	if (len)
+		printf(".SH SEE ALSO\n%s\n", others);
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -572,111 +809,211 @@ static void set_value(const struct cli_opt *o, const char *given, const char *va
 		*o->seen = true;
 }
 
+/* Edit distance (insertions, deletions, substitutions, adjacent swaps)
+ * between two short option names; capped inputs keep it small. */
+static int distance(const char *a, const char *b)
+{
+	enum { M = 40 };
+	size_t n = strlen(a), m = strlen(b);
+	if (n >= M || m >= M)
+		return 99;
+	int d[M + 1][M + 1];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	return d[n][m];
+}
+
+/* The long option nearest to an unknown one, or NULL when none is near:
+ * the only one it is a prefix of, or one within a third of its length. */
+static const char *suggest(const struct cli_prog *p, const char *name)
+{
+	const struct cli_opt *tabs[2] = {p->opts, builtins};
+	const char *best = NULL, *prefix_of = NULL;
+	int best_d = 99, n_prefix = 0;
+	size_t len = strlen(name);
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < n_opts(tabs[t]); i++) {
+			const char *l = tabs[t][i].lng;
+			if (!l)
+				continue;
+			if (len && strncmp(l, name, len) == 0)
+				prefix_of = l, n_prefix++;
+			int d = distance(name, l);
+			if (d < best_d)
+				best_d = d, best = l;
+		}
+	if (n_prefix == 1)
+		return prefix_of;
+	int limit = len < 6 ? 1 : (int)len / 3;
+	return best_d <= limit ? best : NULL;
+}
+
+static _Noreturn void unknown_option(const struct cli_prog *p, const char *given)
+{
+	const char *near = given[0] == '-' && given[1] == '-' ? suggest(p, given + 2) : NULL;
+	if (!near)
+		cli_usage_error("unknown option '%.60s'", given);
+	prefix(CLI_RED);
+	fprintf(stderr, "unknown option '%.60s' (did you mean '--%s'?)\n", given, near);
+	exit(EXIT_USAGE);
+}
+
+/* Enforce the needs/excludes rules of the options given. */
+static void check_rules(const struct cli_prog *p, const bool *given)
+{
+	const struct cli_opt *o = p->opts;
+	int n = n_opts(o);
+	for (int i = 0; i < n; i++) {
+		if (!given[i])
+			continue;
+		for (int j = 0; j < n; j++)
+			if (given[j] && j > i && excluded(&o[i], &o[j]))
+				cli_usage_error("--%s cannot be combined with --%s", o[i].lng, o[j].lng);
+		if (!o[i].needs)
+			continue;
+		bool ok = false;
+		for (int j = 0; j < n; j++)
+			ok = ok || (given[j] && o[j].lng && list_has(o[i].needs, o[j].lng));
+		if (!ok) {
+			const char *need[16];
+			char store[256], names[512];
+			int nn = split_names(o[i].needs, need, store, sizeof store, 16);
+			join_names(names, sizeof names, need, nn, "-", " or ");
+			cli_usage_error("--%s needs %s", o[i].lng, names);
+		}
+	}
+}
+
+/* Mark o as given when it is one of the program's own options (the rules
+ * are about those). */
+static void mark_given(const struct cli_prog *p, const struct cli_opt *o, bool *given_opt)
+{
+	if (o >= p->opts && o < p->opts + n_opts(p->opts))
+		given_opt[o - p->opts] = true;
+}
+
+/* Parse the option at argv[*i] (advancing *i past its argument). */
+static void parse_option(const struct cli_prog *p, int argc, char **argv, int *i, bool *given_opt)
+{
+	char *a = argv[*i];
+	const struct cli_opt *o = NULL;
+	const char *val = NULL;
+	char given[80];
+	if (a[1] == '-') {
+		const char *name = a + 2, *eq = strchr(name, '=');
+		size_t n = eq ? (size_t)(eq - name) : strlen(name);
+		o = find_long(p, name, n);
+		snprintf(given, sizeof given, "--%.*s", (int)(n < 60 ? n : 60), name);
+		if (!o)
+			unknown_option(p, a);
+		if (eq) {
+			if (o->kind == CLI_FLAG)
+				cli_usage_error("option '%s' takes no argument", given);
+			val = eq + 1;
+		}
+	} else if ((o = find_alias(p, a + 1))) {
+		snprintf(given, sizeof given, "%.60s", a);
+	} else {
+		o = find_short(p, a[1]);
+		snprintf(given, sizeof given, "-%c", a[1]);
+		if (!o)
+			unknown_option(p, a);
+		if (a[2] && o->kind == CLI_FLAG) {
+			/* bundled flags: -vq */
+			for (const char *c = a + 1; *c; c++) {
+				const struct cli_opt *f = find_short(p, *c);
+				if (!f || f->kind != CLI_FLAG)
+					cli_usage_error("unknown option '%.60s'", a);
+				set_value(f, given, NULL);
+				mark_given(p, f, given_opt);
+			}
+			return;
+		}
+		if (a[2])
+			val = a + 2;
+	}
+	if (o->kind != CLI_FLAG && !val) {
+		if (*i + 1 >= argc)
+			cli_usage_error("option '%s' needs an argument%s%s", given, o->arg ? " " : "", o->arg ? o->arg : "");
+		val = argv[++*i];
+	}
+	set_value(o, given, val);
+	mark_given(p, o, given_opt);
+}
+
+/* --help-man, --completion, --help, --version: print; true if one did
+ * (the program then exits). */
+static bool run_builtins(const struct cli_prog *p)
+{
+	if (opt_help_man)
+		print_man(p);
+	else if (opt_completion && strcmp(opt_completion, "bash") == 0)
+		print_completion_bash(p);
+	else if (opt_completion && strcmp(opt_completion, "zsh") == 0)
+		print_completion_zsh(p);
+	else if (opt_completion)
+		print_completion_fish(p);
+	else if (opt_help)
+		print_help(p);
+	else if (opt_version)
+		print_version();
+	else
+		return false;
+	return true;
+}
+
 void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
 	       const char ***pos, int *npos)
 {
 	snprintf(progname, sizeof progname, "tern-%s", p->name);
 	g_common = common;
+	g_prog = p;
 	memset(common, 0, sizeof *common);
 	common->color = "auto";
 	init_builtins(common);
 
 	const char **out = calloc((size_t)argc + 1, sizeof *out);
-	if (!out) {
-		cli_error("out of memory");
+	bool given_opt[128] = {0}; /* by index in p->opts */
+	if (!out || n_opts(p->opts) > 128) {
+		cli_error(out ? "internal error: more than 128 options" : "out of memory");
 		exit(EXIT_RUNTIME);
 	}
 	int np = 0;
 	bool only_pos = false;
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
-		if (only_pos || a[0] != '-' || a[1] == 0) {
+		if (only_pos || a[0] != '-' || a[1] == 0)
 			out[np++] = a;
-			continue;
-		}
-		if (strcmp(a, "--") == 0) {
+		else if (strcmp(a, "--") == 0)
 			only_pos = true;
-			continue;
-		}
-		const struct cli_opt *o = NULL;
-		const char *val = NULL;
-		char given[80];
-		if (a[1] == '-') {
-			const char *name = a + 2, *eq = strchr(name, '=');
-			size_t n = eq ? (size_t)(eq - name) : strlen(name);
-			o = find_long(p, name, n);
-			snprintf(given, sizeof given, "--%.*s", (int)(n < 60 ? n : 60), name);
-			if (!o)
-				cli_usage_error("unknown option '%s'", given);
-			if (eq) {
-				if (o->kind == CLI_FLAG)
-					cli_usage_error("option '%s' takes no argument", given);
-				val = eq + 1;
-			}
-		} else if ((o = find_alias(p, a + 1))) {
-			snprintf(given, sizeof given, "%.60s", a);
-		} else {
-			o = find_short(p, a[1]);
-			snprintf(given, sizeof given, "-%c", a[1]);
-			if (!o)
-				cli_usage_error("unknown option '%.60s'", a);
-			if (a[2]) {
-				if (o->kind == CLI_FLAG) {
-					/* bundled flags: -vq */
-					for (const char *c = a + 1; *c; c++) {
-						const struct cli_opt *f = find_short(p, *c);
-						if (!f || f->kind != CLI_FLAG)
-							cli_usage_error("unknown option '%.60s'", a);
-						set_value(f, given, NULL);
-					}
-					continue;
-				}
-				val = a + 2;
-			}
-		}
-		if (o->kind != CLI_FLAG && !val) {
-			if (i + 1 >= argc)
-				cli_usage_error("option '%s' needs an argument%s%s", given,
-						o->arg ? " " : "", o->arg ? o->arg : "");
-			val = argv[++i];
-		}
-		set_value(o, given, val);
+		else
+			parse_option(p, argc, argv, &i, given_opt);
 	}
 
-	if (opt_help_man) {
-		print_man(p);
+	color_mode = common->color;
+	if (run_builtins(p)) {
+		free(out);
 		exit(EXIT_OK);
 	}
-	if (opt_completion) {
-		if (strcmp(opt_completion, "bash") == 0)
-			print_completion_bash(p);
-		else if (strcmp(opt_completion, "zsh") == 0)
-			print_completion_zsh(p);
-		else
-			print_completion_fish(p);
-		exit(EXIT_OK);
-	}
-	if (opt_help) {
-		print_help(p);
-		exit(EXIT_OK);
-	}
-	if (opt_version) {
-		print_version();
-		exit(EXIT_OK);
-	}
+	check_rules(p, given_opt);
 	if (np < p->min_pos)
 		cli_usage_error("missing %s", p->pos_name ? p->pos_name : "argument");
 	if (p->max_pos >= 0 && np > p->max_pos)
 		cli_usage_error("unexpected argument '%.60s'", out[p->max_pos]);
-
-	const char *nc = getenv("NO_COLOR");
-	const char *term = getenv("TERM");
-	if (strcmp(common->color, "always") == 0)
-		common->use_color = true;
-	else if (strcmp(common->color, "never") == 0)
-		common->use_color = false;
-	else
-		common->use_color = isatty(2) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+	common->use_color = cli_color(stderr);
 
 	const char *cpu = getenv("TERN_CPU");
 	if (cpu && *cpu) {

@@ -39,6 +39,12 @@ struct cli_opt {
 	const char *choices; /* CLI_CHOICE: "auto|always|never" */
 	int64_t min, max;    /* CLI_INT range (both 0: any non-negative) */
 	bool *seen;          /* optional: set when the option is given */
+	/* Rules between options, by long name, '|'-separated; the parser
+	 * enforces them (one-line usage error, exit 2) and --help and the man
+	 * page state them. Exclusion is symmetric: naming it on one side is
+	 * enough. */
+	const char *needs;    /* at least one of these must be given too: "tokenize|tokenize-file" */
+	const char *excludes; /* none of these may be given too: "json|values" */
 };
 
 struct cli_section {
@@ -62,7 +68,7 @@ struct cli_prog {
 struct cli_common {
 	bool verbose, quiet;
 	const char *color;       /* auto|always|never */
-	bool use_color;          /* resolved for stderr */
+	bool use_color;          /* resolved for stderr (cli_color(stdout) for stdout) */
 };
 
 /* Parse argv. Handles --help, --version, --help-man and --completion itself
@@ -86,6 +92,24 @@ _Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(print
 
 /* Name of the running program as installed ("tern-inspect"). */
 const char *cli_progname(void);
+
+/* Colour: whether f (stdout or stderr) gets escape sequences, as --color
+ * decided (auto: f is a terminal, NO_COLOR is unset or empty and TERM is
+ * not "dumb"). cli_sgr returns the sequence, or "" when f gets no colour. */
+#define CLI_RESET "\033[0m"
+#define CLI_BOLD "\033[1m"
+#define CLI_DIM "\033[2m"
+#define CLI_RED "\033[1;31m"
+#define CLI_GREEN "\033[32m"
+#define CLI_YELLOW "\033[33m"
+bool cli_color(FILE *f);
+const char *cli_sgr(FILE *f, const char *seq);
+
+/* Width to lay text out for on f: $COLUMNS if set, else the terminal's
+ * width when f is a terminal, else 80 (never below 40). */
+int cli_width(FILE *f);
+/* Whether f is a terminal. */
+bool cli_isatty(FILE *f);
 
 /* JSON string output: always valid UTF-8 JSON. Each maximal ill-formed
  * subsequence of the input becomes one U+FFFD (the policy Python's

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
-#include "quant/convert.h"
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/gguf.h"
 #include "quant/quant.h"

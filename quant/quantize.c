@@ -7,7 +7,7 @@
  * the least weighted squared error; the sub-block scales are then quantized
  * themselves and the values re-rounded against the stored scales, so that
  * decoding reproduces exactly what was fitted. */
-#include "quant/convert.h"
+#include "quant/quant.h"
 #include "lib/core/error.h"
 #include "quant/qimpl.h"
 

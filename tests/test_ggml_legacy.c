@@ -15,7 +15,6 @@
 
 #include "tests/testutil.h"
 
-#include "quant/convert.h"
 #include "lib/format/ggml_legacy.h"
 #include "quant/quant.h"
 #include "tests/robust_bytes.h"

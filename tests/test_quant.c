@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "quant/convert.h"
 #include "quant/cpu.h"
 #include "lib/core/error.h"
 #include "quant/quant.h"

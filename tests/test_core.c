@@ -98,7 +98,7 @@ static void test_cursor_lengths(void **state)
 	struct tern_cur c = tern_cur_init(b, 10, &e);
 	c.off = 2;
 	assert_int_equal(tern_cur_str32(&c, &s, "token 5"), TERN_EFORMAT);
-	assert_string_equal(e.msg, "offset 2: token 5: length 9 runs past the end of the file (4 bytes left)");
+	assert_string_equal(e.msg, "offset 2: token 5 length 9 runs past the end of the file (4 bytes left)");
 	assert_int_equal(c.off, 2);
 
 	/* lengths near 2^64 must not wrap the bound check */

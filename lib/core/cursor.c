@@ -92,7 +92,7 @@ static int str_body(struct tern_cur *c, size_t at, uint64_t n, struct tern_str *
 {
 	if (n > tern_cur_left(c)) {
 		int rc = tern_errf(c->e, TERN_EFORMAT,
-				   "offset %zu: %s: length %llu runs past the end of the file (%zu bytes left)",
+				   "offset %zu: %s length %llu runs past the end of the file (%zu bytes left)",
 				   at, what, (unsigned long long)n, tern_cur_left(c));
 		c->off = at;
 		return rc;

@@ -190,10 +190,14 @@ static void enc_mxfp4(const float *x, uint8_t *b)
 {
 	float amax;
 	signed_absmax(x, 32, &amax);
-	int e = amax > 0 ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
-	e = clampi(e, 0, 254);
-	b[0] = (uint8_t)e;
-	float d = qe8m0_half((uint8_t)e);
+	/* The exponent byte as ggml computes it: floor(log2(amax)) - 2 + 127,
+	 * at most 252. Below amax = 2^-125 it is negative, and ggml (on x86,
+	 * and gguf-py) stores it modulo 256: a huge scale under which every
+	 * value takes code 0, so the block decodes to zeros. Kept for bit
+	 * equality; an infinite amax gives 0 as it does there. */
+	int e = amax > 0 && isfinite(amax) ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
+	b[0] = (uint8_t)(e & 0xff);
+	float d = qe8m0_half(b[0]);
 	uint8_t L[32];
 	for (int j = 0; j < 32; j++) {
 		int best = 0;
@@ -553,6 +557,11 @@ static void ternary_levels(const float *x, uint8_t *L, float *d)
 	float amax;
 	signed_absmax(x, QK_K, &amax);
 	float id = amax ? 1 / amax : 0;
+	/* amax below 2^-128 makes 1/amax infinite (and the fp16 scale 0):
+	 * ggml (on x86, and gguf-py) then stores every trit as 0, which is
+	 * what id = 0 gives without converting an infinity to an int. */
+	if (isinf(id))
+		id = 0;
 	for (int j = 0; j < QK_K; j++)
 		L[j] = (uint8_t)(clampi((int)roundf(x[j] * id), -1, 1) + 1);
 	*d = amax;

@@ -12,10 +12,14 @@ subnormal inputs), a lone outlier, and plain random data.
 tests/quant_ref/quantize_<name>.bin: u32 type id, u32 n (floats), n
 little-endian float32, then the encoded row.
 
-    .venv/bin/python scripts/gen_quantize_ref.py   (gguf 0.19.0)
+    .venv/bin/python scripts/gen_quantize_ref.py [DIR]   (gguf 0.19.0)
+
+DIR (default tests/quant_ref) lets tests/cli_quantize_ref.sh regenerate the
+files elsewhere and compare them with the committed ones.
 """
 import os
 import struct
+import sys
 
 import numpy as np
 from gguf import GGMLQuantizationType as T, GGML_QUANT_SIZES
@@ -62,6 +66,7 @@ def blocks_for(blck):
 
 
 def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else OUT
     for name in TYPES:
         qt = T[name]
         blck, size = GGML_QUANT_SIZES[qt]
@@ -71,7 +76,7 @@ def main():
             q = quants.quantize(x.reshape(1, -1), qt)
         q = np.ascontiguousarray(q).view(np.uint8).reshape(-1)
         assert q.size == x.size // blck * size, name
-        path = os.path.join(OUT, "quantize_" + name.lower() + ".bin")
+        path = os.path.join(out, "quantize_" + name.lower() + ".bin")
         with open(path, "wb") as f:
             f.write(struct.pack("<II", int(qt), x.size))
             f.write(x.astype("<f4").tobytes())

@@ -154,6 +154,9 @@ static void test_quote_escapes(void **state)
 	assert_string_equal(Q("x\xe2\x80\xa8y"), "x\\u2028y");      /* line separator */
 	assert_string_equal(Q("\xe2\x81\xa6z"), "\\u2066z");        /* LRI */
 	assert_string_equal(Q("\xe2\x80\x8d"), "\xe2\x80\x8d");     /* ZWJ is ordinary */
+	/* a view is quoted by its length, not up to a NUL */
+	struct tern_str v = {"tok.embd\nX", 8};
+	assert_string_equal(tern_quote_str(buf, sizeof buf, v), "tok.embd");
 }
 
 static void test_quote_truncates(void **state)

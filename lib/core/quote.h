@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "lib/core/str.h"
+
 /* A buffer size that fits a typical name (about 90 printable bytes) and
  * keeps a message to one line. */
 #define TERN_QUOTE_MAX 96
@@ -20,5 +22,10 @@
 /* Render the n bytes at p into dst (cap >= 4 bytes, NUL-terminated) and
  * return dst, so that it can be an argument of a printf-style call. */
 const char *tern_quote(char *dst, size_t cap, const char *p, size_t n);
+
+static inline const char *tern_quote_str(char *dst, size_t cap, struct tern_str s)
+{
+	return tern_quote(dst, cap, s.ptr, (size_t)s.len);
+}
 
 #endif

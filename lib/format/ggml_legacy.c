@@ -76,11 +76,6 @@ static int rd_count(struct tern_cur *r, int32_t *out, const char *what)
 	return 0;
 }
 
-static const char *show(char *buf, size_t cap, const void *p, uint64_t n)
-{
-	return tern_quote(buf, cap, p, (size_t)n);
-}
-
 /* ---- hyperparameters ------------------------------------------------------ */
 
 static int hp_alloc(ggml_legacy *m, size_t n, tern_err *e)
@@ -146,7 +141,7 @@ static int tensor_index(ggml_legacy *m, tern_err *e)
 		char nb[TERN_QUOTE_MAX];
 		return tern_errf(e, TERN_EFORMAT,
 				 "tensor '%s': duplicate tensor name at offset %llu (first at offset %llu)",
-				 show(nb, sizeof nb, t->name.ptr, t->name.len), (unsigned long long)t->info_offset,
+				 tern_quote_str(nb, sizeof nb, t->name), (unsigned long long)t->info_offset,
 				 (unsigned long long)m->t[first].info_offset);
 	}
 	return 0;
@@ -238,7 +233,7 @@ static int read_tensor(ggml_legacy *m, struct tern_cur *r)
 	}
 	if ((rc = read_tensor_data(r, at, type, &t))) {
 		char nb[TERN_QUOTE_MAX];
-		tern_err_prefixf(r->e, "tensor '%s'", show(nb, sizeof nb, t.name.ptr, t.name.len));
+		tern_err_prefixf(r->e, "tensor '%s'", tern_quote_str(nb, sizeof nb, t.name));
 		return rc;
 	}
 	return tensor_push(m, &t, r->e);
@@ -399,7 +394,7 @@ static int parse(ggml_legacy *m, tern_err *e)
 			return tern_errf(e, TERN_EUNSUPPORTED,
 					 "offset 0: big-endian legacy ggml file (magic 'ggml'); only little-endian files are supported");
 		return tern_errf(e, TERN_EFORMAT, "offset 0: bad magic '%s' (expected 'lmgg', a legacy ggml file)",
-				 show(nb, sizeof nb, m->base, 4));
+				 tern_quote(nb, sizeof nb, (const char *)m->base, 4));
 	}
 	r.off = 4;
 	if (looks_silero(m->base, m->size)) {

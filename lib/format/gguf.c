@@ -57,11 +57,6 @@ static const char *const vtype_names[GGUF_T_COUNT] = {
 const char *gguf_vtype_name(uint32_t t) { return t < GGUF_T_COUNT ? vtype_names[t] : "?"; }
 size_t gguf_vtype_size(uint32_t t) { return t < GGUF_T_COUNT ? vtype_size[t] : 0; }
 
-static const char *show(struct tern_str s, char *buf, size_t cap)
-{
-	return tern_quote(buf, cap, s.ptr, (size_t)s.len);
-}
-
 /* ---- parsing ------------------------------------------------------------ */
 
 /* Messages follow the context chain of error.h: the cursor and the value
@@ -206,7 +201,7 @@ static int index_names(struct parser *p, struct tern_strmap *m, uint64_t n, tern
 			continue;
 		char b[TERN_QUOTE_MAX];
 		if ((rc = problem(p, NULL, "duplicate %s '%s' (entries %zu and %llu)", what,
-				  show(name(p->f, (size_t)i), b, sizeof b), first, (unsigned long long)i)))
+				  tern_quote_str(b, sizeof b, name(p->f, (size_t)i)), first, (unsigned long long)i)))
 			return rc;
 	}
 	return 0;
@@ -269,7 +264,7 @@ static int parse_kvs(struct parser *p, uint64_t n_kv)
 		if (rc) {
 			char kb[TERN_QUOTE_MAX];
 			if (kv->key.ptr)
-				tern_err_prefixf(p->e, "key '%s'", show(kv->key, kb, sizeof kb));
+				tern_err_prefixf(p->e, "key '%s'", tern_quote_str(kb, sizeof kb, kv->key));
 			else
 				tern_err_prefixf(p->e, "key %llu of %llu", (unsigned long long)i,
 						 (unsigned long long)n_kv);
@@ -316,7 +311,7 @@ static int parse_tensors(struct parser *p, uint64_t n_t)
 			return rc;
 		}
 		char nb[TERN_QUOTE_MAX], ctx[TERN_QUOTE_MAX + 16];
-		snprintf(ctx, sizeof ctx, "tensor '%s'", show(t->name, nb, sizeof nb));
+		snprintf(ctx, sizeof ctx, "tensor '%s'", tern_quote_str(nb, sizeof nb, t->name));
 		if (t->name.len > MAX_TENSOR_NAME &&
 		    (rc = problem(p, ctx, "offset %llu: name is %llu bytes long (limit %d)",
 				  (unsigned long long)t->info_offset, (unsigned long long)t->name.len,
@@ -405,7 +400,7 @@ static int tensor_placement(struct parser *p, const char *ctx, const struct tern
 static int check_tensor(struct parser *p, struct tern_tensor_view *t)
 {
 	char nb[TERN_QUOTE_MAX], ctx[TERN_QUOTE_MAX + 16];
-	snprintf(ctx, sizeof ctx, "tensor '%s'", show(t->name, nb, sizeof nb));
+	snprintf(ctx, sizeof ctx, "tensor '%s'", tern_quote_str(nb, sizeof nb, t->name));
 	uint64_t nel;
 	int rc = tensor_shape(p, ctx, t, &nel);
 	if (!rc)
@@ -467,7 +462,7 @@ static int check_overlap(struct parser *p)
 			char na[TERN_QUOTE_MAX], nb[TERN_QUOTE_MAX];
 			const struct tern_tensor_view *a = &f->t[sp[far].i], *b = &f->t[sp[k].i];
 			rc = problem(p, NULL, "tensors '%s' and '%s' overlap (data at %llu+%llu and %llu)",
-				     show(a->name, na, sizeof na), show(b->name, nb, sizeof nb),
+				     tern_quote_str(na, sizeof na, a->name), tern_quote_str(nb, sizeof nb, b->name),
 				     (unsigned long long)a->offset, (unsigned long long)a->nbytes,
 				     (unsigned long long)b->offset);
 		}

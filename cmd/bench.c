@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
-#include "quant/convert.h"
 #include "quant/cpu.h"
 #include "quant/quant.h"
 #include "lib/cpu/matmul.h"

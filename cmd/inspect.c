@@ -22,7 +22,6 @@
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/gguf.h"
 #include "lib/format/modelfile.h"
-#include "quant/convert.h"
 #include "quant/quant.h"
 #include "tokenizer/tok.h"
 

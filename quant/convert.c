@@ -1,6 +1,6 @@
 /* convert.c - element conversions between f32 and the 16-bit float types
  * (IEEE fp16, bfloat16). Row dequantization of every type is in ref.c. */
-#include "quant/convert.h"
+#include "quant/quant.h"
 #include "quant/qimpl.h"
 
 #include <math.h>

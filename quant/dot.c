@@ -5,7 +5,7 @@
  * The reference decodes both operands block by block and accumulates in
  * double: it is slow but plainly right, and the SIMD kernels (which work on
  * the integer levels) are tested against it. */
-#include "quant/convert.h"
+#include "quant/quant.h"
 #include "quant/cpu.h"
 #include "lib/core/error.h"
 #include "quant/qimpl.h"

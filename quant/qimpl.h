@@ -13,11 +13,15 @@
 
 #include "quant/quant.h"
 
-/* Byte offsets of the block fields (ggml's block structs, packed). */
+/* Bytes per block of every block-quantized type (ggml's block structs,
+ * packed). types.c builds its table from these and checks each against
+ * the field layout it documents, so the two cannot drift apart. */
 enum {
 	Q4_0_B = 18, Q4_1_B = 20, Q5_0_B = 22, Q5_1_B = 24, Q8_0_B = 34, Q8_1_B = 36,
 	Q2_K_B = 84, Q3_K_B = 110, Q4_K_B = 144, Q5_K_B = 176, Q6_K_B = 210, Q8_K_B = 292,
-	IQ4_NL_B = 18, IQ4_XS_B = 136, MXFP4_B = 17,
+	IQ2_XXS_B = 66, IQ2_XS_B = 74, IQ3_XXS_B = 98, IQ1_S_B = 50, IQ4_NL_B = 18,
+	IQ3_S_B = 110, IQ2_S_B = 82, IQ4_XS_B = 136, IQ1_M_B = 56, TQ1_0_B = 54,
+	TQ2_0_B = 66, MXFP4_B = 17,
 };
 
 static inline uint16_t qrd16(const uint8_t *p)
@@ -70,11 +74,6 @@ static inline float qfp16(uint16_t h)
 
 static inline float qrdfp16(const uint8_t *p) { return qfp16(qrd16(p)); }
 
-/* f32 -> fp16, round to nearest even (as numpy and the F16C instruction). */
-uint16_t quant_f32_to_fp16(float f);
-/* f32 -> bf16, round to nearest even, NaN kept quiet (ggml's rule). */
-uint16_t quant_f32_to_bf16(float f);
-
 /* E8M0 scale of MXFP4, halved (the values table is stored doubled). */
 static inline float qe8m0_half(uint8_t e)
 {
@@ -96,12 +95,11 @@ quant_block_dec quant_block_decoder(uint32_t t);
  * kernel (the caller falls back to the scalar reference). mm[t], where
  * present, computes a tile of nr rows x nc activation rows at once:
  * out[c * ostride + r]. */
-typedef float (*quant_dot_fn_t)(int64_t n, const void *w, const void *a);
-typedef void (*quant_mm_fn_t)(int64_t n, const void *w, size_t wstride, int nr,
+typedef void (*quant_mm_fn)(int64_t n, const void *w, size_t wstride, int nr,
 			      const void *a, size_t astride, int nc, float *out, size_t ostride);
 struct quant_kernels {
-	quant_dot_fn_t dot[QT_COUNT];
-	quant_mm_fn_t mm[QT_COUNT];
+	quant_dot_fn dot[QT_COUNT];
+	quant_mm_fn mm[QT_COUNT];
 	/* activation quantizer override (f32 row -> Q8_0 / Q8_1 / Q8_K) */
 	void (*quantize_q8_0)(const float *x, void *dst, int64_t n);
 	void (*quantize_q8_K)(const float *x, void *dst, int64_t n);

@@ -77,9 +77,21 @@ int quant_type_from_name(const char *name);
  * the size overflows. */
 size_t quant_row_size(uint32_t t, uint64_t n, bool *ok);
 
+/* ---- element conversions (quant/convert.c) ------------------------------ */
+
+float quant_fp16_to_f32(uint16_t h);
+float quant_bf16_to_f32(uint16_t h);
+uint16_t quant_f32_to_fp16(float f); /* round to nearest even (as numpy and F16C) */
+uint16_t quant_f32_to_bf16(float f); /* round to nearest even, NaN kept quiet (ggml's rule) */
+
 /* ---- encode, decode, dot (quant/ref.c, quant/quantize.c, quant/dot.c) ----
  * Rows are n elements, n a multiple of the type's block; pointers may have
- * any alignment. quant_dequantize_row() is declared in convert.h. */
+ * any alignment. */
+
+/* Decode n elements of a row of `type` at src (any alignment) into dst.
+ * Covers every valid type (integer types are converted to float).
+ * n must be a multiple of the type's block. Returns 0 or TERN_EINVAL. */
+int quant_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t n);
 
 /* Type the activations take in a dot with weights of type t: QT_Q8_0,
  * QT_Q8_1, QT_Q8_K, or QT_F32 for the float types and the types that
@@ -99,7 +111,8 @@ int quant_quantize_row(uint32_t t, const float *src, void *dst, uint64_t n);
 int quant_quantize_act(uint32_t at, const float *src, void *dst, uint64_t n);
 
 /* Dot of n weights of type t with n activations of type
- * quant_vec_dot_type(t). */
+ * quant_vec_dot_type(t): the signature of every dot kernel, reference or
+ * SIMD. */
 typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);
 
 /* Scalar reference dot (always available). */

@@ -7,7 +7,7 @@
  * the least weighted squared error; the sub-block scales are then quantized
  * themselves and the values re-rounded against the stored scales, so that
  * decoding reproduces exactly what was fitted. */
-#include "quant/convert.h"
+#include "quant/quant.h"
 #include "lib/core/error.h"
 #include "quant/qimpl.h"
 
@@ -16,6 +16,17 @@
 static inline int nearest_int(float f) { return (int)lrintf(f); }
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* v truncated to an int as ggml's casts to int8/uint8 do on x86. When a
+ * block's values are so small (below about 2^-120) that its inverse scale
+ * 1/d overflows, v is an infinity or NaN: ggml's cast then keeps the low
+ * byte of 0x80000000, i.e. code 0, for every value (gguf-py agrees). The
+ * block decodes to zeros either way, its fp16 scale being 0; the code is
+ * kept for bit equality, without converting an infinity. */
+static inline int code_of(float v)
+{
+	return v > -2147483520.0f && v < 2147483520.0f ? (int)v : 0;
+}
 
 /* value of largest magnitude (with its sign) */
 static float signed_absmax(const float *x, int n, float *amax_out)
@@ -41,7 +52,7 @@ static void enc_q4_0(const float *x, uint8_t *b)
 	float d = max / -8, id = d ? 1.0f / d : 0.0f;
 	wr16(b, quant_f32_to_fp16(d));
 	for (int j = 0; j < 16; j++) {
-		int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[j + 16] * id + 8.5f);
+		int q0 = code_of(x[j] * id + 8.5f), q1 = code_of(x[j + 16] * id + 8.5f);
 		b[2 + j] = (uint8_t)(clampi(q0, 0, 15) | clampi(q1, 0, 15) << 4);
 	}
 }
@@ -66,7 +77,7 @@ static void enc_q4_1(const float *x, uint8_t *b)
 	wr16(b, quant_f32_to_fp16(d));
 	wr16(b + 2, quant_f32_to_fp16(mn));
 	for (int j = 0; j < 16; j++) {
-		int q0 = (int)((x[j] - mn) * id + 0.5f), q1 = (int)((x[j + 16] - mn) * id + 0.5f);
+		int q0 = code_of((x[j] - mn) * id + 0.5f), q1 = code_of((x[j + 16] - mn) * id + 0.5f);
 		b[4 + j] = (uint8_t)(clampi(q0, 0, 15) | clampi(q1, 0, 15) << 4);
 	}
 }
@@ -78,8 +89,8 @@ static void enc_q5_0(const float *x, uint8_t *b)
 	wr16(b, quant_f32_to_fp16(d));
 	uint32_t qh = 0;
 	for (int j = 0; j < 16; j++) {
-		int q0 = clampi((int)(x[j] * id + 16.5f), 0, 31);
-		int q1 = clampi((int)(x[j + 16] * id + 16.5f), 0, 31);
+		int q0 = clampi(code_of(x[j] * id + 16.5f), 0, 31);
+		int q1 = clampi(code_of(x[j + 16] * id + 16.5f), 0, 31);
 		b[6 + j] = (uint8_t)((q0 & 0xF) | (q1 & 0xF) << 4);
 		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
 	}
@@ -95,8 +106,8 @@ static void enc_q5_1(const float *x, uint8_t *b)
 	wr16(b + 2, quant_f32_to_fp16(mn));
 	uint32_t qh = 0;
 	for (int j = 0; j < 16; j++) {
-		int q0 = clampi((int)((x[j] - mn) * id + 0.5f), 0, 31);
-		int q1 = clampi((int)((x[j + 16] - mn) * id + 0.5f), 0, 31);
+		int q0 = clampi(code_of((x[j] - mn) * id + 0.5f), 0, 31);
+		int q1 = clampi(code_of((x[j + 16] - mn) * id + 0.5f), 0, 31);
 		b[8 + j] = (uint8_t)((q0 & 0xF) | (q1 & 0xF) << 4);
 		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
 	}
@@ -110,7 +121,7 @@ static void enc_q8_0(const float *x, uint8_t *b)
 	float d = amax / 127, id = d ? 1.0f / d : 0.0f;
 	wr16(b, quant_f32_to_fp16(d));
 	for (int j = 0; j < 32; j++)
-		b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+		b[2 + j] = (uint8_t)(int8_t)code_of(roundf(x[j] * id));
 }
 
 static void enc_q8_1(const float *x, uint8_t *b)
@@ -120,7 +131,7 @@ static void enc_q8_1(const float *x, uint8_t *b)
 	float d = amax / 127, id = d ? 1.0f / d : 0.0f;
 	int sum = 0;
 	for (int j = 0; j < 32; j++) {
-		int q = (int)roundf(x[j] * id);
+		int q = code_of(roundf(x[j] * id));
 		b[4 + j] = (uint8_t)(int8_t)q;
 		sum += q;
 	}
@@ -190,10 +201,14 @@ static void enc_mxfp4(const float *x, uint8_t *b)
 {
 	float amax;
 	signed_absmax(x, 32, &amax);
-	int e = amax > 0 ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
-	e = clampi(e, 0, 254);
-	b[0] = (uint8_t)e;
-	float d = qe8m0_half((uint8_t)e);
+	/* The exponent byte as ggml computes it: floor(log2(amax)) - 2 + 127,
+	 * at most 252. Below amax = 2^-125 it is negative, and ggml (on x86,
+	 * and gguf-py) stores it modulo 256: a huge scale under which every
+	 * value takes code 0, so the block decodes to zeros. Kept for bit
+	 * equality; an infinite amax gives 0 as it does there. */
+	int e = amax > 0 && isfinite(amax) ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
+	b[0] = (uint8_t)(e & 0xff);
+	float d = qe8m0_half(b[0]);
 	uint8_t L[32];
 	for (int j = 0; j < 32; j++) {
 		int best = 0;
@@ -553,6 +568,11 @@ static void ternary_levels(const float *x, uint8_t *L, float *d)
 	float amax;
 	signed_absmax(x, QK_K, &amax);
 	float id = amax ? 1 / amax : 0;
+	/* amax below 2^-128 makes 1/amax infinite (and the fp16 scale 0):
+	 * ggml (on x86, and gguf-py) then stores every trit as 0, which is
+	 * what id = 0 gives without converting an infinity to an int. */
+	if (isinf(id))
+		id = 0;
 	for (int j = 0; j < QK_K; j++)
 		L[j] = (uint8_t)(clampi((int)roundf(x[j] * id), -1, 1) + 1);
 	*d = amax;

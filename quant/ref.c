@@ -4,7 +4,7 @@
  * them and they are tested against the gguf Python package's decoders
  * (tests/quant_ref/). The order of float operations follows ggml's
  * reference so that results are bit-exact, e.g. (d * sc) * q, not d * (sc * q). */
-#include "quant/convert.h"
+#include "quant/quant.h"
 #include "lib/core/error.h"
 #include "quant/iq_grids.h"
 #include "quant/qimpl.h"

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/convert.h"
 #include "quant/quant.h"
 
 static uint64_t qu_state = 0x9E3779B97F4A7C15ull;

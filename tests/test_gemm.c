@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "quant/convert.h"
 #include "quant/cpu.h"
 #include "quant/gemm.h"
 #include "quant/quant.h"

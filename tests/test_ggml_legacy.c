@@ -15,7 +15,6 @@
 
 #include "tests/testutil.h"
 
-#include "quant/convert.h"
 #include "lib/format/ggml_legacy.h"
 #include "quant/quant.h"
 #include "tests/robust_bytes.h"
@@ -276,7 +275,7 @@ static void truncate_at(const uint8_t *buf, size_t cut, const ggml_legacy *full)
 	if (rc != TERN_EFORMAT)
 		fail_msg("cut at %zu: rc %d (%s)", cut, rc, e.msg);
 	assert_null(m);
-	assert_true(strstr(e.msg, "truncated") || strstr(e.msg, "past end of file") ||
+	assert_true(strstr(e.msg, "truncated") || strstr(e.msg, "past end of file") || strstr(e.msg, "past the end of the file") ||
 		    strstr(e.msg, "too small") || strstr(e.msg, "cannot fit") || strstr(e.msg, "n_encoder_layers"));
 }
 
@@ -478,7 +477,7 @@ static void test_corrupt(void **state)
 
 	whisper_header(&b, 2);
 	bb_put_le(&b, 56 + 24 + 4, 0xffffffff, 4);
-	expect_bad(&b, (struct bad){"token past EOF", TERN_EFORMAT, "token 0: length"});
+	expect_bad(&b, (struct bad){"token past EOF", TERN_EFORMAT, "token 0: offset 84: token length 4294967295 runs past"});
 
 	whisper_header(&b, 0);
 	bb_raw(&b, "abc", 3);
@@ -527,7 +526,7 @@ static void test_corrupt(void **state)
 	silero_header(&b, 0);
 	tensor_hdr(&b, "bad\ntype", 4, 1, ne1);
 	bb_zeros(&b, 16);
-	expect_bad(&b, (struct bad){"removed type", TERN_EFORMAT, "tensor 'bad\\x0atype': removed tensor type 4"});
+	expect_bad(&b, (struct bad){"removed type", TERN_EFORMAT, "tensor 'bad\\x0atype': offset "});
 
 	silero_header(&b, 0);
 	tensor_hdr(&b, "t", 99, 1, ne1);

@@ -402,12 +402,13 @@ static void c_block(struct bb *b, uint64_t type)
 }
 
 enum { P_MISALIGNED, P_PAST_EOF, P_OFFSET_WRAP, P_SIZE_PAST_EOF, P_OVERLAP, P_OVERLAP_SAME, P_DUP_NAME,
-       P_NAME_PAST_EOF, P_NAME_HUGE };
+       P_NAME_PAST_EOF, P_NAME_HUGE, P_OVERLAP_ONE, P_OVERLAP_ONE_AFTER, P_ADJACENT };
 
 static void c_place(struct bb *b, uint64_t kind)
 {
 	struct ti t[2] = {{"a", 1, {8}, QT_F32, 0}, {"b", 1, {8}, QT_F32, 32}};
 	uint64_t data = 64;
+	uint32_t align = 0;
 	switch (kind) {
 	case P_MISALIGNED: t[1].offset = 36; data = 96; break;
 	case P_PAST_EOF: t[1].offset = 1024; break;
@@ -416,6 +417,15 @@ static void c_place(struct bb *b, uint64_t kind)
 	case P_OVERLAP: t[1].offset = 0; t[0].ne[0] = 16; break;
 	case P_OVERLAP_SAME: t[1].offset = 0; break;
 	case P_DUP_NAME: t[1].name = "a"; break;
+	/* With alignment 1 any offset is allowed: "a" (7 f32, bytes
+	 * [0, 28)) and "b" share exactly byte 27, or just touch. */
+	case P_OVERLAP_ONE: t[0].ne[0] = 7; t[1].offset = 27; align = 1; break;
+	case P_OVERLAP_ONE_AFTER: /* the same, listed the other way round */
+		t[0] = (struct ti){"a", 1, {8}, QT_F32, 27};
+		t[1] = (struct ti){"b", 1, {7}, QT_F32, 0};
+		align = 1;
+		break;
+	case P_ADJACENT: t[0].ne[0] = 7; t[1].offset = 28; align = 1; break;
 	}
 	if (kind == P_NAME_PAST_EOF || kind == P_NAME_HUGE) {
 		g_hdr(b, 3, 1, 0);
@@ -424,7 +434,7 @@ static void c_place(struct bb *b, uint64_t kind)
 		bb_zeros(b, 40);
 		return;
 	}
-	g_tensors(b, 3, t, 2, data, 0);
+	g_tensors(b, 3, t, 2, data, align);
 }
 
 /* A tensor name of n bytes (the GGUF spec allows at most 64). */
@@ -682,6 +692,8 @@ static const struct gcase cases[] = {
 	{"tensor_size_past_eof", c_place, P_SIZE_PAST_EOF, K_TRUNC},
 	{"tensor_overlap", c_place, P_OVERLAP, "overlap"},
 	{"tensor_overlap_same", c_place, P_OVERLAP_SAME, "overlap"},
+	{"tensor_overlap_one_byte", c_place, P_OVERLAP_ONE, "overlap"},
+	{"tensor_overlap_one_byte_after", c_place, P_OVERLAP_ONE_AFTER, "overlap"},
 	{"tensor_dup_name", c_place, P_DUP_NAME, "duplicate"},
 	{"tensor_name_past_eof", c_place, P_NAME_PAST_EOF, K_LEN},
 	{"tensor_name_2p63", c_place, P_NAME_HUGE, K_LEN},
@@ -705,6 +717,7 @@ static const struct gcase cases[] = {
 	{"tensor_4d_tail", v_4d_tail, 0, NULL},
 	{"long_string_v2", v_long_string, 100000, NULL},
 	{"tensor_name_63", c_name_len, 63, NULL},
+	{"tensors_adjacent_align_1", c_place, P_ADJACENT, NULL},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -977,6 +990,41 @@ static int show_corpus(void)
 	return 0;
 }
 
+/* Lenient mode lists every overlap, including one with a tensor that is
+ * not the previous one in offset order: "a" [0,128) holds "b" [32,64) and
+ * "c" [96,128); c overlaps a but not b. A check against the previous span
+ * alone (not the furthest-reaching one) would miss it. */
+struct overlaps {
+	int n;
+	char msg[2][TERN_ERR_MSG_MAX];
+};
+
+static void on_overlap(void *ud, const char *msg)
+{
+	struct overlaps *o = ud;
+	if (o->n < 2)
+		snprintf(o->msg[o->n], sizeof o->msg[0], "%s", msg);
+	o->n++;
+}
+
+static void test_overlap_not_previous(void **state)
+{
+	(void)state;
+	struct bb b = {0};
+	struct ti t[3] = {{"a", 1, {32}, QT_F32, 0}, {"b", 1, {8}, QT_F32, 32}, {"c", 1, {8}, QT_F32, 96}};
+	g_tensors(&b, 3, t, 3, 128, 0);
+	struct overlaps o = {0};
+	struct gguf_open_opts opts = {.lenient = true, .problem = on_overlap, .ud = &o};
+	gguf_file *f = NULL;
+	tern_err e = {0};
+	assert_int_equal(gguf_open_mem(&f, b.p, b.n, &opts, &e), 0);
+	assert_int_equal(o.n, 2);
+	assert_non_null(strstr(o.msg[0], "tensors 'a' and 'b' overlap"));
+	assert_non_null(strstr(o.msg[1], "tensors 'a' and 'c' overlap"));
+	gguf_close(f);
+	bb_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write"))
@@ -987,10 +1035,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--write DIR | --show]\n", argv[0]);
 		return 2;
 	}
-	static struct CMUnitTest tests[N_CASES + 2];
+	static struct CMUnitTest tests[N_CASES + 3];
 	for (size_t i = 0; i < N_CASES; i++)
 		tests[i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
 	tests[N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_truncate_every_byte);
 	tests[N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_mutate_every_byte);
-	return _cmocka_run_group_tests("gguf_malformed", tests, N_CASES + 2, NULL, NULL);
+	tests[N_CASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_overlap_not_previous);
+	return _cmocka_run_group_tests("gguf_malformed", tests, N_CASES + 3, NULL, NULL);
 }

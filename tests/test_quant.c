@@ -1,6 +1,7 @@
 /* test_quant.c - the GGML block formats: decoding against an independent
  * implementation (tests/quant_ref/, made by scripts/gen_quant_ref.py with the
- * gguf Python package), round-trip error budgets, every SIMD dot kernel
+ * gguf Python package), the reference quantizers bit for bit against the
+ * same package (scripts/gen_quantize_ref.py), round-trip error budgets, every SIMD dot kernel
  * against the scalar reference, and quantized dots against float dots. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "quant/convert.h"
 #include "quant/cpu.h"
 #include "lib/core/error.h"
 #include "quant/quant.h"
@@ -110,6 +110,58 @@ static double roundtrip_budget(uint32_t t)
 	case QT_TQ1_0: case QT_TQ2_0: return 0.01;
 	}
 	return 0.002;
+}
+
+/* The reference quantizers encode exactly the bytes gguf-py's quantizers
+ * do (tests/quant_ref/quantize_*.bin, made by scripts/gen_quantize_ref.py)
+ * on rows full of ties, zeros, equal values, extreme magnitudes. Every
+ * type gguf-py can quantize is covered. */
+static void test_quantize_matches_gguf_py(void **state)
+{
+	(void)state;
+	static const uint32_t types[] = {QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+					 QT_Q8_0, QT_TQ1_0, QT_TQ2_0, QT_MXFP4};
+	int bad_blocks = 0;
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		uint32_t t = types[k];
+		const struct quant_type_info *ti = quant_type_info(t);
+		char path[512];
+		snprintf(path, sizeof path, "%s/quantize_%s.bin", ref_dir(), ti->name);
+		for (char *c = path + strlen(ref_dir()); *c; c++)
+			*c = (char)tolower_ascii(*c);
+		size_t len;
+		uint8_t *buf = read_file(path, &len);
+		if (!buf)
+			fail_msg("cannot read %s (run scripts/gen_quantize_ref.py)", path);
+		uint32_t id, n;
+		memcpy(&id, buf, 4);
+		memcpy(&n, buf + 4, 4);
+		assert_int_equal(id, t);
+		size_t row = quant_row_size(t, n, NULL);
+		assert_int_equal(len, 8 + (size_t)n * 4 + row);
+		float *x = malloc((size_t)n * sizeof *x);
+		uint8_t *q = malloc(row);
+		memcpy(x, buf + 8, (size_t)n * 4);
+		assert_int_equal(quant_quantize_row(t, x, q, n), 0);
+		const uint8_t *want = buf + 8 + (size_t)n * 4;
+		uint32_t bl = ti->blck == 1 ? 32 : ti->blck;
+		size_t bsize = quant_row_size(t, bl, NULL);
+		for (uint32_t b = 0; b < n / bl; b++) {
+			if (memcmp(q + b * bsize, want + b * bsize, bsize) == 0)
+				continue;
+			if (bad_blocks++ < 20) {
+				size_t i = 0;
+				while (q[b * bsize + i] == want[b * bsize + i])
+					i++;
+				print_error("%s block %u: byte %zu is 0x%02x, gguf-py 0x%02x (x[0] = %g)\n", ti->name, b,
+					    i, q[b * bsize + i], want[b * bsize + i], (double)x[b * bl]);
+			}
+		}
+		free(x);
+		free(q);
+		free(buf);
+	}
+	assert_int_equal(bad_blocks, 0);
 }
 
 static void test_roundtrip_error(void **state)
@@ -457,6 +509,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fp16_conversion),
 		cmocka_unit_test(test_dequantize_matches_gguf_py),
+		cmocka_unit_test(test_quantize_matches_gguf_py),
 		cmocka_unit_test(test_roundtrip_error),
 		cmocka_unit_test(test_quantize_degenerate),
 		cmocka_unit_test(test_simd_dot_matches_scalar),

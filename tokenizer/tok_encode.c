@@ -20,6 +20,7 @@
 #include "tokenizer/tok_internal.h"
 
 #include "lib/core/utf8.h"
+#include "lib/core/strmap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,6 @@ struct bigram {
 };
 
 struct cache_ent {
-	uint64_t hash;
 	uint32_t koff, klen; /* key bytes in cache pool */
 	uint32_t ioff, n;    /* ids in cache id pool */
 };
@@ -59,9 +59,10 @@ struct enc {
 	char *buf;
 	size_t cap_buf;
 	void *md;
-	/* BPE piece cache */
-	struct cache_ent *cache;
-	size_t cache_mask, cache_n;
+	/* piece cache: piece -> entry of cent (off when cache.slot is NULL) */
+	struct tern_strmap cache;
+	struct cache_ent *cent; /* [cache.n] */
+	size_t cent_cap;
 	char *ckey;
 	size_t ckey_n, ckey_cap;
 	int32_t *cids;
@@ -330,53 +331,47 @@ static int bpe_merge(struct enc *en, const char *p, size_t n)
 	return 0;
 }
 
-static uint64_t piece_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h ^ (h >> 29);
-}
-
 #define CACHE_MAX_KEY 48
-#define CACHE_SLOTS (1u << 16)
+#define CACHE_MAX (1u << 15) /* entries; the map then has 2^16 slots */
+
+static struct tern_str cache_key(const void *ctx, size_t i)
+{
+	const struct enc *en = ctx;
+	const struct cache_ent *c = &en->cent[i];
+	return (struct tern_str){en->ckey + c->koff, c->klen};
+}
 
 /* Run fn on the piece, or replay its ids from the per-call cache. */
 static int cached(struct enc *en, const char *p, size_t n, int (*fn)(struct enc *, const char *, size_t))
 {
-	struct cache_ent *ce = NULL;
-	uint64_t h = 0;
-	if (en->cache && n <= CACHE_MAX_KEY) {
-		h = piece_hash(p, n);
-		for (size_t i = h & en->cache_mask;; i = (i + 1) & en->cache_mask) {
-			struct cache_ent *c = &en->cache[i];
-			if (!c->klen) {
-				ce = c;
-				break;
-			}
-			if (c->hash == h && c->klen == n && memcmp(en->ckey + c->koff, p, n) == 0) {
-				if (grow((void **)&en->out, &en->cap, en->n + c->n, sizeof *en->out))
-					return OOM(en);
-				memcpy(en->out + en->n, en->cids + c->ioff, c->n * sizeof *en->out);
-				en->n += c->n;
-				return 0;
-			}
+	bool use = en->cache.slot && n <= CACHE_MAX_KEY;
+	if (use) {
+		size_t i = tern_strmap_find(&en->cache, p, n);
+		if (i != TERN_STRMAP_NONE) {
+			const struct cache_ent *c = &en->cent[i];
+			if (grow((void **)&en->out, &en->cap, en->n + c->n, sizeof *en->out))
+				return OOM(en);
+			memcpy(en->out + en->n, en->cids + c->ioff, c->n * sizeof *en->out);
+			en->n += c->n;
+			return 0;
 		}
 	}
 	size_t first = en->n;
 	int rc = fn(en, p, n);
-	if (rc || !ce || en->cache_n * 2 >= CACHE_SLOTS)
+	if (rc || !use || en->cache.n >= en->cache.max)
 		return rc;
-	size_t k = en->n - first;
+	size_t k = en->n - first, i = en->cache.n;
 	if (grow((void **)&en->ckey, &en->ckey_cap, en->ckey_n + n, 1) ||
-	    grow((void **)&en->cids, &en->cids_cap, en->cids_n + k, sizeof *en->cids))
+	    grow((void **)&en->cids, &en->cids_cap, en->cids_n + k, sizeof *en->cids) ||
+	    grow((void **)&en->cent, &en->cent_cap, i + 1, sizeof *en->cent))
 		return 0; /* the cache is optional */
 	memcpy(en->ckey + en->ckey_n, p, n);
 	memcpy(en->cids + en->cids_n, en->out + first, k * sizeof *en->cids);
-	*ce = (struct cache_ent){h, (uint32_t)en->ckey_n, (uint32_t)n, (uint32_t)en->cids_n, (uint32_t)k};
-	en->ckey_n += n;
-	en->cids_n += k;
-	en->cache_n++;
+	en->cent[i] = (struct cache_ent){(uint32_t)en->ckey_n, (uint32_t)n, (uint32_t)en->cids_n, (uint32_t)k};
+	if (tern_strmap_add(&en->cache, i, NULL) == 0) {
+		en->ckey_n += n;
+		en->cids_n += k;
+	}
 	return 0;
 }
 
@@ -792,15 +787,11 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 		if (!en.md)
 			return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
 #endif
-		if (len > 4096 && v->model == TOK_MODEL_BPE) {
-			en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
-			en.cache_mask = CACHE_SLOTS - 1;
-		}
 	}
-	if (len > 4096 && (v->model == TOK_MODEL_WPM || (v->model == TOK_MODEL_SPM && v->spm_word_split))) {
-		en.cache = calloc(CACHE_SLOTS, sizeof *en.cache);
-		en.cache_mask = CACHE_SLOTS - 1;
-	}
+	/* long texts repeat their words: a cache pays for its 512 KiB */
+	if (len > 4096 && (v->model == TOK_MODEL_BPE || v->model == TOK_MODEL_WPM ||
+			   (v->model == TOK_MODEL_SPM && v->spm_word_split)))
+		tern_strmap_init(&en.cache, CACHE_MAX, cache_key, &en); /* on failure: no cache */
 	rc = encode_framed(&en, text, len, add_special, parse_special);
 	if (!rc) {
 		size_t dropped = drop_markers(en.out, &en.n);
@@ -815,7 +806,8 @@ int tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_spec
 	free(en.sym);
 	free(en.heap);
 	free(en.buf);
-	free(en.cache);
+	tern_strmap_free(&en.cache);
+	free(en.cent);
 	free(en.ckey);
 	free(en.cids);
 	return rc;

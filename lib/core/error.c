@@ -35,6 +35,18 @@ void tern_err_prefix(tern_err *e, const char *prefix)
 	memcpy(e->msg, tmp, sizeof tmp);
 }
 
+void tern_err_prefixf(tern_err *e, const char *fmt, ...)
+{
+	char prefix[TERN_ERR_MSG_MAX];
+	if (!e)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	tern_err_prefix(e, prefix);
+}
+
 const char *tern_strerror(int code)
 {
 	switch (code) {

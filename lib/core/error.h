@@ -33,8 +33,15 @@ typedef struct tern_err {
 int tern_errf(tern_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Prefix the message already in e with "prefix: " (used to add a path). */
+/* Prefix the message already in e with "prefix: ". Messages form a
+ * context chain, outermost first ("model.gguf: tensor 'w': dimension 1 is
+ * 0"): a callee says what went wrong where it looked (an offset, a field),
+ * and each caller that knows more puts its context in front - the tensor
+ * or key it was reading, then the path it was given. A function that
+ * takes a path does not repeat it; its caller prefixes it. */
 void tern_err_prefix(tern_err *e, const char *prefix);
+void tern_err_prefixf(tern_err *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Short name of a code, e.g. "malformed input". */
 const char *tern_strerror(int code);

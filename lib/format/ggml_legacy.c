@@ -15,12 +15,16 @@
  * Nothing is trusted: every read is checked against the bytes left, every
  * product for overflow, and allocations are bounded by the file size. */
 #include "lib/format/ggml_legacy.h"
-#include "lib/core/mapfile.h"
+
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/cursor.h"
+#include "lib/core/mapfile.h"
+#include "lib/core/quote.h"
+#include "lib/core/strmap.h"
 #include "quant/quant.h"
 
 #define HP_NAME_MAX 32
@@ -30,7 +34,6 @@
 #define SILERO_MAX_LAYERS 1024
 #define MAX_TOKENS (1u << 24)
 #define MAX_TENSORS (1u << 20)
-#define NAME_SHOW_MAX 64       /* bytes of a name quoted in a message */
 
 struct hparam {
 	struct ggml_legacy_hparam pub; /* pub.name points at name */
@@ -56,80 +59,21 @@ struct ggml_legacy {
 
 	struct tern_tensor_view *t;
 	uint64_t n_t, cap_t;
-	uint64_t *hash; /* [hash_cap] tensor index + 1, 0 = empty */
-	uint64_t hash_cap;
+	struct tern_strmap index; /* tensor name -> index */
 };
 
-/* ---- cursor --------------------------------------------------------------- */
-
-struct rd {
-	const uint8_t *b;
-	uint64_t size, pos;
-	tern_err *e;
-};
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t left(const struct rd *r)
-{
-	return r->size - r->pos;
-}
-
-static int rd_u32(struct rd *r, const char *what, uint32_t *out)
-{
-	if (left(r) < 4)
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "offset %llu: file truncated in %s (need 4 bytes, %llu left)",
-				 (unsigned long long)r->pos, what, (unsigned long long)left(r));
-	*out = le32(r->b + r->pos);
-	r->pos += 4;
-	return 0;
-}
-
-static int rd_i32(struct rd *r, const char *what, int32_t *out)
-{
-	uint32_t u = 0;
-	int rc = rd_u32(r, what, &u);
-	if (rc)
-		return rc;
-	*out = (int32_t)u;
-	return 0;
-}
+/* ---- reading ------------------------------------------------------------- */
 
 /* An int32 that must be >= 0 (a count or a size). */
-static int rd_count(struct rd *r, const char *what, int32_t *out)
+static int rd_count(struct tern_cur *r, int32_t *out, const char *what)
 {
-	uint64_t at = r->pos;
-	int rc = rd_i32(r, what, out);
+	size_t at = r->off;
+	int rc = tern_cur_i32(r, out, what);
 	if (rc)
 		return rc;
 	if (*out < 0)
-		return tern_errf(r->e, TERN_EFORMAT, "offset %llu: %s = %d is negative",
-				 (unsigned long long)at, what, *out);
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: %s = %d is negative", at, what, *out);
 	return 0;
-}
-
-/* Quote up to NAME_SHOW_MAX bytes of a name with non-printable bytes
- * escaped, so that a message stays one readable line. */
-static const char *show(char *buf, size_t cap, const uint8_t *p, uint64_t n)
-{
-	size_t o = 0;
-	for (uint64_t i = 0; i < n && o + 5 < cap; i++) {
-		if (i == NAME_SHOW_MAX) {
-			o += (size_t)snprintf(buf + o, cap - o, "...");
-			break;
-		}
-		uint8_t c = p[i];
-		if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\')
-			buf[o++] = (char)c;
-		else
-			o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
-	}
-	buf[o < cap ? o : cap - 1] = 0;
-	return buf;
 }
 
 /* ---- hyperparameters ------------------------------------------------------ */
@@ -142,12 +86,12 @@ static int hp_alloc(ggml_legacy *m, size_t n, tern_err *e)
 	return 0;
 }
 
-static int hp_read(ggml_legacy *m, struct rd *r, const char *name)
+static int hp_read(ggml_legacy *m, struct tern_cur *r, const char *name)
 {
 	struct hparam *h = &m->hp[m->n_hp];
 	snprintf(h->name, sizeof h->name, "%s", name);
 	int32_t v = 0;
-	int rc = rd_count(r, h->name, &v);
+	int rc = rd_count(r, &v, h->name);
 	if (rc)
 		return rc;
 	h->pub.name = h->name;
@@ -160,17 +104,9 @@ static int hp_read(ggml_legacy *m, struct rd *r, const char *name)
 
 /* ---- tensors -------------------------------------------------------------- */
 
-static uint64_t name_hash(const char *p, uint64_t n)
+static struct tern_str tensor_name(const void *m, size_t i)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (uint64_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-	return h;
-}
-
-static bool name_eq(struct tern_str a, struct tern_str b)
-{
-	return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+	return ((const ggml_legacy *)m)->t[i].name;
 }
 
 static int tensor_push(ggml_legacy *m, const struct tern_tensor_view *t, tern_err *e)
@@ -194,120 +130,123 @@ static int tensor_push(ggml_legacy *m, const struct tern_tensor_view *t, tern_er
 /* Build the name index; a repeated name is malformed. */
 static int tensor_index(ggml_legacy *m, tern_err *e)
 {
-	if (!m->n_t)
-		return 0;
-	uint64_t cap = 16;
-	while (cap < m->n_t * 2)
-		cap *= 2;
-	m->hash = calloc(cap, sizeof *m->hash);
-	if (!m->hash)
-		return tern_errf(e, TERN_ENOMEM, "out of memory for the tensor index");
-	m->hash_cap = cap;
+	int rc = tern_strmap_init(&m->index, (size_t)m->n_t, tensor_name, m);
+	if (rc)
+		return tern_errf(e, rc, "no room for an index of %llu tensors", (unsigned long long)m->n_t);
 	for (uint64_t i = 0; i < m->n_t; i++) {
+		size_t first;
+		if (tern_strmap_add(&m->index, (size_t)i, &first) != 1)
+			continue;
 		const struct tern_tensor_view *t = &m->t[i];
-		uint64_t h = name_hash(t->name.ptr, t->name.len) & (cap - 1);
-		while (m->hash[h]) {
-			const struct tern_tensor_view *o = &m->t[m->hash[h] - 1];
-			if (name_eq(o->name, t->name)) {
-				char nb[NAME_SHOW_MAX * 4 + 8];
-				return tern_errf(e, TERN_EFORMAT,
-						 "offset %llu: tensor '%s': duplicate tensor name (first at offset %llu)",
-						 (unsigned long long)t->info_offset,
-						 show(nb, sizeof nb, (const uint8_t *)t->name.ptr, t->name.len),
-						 (unsigned long long)o->info_offset);
-			}
-			h = (h + 1) & (cap - 1);
-		}
-		m->hash[h] = i + 1;
+		char nb[TERN_QUOTE_MAX];
+		return tern_errf(e, TERN_EFORMAT,
+				 "tensor '%s': duplicate tensor name at offset %llu (first at offset %llu)",
+				 tern_quote_str(nb, sizeof nb, t->name), (unsigned long long)t->info_offset,
+				 (unsigned long long)m->t[first].info_offset);
 	}
 	return 0;
 }
 
-static int read_tensor(ggml_legacy *m, struct rd *r, tern_err *e)
+/* n_dims, name length, type, dimensions and name of the tensor at the
+ * cursor. */
+static int read_tensor_header(struct tern_cur *r, struct tern_tensor_view *t, int32_t *type)
 {
-	struct tern_tensor_view t = {0};
-	unsigned long long at = r->pos;
-	unsigned long long k = m->n_t;
-	char nb[NAME_SHOW_MAX * 4 + 8];
-	int32_t n_dims = 0, name_len = 0, type = 0;
+	int32_t n_dims = 0, name_len = 0;
+	size_t at = r->off;
 	int rc;
-
-	if (left(r) < 12)
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: tensor #%llu: header truncated (%llu trailing bytes, need 12)",
-				 at, k, (unsigned long long)left(r));
-	if ((rc = rd_i32(r, "tensor n_dims", &n_dims)) || (rc = rd_i32(r, "tensor name length", &name_len)) ||
-	    (rc = rd_i32(r, "tensor type", &type)))
+	if ((rc = tern_cur_need(r, 12, "header")) || (rc = tern_cur_i32(r, &n_dims, "n_dims")) ||
+	    (rc = tern_cur_i32(r, &name_len, "name length")) || (rc = tern_cur_i32(r, type, "type")))
 		return rc;
 	if (n_dims < 0 || n_dims > GGUF_MAX_DIMS)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: tensor #%llu: n_dims = %d (expected 0..%d)",
-				 at, k, n_dims, GGUF_MAX_DIMS);
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: n_dims = %d (expected 0..%d)", at, n_dims,
+				 GGUF_MAX_DIMS);
 	if (name_len <= 0)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: tensor #%llu: name length %d (expected > 0)",
-				 at, k, name_len);
-	t.n_dims = (uint32_t)n_dims;
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: name length %d (expected > 0)", at + 4,
+				 name_len);
+	t->n_dims = (uint32_t)n_dims;
 	for (int i = 0; i < GGUF_MAX_DIMS; i++)
-		t.ne[i] = 1;
+		t->ne[i] = 1;
 	for (int i = 0; i < n_dims; i++) {
 		int32_t ne = 0;
-		if ((rc = rd_i32(r, "tensor dimension", &ne)))
+		size_t d_at = r->off;
+		if ((rc = tern_cur_i32(r, &ne, "dimension")))
 			return rc;
 		if (ne <= 0)
-			return tern_errf(e, TERN_EFORMAT, "offset %llu: tensor #%llu: dimension ne[%d] = %d (expected > 0)",
-					 at, k, i, ne);
-		t.ne[i] = (uint64_t)ne;
+			return tern_errf(r->e, TERN_EFORMAT, "offset %zu: dimension ne[%d] = %d (expected > 0)",
+					 d_at, i, ne);
+		t->ne[i] = (uint64_t)ne;
 	}
-	if ((uint64_t)name_len > left(r))
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: tensor #%llu: name length %d past end of file (%llu bytes left)",
-				 at, k, name_len, (unsigned long long)left(r));
-	t.name.ptr = (const char *)r->b + r->pos;
-	t.name.len = (uint64_t)name_len;
-	r->pos += (uint64_t)name_len;
-	show(nb, sizeof nb, (const uint8_t *)t.name.ptr, t.name.len);
-
-	if (type < 0 || type >= QT_COUNT)
-		return tern_errf(e, TERN_EUNSUPPORTED, "offset %llu: tensor '%s': unknown tensor type %d",
-				 at, nb, type);
-	if (!quant_type_valid((uint32_t)type))
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: tensor '%s': removed tensor type %d (%s)",
-				 at, nb, type, quant_type_name((uint32_t)type));
-	t.type = (uint32_t)type;
-
-	const struct quant_type_info *ti = quant_type_info(t.type);
-	if (t.ne[0] % ti->blck)
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: tensor '%s': row length ne[0] = %llu is not a multiple of the %s block size %u",
-				 at, nb, (unsigned long long)t.ne[0], ti->name, ti->blck);
-	bool ok;
-	uint64_t nbytes = quant_row_size(t.type, t.ne[0], &ok);
-	for (int i = 1; ok && i < GGUF_MAX_DIMS; i++)
-		ok = !__builtin_mul_overflow(nbytes, t.ne[i], &nbytes);
-	if (!ok)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: tensor '%s': size of shape [%llu, %llu, %llu, %llu] overflows",
-				 at, nb, (unsigned long long)t.ne[0], (unsigned long long)t.ne[1],
-				 (unsigned long long)t.ne[2], (unsigned long long)t.ne[3]);
-	if (nbytes > left(r))
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: tensor '%s': data of %llu bytes at offset %llu extends past end of file (size %llu)",
-				 at, nb, (unsigned long long)nbytes, (unsigned long long)r->pos,
-				 (unsigned long long)r->size);
-	t.nbytes = nbytes;
-	t.offset = r->pos;
-	t.info_offset = at;
-	t.data = r->b + r->pos;
-	r->pos += nbytes;
-	return tensor_push(m, &t, e);
+	if ((uint64_t)name_len > tern_cur_left(r))
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: name length %d past end of file (%zu bytes left)",
+				 at + 4, name_len, tern_cur_left(r));
+	t->name.ptr = (const char *)r->base + r->off;
+	t->name.len = (uint64_t)name_len;
+	r->off += (size_t)name_len;
+	return 0;
 }
 
-static int read_tensors(ggml_legacy *m, struct rd *r, tern_err *e)
+/* Type, block fit and byte size of a tensor whose header starts at `at`;
+ * the data that follows the header is then placed at the cursor. */
+static int read_tensor_data(struct tern_cur *r, size_t at, int32_t type, struct tern_tensor_view *t)
 {
-	while (left(r) > 0) {
-		int rc = read_tensor(m, r, e);
+	tern_err *e = r->e;
+	if (type < 0 || type >= QT_COUNT)
+		return tern_errf(e, TERN_EUNSUPPORTED, "offset %zu: unknown tensor type %d", at + 8, type);
+	if (!quant_type_valid((uint32_t)type))
+		return tern_errf(e, TERN_EFORMAT, "offset %zu: removed tensor type %d (%s)", at + 8, type,
+				 quant_type_name((uint32_t)type));
+	t->type = (uint32_t)type;
+	const struct quant_type_info *ti = quant_type_info(t->type);
+	if (t->ne[0] % ti->blck)
+		return tern_errf(e, TERN_EFORMAT,
+				 "offset %zu: row length ne[0] = %llu is not a multiple of the %s block size %u",
+				 at + 12, (unsigned long long)t->ne[0], ti->name, ti->blck);
+	bool ok;
+	uint64_t nbytes = quant_row_size(t->type, t->ne[0], &ok);
+	for (int i = 1; ok && i < GGUF_MAX_DIMS; i++)
+		ok = !__builtin_mul_overflow(nbytes, t->ne[i], &nbytes);
+	if (!ok)
+		return tern_errf(e, TERN_EFORMAT, "offset %zu: size of shape [%llu, %llu, %llu, %llu] overflows",
+				 at + 12, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+				 (unsigned long long)t->ne[2], (unsigned long long)t->ne[3]);
+	if (nbytes > tern_cur_left(r))
+		return tern_errf(e, TERN_EFORMAT,
+				 "offset %zu: data of %llu bytes extends past end of file (size %zu; header at offset %zu)",
+				 r->off, (unsigned long long)nbytes, r->size, at);
+	t->nbytes = nbytes;
+	t->offset = r->off;
+	t->info_offset = at;
+	t->data = r->base + r->off;
+	r->off += (size_t)nbytes;
+	return 0;
+}
+
+static int read_tensor(ggml_legacy *m, struct tern_cur *r)
+{
+	struct tern_tensor_view t = {0};
+	size_t at = r->off;
+	int32_t type = 0;
+	int rc = read_tensor_header(r, &t, &type);
+	if (rc) {
+		tern_err_prefixf(r->e, "tensor #%llu", (unsigned long long)m->n_t);
+		return rc;
+	}
+	if ((rc = read_tensor_data(r, at, type, &t))) {
+		char nb[TERN_QUOTE_MAX];
+		tern_err_prefixf(r->e, "tensor '%s'", tern_quote_str(nb, sizeof nb, t.name));
+		return rc;
+	}
+	return tensor_push(m, &t, r->e);
+}
+
+static int read_tensors(ggml_legacy *m, struct tern_cur *r)
+{
+	while (tern_cur_left(r) > 0) {
+		int rc = read_tensor(m, r);
 		if (rc)
 			return rc;
 	}
-	return tensor_index(m, e);
+	return tensor_index(m, r->e);
 }
 
 /* ---- the two kinds -------------------------------------------------------- */
@@ -318,7 +257,57 @@ static const char *const whisper_hp[] = {
 };
 #define N_WHISPER_HP (sizeof whisper_hp / sizeof whisper_hp[0])
 
-static int read_whisper(ggml_legacy *m, struct rd *r, tern_err *e)
+/* The mel filter bank: n_mel, n_fft, then n_mel x n_fft f32. */
+static int read_mel(ggml_legacy *m, struct tern_cur *r)
+{
+	int32_t n_mel = 0, n_fft = 0;
+	size_t at = r->off;
+	int rc;
+	if ((rc = rd_count(r, &n_mel, "mel filter n_mel")) || (rc = rd_count(r, &n_fft, "mel filter n_fft")))
+		return rc;
+	uint64_t mel_bytes = (uint64_t)n_mel * (uint64_t)n_fft * 4; /* < 2^64: both < 2^31 */
+	if (mel_bytes > tern_cur_left(r))
+		return tern_errf(r->e, TERN_EFORMAT,
+				 "offset %zu: mel filter bank %d x %d (%llu bytes) extends past end of file (%zu bytes left)",
+				 at, n_mel, n_fft, (unsigned long long)mel_bytes, tern_cur_left(r));
+	m->n_mel = (uint32_t)n_mel;
+	m->n_fft = (uint32_t)n_fft;
+	m->mel = r->base + r->off;
+	r->off += (size_t)mel_bytes;
+	return 0;
+}
+
+/* The vocabulary: a count, then per token a u32 length and its bytes. */
+static int read_vocab(ggml_legacy *m, struct tern_cur *r)
+{
+	int32_t n_vocab = 0;
+	size_t at = r->off;
+	int rc;
+	if ((rc = rd_count(r, &n_vocab, "vocabulary size")))
+		return rc;
+	/* Every token takes at least its 4-byte length: this bounds the index. */
+	if ((uint64_t)n_vocab > tern_cur_left(r) / 4)
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: vocabulary size %d cannot fit in the %zu bytes left",
+				 at, n_vocab, tern_cur_left(r));
+	if ((uint32_t)n_vocab > MAX_TOKENS)
+		return tern_errf(r->e, TERN_EFORMAT, "offset %zu: vocabulary size %d (more than %u tokens)", at,
+				 n_vocab, MAX_TOKENS);
+	m->tok_off = malloc(((size_t)n_vocab ? (size_t)n_vocab : 1) * sizeof *m->tok_off);
+	if (!m->tok_off)
+		return tern_errf(r->e, TERN_ENOMEM, "out of memory for %d tokens", n_vocab);
+	for (int32_t i = 0; i < n_vocab; i++) {
+		struct tern_str tok;
+		m->tok_off[i] = r->off;
+		if ((rc = tern_cur_str32(r, &tok, "token"))) {
+			tern_err_prefixf(r->e, "token %d", (int)i);
+			return rc;
+		}
+	}
+	m->n_vocab = (uint64_t)n_vocab;
+	return 0;
+}
+
+static int read_whisper(ggml_legacy *m, struct tern_cur *r, tern_err *e)
 {
 	int rc;
 	if ((rc = hp_alloc(m, N_WHISPER_HP, e)))
@@ -326,75 +315,33 @@ static int read_whisper(ggml_legacy *m, struct rd *r, tern_err *e)
 	for (size_t i = 0; i < N_WHISPER_HP; i++)
 		if ((rc = hp_read(m, r, whisper_hp[i])))
 			return rc;
-
-	int32_t n_mel = 0, n_fft = 0;
-	uint64_t at = r->pos;
-	if ((rc = rd_count(r, "mel filter n_mel", &n_mel)) || (rc = rd_count(r, "mel filter n_fft", &n_fft)))
+	if ((rc = read_mel(m, r)) || (rc = read_vocab(m, r)))
 		return rc;
-	uint64_t mel_bytes = (uint64_t)n_mel * (uint64_t)n_fft * 4; /* < 2^64: both < 2^31 */
-	if (mel_bytes > left(r))
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: mel filter bank %d x %d (%llu bytes) extends past end of file (%llu bytes left)",
-				 (unsigned long long)at, n_mel, n_fft, (unsigned long long)mel_bytes,
-				 (unsigned long long)left(r));
-	m->n_mel = (uint32_t)n_mel;
-	m->n_fft = (uint32_t)n_fft;
-	m->mel = r->b + r->pos;
-	r->pos += mel_bytes;
-
-	int32_t n_vocab = 0;
-	at = r->pos;
-	if ((rc = rd_count(r, "vocabulary size", &n_vocab)))
-		return rc;
-	/* Every token takes at least its 4-byte length: this bounds the index. */
-	if ((uint64_t)n_vocab > left(r) / 4)
-		return tern_errf(e, TERN_EFORMAT,
-				 "offset %llu: vocabulary size %d cannot fit in the %llu bytes left",
-				 (unsigned long long)at, n_vocab, (unsigned long long)left(r));
-	if ((uint32_t)n_vocab > MAX_TOKENS)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: vocabulary size %d (more than %u tokens)",
-				 (unsigned long long)at, n_vocab, MAX_TOKENS);
-	m->tok_off = malloc(((size_t)n_vocab ? (size_t)n_vocab : 1) * sizeof *m->tok_off);
-	if (!m->tok_off)
-		return tern_errf(e, TERN_ENOMEM, "out of memory for %d tokens", n_vocab);
-	for (int32_t i = 0; i < n_vocab; i++) {
-		uint32_t len = 0;
-		at = r->pos;
-		if ((rc = rd_u32(r, "token length", &len)))
-			return rc;
-		if (len > left(r))
-			return tern_errf(e, TERN_EFORMAT,
-					 "offset %llu: token %d: length %u past end of file (%llu bytes left)",
-					 (unsigned long long)at, i, len, (unsigned long long)left(r));
-		m->tok_off[i] = at;
-		r->pos += len;
-	}
-	m->n_vocab = (uint64_t)n_vocab;
-	return read_tensors(m, r, e);
+	return read_tensors(m, r);
 }
 
-static int read_silero(ggml_legacy *m, struct rd *r, tern_err *e)
+static int read_silero(ggml_legacy *m, struct tern_cur *r, tern_err *e)
 {
 	int rc;
 	int32_t len = 0;
-	uint64_t at = r->pos;
-	if ((rc = rd_count(r, "model type length", &len)))
+	size_t at = r->off;
+	if ((rc = rd_count(r, &len, "model type length")))
 		return rc;
-	if ((uint64_t)len > left(r))
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: model type length %d past end of file",
-				 (unsigned long long)at, len);
-	m->model_type.ptr = (const char *)r->b + r->pos;
+	if ((uint64_t)len > tern_cur_left(r))
+		return tern_errf(e, TERN_EFORMAT, "offset %zu: model type length %d past end of file (%zu bytes left)",
+				 at, len, tern_cur_left(r));
+	m->model_type.ptr = (const char *)r->base + r->off;
 	m->model_type.len = (uint64_t)len;
-	r->pos += (uint64_t)len;
+	r->off += (uint64_t)len;
 
 	/* n_encoder_layers sits after 5 ints; peek at it to size the table. */
-	if (left(r) < 6 * 4)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: file truncated in the Silero hyperparameters",
-				 (unsigned long long)r->pos);
-	int32_t n_layers = (int32_t)le32(r->b + r->pos + 5 * 4);
-	if (n_layers < 0 || n_layers > SILERO_MAX_LAYERS || (uint64_t)n_layers * 12 > left(r) - 6 * 4)
-		return tern_errf(e, TERN_EFORMAT, "offset %llu: n_encoder_layers = %d (expected 0..%d and inside the file)",
-				 (unsigned long long)(r->pos + 5 * 4), n_layers, SILERO_MAX_LAYERS);
+	if (tern_cur_left(r) < 6 * 4)
+		return tern_errf(e, TERN_EFORMAT, "offset %zu: Silero hyperparameters truncated (needs 24 bytes, %zu left)",
+				 r->off, tern_cur_left(r));
+	int32_t n_layers = (int32_t)tern_le32(r->base + r->off + 5 * 4);
+	if (n_layers < 0 || n_layers > SILERO_MAX_LAYERS || (uint64_t)n_layers * 12 > tern_cur_left(r) - 6 * 4)
+		return tern_errf(e, TERN_EFORMAT, "offset %zu: n_encoder_layers = %d (expected 0..%d and inside the file)",
+				 r->off + 5 * 4, n_layers, SILERO_MAX_LAYERS);
 	if ((rc = hp_alloc(m, 6 + 3 * (size_t)n_layers + 4, e)))
 		return rc;
 	static const char *const head[] = {
@@ -416,7 +363,7 @@ static int read_silero(ggml_legacy *m, struct rd *r, tern_err *e)
 	for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
 		if ((rc = hp_read(m, r, tail[i])))
 			return rc;
-	return read_tensors(m, r, e);
+	return read_tensors(m, r);
 }
 
 /* A Silero file puts a short "silero..." string where Whisper has n_vocab. */
@@ -424,7 +371,7 @@ static bool looks_silero(const uint8_t *b, uint64_t size)
 {
 	if (size < 8)
 		return false;
-	uint32_t len = le32(b + 4);
+	uint32_t len = tern_le32(b + 4);
 	return len >= 6 && len <= 256 && 8 + (uint64_t)len <= size && memcmp(b + 8, "silero", 6) == 0;
 }
 
@@ -432,24 +379,24 @@ static bool looks_silero(const uint8_t *b, uint64_t size)
 
 bool ggml_legacy_probe(const void *buf, size_t size)
 {
-	return buf && size >= 4 && le32(buf) == GGML_LEGACY_MAGIC;
+	return buf && size >= 4 && tern_le32(buf) == GGML_LEGACY_MAGIC;
 }
 
 static int parse(ggml_legacy *m, tern_err *e)
 {
-	struct rd r = {m->base, m->size, 0, e};
+	struct tern_cur r = tern_cur_init(m->base, m->size, e);
 	if (m->size < 4)
 		return tern_errf(e, TERN_EFORMAT, "file too small for a ggml header (%llu bytes)",
 				 (unsigned long long)m->size);
-	if (le32(m->base) != GGML_LEGACY_MAGIC) {
+	if (tern_le32(m->base) != GGML_LEGACY_MAGIC) {
 		char nb[32];
 		if (memcmp(m->base, "ggml", 4) == 0)
 			return tern_errf(e, TERN_EUNSUPPORTED,
 					 "offset 0: big-endian legacy ggml file (magic 'ggml'); only little-endian files are supported");
 		return tern_errf(e, TERN_EFORMAT, "offset 0: bad magic '%s' (expected 'lmgg', a legacy ggml file)",
-				 show(nb, sizeof nb, m->base, 4));
+				 tern_quote(nb, sizeof nb, (const char *)m->base, 4));
 	}
-	r.pos = 4;
+	r.off = 4;
 	if (looks_silero(m->base, m->size)) {
 		m->kind = GGML_LEGACY_SILERO;
 		return read_silero(m, &r, e);
@@ -466,7 +413,7 @@ void ggml_legacy_close(ggml_legacy *m)
 	free(m->hp);
 	free(m->tok_off);
 	free(m->t);
-	free(m->hash);
+	tern_strmap_free(&m->index);
 	free(m);
 }
 
@@ -583,7 +530,7 @@ struct tern_str ggml_legacy_token(const ggml_legacy *m, uint64_t i)
 	if (i >= m->n_vocab)
 		return (struct tern_str){NULL, 0};
 	const uint8_t *p = m->base + m->tok_off[i];
-	return (struct tern_str){(const char *)p + 4, le32(p)};
+	return (struct tern_str){(const char *)p + 4, tern_le32(p)};
 }
 
 uint64_t ggml_legacy_n_tensors(const ggml_legacy *m)
@@ -598,15 +545,8 @@ const struct tern_tensor_view *ggml_legacy_tensor_at(const ggml_legacy *m, uint6
 
 const struct tern_tensor_view *ggml_legacy_find_tensor(const ggml_legacy *m, const char *name)
 {
-	if (!m->hash_cap || !name)
+	if (!name)
 		return NULL;
-	uint64_t n = strlen(name);
-	uint64_t h = name_hash(name, n) & (m->hash_cap - 1);
-	while (m->hash[h]) {
-		const struct tern_tensor_view *t = &m->t[m->hash[h] - 1];
-		if (t->name.len == n && memcmp(t->name.ptr, name, n) == 0)
-			return t;
-		h = (h + 1) & (m->hash_cap - 1);
-	}
-	return NULL;
+	size_t i = tern_strmap_find(&m->index, name, strlen(name));
+	return i != TERN_STRMAP_NONE ? &m->t[i] : NULL;
 }

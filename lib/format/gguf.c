@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/cursor.h"
 #include "lib/core/mapfile.h"
+#include "lib/core/quote.h"
+#include "lib/core/strmap.h"
 #include "quant/quant.h"
 
 #define GGUF_MAGIC "GGUF"
@@ -34,20 +37,11 @@ struct gguf_file {
 	struct tern_tensor_view *t;     /* [n_tensors] */
 	uint64_t n_tensors;
 
-	size_t *kv_hash;           /* [kv_cap] index + 1, 0 = empty */
-	size_t kv_cap;
-	size_t *t_hash;            /* [t_cap] index + 1, 0 = empty */
-	size_t t_cap;
+	struct tern_strmap kv_index;  /* key name -> index */
+	struct tern_strmap t_index;   /* tensor name -> index */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 static const size_t vtype_size[GGUF_T_COUNT] = {
 	[GGUF_T_U8] = 1, [GGUF_T_I8] = 1, [GGUF_T_U16] = 2, [GGUF_T_I16] = 2,
@@ -63,190 +57,115 @@ static const char *const vtype_names[GGUF_T_COUNT] = {
 const char *gguf_vtype_name(uint32_t t) { return t < GGUF_T_COUNT ? vtype_names[t] : "?"; }
 size_t gguf_vtype_size(uint32_t t) { return t < GGUF_T_COUNT ? vtype_size[t] : 0; }
 
-static uint64_t hash_bytes(const char *p, uint64_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (uint64_t i = 0; i < n; i++) {
-		h ^= (uint8_t)p[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-/* Printable, bounded rendering of a (possibly hostile) name for messages. */
-static const char *show(struct tern_str s, char *buf, size_t cap)
-{
-	size_t o = 0;
-	for (uint64_t i = 0; i < s.len && o + 5 < cap; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-		if (c >= 0x20 && c < 0x7f && c != '\'') {
-			buf[o++] = (char)c;
-		} else {
-			static const char hex[] = "0123456789abcdef";
-			buf[o++] = '\\';
-			buf[o++] = 'x';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 15];
-		}
-	}
-	if (o + 5 >= cap && s.len)
-		memcpy(buf + (o = cap - 4), "...", 3), o += 3;
-	buf[o] = 0;
-	return buf;
-}
-
 /* ---- parsing ------------------------------------------------------------ */
 
-struct rd {
-	const uint8_t *p;
-	size_t size;
-	size_t off;
+/* Messages follow the context chain of error.h: the cursor and the value
+ * parser say what is wrong at which offset, the loops over keys and
+ * tensors put "key 'name'" or "tensor 'name'" in front. */
+struct parser {
+	gguf_file *f;
+	struct tern_cur c;
 	tern_err *e;
 	const struct gguf_open_opts *opts;
 	int problems;
 };
 
-static size_t left(const struct rd *r) { return r->size - r->off; }
-
-static int need(struct rd *r, size_t n, const char *what)
-{
-	if (n > left(r))
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "truncated at offset %zu: %s needs %zu bytes, %zu left",
-				 r->off, what, n, left(r));
-	return 0;
-}
-
-static int rd_u32(struct rd *r, uint32_t *v, const char *what)
-{
-	int rc = need(r, 4, what);
-	if (rc)
-		return rc;
-	*v = le32(r->p + r->off);
-	r->off += 4;
-	return 0;
-}
-
-static int rd_u64(struct rd *r, uint64_t *v, const char *what)
-{
-	int rc = need(r, 8, what);
-	if (rc)
-		return rc;
-	*v = le64(r->p + r->off);
-	r->off += 8;
-	return 0;
-}
-
-static int rd_str(struct rd *r, struct tern_str *s, const char *what)
-{
-	uint64_t n;
-	size_t at = r->off;
-	int rc = rd_u64(r, &n, what);
-	if (rc)
-		return rc;
-	if (n > left(r))
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "%s at offset %zu: length %llu runs past the end of the file (%zu bytes left)",
-				 what, at, (unsigned long long)n, left(r));
-	s->ptr = (const char *)r->p + r->off;
-	s->len = n;
-	r->off += (size_t)n;
-	return 0;
-}
-
-/* Report a problem that does not stop parsing. Strict mode: it becomes the
- * error. Lenient mode: passed to the callback, parsing goes on. */
-static int problem(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int problem(struct rd *r, const char *fmt, ...)
+/* Report a problem that does not stop parsing, after its context (a
+ * tensor, or NULL). Strict mode: it becomes the error. Lenient mode: it is
+ * passed to the callback and parsing goes on. */
+static int problem(struct parser *p, const char *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int problem(struct parser *p, const char *ctx, const char *fmt, ...)
 {
 	char msg[TERN_ERR_MSG_MAX];
+	size_t o = ctx ? (size_t)snprintf(msg, sizeof msg, "%s: ", ctx) : 0;
+	if (o >= sizeof msg)
+		o = sizeof msg - 1;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(msg + o, sizeof msg - o, fmt, ap);
 	va_end(ap);
-	r->problems++;
-	if (r->opts && r->opts->lenient) {
-		if (r->opts->problem)
-			r->opts->problem(r->opts->ud, msg);
+	p->problems++;
+	if (p->opts && p->opts->lenient) {
+		if (p->opts->problem)
+			p->opts->problem(p->opts->ud, msg);
 		return 0;
 	}
-	return tern_errf(r->e, TERN_EFORMAT, "%s", msg);
+	return tern_errf(p->e, TERN_EFORMAT, "%s", msg);
 }
 
-/* Parse one value body of `type` at the cursor into v. `ctx` names the key
- * for messages. Nested arrays recurse with depth + 1. */
-static int parse_value(struct rd *r, uint32_t type, int depth, struct gguf_value *v,
-		       const char *ctx)
+static int parse_array(struct parser *p, int depth, struct gguf_value *v);
+
+/* Parse one value body of `type` (known to be < GGUF_T_COUNT) at the
+ * cursor into v. Nested arrays recurse with depth + 1. */
+static int parse_value(struct parser *p, uint32_t type, int depth, struct gguf_value *v)
 {
+	struct tern_cur *c = &p->c;
 	memset(v, 0, sizeof *v);
-	if (type >= GGUF_T_COUNT)
-		return tern_errf(r->e, TERN_EFORMAT, "key '%s' at offset %zu: unknown value type %u",
-				 ctx, r->off, type);
 	v->type = (enum gguf_vtype)type;
-	size_t start = r->off;
+	size_t start = c->off;
+	if (type == GGUF_T_ARRAY)
+		return parse_array(p, depth, v);
 	if (type == GGUF_T_STRING) {
-		char what[128];
-		snprintf(what, sizeof what, "key '%s': string value", ctx);
-		int rc = rd_str(r, &v->s, what);
+		int rc = tern_cur_str64(c, &v->s, "string value");
 		if (rc)
 			return rc;
-		v->p = r->p + start;
-		v->size = r->off - start;
+		v->p = c->base + start;
+		v->size = c->off - start;
 		return 0;
 	}
-	if (type != GGUF_T_ARRAY) {
-		if (need(r, vtype_size[type], "value"))
-			return tern_errf(r->e, TERN_EFORMAT,
-					 "key '%s': truncated %s value at offset %zu", ctx,
-					 vtype_names[type], r->off);
-		if (type == GGUF_T_BOOL && r->p[r->off] > 1)
-			return tern_errf(r->e, TERN_EFORMAT,
-					 "key '%s' at offset %zu: bool value %u is neither 0 nor 1",
-					 ctx, r->off, r->p[r->off]);
-		v->p = r->p + r->off;
-		v->size = vtype_size[type];
-		r->off += vtype_size[type];
-		return 0;
-	}
+	char what[16];
+	snprintf(what, sizeof what, "%s value", vtype_names[type]);
+	if (tern_cur_need(c, vtype_size[type], what))
+		return TERN_EFORMAT;
+	v->p = c->base + start;
+	c->off += vtype_size[type];
+	if (type == GGUF_T_BOOL && v->p[0] > 1)
+		return tern_errf(p->e, TERN_EFORMAT, "offset %zu: bool value %u is neither 0 nor 1", start,
+				 v->p[0]);
+	v->size = vtype_size[type];
+	return 0;
+}
 
+static int parse_array(struct parser *p, int depth, struct gguf_value *v)
+{
+	struct tern_cur *c = &p->c;
+	size_t start = c->off;
 	if (depth >= GGUF_MAX_DEPTH)
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "key '%s' at offset %zu: arrays nested deeper than %d levels",
-				 ctx, r->off, GGUF_MAX_DEPTH);
+		return tern_errf(p->e, TERN_EFORMAT, "offset %zu: arrays nested deeper than %d levels", start,
+				 GGUF_MAX_DEPTH);
 	uint32_t elem;
 	uint64_t n;
-	if (rd_u32(r, &elem, "array element type") || rd_u64(r, &n, "array length"))
-		return tern_errf(r->e, TERN_EFORMAT, "key '%s': truncated array header at offset %zu",
-				 ctx, start);
+	int rc;
+	if ((rc = tern_cur_u32(c, &elem, "array element type")) || (rc = tern_cur_u64(c, &n, "array length")))
+		return rc;
 	if (elem >= GGUF_T_COUNT)
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "key '%s' at offset %zu: unknown array element type %u", ctx, start, elem);
+		return tern_errf(p->e, TERN_EFORMAT, "offset %zu: unknown array element type %u", start, elem);
 	v->elem = (enum gguf_vtype)elem;
 	v->n = n;
-	v->p = r->p + r->off;
+	v->p = c->base + c->off;
 	/* Smallest encoding of one element: bounds the count before any walk. */
 	size_t min_elem = vtype_size[elem] ? vtype_size[elem] : elem == GGUF_T_STRING ? 8 : 12;
-	if (n > left(r) / min_elem)
-		return tern_errf(r->e, TERN_EFORMAT,
-				 "key '%s' at offset %zu: array of %llu %s elements runs past the end of the file",
-				 ctx, start, (unsigned long long)n, vtype_names[elem]);
+	if (n > tern_cur_left(c) / min_elem)
+		return tern_errf(p->e, TERN_EFORMAT,
+				 "offset %zu: array of %llu %s elements runs past the end of the file (%zu bytes left)",
+				 start, (unsigned long long)n, vtype_names[elem], tern_cur_left(c));
 	if (vtype_size[elem]) {
 		if (elem == GGUF_T_BOOL)
 			for (uint64_t i = 0; i < n; i++)
-				if (r->p[r->off + i] > 1)
-					return tern_errf(r->e, TERN_EFORMAT,
-							 "key '%s' at offset %zu: bool value %u is neither 0 nor 1",
-							 ctx, r->off + (size_t)i, r->p[r->off + i]);
-		r->off += (size_t)n * vtype_size[elem];
+				if (v->p[i] > 1)
+					return tern_errf(p->e, TERN_EFORMAT,
+							 "offset %zu: bool value %u is neither 0 nor 1",
+							 c->off + (size_t)i, v->p[i]);
+		c->off += (size_t)n * vtype_size[elem];
 	} else {
 		for (uint64_t i = 0; i < n; i++) {
 			struct gguf_value sub;
-			int rc = parse_value(r, elem, depth + 1, &sub, ctx);
-			if (rc)
+			if ((rc = parse_value(p, elem, depth + 1, &sub)))
 				return rc;
 		}
 	}
-	v->size = (uint64_t)(r->p + r->off - v->p);
+	v->size = (uint64_t)(c->base + c->off - v->p);
 	return 0;
 }
 
@@ -265,199 +184,248 @@ static int grow(void **arr, uint64_t *cap, uint64_t n, size_t elem)
 	return 0;
 }
 
-static int hash_build(size_t **tab, size_t *cap, uint64_t n, const struct tern_str *(*name)(const gguf_file *, uint64_t),
-		      const gguf_file *f, struct rd *r, const char *what)
+static struct tern_str kv_name(const void *f, size_t i) { return ((const gguf_file *)f)->kv[i].key; }
+static struct tern_str t_name(const void *f, size_t i) { return ((const gguf_file *)f)->t[i].name; }
+
+/* Index n names; a repeated name is a problem (the first one is kept). */
+static int index_names(struct parser *p, struct tern_strmap *m, uint64_t n, tern_strmap_key name,
+		       const char *what)
 {
-	size_t c = 16;
-	while (c < n * 2)
-		c *= 2;
-	*tab = calloc(c, sizeof **tab);
-	if (!*tab)
-		return tern_errf(r->e, TERN_ENOMEM, "out of memory for the %s index", what);
-	*cap = c;
+	/* n entries were parsed, so n is bounded by the file size */
+	int rc = tern_strmap_init(m, (size_t)n, name, p->f);
+	if (rc)
+		return tern_errf(p->e, rc, "no room for an index of %llu %ss", (unsigned long long)n, what);
 	for (uint64_t i = 0; i < n; i++) {
-		const struct tern_str *s = name(f, i);
-		size_t h = (size_t)hash_bytes(s->ptr, s->len) & (c - 1);
-		for (;;) {
-			size_t j = (*tab)[h];
-			if (!j) {
-				(*tab)[h] = (size_t)i + 1;
-				break;
-			}
-			const struct tern_str *o = name(f, j - 1);
-			if (o->len == s->len && memcmp(o->ptr, s->ptr, s->len) == 0) {
-				char b[96];
-				int rc = problem(r, "duplicate %s '%s' (entries %zu and %llu)", what,
-						 show(*s, b, sizeof b), j - 1, (unsigned long long)i);
-				if (rc)
-					return rc;
-				break;
-			}
-			h = (h + 1) & (c - 1);
-		}
+		size_t first;
+		if (tern_strmap_add(m, (size_t)i, &first) != 1)
+			continue;
+		char b[TERN_QUOTE_MAX];
+		if ((rc = problem(p, NULL, "duplicate %s '%s' (entries %zu and %llu)", what,
+				  tern_quote_str(b, sizeof b, name(p->f, (size_t)i)), first, (unsigned long long)i)))
+			return rc;
 	}
 	return 0;
 }
 
-static const struct tern_str *kv_name(const gguf_file *f, uint64_t i) { return &f->kv[i].key; }
-static const struct tern_str *t_name(const gguf_file *f, uint64_t i) { return &f->t[i].name; }
-
-static int parse_kvs(gguf_file *f, struct rd *r, uint64_t n_kv)
+/* Every string of a string array, found once so that gguf_kv_arr_str is
+ * O(1). The n strings already proved to fit: n * 8 <= bytes parsed. */
+static int index_strings(struct gguf_kv *kv, tern_err *e)
 {
+	uint64_t *off = malloc((size_t)kv->v.n * sizeof *off);
+	if (!off)
+		return tern_errf(e, TERN_ENOMEM, "out of memory indexing %llu strings",
+				 (unsigned long long)kv->v.n);
+	const uint8_t *q = kv->v.p;
+	for (uint64_t k = 0; k < kv->v.n; k++) {
+		off[k] = (uint64_t)(q - kv->v.p);
+		q += 8 + tern_le64(q);
+	}
+	kv->str_off = off;
+	return 0;
+}
+
+/* One key: name, value type, value. On failure the caller adds which key. */
+static int parse_kv(struct parser *p, struct gguf_kv *kv)
+{
+	struct tern_cur *c = &p->c;
+	int rc;
+	kv->offset = c->off;
+	if ((rc = tern_cur_str64(c, &kv->key, "name")))
+		return rc;
+	if (kv->key.len > MAX_KEY_LEN)
+		return tern_errf(p->e, TERN_EFORMAT, "offset %llu: name is %llu bytes long (limit %u)",
+				 (unsigned long long)kv->offset, (unsigned long long)kv->key.len, MAX_KEY_LEN);
+	uint32_t type;
+	size_t at = c->off;
+	if ((rc = tern_cur_u32(c, &type, "value type")))
+		return rc;
+	if (type >= GGUF_T_COUNT)
+		return tern_errf(p->e, TERN_EFORMAT, "offset %zu: unknown value type %u", at, type);
+	if ((rc = parse_value(p, type, 0, &kv->v)))
+		return rc;
+	if (kv->v.type == GGUF_T_ARRAY && kv->v.elem == GGUF_T_STRING && kv->v.n)
+		return index_strings(kv, p->e);
+	return 0;
+}
+
+static int parse_kvs(struct parser *p, uint64_t n_kv)
+{
+	gguf_file *f = p->f;
 	uint64_t cap = 0;
 	for (uint64_t i = 0; i < n_kv; i++) {
 		int rc = grow((void **)&f->kv, &cap, i, sizeof *f->kv);
 		if (rc)
-			return tern_errf(r->e, rc, "out of memory reading key %llu", (unsigned long long)i);
+			return tern_errf(p->e, rc, "out of memory reading key %llu", (unsigned long long)i);
 		struct gguf_kv *kv = &f->kv[i];
 		memset(kv, 0, sizeof *kv);
-		kv->offset = r->off;
-		char what[64];
-		snprintf(what, sizeof what, "key %llu of %llu", (unsigned long long)i, (unsigned long long)n_kv);
-		if ((rc = rd_str(r, &kv->key, what)))
+		rc = parse_kv(p, kv);
+		if (kv->key.ptr)
+			f->n_kv = i + 1; /* its name is known: free str_off on close */
+		if (rc) {
+			char kb[TERN_QUOTE_MAX];
+			if (kv->key.ptr)
+				tern_err_prefixf(p->e, "key '%s'", tern_quote_str(kb, sizeof kb, kv->key));
+			else
+				tern_err_prefixf(p->e, "key %llu of %llu", (unsigned long long)i,
+						 (unsigned long long)n_kv);
 			return rc;
-		char kb[96];
-		show(kv->key, kb, sizeof kb);
-		if (kv->key.len > MAX_KEY_LEN)
-			return tern_errf(r->e, TERN_EFORMAT, "key at offset %llu is %llu bytes long (limit %u)",
-					 (unsigned long long)kv->offset, (unsigned long long)kv->key.len, MAX_KEY_LEN);
-		uint32_t type;
-		if (rd_u32(r, &type, "value type"))
-			return tern_errf(r->e, TERN_EFORMAT, "key '%s': truncated value type at offset %zu", kb, r->off);
-		rc = parse_value(r, type, 0, &kv->v, kb);
-		if (rc)
-			return rc;
-		f->n_kv = i + 1;
-		if (kv->v.type == GGUF_T_ARRAY && kv->v.elem == GGUF_T_STRING && kv->v.n) {
-			/* n strings already proved to fit: n * 8 <= bytes parsed. */
-			uint64_t *off = malloc((size_t)kv->v.n * sizeof *off);
-			if (!off)
-				return tern_errf(r->e, TERN_ENOMEM, "out of memory indexing key '%s'", kb);
-			const uint8_t *p = kv->v.p;
-			for (uint64_t k = 0; k < kv->v.n; k++) {
-				off[k] = (uint64_t)(p - kv->v.p);
-				p += 8 + le64(p);
-			}
-			kv->str_off = off;
 		}
 	}
 	return 0;
 }
 
-static int parse_tensors(gguf_file *f, struct rd *r, uint64_t n_t)
+/* The rest of a tensor info record: shape, type and data offset. */
+static int parse_tensor_info(struct parser *p, struct tern_tensor_view *t)
 {
+	struct tern_cur *c = &p->c;
+	int rc;
+	size_t at = c->off;
+	if ((rc = tern_cur_u32(c, &t->n_dims, "n_dims")))
+		return rc;
+	if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
+		return tern_errf(p->e, TERN_EFORMAT, "offset %zu: n_dims %u (must be 1..%d)", at, t->n_dims,
+				 GGUF_MAX_DIMS);
+	for (int d = 0; d < GGUF_MAX_DIMS; d++)
+		t->ne[d] = 1;
+	for (uint32_t d = 0; d < t->n_dims; d++)
+		if ((rc = tern_cur_u64(c, &t->ne[d], "dimension")))
+			return rc;
+	if ((rc = tern_cur_u32(c, &t->type, "type")) || (rc = tern_cur_u64(c, &t->offset, "data offset")))
+		return rc;
+	return 0;
+}
+
+static int parse_tensors(struct parser *p, uint64_t n_t)
+{
+	gguf_file *f = p->f;
 	uint64_t cap = 0;
 	for (uint64_t i = 0; i < n_t; i++) {
 		int rc = grow((void **)&f->t, &cap, i, sizeof *f->t);
 		if (rc)
-			return tern_errf(r->e, rc, "out of memory reading tensor %llu", (unsigned long long)i);
+			return tern_errf(p->e, rc, "out of memory reading tensor %llu", (unsigned long long)i);
 		struct tern_tensor_view *t = &f->t[i];
 		memset(t, 0, sizeof *t);
-		t->info_offset = r->off;
-		char what[64];
-		snprintf(what, sizeof what, "name of tensor %llu of %llu", (unsigned long long)i,
-			 (unsigned long long)n_t);
-		if ((rc = rd_str(r, &t->name, what)))
+		t->info_offset = p->c.off;
+		if ((rc = tern_cur_str64(&p->c, &t->name, "name"))) {
+			tern_err_prefixf(p->e, "tensor %llu of %llu", (unsigned long long)i, (unsigned long long)n_t);
 			return rc;
-		char nb[96];
-		show(t->name, nb, sizeof nb);
+		}
+		char nb[TERN_QUOTE_MAX], ctx[TERN_QUOTE_MAX + 16];
+		snprintf(ctx, sizeof ctx, "tensor '%s'", tern_quote_str(nb, sizeof nb, t->name));
 		if (t->name.len > MAX_TENSOR_NAME &&
-		    (rc = problem(r, "tensor '%s' at offset %llu: name is %llu bytes long (limit %d)", nb,
-				  (unsigned long long)t->info_offset, (unsigned long long)t->name.len, MAX_TENSOR_NAME)))
+		    (rc = problem(p, ctx, "offset %llu: name is %llu bytes long (limit %d)",
+				  (unsigned long long)t->info_offset, (unsigned long long)t->name.len,
+				  MAX_TENSOR_NAME)))
 			return rc;
-		if (rd_u32(r, &t->n_dims, "n_dims"))
-			return tern_errf(r->e, TERN_EFORMAT, "tensor '%s': truncated n_dims at offset %zu", nb, r->off);
-		if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
-			return tern_errf(r->e, TERN_EFORMAT, "tensor '%s' at offset %llu: n_dims %u (must be 1..%d)",
-					 nb, (unsigned long long)t->info_offset, t->n_dims, GGUF_MAX_DIMS);
-		for (int d = 0; d < GGUF_MAX_DIMS; d++)
-			t->ne[d] = 1;
-		for (uint32_t d = 0; d < t->n_dims; d++)
-			if (rd_u64(r, &t->ne[d], "dimension"))
-				return tern_errf(r->e, TERN_EFORMAT, "tensor '%s': truncated dimensions at offset %zu",
-						 nb, r->off);
-		if (rd_u32(r, &t->type, "tensor type") || rd_u64(r, &t->offset, "tensor offset"))
-			return tern_errf(r->e, TERN_EFORMAT, "tensor '%s': truncated type/offset at offset %zu",
-					 nb, r->off);
+		if ((rc = parse_tensor_info(p, t))) {
+			tern_err_prefix(p->e, ctx);
+			return rc;
+		}
 		f->n_tensors = i + 1;
 	}
 	return 0;
 }
 
-/* Per-tensor checks that need the data section: shape, type, size, placement. */
-static int check_tensors(gguf_file *f, struct rd *r)
+/* ---- per-tensor checks that need the data section ----------------------
+ * Each step returns a negative code to stop, 1 when it reported a problem
+ * that leaves the tensor unusable (lenient mode goes on without its data),
+ * or 0. */
+
+static int flaw(int rc)
 {
-	for (uint64_t i = 0; i < f->n_tensors; i++) {
-		struct tern_tensor_view *t = &f->t[i];
-		char nb[96];
-		show(t->name, nb, sizeof nb);
-		int rc = 0;
-		bool ok = true;
-		uint64_t nel = 1;
-		for (uint32_t d = 0; d < t->n_dims && ok; d++) {
-			if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX) {
-				rc = problem(r, "tensor '%s': dimension %u is %llu", nb, d,
-					     (unsigned long long)t->ne[d]);
-				ok = false;
-			} else if (nel > (uint64_t)INT64_MAX / t->ne[d]) {
-				rc = problem(r, "tensor '%s': element count overflows (shape too large)", nb);
-				ok = false;
-			} else {
-				nel *= t->ne[d];
-			}
-		}
+	return rc ? rc : 1;
+}
+
+/* Every dimension > 0 and the element count representable. */
+static int tensor_shape(struct parser *p, const char *ctx, const struct tern_tensor_view *t, uint64_t *nel)
+{
+	*nel = 1;
+	for (uint32_t d = 0; d < t->n_dims; d++) {
+		if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX)
+			return flaw(problem(p, ctx, "dimension %u is %llu", d, (unsigned long long)t->ne[d]));
+		if (*nel > (uint64_t)INT64_MAX / t->ne[d])
+			return flaw(problem(p, ctx, "element count overflows (shape too large)"));
+		*nel *= t->ne[d];
+	}
+	return 0;
+}
+
+/* A known, current type whose block divides the row. */
+static int tensor_type(struct parser *p, const char *ctx, const struct tern_tensor_view *t)
+{
+	const struct quant_type_info *ti = quant_type_info(t->type);
+	if (!ti)
+		return flaw(problem(p, ctx, "unknown tensor type %u", t->type));
+	if (!quant_type_valid(t->type))
+		return flaw(problem(p, ctx, "type %u (%s) was removed from the format", t->type, ti->name));
+	if (t->ne[0] % ti->blck)
+		return flaw(problem(p, ctx, "row length %llu is not a multiple of the %s block size %u",
+				    (unsigned long long)t->ne[0], ti->name, ti->blck));
+	return 0;
+}
+
+static int tensor_size(struct parser *p, const char *ctx, struct tern_tensor_view *t, uint64_t nel)
+{
+	bool ok;
+	uint64_t row = quant_row_size(t->type, t->ne[0], &ok);
+	uint64_t rows = nel / t->ne[0];
+	if (!ok || (row && rows > UINT64_MAX / row))
+		return flaw(problem(p, ctx, "byte size overflows"));
+	t->nbytes = row * rows;
+	return 0;
+}
+
+static int tensor_alignment(struct parser *p, const char *ctx, const struct tern_tensor_view *t)
+{
+	uint32_t a = p->f->alignment;
+	if (t->offset % a)
+		return flaw(problem(p, ctx, "data offset %llu is not a multiple of the alignment %u",
+				    (unsigned long long)t->offset, a));
+	return 0;
+}
+
+static int tensor_placement(struct parser *p, const char *ctx, const struct tern_tensor_view *t)
+{
+	const gguf_file *f = p->f;
+	uint64_t avail = f->data_offset <= f->size ? f->size - f->data_offset : 0;
+	if (t->offset > avail || t->nbytes > avail - t->offset)
+		return flaw(problem(p, ctx, "data [%llu, +%llu) lies outside the file (data section has %llu bytes)",
+				    (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+				    (unsigned long long)avail));
+	return 0;
+}
+
+/* Shape, type, size, alignment and placement of one tensor; its data view
+ * is set only when all of them hold. */
+static int check_tensor(struct parser *p, struct tern_tensor_view *t)
+{
+	char nb[TERN_QUOTE_MAX], ctx[TERN_QUOTE_MAX + 16];
+	snprintf(ctx, sizeof ctx, "tensor '%s'", tern_quote_str(nb, sizeof nb, t->name));
+	uint64_t nel;
+	int rc = tensor_shape(p, ctx, t, &nel);
+	if (!rc)
+		rc = tensor_type(p, ctx, t);
+	if (!rc)
+		rc = tensor_size(p, ctx, t, nel);
+	if (rc < 0)
+		return rc;
+	int ra = tensor_alignment(p, ctx, t); /* reported even for a bad shape */
+	if (ra < 0)
+		return ra;
+	if (!rc && !ra)
+		rc = tensor_placement(p, ctx, t);
+	if (rc < 0)
+		return rc;
+	t->data = !rc && !ra ? p->f->base + p->f->data_offset + t->offset : NULL;
+	return 0;
+}
+
+static int check_tensors(struct parser *p)
+{
+	for (uint64_t i = 0; i < p->f->n_tensors; i++) {
+		int rc = check_tensor(p, &p->f->t[i]);
 		if (rc)
 			return rc;
-		const struct quant_type_info *ti = quant_type_info(t->type);
-		if (ok && !quant_type_valid(t->type)) {
-			if (ti)
-				rc = problem(r, "tensor '%s': type %u (%s) was removed from the format", nb,
-					     t->type, ti->name);
-			else
-				rc = problem(r, "tensor '%s': unknown tensor type %u", nb, t->type);
-			ok = false;
-		}
-		if (rc)
-			return rc;
-		if (ok && t->ne[0] % ti->blck) {
-			rc = problem(r, "tensor '%s': row length %llu is not a multiple of the %s block size %u",
-				     nb, (unsigned long long)t->ne[0], ti->name, ti->blck);
-			ok = false;
-		}
-		if (rc)
-			return rc;
-		if (ok) {
-			bool rok;
-			uint64_t row = quant_row_size(t->type, t->ne[0], &rok);
-			uint64_t rows = nel / t->ne[0];
-			if (!rok || (row && rows > UINT64_MAX / row)) {
-				rc = problem(r, "tensor '%s': byte size overflows", nb);
-				ok = false;
-			} else {
-				t->nbytes = row * rows;
-			}
-		}
-		if (rc)
-			return rc;
-		if (t->offset % f->alignment) {
-			rc = problem(r, "tensor '%s': data offset %llu is not a multiple of the alignment %u",
-				     nb, (unsigned long long)t->offset, f->alignment);
-			ok = false;
-		}
-		if (rc)
-			return rc;
-		if (ok) {
-			uint64_t avail = f->data_offset <= f->size ? f->size - f->data_offset : 0;
-			if (t->offset > avail || t->nbytes > avail - t->offset) {
-				rc = problem(r, "tensor '%s': data [%llu, +%llu) lies outside the file (data section has %llu bytes)",
-					     nb, (unsigned long long)t->offset, (unsigned long long)t->nbytes,
-					     (unsigned long long)avail);
-				ok = false;
-			}
-		}
-		if (rc)
-			return rc;
-		t->data = ok ? f->base + f->data_offset + t->offset : NULL;
 	}
 	return 0;
 }
@@ -472,13 +440,16 @@ static int cmp_span(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static int check_overlap(gguf_file *f, struct rd *r)
+/* Tensors with data must not share a byte: sorted by start, each must
+ * begin at or after the furthest end seen so far. */
+static int check_overlap(struct parser *p)
 {
+	gguf_file *f = p->f;
 	if (f->n_tensors < 2)
 		return 0;
 	struct span *sp = malloc((size_t)f->n_tensors * sizeof *sp);
 	if (!sp)
-		return tern_errf(r->e, TERN_ENOMEM, "out of memory checking tensor placement");
+		return tern_errf(p->e, TERN_ENOMEM, "out of memory checking tensor placement");
 	size_t n = 0;
 	for (uint64_t i = 0; i < f->n_tensors; i++)
 		if (f->t[i].data)
@@ -488,10 +459,10 @@ static int check_overlap(gguf_file *f, struct rd *r)
 	size_t far = 0; /* span reaching furthest so far */
 	for (size_t k = 1; k < n && !rc; k++) {
 		if (sp[k].off < sp[far].end) {
-			char na[96], nb[96];
+			char na[TERN_QUOTE_MAX], nb[TERN_QUOTE_MAX];
 			const struct tern_tensor_view *a = &f->t[sp[far].i], *b = &f->t[sp[k].i];
-			rc = problem(r, "tensors '%s' and '%s' overlap (data at %llu+%llu and %llu)",
-				     show(a->name, na, sizeof na), show(b->name, nb, sizeof nb),
+			rc = problem(p, NULL, "tensors '%s' and '%s' overlap (data at %llu+%llu and %llu)",
+				     tern_quote_str(na, sizeof na, a->name), tern_quote_str(nb, sizeof nb, b->name),
 				     (unsigned long long)a->offset, (unsigned long long)a->nbytes,
 				     (unsigned long long)b->offset);
 		}
@@ -502,71 +473,78 @@ static int check_overlap(gguf_file *f, struct rd *r)
 	return rc;
 }
 
-static int parse(gguf_file *f, struct rd *r)
+/* Magic, version and the two counts; the counts are bounded by the bytes
+ * left (a key needs >= 13 bytes: length, type, 1 byte of value; a tensor
+ * info >= 32). */
+static int parse_header(struct parser *p, uint64_t *n_t, uint64_t *n_kv)
 {
-	if (r->size < 4 || memcmp(r->p, GGUF_MAGIC, 4) != 0) {
-		if (r->size >= 4 && memcmp(r->p, "FUGG", 4) == 0)
-			return tern_errf(r->e, TERN_EUNSUPPORTED, "big-endian GGUF file (magic 'FUGG'); only little-endian files are supported");
-		return tern_errf(r->e, TERN_EFORMAT, "not a GGUF file (bad magic%s)",
-				 r->size < 4 ? ": file shorter than 4 bytes" : "");
+	struct tern_cur *c = &p->c;
+	gguf_file *f = p->f;
+	if (c->size < 4 || memcmp(c->base, GGUF_MAGIC, 4) != 0) {
+		if (c->size >= 4 && memcmp(c->base, "FUGG", 4) == 0)
+			return tern_errf(p->e, TERN_EUNSUPPORTED, "big-endian GGUF file (magic 'FUGG'); only little-endian files are supported");
+		return tern_errf(p->e, TERN_EFORMAT, "not a GGUF file (bad magic%s)",
+				 c->size < 4 ? ": file shorter than 4 bytes" : "");
 	}
-	r->off = 4;
-	if (rd_u32(r, &f->version, "version"))
-		return TERN_EFORMAT;
+	c->off = 4;
+	int rc;
+	if ((rc = tern_cur_u32(c, &f->version, "version")))
+		return rc;
 	uint32_t v = f->version;
 	if (v == 0x02000000u || v == 0x03000000u || v == 0x01000000u)
-		return tern_errf(r->e, TERN_EUNSUPPORTED,
+		return tern_errf(p->e, TERN_EUNSUPPORTED,
 				 "big-endian GGUF file (version field reads 0x%08x); only little-endian files are supported", v);
 	if (v == 1)
-		return tern_errf(r->e, TERN_EUNSUPPORTED, "GGUF version 1 is not supported (only 2 and 3)");
+		return tern_errf(p->e, TERN_EUNSUPPORTED, "GGUF version 1 is not supported (only 2 and 3)");
 	if (v != 2 && v != 3)
-		return tern_errf(r->e, TERN_EUNSUPPORTED, "unsupported GGUF version %u (only 2 and 3)", v);
-	uint64_t n_t, n_kv;
-	if (rd_u64(r, &n_t, "tensor count") || rd_u64(r, &n_kv, "key count"))
-		return TERN_EFORMAT;
-	/* A key needs >= 13 bytes (length, type, 1 byte of value), a tensor info >= 32. */
-	if (n_kv > left(r) / 13)
-		return tern_errf(r->e, TERN_EFORMAT, "truncated or corrupt: key count %llu at offset 16 cannot fit in the %zu bytes left",
-				 (unsigned long long)n_kv, left(r));
-	if (n_t > left(r) / 32)
-		return tern_errf(r->e, TERN_EFORMAT, "truncated or corrupt: tensor count %llu at offset 8 cannot fit in the %zu bytes left",
-				 (unsigned long long)n_t, left(r));
-	int rc = parse_kvs(f, r, n_kv);
-	if (rc)
+		return tern_errf(p->e, TERN_EUNSUPPORTED, "unsupported GGUF version %u (only 2 and 3)", v);
+	if ((rc = tern_cur_u64(c, n_t, "tensor count")) || (rc = tern_cur_u64(c, n_kv, "key count")))
 		return rc;
-	rc = hash_build(&f->kv_hash, &f->kv_cap, f->n_kv, kv_name, f, r, "key");
-	if (rc)
-		return rc;
+	if (*n_kv > tern_cur_left(c) / 13)
+		return tern_errf(p->e, TERN_EFORMAT, "truncated or corrupt: key count %llu at offset 16 cannot fit in the %zu bytes left",
+				 (unsigned long long)*n_kv, tern_cur_left(c));
+	if (*n_t > tern_cur_left(c) / 32)
+		return tern_errf(p->e, TERN_EFORMAT, "truncated or corrupt: tensor count %llu at offset 8 cannot fit in the %zu bytes left",
+				 (unsigned long long)*n_t, tern_cur_left(c));
+	return 0;
+}
 
+static int read_alignment(struct parser *p)
+{
+	gguf_file *f = p->f;
 	f->alignment = GGUF_DEFAULT_ALIGNMENT;
 	const struct gguf_kv *al = gguf_find(f, "general.alignment");
-	if (al) {
-		if (al->v.type != GGUF_T_U32)
-			return tern_errf(r->e, TERN_EFORMAT, "key 'general.alignment': type %s, expected u32",
-					 gguf_vtype_name(al->v.type));
-		uint32_t a = le32(al->v.p);
-		if (a == 0 || (a & (a - 1)))
-			return tern_errf(r->e, TERN_EFORMAT,
-					 "key 'general.alignment': %u is not a power of two", a);
-		f->alignment = a;
-	}
+	if (!al)
+		return 0;
+	if (al->v.type != GGUF_T_U32)
+		return tern_errf(p->e, TERN_EFORMAT, "key 'general.alignment': type %s, expected u32",
+				 gguf_vtype_name(al->v.type));
+	uint32_t a = tern_le32(al->v.p);
+	if (a == 0 || (a & (a - 1)))
+		return tern_errf(p->e, TERN_EFORMAT, "key 'general.alignment': %u is not a power of two", a);
+	f->alignment = a;
+	return 0;
+}
 
-	rc = parse_tensors(f, r, n_t);
-	if (rc)
+static int parse(struct parser *p)
+{
+	gguf_file *f = p->f;
+	uint64_t n_t, n_kv;
+	int rc;
+	if ((rc = parse_header(p, &n_t, &n_kv)) || (rc = parse_kvs(p, n_kv)) ||
+	    (rc = index_names(p, &f->kv_index, f->n_kv, kv_name, "key")) || (rc = read_alignment(p)) ||
+	    (rc = parse_tensors(p, n_t)) ||
+	    (rc = index_names(p, &f->t_index, f->n_tensors, t_name, "tensor name")))
 		return rc;
-	rc = hash_build(&f->t_hash, &f->t_cap, f->n_tensors, t_name, f, r, "tensor name");
-	if (rc)
-		return rc;
-	uint64_t pad = (f->alignment - r->off % f->alignment) % f->alignment;
-	f->data_offset = (uint64_t)r->off + pad;
-	if (f->n_tensors && f->data_offset > r->size)
-		return tern_errf(r->e, TERN_EFORMAT,
+	uint64_t pad = (f->alignment - p->c.off % f->alignment) % f->alignment;
+	f->data_offset = (uint64_t)p->c.off + pad;
+	if (f->n_tensors && f->data_offset > f->size)
+		return tern_errf(p->e, TERN_EFORMAT,
 				 "truncated: data section would start at %llu, past the end of the file (%zu bytes)",
-				 (unsigned long long)f->data_offset, r->size);
-	rc = check_tensors(f, r);
-	if (rc)
+				 (unsigned long long)f->data_offset, f->size);
+	if ((rc = check_tensors(p)))
 		return rc;
-	return check_overlap(f, r);
+	return check_overlap(p);
 }
 
 static int open_buf(gguf_file **out, const uint8_t *buf, size_t size, bool mapped,
@@ -582,8 +560,8 @@ static int open_buf(gguf_file **out, const uint8_t *buf, size_t size, bool mappe
 	f->base = buf;
 	f->size = size;
 	f->mapped = mapped;
-	struct rd r = {.p = buf, .size = size, .e = e, .opts = opts};
-	int rc = parse(f, &r);
+	struct parser p = {.f = f, .c = tern_cur_init(buf, size, e), .e = e, .opts = opts};
+	int rc = parse(&p);
 	if (rc) {
 		if (e && e->code != rc)
 			tern_errf(e, rc, "%s", tern_strerror(rc));
@@ -622,8 +600,8 @@ void gguf_close(gguf_file *f)
 		free((void *)f->kv[i].str_off);
 	free(f->kv);
 	free(f->t);
-	free(f->kv_hash);
-	free(f->t_hash);
+	tern_strmap_free(&f->kv_index);
+	tern_strmap_free(&f->t_index);
 	if (f->mapped)
 		tern_unmap(&(struct tern_map){f->base, f->size});
 	free(f);
@@ -649,34 +627,16 @@ const struct tern_tensor_view *gguf_tensor_at(const gguf_file *f, uint64_t i)
 	return i < f->n_tensors ? &f->t[i] : NULL;
 }
 
-static size_t lookup(const size_t *tab, size_t cap, const char *name,
-		     const struct tern_str *(*get)(const gguf_file *, uint64_t), const gguf_file *f)
-{
-	if (!tab)
-		return 0;
-	size_t n = strlen(name);
-	size_t h = (size_t)hash_bytes(name, n) & (cap - 1);
-	for (;;) {
-		size_t j = tab[h];
-		if (!j)
-			return 0;
-		const struct tern_str *s = get(f, j - 1);
-		if (s->len == n && memcmp(s->ptr, name, n) == 0)
-			return j;
-		h = (h + 1) & (cap - 1);
-	}
-}
-
 const struct gguf_kv *gguf_find(const gguf_file *f, const char *key)
 {
-	size_t j = lookup(f->kv_hash, f->kv_cap, key, kv_name, f);
-	return j ? &f->kv[j - 1] : NULL;
+	size_t i = tern_strmap_find(&f->kv_index, key, strlen(key));
+	return i != TERN_STRMAP_NONE ? &f->kv[i] : NULL;
 }
 
 const struct tern_tensor_view *gguf_find_tensor(const gguf_file *f, const char *name)
 {
-	size_t j = lookup(f->t_hash, f->t_cap, name, t_name, f);
-	return j ? &f->t[j - 1] : NULL;
+	size_t i = tern_strmap_find(&f->t_index, name, strlen(name));
+	return i != TERN_STRMAP_NONE ? &f->t[i] : NULL;
 }
 
 bool gguf_value_is_int(const struct gguf_value *v)
@@ -696,12 +656,12 @@ int64_t gguf_value_i64(const struct gguf_value *v)
 	switch (v->type) {
 	case GGUF_T_U8: case GGUF_T_BOOL: return p[0];
 	case GGUF_T_I8: return (int8_t)p[0];
-	case GGUF_T_U16: return le16(p);
-	case GGUF_T_I16: return (int16_t)le16(p);
-	case GGUF_T_U32: return le32(p);
-	case GGUF_T_I32: return (int32_t)le32(p);
-	case GGUF_T_U64: return (int64_t)le64(p);
-	case GGUF_T_I64: return (int64_t)le64(p);
+	case GGUF_T_U16: return tern_le16(p);
+	case GGUF_T_I16: return (int16_t)tern_le16(p);
+	case GGUF_T_U32: return tern_le32(p);
+	case GGUF_T_I32: return (int32_t)tern_le32(p);
+	case GGUF_T_U64: return (int64_t)tern_le64(p);
+	case GGUF_T_I64: return (int64_t)tern_le64(p);
 	case GGUF_T_F32: case GGUF_T_F64: {
 		/* saturate: converting NaN or an out-of-range double is undefined */
 		double d = gguf_value_f64(v);
@@ -720,26 +680,26 @@ int64_t gguf_value_i64(const struct gguf_value *v)
 uint64_t gguf_value_u64(const struct gguf_value *v)
 {
 	if (v->type == GGUF_T_U64)
-		return le64(v->p);
+		return tern_le64(v->p);
 	return (uint64_t)gguf_value_i64(v);
 }
 
 double gguf_value_f64(const struct gguf_value *v)
 {
 	if (v->type == GGUF_T_F32) {
-		uint32_t b = le32(v->p);
+		uint32_t b = tern_le32(v->p);
 		float x;
 		memcpy(&x, &b, 4);
 		return x;
 	}
 	if (v->type == GGUF_T_F64) {
-		uint64_t b = le64(v->p);
+		uint64_t b = tern_le64(v->p);
 		double x;
 		memcpy(&x, &b, 8);
 		return x;
 	}
 	if (v->type == GGUF_T_U64)
-		return (double)le64(v->p);
+		return (double)tern_le64(v->p);
 	return (double)gguf_value_i64(v);
 }
 
@@ -765,7 +725,7 @@ int gguf_get_i64(const gguf_file *f, const char *key, int64_t *out, tern_err *e)
 		return rc;
 	if (!gguf_value_is_int(&kv->v))
 		return wrong_type(e, key, &kv->v, "an integer");
-	if (kv->v.type == GGUF_T_U64 && le64(kv->v.p) > (uint64_t)INT64_MAX)
+	if (kv->v.type == GGUF_T_U64 && tern_le64(kv->v.p) > (uint64_t)INT64_MAX)
 		return tern_errf(e, TERN_ERANGE, "key '%s': value out of range", key);
 	*out = gguf_value_i64(&kv->v);
 	return 0;
@@ -856,9 +816,9 @@ static uint64_t enc_size(uint32_t type, const uint8_t *p)
 	if (vtype_size[type])
 		return vtype_size[type];
 	if (type == GGUF_T_STRING)
-		return 8 + le64(p);
-	uint32_t elem = le32(p);
-	uint64_t n = le64(p + 4), s = 12;
+		return 8 + tern_le64(p);
+	uint32_t elem = tern_le32(p);
+	uint64_t n = tern_le64(p + 4), s = 12;
 	if (vtype_size[elem])
 		return s + n * vtype_size[elem];
 	for (uint64_t i = 0; i < n; i++)
@@ -872,13 +832,13 @@ static void decode_at(uint32_t type, const uint8_t *p, struct gguf_value *out)
 	memset(out, 0, sizeof *out);
 	out->type = (enum gguf_vtype)type;
 	if (type == GGUF_T_STRING) {
-		out->s.len = le64(p);
+		out->s.len = tern_le64(p);
 		out->s.ptr = (const char *)p + 8;
 		out->p = p;
 		out->size = 8 + out->s.len;
 	} else if (type == GGUF_T_ARRAY) {
-		out->elem = (enum gguf_vtype)le32(p);
-		out->n = le64(p + 4);
+		out->elem = (enum gguf_vtype)tern_le32(p);
+		out->n = tern_le64(p + 4);
 		out->p = p + 12;
 		out->size = enc_size(type, p) - 12;
 	} else {
@@ -924,7 +884,7 @@ struct tern_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i)
 	if (kv->v.type != GGUF_T_ARRAY || kv->v.elem != GGUF_T_STRING || i >= kv->v.n || !kv->str_off)
 		return s;
 	const uint8_t *p = kv->v.p + kv->str_off[i];
-	s.len = le64(p);
+	s.len = tern_le64(p);
 	s.ptr = (const char *)p + 8;
 	return s;
 }
@@ -1260,12 +1220,12 @@ int gguf_writer_write(gguf_writer *w, const char *path, tern_err *e)
 		return rc;
 	FILE *fp = fopen(path, "wb");
 	if (!fp) {
-		rc = tern_errf(e, TERN_EIO, "%s: cannot create: %s", path, strerror(errno));
+		rc = tern_errf(e, TERN_EIO, "cannot create: %s", strerror(errno));
 	} else {
 		if (fwrite(buf, 1, size, fp) != size)
-			rc = tern_errf(e, TERN_EIO, "%s: write failed: %s", path, strerror(errno));
+			rc = tern_errf(e, TERN_EIO, "write failed: %s", strerror(errno));
 		if (fclose(fp) != 0 && !rc)
-			rc = tern_errf(e, TERN_EIO, "%s: write failed: %s", path, strerror(errno));
+			rc = tern_errf(e, TERN_EIO, "write failed: %s", strerror(errno));
 	}
 	free(buf);
 	return rc;

@@ -1,0 +1,88 @@
+/* strmap.c - name -> index hash map (see strmap.h). */
+#include "lib/core/strmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/error.h"
+
+/* FNV-1a over the bytes, then a 64-bit finalizer so that both the low bits
+ * (the slot) and the high bits (the tag kept in the slot) depend on every
+ * byte. */
+static uint64_t hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+int tern_strmap_init(struct tern_strmap *m, size_t max, tern_strmap_key key, const void *ctx)
+{
+	memset(m, 0, sizeof *m);
+	if (max > TERN_STRMAP_LIMIT)
+		return TERN_ERANGE;
+	size_t cap = 16;
+	while (cap < 2 * max)
+		cap *= 2;
+	m->slot = calloc(cap, sizeof *m->slot);
+	if (!m->slot)
+		return TERN_ENOMEM;
+	m->mask = cap - 1;
+	m->max = max;
+	m->key = key;
+	m->ctx = ctx;
+	return 0;
+}
+
+void tern_strmap_free(struct tern_strmap *m)
+{
+	free(m->slot);
+	memset(m, 0, sizeof *m);
+}
+
+/* The slot holding (p, n), or the empty slot where it would go. */
+static size_t probe(const struct tern_strmap *m, const char *p, size_t n, uint64_t h)
+{
+	uint64_t tag = h >> 32;
+	for (size_t s = (size_t)h & m->mask;; s = (s + 1) & m->mask) {
+		uint64_t e = m->slot[s];
+		if (!e)
+			return s;
+		if (e >> 32 == tag) {
+			struct tern_str k = m->key(m->ctx, (size_t)(uint32_t)e - 1);
+			if (k.len == n && (n == 0 || memcmp(k.ptr, p, n) == 0))
+				return s;
+		}
+	}
+}
+
+int tern_strmap_add(struct tern_strmap *m, size_t i, size_t *first)
+{
+	if (m->n >= m->max || i > TERN_STRMAP_LIMIT)
+		return TERN_ERANGE;
+	struct tern_str k = m->key(m->ctx, i);
+	uint64_t h = hash(k.ptr, (size_t)k.len);
+	size_t s = probe(m, k.ptr, (size_t)k.len, h);
+	if (m->slot[s]) {
+		if (first)
+			*first = (size_t)(uint32_t)m->slot[s] - 1;
+		return 1;
+	}
+	m->slot[s] = (h >> 32) << 32 | (uint64_t)(i + 1);
+	m->n++;
+	return 0;
+}
+
+size_t tern_strmap_find(const struct tern_strmap *m, const char *p, size_t n)
+{
+	if (!m->slot)
+		return TERN_STRMAP_NONE;
+	size_t s = probe(m, p, n, hash(p, n));
+	return m->slot[s] ? (size_t)(uint32_t)m->slot[s] - 1 : TERN_STRMAP_NONE;
+}

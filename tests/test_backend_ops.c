@@ -289,7 +289,7 @@ static void check_contract(struct tern_backend *be)
 	bad = tv;
 	bad.nbytes = 4 * 18 - 1;
 	assert_int_equal(be->buf_weight(be, &wi, &bad, &e), TERN_EINVAL);
-	assert_non_null(strstr(e.msg, "tensor w"));
+	assert_non_null(strstr(e.msg, "tensor 'w'"));
 	bad = tv;
 	bad.ne[0] = 48;
 	assert_int_equal(be->buf_weight(be, &wi, &bad, &e), TERN_EINVAL);

@@ -188,7 +188,7 @@ static int spm_try(struct enc *en, const char *text, int32_t l, int32_t r)
 		return 0;
 	const struct sym *a = &en->sym[l], *b = &en->sym[r];
 	uint32_t size = a->len + b->len;
-	int32_t id = tok_map_get(en->v, &en->v->by_text, text + a->start, size);
+	int32_t id = tok_map_get(&en->v->by_text, text + a->start, size);
 	if (id < 0)
 		return 0;
 	struct bigram bg = {score_key(en->v->tok[id].score, l), l, r, (int32_t)size, 0, 0};
@@ -261,7 +261,7 @@ static int spm_merge(struct enc *en, const char *text, size_t len)
 	}
 	for (int32_t i = 0; i != -1; i = en->sym[i].next) {
 		const struct sym *s = &en->sym[i];
-		int32_t id = tok_map_get(v, &v->by_text, text + s->start, s->len);
+		int32_t id = tok_map_get(&v->by_text, text + s->start, s->len);
 		if (id >= 0) {
 			if ((rc = emit(en, id)))
 				return rc;
@@ -384,7 +384,7 @@ static int bpe_piece(void *ud, const char *p, size_t n)
 		return id >= 0 ? emit(en, id) : drop(en, 1);
 	}
 	if (v->ignore_merges) {
-		int32_t id = tok_map_get(v, &v->by_bytes, p, n);
+		int32_t id = tok_map_get(&v->by_bytes, p, n);
 		if (id >= 0)
 			return emit(en, id);
 	}
@@ -401,7 +401,7 @@ static int raw_piece(void *ud, const char *p, size_t n)
 		size_t j = n - i < maxl ? n - i : maxl;
 		int32_t id = -1;
 		for (; j > 0; j--)
-			if ((id = tok_map_get(v, &v->by_bytes, p + i, j)) >= 0)
+			if ((id = tok_map_get(&v->by_bytes, p + i, j)) >= 0)
 				break;
 		if (id < 0)
 			j = 1; /* a byte no piece covers */
@@ -516,7 +516,7 @@ static int wpm_word(struct enc *en, const char *w, size_t n, size_t nchars)
 			size_t j = n - i < v->max_len ? n : i + v->max_len;
 			int32_t id = -1;
 			for (; j > i; j--)
-				if ((id = tok_map_get(v, &v->by_text, w + i, j - i)) >= 0)
+				if ((id = tok_map_get(&v->by_text, w + i, j - i)) >= 0)
 					break;
 			if (id < 0) {
 				en->n = first;

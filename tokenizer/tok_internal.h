@@ -3,6 +3,7 @@
 #ifndef TERN_TOK_INTERNAL_H
 #define TERN_TOK_INTERNAL_H
 
+#include "lib/core/strmap.h"
 #include "tokenizer/tok.h"
 
 #include <stdint.h>
@@ -19,14 +20,6 @@ struct tok_entry {
 	uint8_t pdecoded;    /* BPE: piece is byte-level decoded (in the raw map) */
 };
 
-/* Open-addressing map from a byte string to an id. Slots hold
- * (hash high 32 bits << 32) | (id + 1); 0 is empty. Keys live in the vocab
- * arena (stored text or decoded bytes, chosen by `bytes`). */
-struct tok_map {
-	uint64_t *slot; /* [mask + 1] */
-	uint64_t mask;
-	bool bytes;     /* key is the decoded piece rather than the stored text */
-};
 
 /* Merge table for BPE: (left id, right id) -> rank and result id. */
 struct tok_merges {
@@ -57,8 +50,8 @@ struct tok_vocab {
 	size_t max_len;        /* longest stored text */
 	size_t max_plen;       /* longest decoded piece */
 
-	struct tok_map by_text;  /* stored text -> id */
-	struct tok_map by_bytes; /* BPE/RAW: decoded bytes -> id */
+	struct tern_strmap by_text;  /* stored text -> id */
+	struct tern_strmap by_bytes; /* BPE/RAW: decoded bytes -> id */
 	struct tok_merges merges;
 	int32_t byte_tok[256];   /* BPE: id of each single byte; SPM: <0xXX> */
 
@@ -101,8 +94,13 @@ static inline const char *tok_bytes(const tok_vocab *v, int32_t id)
 	return v->arena + v->tok[id].poff;
 }
 
-int32_t tok_map_get(const tok_vocab *v, const struct tok_map *m,
-		    const char *s, size_t len);
+/* Id of the piece (s, len) in a vocabulary map (by_text, by_bytes), -1 if
+ * none. Where several ids share a piece, the first one holds it. */
+static inline int32_t tok_map_get(const struct tern_strmap *m, const char *s, size_t len)
+{
+	size_t i = tern_strmap_find(m, s, len);
+	return i == TERN_STRMAP_NONE ? -1 : (int32_t)i;
+}
 /* Rank of merging left and right (-1 if none); *result gets the new id. */
 int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right,
 		       int32_t *result);

@@ -6,6 +6,7 @@
  * (e.g. SPM adds BOS and a space prefix, BERT adds [CLS] ... [SEP]). */
 #include "tokenizer/tok_internal.h"
 
+#include "lib/core/quote.h"
 #include "lib/core/utf8.h"
 
 #include <ctype.h>
@@ -13,89 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- hashing ------------------------------------------------------------ */
+/* ---- lookups ------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t h)
+static struct tern_str text_key(const void *ctx, size_t id)
 {
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0x100000001b3ull);
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 29;
-		s += 8;
-		n -= 8;
-	}
-	uint64_t w = 0;
-	memcpy(&w, s, n);
-	return mix64(h ^ w);
-}
-
-static const char *map_key(const tok_vocab *v, const struct tok_map *m, int32_t id,
-			   size_t *len)
-{
+	const tok_vocab *v = ctx;
 	const struct tok_entry *t = &v->tok[id];
-	if (m->bytes) {
-		*len = t->plen;
-		return v->arena + t->poff;
-	}
-	*len = t->len;
-	return v->arena + t->off;
+	return (struct tern_str){v->arena + t->off, t->len};
 }
 
-int32_t tok_map_get(const tok_vocab *v, const struct tok_map *m, const char *s, size_t len)
+static struct tern_str bytes_key(const void *ctx, size_t id)
 {
-	if (!m->slot)
-		return -1;
-	uint64_t h = hash_bytes(s, len);
-	uint64_t tag = h >> 32;
-	for (uint64_t i = h & m->mask;; i = (i + 1) & m->mask) {
-		uint64_t e = m->slot[i];
-		if (!e)
-			return -1;
-		if ((e >> 32) == tag) {
-			int32_t id = (int32_t)(uint32_t)e - 1;
-			size_t kl;
-			const char *k = map_key(v, m, id, &kl);
-			if (kl == len && memcmp(k, s, len) == 0)
-				return id;
-		}
-	}
-}
-
-/* Insert id under its key unless the key is present (the first id wins). */
-static void map_put(const tok_vocab *v, struct tok_map *m, int32_t id)
-{
-	size_t len;
-	const char *s = map_key(v, m, id, &len);
-	if (tok_map_get(v, m, s, len) >= 0)
-		return;
-	uint64_t h = hash_bytes(s, len);
-	uint64_t i = h & m->mask;
-	while (m->slot[i])
-		i = (i + 1) & m->mask;
-	m->slot[i] = (h >> 32) << 32 | (uint32_t)(id + 1);
-}
-
-static int map_init(struct tok_map *m, size_t n, bool bytes)
-{
-	size_t cap = 16;
-	while (cap < 2 * n + 1)
-		cap <<= 1;
-	m->slot = calloc(cap, sizeof *m->slot);
-	m->mask = cap - 1;
-	m->bytes = bytes;
-	return m->slot ? 0 : -1;
+	const tok_vocab *v = ctx;
+	const struct tok_entry *t = &v->tok[id];
+	return (struct tern_str){v->arena + t->poff, t->plen};
 }
 
 int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right, int32_t *result)
@@ -103,7 +35,7 @@ int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right, 
 	if (!m->n || left < 0 || right < 0)
 		return -1;
 	uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
-	for (uint64_t i = mix64(key) & m->mask;; i = (i + 1) & m->mask) {
+	for (uint64_t i = tern_mix64(key) & m->mask;; i = (i + 1) & m->mask) {
 		if (m->key[i] == key) {
 			*result = (int32_t)(uint32_t)m->val[i];
 			return (int32_t)(m->val[i] >> 32);
@@ -116,7 +48,7 @@ int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right, 
 static void merge_put(struct tok_merges *m, int32_t left, int32_t right, uint32_t rank, int32_t result)
 {
 	uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
-	uint64_t i = mix64(key) & m->mask;
+	uint64_t i = tern_mix64(key) & m->mask;
 	for (; m->key[i]; i = (i + 1) & m->mask)
 		if (m->key[i] == key)
 			return; /* a repeated pair keeps its first (best) rank */
@@ -330,21 +262,22 @@ static bool is_eog_text(const char *s, size_t n)
  * RAW) also decoded bytes -> id and the id of each single byte. */
 static int build_maps(tok_vocab *v, tern_err *e)
 {
-	if (map_init(&v->by_text, (size_t)v->n, false))
+	/* tern_strmap_add keeps the first id of a repeated piece */
+	if (tern_strmap_init(&v->by_text, (size_t)v->n, text_key, v))
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
 	for (int32_t id = 0; id < v->n; id++)
 		if (v->tok[id].len)
-			map_put(v, &v->by_text, id);
+			tern_strmap_add(&v->by_text, (size_t)id, NULL);
 	if (v->model != TOK_MODEL_BPE && v->model != TOK_MODEL_RAW)
 		return 0;
-	if (map_init(&v->by_bytes, (size_t)v->n, true))
+	if (tern_strmap_init(&v->by_bytes, (size_t)v->n, bytes_key, v))
 		return tern_errf(e, TERN_ENOMEM, "tokenizer: out of memory");
 	for (int32_t id = 0; id < v->n; id++)
 		if (v->tok[id].plen && (v->model == TOK_MODEL_RAW || v->tok[id].pdecoded))
-			map_put(v, &v->by_bytes, id);
+			tern_strmap_add(&v->by_bytes, (size_t)id, NULL);
 	for (int b = 0; b < 256; b++) {
 		char c = (char)b;
-		v->byte_tok[b] = tok_map_get(v, &v->by_bytes, &c, 1);
+		v->byte_tok[b] = tok_map_get(&v->by_bytes, &c, 1);
 	}
 	return 0;
 }
@@ -376,10 +309,10 @@ static void spm_tables(tok_vocab *v)
 	static const char hex[] = "0123456789ABCDEF";
 	for (int b = 0; b < 256; b++) {
 		char buf[8] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
-		int32_t id = tok_map_get(v, &v->by_text, buf, 6);
+		int32_t id = tok_map_get(&v->by_text, buf, 6);
 		if (id < 0) {
 			buf[0] = (char)b;
-			id = tok_map_get(v, &v->by_text, buf, 1);
+			id = tok_map_get(&v->by_text, buf, 1);
 		}
 		v->byte_tok[b] = id;
 	}
@@ -489,9 +422,11 @@ static int read_model(const gguf_file *f, enum tok_model *model, tern_err *e)
 		*model = TOK_MODEL_WPM;
 	else if (tern_str_eq(s, "no_vocab") || tern_str_eq(s, "none"))
 		*model = TOK_MODEL_NONE;
-	else
-		return tern_errf(e, TERN_EUNSUPPORTED, "tokenizer.ggml.model '%.*s' is not supported",
-				 (int)(s.len > 64 ? 64 : s.len), s.ptr);
+	else {
+		char q[TERN_QUOTE_MAX];
+		return tern_errf(e, TERN_EUNSUPPORTED, "tokenizer.ggml.model '%s' is not supported",
+				 tern_quote_str(q, sizeof q, s));
+	}
 	return 0;
 }
 
@@ -588,10 +523,11 @@ static void choose_pre(tok_vocab *v, const gguf_file *f)
 		v->pre = tok_pre_find(pre.ptr, (size_t)pre.len);
 		if (!v->pre) {
 			v->pre = tok_pre_find("gpt-2", 5);
+			char q[TERN_QUOTE_MAX];
 			snprintf(msg, sizeof msg,
-				 "unknown pre-tokenizer '%.*s' (tokenizer.ggml.pre); using 'gpt-2' instead, "
+				 "unknown pre-tokenizer '%s' (tokenizer.ggml.pre); using 'gpt-2' instead, "
 				 "token ids may differ from the model's own tokenizer",
-				 (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+				 tern_quote_str(q, sizeof q, pre));
 			warn(v, msg);
 		}
 	} else {
@@ -721,7 +657,7 @@ static void phi3_rstrip(tok_vocab *v, const gguf_file *f)
 	}
 	static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
 	for (size_t i = 0; i < 3; i++) {
-		int32_t id = tok_map_get(v, &v->by_text, keep[i], strlen(keep[i]));
+		int32_t id = tok_map_get(&v->by_text, keep[i], strlen(keep[i]));
 		if (id >= 0)
 			v->tok[id].attr &= (uint8_t)~TOK_ATTR_RSTRIP;
 	}
@@ -735,13 +671,13 @@ static void add_merge(tok_vocab *v, struct tern_str s, uint32_t rank, char *buf)
 	if (!sp)
 		return;
 	size_t la = (size_t)(sp - s.ptr), lb = (size_t)s.len - la - 1;
-	int32_t a = tok_map_get(v, &v->by_text, s.ptr, la);
-	int32_t b = tok_map_get(v, &v->by_text, sp + 1, lb);
+	int32_t a = tok_map_get(&v->by_text, s.ptr, la);
+	int32_t b = tok_map_get(&v->by_text, sp + 1, lb);
 	if (a < 0 || b < 0 || la + lb > 2 * v->max_len)
 		return;
 	memcpy(buf, s.ptr, la);
 	memcpy(buf + la, sp + 1, lb);
-	int32_t r = tok_map_get(v, &v->by_text, buf, la + lb);
+	int32_t r = tok_map_get(&v->by_text, buf, la + lb);
 	if (r >= 0)
 		merge_put(&v->merges, a, b, rank, r);
 }
@@ -862,8 +798,8 @@ void tok_vocab_free(tok_vocab *v)
 	tok_pre_release(v);
 	free(v->tok);
 	free(v->arena);
-	free(v->by_text.slot);
-	free(v->by_bytes.slot);
+	tern_strmap_free(&v->by_text);
+	tern_strmap_free(&v->by_bytes);
 	free(v->merges.key);
 	free(v->merges.val);
 	free(v->trie);
@@ -952,5 +888,5 @@ struct tok_piece tok_token_bytes(const tok_vocab *v, int32_t id)
 
 int32_t tok_find(const tok_vocab *v, const char *text, size_t len)
 {
-	return tok_map_get(v, &v->by_text, text, len);
+	return tok_map_get(&v->by_text, text, len);
 }

@@ -19,6 +19,18 @@
 #define TERN_STRMAP_NONE SIZE_MAX /* "not found" */
 #define TERN_STRMAP_LIMIT 0xfffffffeu /* most entries a map can hold */
 
+/* A 64-bit finalizer (every output bit depends on every input bit), for
+ * tables keyed by integers, such as the tokenizer's merge pairs. */
+static inline uint64_t tern_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
 /* Name of entry i (ctx is the caller's, passed back unchanged). */
 typedef struct tern_str (*tern_strmap_key)(const void *ctx, size_t i);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/quote.h"
 #include "quant/quant.h"
 
 /* byte strides of a contiguous buffer of type and shape */
@@ -68,10 +69,8 @@ int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struc
 		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
 			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
 	if (rc) {
-		char name[96];
-		snprintf(name, sizeof name, "tensor %.*s", (int)(t->name.len < 80 ? t->name.len : 80),
-			 t->name.ptr ? t->name.ptr : "");
-		tern_err_prefix(err, name);
+		char q[TERN_QUOTE_MAX];
+		tern_err_prefixf(err, "tensor '%s'", tern_quote_str(q, sizeof q, t->name));
 		return rc;
 	}
 	nb.mem = (void *)(uintptr_t)t->data; /* read-only: TERN_BUF_READONLY */

@@ -38,8 +38,8 @@ static const char *o_types, *o_ops = "matvec,matmul";
 static const struct cli_opt opts[] = {
 	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o_kernels,
 	 .help = "run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are "
-		 "written as they finish, progress goes to stderr on a terminal (about 4 minutes on 2 cores; --quick: "
-		 "about 10 s)"},
+		 "written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: "
+		 "about 6 s)"},
 	{.lng = "quick", .kind = CLI_FLAG, .dst = &o_quick,
 	 .help = "a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50"},
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
@@ -94,7 +94,7 @@ static const struct cli_section sections[] = {
 	 "is the median over the calls made during --min-ms (at least one call), and the figure is the median of "
 	 "the repetitions.\n"
 	 "\n"
-	 "A full run takes about 4 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 10 "
+	 "A full run takes about 2.5 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 6 "
 	 "seconds; time grows with --min-ms x --repetitions."},
 	{"EXAMPLES",
 	 "  tern-bench --kernels --quick\n"
@@ -635,6 +635,18 @@ static void print_tail(const struct plan *pl, const struct probe *pr, int npr, d
 
 /* ---- the run ------------------------------------------------------------------ */
 
+struct bench {
+	struct plan pl;
+	struct report rp;
+	struct tp_pool *pool1, *pooln;
+	double *times;      /* [MAX_CALLS] per-call times of one repetition */
+	float *buf;         /* [nbw] the bandwidth probe's buffer */
+	int64_t nbw;
+	struct probe *pr;   /* [pl.ntypes] one before each type */
+	double warned_drift;
+	bool verbose;
+};
+
 static void bufs_new(struct bufs *b, struct tp_pool *pooln, uint32_t t, int64_t rows, int64_t cols)
 {
 	b->rs = quant_row_size(t, (uint64_t)cols, NULL);
@@ -660,19 +672,58 @@ static void bufs_free(struct bufs *b)
 	free(b->w);
 }
 
-static int run_type(struct tp_pool *pool1, struct tp_pool *pooln, const struct plan *pl, uint32_t t,
-		    const struct probe *pb, double *times, struct report *rp, tern_err *e)
+/* Probe the bandwidth before type k; the first probe opens the output,
+ * the others are compared with it. */
+static void probe(struct bench *b, int k)
 {
+	const struct plan *pl = &b->pl;
+	uint32_t t = pl->types[k];
+	struct probe *p = &b->pr[k], *p0 = &b->pr[0];
+	double dur = pl->min_s * pl->reps;
+	char bw[160];
+	progress(&b->rp, "probing the read bandwidth before %s", quant_type_name(t));
+	p->before = t;
+	p->bw = bandwidth(b->pooln, b->buf, b->nbw, dur, b->times);
+	/* one thread: the all-threads probe is already the one-thread one */
+	p->bw1 = pl->nth == 1 ? p->bw : bandwidth(b->pool1, b->buf, b->nbw, dur, b->times);
+	fmt_bw(bw, sizeof bw, p->bw, p->bw, p->bw1, p->bw1, pl->nth);
+	if (k == 0) {
+		if (b->rp.json && !b->rp.quiet) {
+			progress_clear(&b->rp);
+			fprintf(stderr, "%s: read bandwidth %s\n", cli_progname(), bw);
+		}
+		print_head(pl, p0, &b->rp);
+		return;
+	}
+	/* warned when the drift first passes the threshold, and when it grows */
+	double d = fabs(p->bw / p0->bw - 1) * 100, d1 = fabs(p->bw1 / p0->bw1 - 1) * 100;
+	bool one = d1 > d;
+	if (fmax(d, d1) > fmax(DRIFT_PCT, b->warned_drift)) {
+		b->warned_drift = fmax(d, d1);
+		warn(&b->rp, "probe drifted %.0f%% before %s: %.1f vs %.1f GB/s", b->warned_drift, quant_type_name(t),
+		     one ? p->bw1 : p->bw, one ? p0->bw1 : p0->bw);
+	} else if (b->verbose) {
+		progress_clear(&b->rp);
+		fprintf(stderr, "%s: read bandwidth before %s: %s\n", cli_progname(), quant_type_name(t), bw);
+	}
+}
+
+/* Every cell of type k, shape by shape; rows are written as they finish. */
+static int run_type(struct bench *bn, int k, tern_err *e)
+{
+	const struct plan *pl = &bn->pl;
+	struct report *rp = &bn->rp;
+	uint32_t t = pl->types[k];
 	for (int s = 0; s < pl->nshapes; s++) {
 		int64_t rows = pl->shapes[s][0], cols = pl->shapes[s][1];
 		progress(rp, "[%d/%d] %s: preparing %" PRId64 "x%" PRId64 " weights", rp->done + 1, rp->total,
 			 quant_type_name(t), rows, cols);
 		struct bufs b = {0};
-		bufs_new(&b, pooln, t, rows, cols);
+		bufs_new(&b, bn->pooln, t, rows, cols);
 		for (int ti = 0; ti < pl->ntoks; ti++) {
 			int64_t nt = pl->toks[ti];
 			for (int pi = nt == 1 ? 0 : 1; pi < 2; pi++) {
-				struct tp_pool *p = pi ? pooln : pool1;
+				struct tp_pool *p = pi ? bn->pooln : bn->pool1;
 				if (pi && nt == 1 && pl->nth == 1)
 					continue;
 				int th = tp_threads(p);
@@ -682,8 +733,8 @@ static int run_type(struct tp_pool *pool1, struct tp_pool *pooln, const struct p
 				if (!rp->done)
 					rp->t_first = now_s();
 				struct cell c = {.type = t, .rows = rows, .cols = cols, .tokens = nt, .threads = th,
-						 .probe = th == 1 ? pb->bw1 : pb->bw};
-				int rc = time_cell(p, &b, &c, pl, times, e);
+						 .probe = th == 1 ? bn->pr[k].bw1 : bn->pr[k].bw};
+				int rc = time_cell(p, &b, &c, pl, bn->times, e);
 				if (rc) {
 					bufs_free(&b);
 					return rc;
@@ -707,76 +758,40 @@ int main(int argc, char **argv)
 	if (!o_kernels)
 		cli_usage_error("only the kernel benchmark exists so far: use --kernels (--quick for a short run)");
 	int nth = o_threads ? (int)o_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (nth < 1)
-		nth = 1;
-	struct plan pl;
-	make_plan(&pl, nth);
-
-	struct report rp = {.json = o_json, .quiet = common.quiet, .progress = !common.quiet && isatty(2)};
-	rp.total = pl.ntypes * pl.nshapes * cells_per_shape(&pl);
+	struct bench b = {.verbose = common.verbose};
+	make_plan(&b.pl, nth < 1 ? 1 : nth);
+	b.rp = (struct report){.json = o_json, .quiet = common.quiet, .progress = !common.quiet && isatty(2),
+			       .total = b.pl.ntypes * b.pl.nshapes * cells_per_shape(&b.pl)};
 	double t_start = now_s();
 
-	struct tp_pool *pool1, *pooln;
 	tern_err e = {0};
-	int rc = tp_new(&pool1, 1, &e);
+	int rc = tp_new(&b.pool1, 1, &e);
 	if (!rc)
-		rc = tp_new(&pooln, nth, &e);
+		rc = tp_new(&b.pooln, b.pl.nth, &e);
 	if (rc)
 		return cli_fail(NULL, rc, &e);
+	b.times = xmalloc(sizeof(double) * MAX_CALLS);
+	b.nbw = (int64_t)(512u << 20) / 4;
+	b.buf = xmalloc((size_t)b.nbw * 4);
+	for (int64_t i = 0; i < b.nbw; i++)
+		b.buf[i] = 1.0f / (float)(1 + (i & 1023));
+	b.pr = xmalloc(sizeof *b.pr * (size_t)b.pl.ntypes);
 
-	double *times = xmalloc(sizeof(double) * MAX_CALLS);
-	int64_t nbw = (int64_t)(512u << 20) / 4;
-	float *buf = xmalloc((size_t)nbw * 4);
-	for (int64_t i = 0; i < nbw; i++)
-		buf[i] = 1.0f / (float)(1 + (i & 1023));
-	struct probe *pr = xmalloc(sizeof *pr * (size_t)pl.ntypes);
-	double probe_s = pl.min_s * pl.reps, warned_drift = 0;
-	for (int k = 0; k < pl.ntypes && !rc; k++) {
-		uint32_t t = pl.types[k];
-		progress(&rp, "probing the read bandwidth before %s", quant_type_name(t));
-		pr[k] = (struct probe){t, bandwidth(pooln, buf, nbw, probe_s, times),
-				       0};
-		/* one thread: the all-threads probe is already the one-thread one */
-		pr[k].bw1 = nth == 1 ? pr[k].bw : bandwidth(pool1, buf, nbw, probe_s, times);
-		if (k == 0) {
-			if (rp.json && !common.quiet) {
-				progress_clear(&rp);
-				char bw[160];
-				fmt_bw(bw, sizeof bw, pr[0].bw, pr[0].bw, pr[0].bw1, pr[0].bw1, nth);
-				fprintf(stderr, "%s: read bandwidth %s\n", cli_progname(), bw);
-			}
-			print_head(&pl, &pr[0], &rp);
-		} else {
-			/* warned when the drift first passes the threshold and when it grows */
-			double d = fabs(pr[k].bw / pr[0].bw - 1) * 100, d1 = fabs(pr[k].bw1 / pr[0].bw1 - 1) * 100;
-			bool one = d1 > d;
-			if (fmax(d, d1) > fmax(DRIFT_PCT, warned_drift)) {
-				warned_drift = fmax(d, d1);
-				warn(&rp, "probe before %s drifted %.0f%% (%.1f vs %.1f GB/s, %d thread%s)", quant_type_name(t),
-				     warned_drift, one ? pr[k].bw1 : pr[k].bw, one ? pr[0].bw1 : pr[0].bw, one ? 1 : nth,
-				     one ? "" : "s");
-			}
-			else if (common.verbose) {
-				progress_clear(&rp);
-				char bw[160];
-				fmt_bw(bw, sizeof bw, pr[k].bw, pr[k].bw, pr[k].bw1, pr[k].bw1, nth);
-				fprintf(stderr, "%s: read bandwidth before %s: %s\n", cli_progname(), quant_type_name(t), bw);
-			}
-		}
-		rc = run_type(pool1, pooln, &pl, t, &pr[k], times, &rp, &e);
-		if (rc) {
-			progress_clear(&rp);
-			cli_fail(NULL, rc, &e);
-			rc = EXIT_RUNTIME; /* a kernel that fails is tern's fault, not the input's */
-		} else if (k == pl.ntypes - 1) {
-			progress_clear(&rp);
-			print_tail(&pl, pr, pl.ntypes, now_s() - t_start, &rp);
-		}
+	for (int k = 0; k < b.pl.ntypes && !rc; k++) {
+		probe(&b, k);
+		rc = run_type(&b, k, &e);
 	}
-	free(pr);
-	free(buf);
-	free(times);
-	tp_free(pool1);
-	tp_free(pooln);
+	progress_clear(&b.rp);
+	if (rc) {
+		cli_fail(NULL, rc, &e);
+		rc = EXIT_RUNTIME; /* a kernel that fails is tern's fault, not the input's */
+	} else {
+		print_tail(&b.pl, b.pr, b.pl.ntypes, now_s() - t_start, &b.rp);
+	}
+	free(b.pr);
+	free(b.buf);
+	free(b.times);
+	tp_free(b.pool1);
+	tp_free(b.pooln);
 	return rc;
 }

@@ -372,6 +372,7 @@ struct cell {
 	int64_t rows, cols, tokens;
 	int threads;
 	double t[3];   /* seconds per call: fastest, median, slowest repetition */
+	int reps;
 	long calls;
 	double probe;  /* GB/s of the probe with the same threads, before this type */
 };
@@ -450,6 +451,7 @@ static int time_cell(struct tp_pool *p, const struct bufs *b, struct cell *c, co
 	c->t[0] = rep[0];
 	c->t[1] = rep[pl->reps / 2];
 	c->t[2] = rep[pl->reps - 1];
+	c->reps = pl->reps;
 	return 0;
 }
 
@@ -578,11 +580,9 @@ static void print_cell(const struct cell *c, struct report *rp)
 		if (mv)
 			snprintf(pcts, sizeof pcts, "%.0f%%%s", pct, over ? "!" : "");
 		/* the slowest and fastest repetitions relative to the median */
-		if (c->t[0] < c->t[2])
+		if (c->reps > 1)
 			snprintf(spread, sizeof spread, "-%.1f/+%.1f%%", 100 * (1 - c->t[1] / c->t[2]),
 				 100 * (c->t[1] / c->t[0] - 1));
-		else if (c->calls > 1)
-			snprintf(spread, sizeof spread, "0%%");
 		printf("%-8s %-6s %9s %6" PRId64 " %7d %7.1f %6s %8.1f  %s\n", quant_type_name(c->type), op, shape,
 		       c->tokens, c->threads, gbs, pcts, gfl, spread);
 	}

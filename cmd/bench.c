@@ -31,7 +31,7 @@
 
 extern const char tern_build_commit[];
 
-static bool o_kernels, o_json, o_quick, o_min_ms_seen, o_reps_seen;
+static bool o_kernels, o_json, o_quick, o_min_ms_seen;
 static int64_t o_threads = 0, o_min_ms = 100, o_reps = 3;
 static const char *o_types, *o_ops = "matvec,matmul";
 
@@ -39,7 +39,7 @@ static const struct cli_opt opts[] = {
 	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o_kernels,
 	 .help = "run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are "
 		 "written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: "
-		 "about 6 s)"},
+		 "about 5 s)"},
 	{.lng = "quick", .kind = CLI_FLAG, .dst = &o_quick,
 	 .help = "a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50"},
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
@@ -56,7 +56,6 @@ static const struct cli_opt opts[] = {
 	{.lng = "min-ms", .kind = CLI_INT, .dst = &o_min_ms, .arg = "MS", .min = 1, .max = 600000, .seen = &o_min_ms_seen,
 	 .help = "least time of each repetition of a measurement, in milliseconds (default 100; 50 with --quick)"},
 	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o_reps, .arg = "N", .min = 1, .max = 100,
-	 .seen = &o_reps_seen,
 	 .help = "repetitions of each measurement; the median is the figure, min and max its spread (default 3)"},
 	{0},
 };
@@ -94,7 +93,7 @@ static const struct cli_section sections[] = {
 	 "is the median over the calls made during --min-ms (at least one call), and the figure is the median of "
 	 "the repetitions.\n"
 	 "\n"
-	 "A full run takes about 2.5 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 6 "
+	 "A full run takes about 2.5 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 5 "
 	 "seconds; time grows with --min-ms x --repetitions."},
 	{"EXAMPLES",
 	 "  tern-bench --kernels --quick\n"
@@ -271,7 +270,7 @@ struct report {
 	bool line_shown;            /* a progress line is on the terminal */
 	int done, total;
 	double t_first;             /* when the first cell started */
-	int rows;                   /* JSON: rows written so far */
+	int rows;                   /* rows written so far */
 	int over;                   /* mat-vec figures above their probe */
 };
 
@@ -673,7 +672,7 @@ static void bufs_free(struct bufs *b)
 }
 
 /* Probe the bandwidth before type k; the first probe opens the output,
- * the others are compared with it. */
+ * the others are compared with it (-v: each is printed on stderr). */
 static void probe(struct bench *b, int k)
 {
 	const struct plan *pl = &b->pl;
@@ -687,14 +686,8 @@ static void probe(struct bench *b, int k)
 	/* one thread: the all-threads probe is already the one-thread one */
 	p->bw1 = pl->nth == 1 ? p->bw : bandwidth(b->pool1, b->buf, b->nbw, dur, b->times);
 	fmt_bw(bw, sizeof bw, p->bw, p->bw, p->bw1, p->bw1, pl->nth);
-	if (k == 0) {
-		if (b->rp.json && !b->rp.quiet) {
-			progress_clear(&b->rp);
-			fprintf(stderr, "%s: read bandwidth %s\n", cli_progname(), bw);
-		}
+	if (k == 0)
 		print_head(pl, p0, &b->rp);
-		return;
-	}
 	/* warned when the drift first passes the threshold, and when it grows */
 	double d = fabs(p->bw / p0->bw - 1) * 100, d1 = fabs(p->bw1 / p0->bw1 - 1) * 100;
 	bool one = d1 > d;

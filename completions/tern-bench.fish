@@ -1,5 +1,5 @@
 # fish completion for tern-bench; generated from its option table.
-complete -c tern-bench -l kernels -d 'run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: about 6 s)'
+complete -c tern-bench -l kernels -d 'run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: about 5 s)'
 complete -c tern-bench -l quick -d 'a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50'
 complete -c tern-bench -l json -d 'one JSON document (commit, CPU, date, settings, then one line per kernel as it finishes) instead of the table'
 complete -c tern-bench -s t -l threads -x -d 'threads for the all-threads runs (default: the online CPUs)'

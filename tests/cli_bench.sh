@@ -140,6 +140,6 @@ expect 2 "$BIN/bench" --kernels --min-ms 0
 
 expect 0 "$BIN/bench" --help
 tr -s ' \n' ' ' <"$T/out" >"$T/help"
-check "help gives the duration and --quick" grep -q "about 2.5 minutes on 2 cores; --quick: about 6 s" "$T/help"
+check "help gives the duration and --quick" grep -q "about 2.5 minutes on 2 cores; --quick: about 5 s" "$T/help"
 check "help names refused types" grep -q "i32" "$T/out"
 finish

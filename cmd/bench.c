@@ -1,13 +1,21 @@
 /* bench.c - tern-bench. For now its kernel benchmark (--kernels): the
  * machine's read bandwidth, then mat-vec and mat-mat throughput of every
- * weight type with SIMD kernels, reported as GB/s of weights read (and the
- * fraction of the measured bandwidth) and GFLOPS.
+ * weight type with SIMD kernels, reported as GB/s of weights read (mat-vec
+ * also as a fraction of the measured bandwidth) and GFLOPS.
  *
  * Weights are spread over enough copies that the working set exceeds the
- * last-level cache, as a model's layers do; each timing is the median of
- * repeated calls. */
+ * last-level cache, as a model's layers do. Each figure is the median of
+ * several repetitions, each the median of the calls made during --min-ms,
+ * and the slowest and fastest repetitions are reported beside it. The read
+ * bandwidth is probed again before each type, so that a figure is compared
+ * with the machine as it was when the figure was taken (a shared machine
+ * drifts).
+ *
+ * Rows are written as they finish (the run takes minutes); progress goes to
+ * stderr when it is a terminal. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,59 +24,98 @@
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
-#include "quant/cpu.h"
-#include "quant/quant.h"
 #include "lib/cpu/matmul.h"
 #include "lib/cpu/threadpool.h"
+#include "quant/cpu.h"
+#include "quant/quant.h"
 
-static bool o_kernels, o_json;
-static int64_t o_threads = 0, o_min_ms = 300;
+extern const char tern_build_commit[];
+
+static bool o_kernels, o_json, o_quick, o_min_ms_seen;
+static int64_t o_threads = 0, o_min_ms = 100, o_reps = 3;
 static const char *o_types, *o_ops = "matvec,matmul";
 
 static const struct cli_opt opts[] = {
-	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o_kernels, .help = "run the kernel benchmark (bandwidth, mat-vec, mat-mat per weight type)"},
-	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .help = "print one JSON document instead of the table"},
+	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o_kernels,
+	 .help = "run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are "
+		 "written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: "
+		 "about 5 s)"},
+	{.lng = "quick", .kind = CLI_FLAG, .dst = &o_quick,
+	 .help = "a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50"},
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
+	 .help = "one JSON document (commit, CPU, date, settings, then one line per kernel as it finishes) instead of "
+		 "the table"},
 	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
 	 .help = "threads for the all-threads runs (default: the online CPUs)"},
 	{.lng = "types", .kind = CLI_STR, .dst = &o_types, .arg = "LIST",
-	 .help = "comma-separated weight types, e.g. q4_0,q4_K (default: every type with SIMD kernels)"},
-	{.lng = "ops", .kind = CLI_STR, .dst = &o_ops, .arg = "LIST", .help = "matvec, matmul or both (default: matvec,matmul)"},
-	{.lng = "min-ms", .kind = CLI_INT, .dst = &o_min_ms, .arg = "MS", .min = 1, .max = 600000,
-	 .help = "time spent on each measurement, in milliseconds (default 300)"},
+	 .help = "comma-separated weight types, e.g. q4_0,q4_K (default: every type with SIMD kernels); q8_1, q8_K, "
+		 "i8, i16, i32, i64 and f64 never hold weights and are refused"},
+	{.lng = "ops", .kind = CLI_STR, .dst = &o_ops, .arg = "LIST", 
+	 .help = "matvec, matmul or both (default: matvec,matmul); only mat-vec gets a %bw, against a bandwidth probe "
+		 "taken before each type, with a warning above 100%"},
+	{.lng = "min-ms", .kind = CLI_INT, .dst = &o_min_ms, .arg = "MS", .min = 1, .max = 600000, .seen = &o_min_ms_seen,
+	 .help = "least time of each repetition of a measurement, in milliseconds (default 100; 50 with --quick)"},
+	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o_reps, .arg = "N", .min = 1, .max = 100,
+	 .help = "repetitions of each measurement; the median is the figure, min and max its spread (default 3)"},
 	{0},
 };
 
 static const struct cli_section sections[] = {
 	{"OUTPUT",
-	 "The text form is a table with one line per measurement: weight type, operation, rows x cols, tokens, "
-	 "threads, GB/s of weights read, that rate as a percentage of the measured read bandwidth, and GFLOPS "
-	 "(2 x rows x cols x tokens per call).\n"
+	 "Rows are written as soon as they are measured, to a pipe or file as well as to a terminal. When stderr is a "
+	 "terminal (and without -q) a progress line there names the measurement under way (i/N, type, operation, "
+	 "shape) and the time left; nothing is written there otherwise, except warnings.\n"
 	 "\n"
-	 "With --json: {\"bandwidth_gbs\": B, \"bandwidth_1t_gbs\": B1, \"isa\": \"avx512\", \"kernels\": [{\"type\", "
-	 "\"op\" (matvec or matmul), \"rows\", \"cols\", \"tokens\", \"threads\", \"gbs\", \"gflops\"}, ...]}."},
+	 "The table has one line per measurement: weight type, operation, rows x cols, tokens, threads, GB/s of "
+	 "weights read, that rate as a percentage of the read bandwidth probed before the type (mat-vec only: a "
+	 "mat-mat reuses each weight from the cache, so its rate is not bounded by the memory), GFLOPS (2 x rows x "
+	 "cols x tokens per call), and the spread: how much slower the slowest repetition and how much faster the "
+	 "fastest one were than the median. A percentage above 100 is marked with ! and warned about on stderr: "
+	 "either the probe read low or the weights were partly served from the cache. The last lines give the "
+	 "range of the bandwidth probes and whether they drifted (by more than 10%) during the run.\n"
+	 "\n"
+	 "With --json one document is written, in pieces as the run goes: first {\"version\", \"commit\", \"date\" "
+	 "(ISO 8601, UTC), \"cpu\": {\"model\", \"features\", \"kernels\", \"forced\"}, \"threads\", \"settings\": "
+	 "{\"types\", \"ops\", \"shapes\", \"tokens\", \"min_ms\", \"repetitions\", \"quick\"}, \"isa\", "
+	 "\"bandwidth_gbs\", \"bandwidth_1t_gbs\" (the first probe), then \"kernels\": [ with one object per line, "
+	 "written when it is measured (the lines after the first start with a comma): {\"type\", \"op\" (matvec or "
+	 "matmul), \"rows\", \"cols\", \"tokens\", \"threads\", \"ms\", \"ms_min\", \"ms_max\" (per call), \"gbs\", "
+	 "\"gbs_min\", \"gbs_max\", \"gflops\", \"gflops_min\", \"gflops_max\", \"probe_gbs\", \"bandwidth_pct\" "
+	 "(null for matmul), \"over_bandwidth\", \"calls\"}, and at the end \"probes\": [{\"before\", \"gbs\", "
+	 "\"gbs_1t\"}, ...], \"probe_drift_pct\", \"probe_drifted\", \"over_bandwidth\" (a count) and "
+	 "\"duration_s\"."},
 	{"METHOD",
 	 "The bandwidth probe times calls that each read a 16 MiB slice of a 512 MiB buffer (split between the "
-	 "threads), as the kernels are timed, and reports the median. Mat-vec is measured on 4096x4096, 5632x2048 and 2048x5632 with 1 thread and all threads; "
-	 "mat-mat on the same shapes with 32, 128 and 512 tokens and all threads. Activations are quantized inside "
-	 "each call, as in inference. Each figure is the median over calls made during --min-ms."},
-	{"ENVIRONMENT", "TERN_CPU=scalar|avx2|avx512|neon forces a kernel variant."},
+	 "threads), as the kernels are timed, and reports the median; it runs with all threads and with one "
+	 "before each type. Mat-vec is measured on 4096x4096, 5632x2048 and 2048x5632 with 1 thread and all "
+	 "threads; mat-mat on the same shapes with 32, 128 and 512 tokens and all threads. Activations are "
+	 "quantized inside each call, as in inference. Each measurement is repeated (--repetitions); a repetition "
+	 "is the median over the calls made during --min-ms (at least one call), and the figure is the median of "
+	 "the repetitions.\n"
+	 "\n"
+	 "A full run takes about 2.5 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 5 "
+	 "seconds; time grows with --min-ms x --repetitions."},
 	{"EXAMPLES",
+	 "  tern-bench --kernels --quick\n"
 	 "  tern-bench --kernels\n"
-	 "  tern-bench --kernels --json --types q4_0,q4_K,q8_0\n"
-	 "  TERN_CPU=avx2 tern-bench --kernels --ops matvec"},
-	{"EXIT STATUS", "0 on success, 1 on a runtime error (out of memory), 2 on a usage error."},
+	 "  tern-bench --kernels --json --types q4_0,q4_K,q8_0 > kernels.json\n"
+	 "  TERN_CPU=avx2 tern-bench --kernels --ops matvec -r 5"},
+	{"EXIT STATUS",
+	 "0 on success, 1 on a runtime error (out of memory, a kernel that fails), 2 on a usage error (an unknown "
+	 "option, type or operation, or a type that never holds weights)."},
 	{0},
 };
 
 static const struct cli_prog prog = {
 	.name = "bench",
 	.summary = "benchmark tern's kernels (and, later, models) on this machine",
-	.usage = "--kernels [OPTIONS]",
+	.usage = "--kernels [--quick] [OPTIONS]",
 	.description =
 		"tern-bench measures how fast this machine runs tern. With --kernels it measures the read "
 		"bandwidth of the memory, then the quantized mat-vec (one token, decode) and mat-mat (a batch of "
 		"tokens, prompt processing) of each weight type, and reports how close mat-vec comes to the "
-		"bandwidth limit.",
+		"bandwidth limit. Each row is written as soon as it is measured; a full run takes minutes, "
+		"--quick seconds.",
 	.opts = opts,
 	.min_pos = 0,
 	.max_pos = 0,
@@ -98,12 +145,187 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
+/* ---- what to run ----------------------------------------------------------- */
+
+enum { MAX_CALLS = 100000 };
+
+struct plan {
+	uint32_t types[QT_COUNT];
+	int ntypes;
+	int64_t shapes[3][2];
+	int nshapes;
+	int64_t toks[4]; /* 1 (mat-vec) and/or the mat-mat batches */
+	int ntoks;
+	bool mv, mm;
+	int nth;
+	double min_s;
+	int reps;
+};
+
+/* Cells of one (type, shape): mat-vec with 1 thread and all threads, each
+ * mat-mat batch with all threads. */
+static int cells_per_shape(const struct plan *pl)
+{
+	int n = 0;
+	for (int i = 0; i < pl->ntoks; i++)
+		n += pl->toks[i] == 1 && pl->nth > 1 ? 2 : 1;
+	return n;
+}
+
+/* Types that exist only as activations (q8_1, q8_K) or as integer and
+ * double tensors: no model stores a weight matrix in them, and the products
+ * have no kernel for them. */
+static bool never_weights(uint32_t t)
+{
+	switch (t) {
+	case QT_Q8_1: case QT_Q8_K: case QT_I8: case QT_I16: case QT_I32: case QT_I64: case QT_F64:
+		return true;
+	}
+	return false;
+}
+
+/* Split a comma-separated list; calls fn on each non-empty item (at most 31
+ * bytes, longer items are passed truncated and then fail to match). */
+static void each_item(const char *list, void (*fn)(const char *item, void *ctx), void *ctx)
+{
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char item[32];
+		if (len) {
+			snprintf(item, sizeof item, "%.*s", (int)len, p);
+			fn(item, ctx);
+		}
+		p = e ? e + 1 : NULL;
+	}
+}
+
+static void add_type(const char *name, void *ctx)
+{
+	struct plan *pl = ctx;
+	int t = quant_type_from_name(name);
+	if (t < 0)
+		cli_usage_error("--types: unknown type '%s'", name);
+	if (never_weights((uint32_t)t))
+		cli_usage_error("--types: %s never holds a weight matrix (q8_1, q8_K, i8, i16, i32, i64 and f64 "
+				"are activation, integer or double types)",
+				quant_type_name((uint32_t)t));
+	for (int i = 0; i < pl->ntypes; i++)
+		if (pl->types[i] == (uint32_t)t)
+			return;
+	pl->types[pl->ntypes++] = (uint32_t)t;
+}
+
+static void add_op(const char *name, void *ctx)
+{
+	struct plan *pl = ctx;
+	if (strcasecmp(name, "matvec") == 0)
+		pl->mv = true;
+	else if (strcasecmp(name, "matmul") == 0)
+		pl->mm = true;
+	else
+		cli_usage_error("--ops: unknown operation '%s' (expected matvec, matmul or both)", name);
+}
+
+static void make_plan(struct plan *pl, int nth)
+{
+	static const uint32_t kernel_types[] = {
+		QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
+		QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ2_XXS, QT_F16, QT_BF16, QT_F32,
+	};
+	static const uint32_t quick_types[] = {QT_Q4_0, QT_Q4_K, QT_Q8_0};
+	static const int64_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
+	static const int64_t toks[] = {1, 32, 128, 512}, quick_toks[] = {1, 128};
+
+	*pl = (struct plan){.nth = nth};
+	each_item(o_ops, add_op, pl);
+	if (!pl->mv && !pl->mm)
+		cli_usage_error("--ops: expected matvec, matmul or both");
+	if (o_types) {
+		each_item(o_types, add_type, pl);
+		if (!pl->ntypes)
+			cli_usage_error("--types: no type in '%s'", o_types);
+	} else if (o_quick) {
+		for (size_t i = 0; i < sizeof quick_types / sizeof *quick_types; i++)
+			pl->types[pl->ntypes++] = quick_types[i];
+	} else {
+		for (size_t i = 0; i < sizeof kernel_types / sizeof *kernel_types; i++)
+			pl->types[pl->ntypes++] = kernel_types[i];
+	}
+	pl->nshapes = o_quick ? 1 : 3;
+	memcpy(pl->shapes, shapes, sizeof pl->shapes);
+	const int64_t *tk = o_quick ? quick_toks : toks;
+	int ntk = o_quick ? 2 : 4;
+	for (int i = 0; i < ntk; i++)
+		if ((tk[i] == 1 && pl->mv) || (tk[i] > 1 && pl->mm))
+			pl->toks[pl->ntoks++] = tk[i];
+	pl->min_s = (double)(o_quick && !o_min_ms_seen ? 50 : o_min_ms) / 1000;
+	pl->reps = (int)o_reps;
+}
+
+/* ---- progress and warnings on stderr ------------------------------------------ */
+
+struct report {
+	bool json, quiet, progress; /* progress: stderr is a terminal and no -q */
+	bool line_shown;            /* a progress line is on the terminal */
+	int done, total;
+	double t_first;             /* when the first cell started */
+	int rows;                   /* rows written so far */
+	int over;                   /* mat-vec figures above their probe */
+};
+
+static void progress_clear(struct report *rp)
+{
+	if (rp->line_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		rp->line_shown = false;
+	}
+}
+
+/* One line, overwritten in place; kept under 80 columns so that it never
+ * wraps (a wrapped line cannot be taken back with \r). */
+static void progress(struct report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct report *rp, const char *fmt, ...)
+{
+	if (!rp->progress)
+		return;
+	char msg[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char left[32] = "";
+	if (rp->done > 0) {
+		double rem = (now_s() - rp->t_first) / rp->done * (rp->total - rp->done);
+		snprintf(left, sizeof left, ", ~%dm%02ds left", (int)rem / 60, (int)rem % 60);
+	}
+	fprintf(stderr, "\r\033[K%.60s%s", msg, left);
+	fflush(stderr);
+	rp->line_shown = true;
+}
+
+static void warn(struct report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct report *rp, const char *fmt, ...)
+{
+	if (rp->quiet)
+		return;
+	progress_clear(rp);
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cli_warn("%s", msg);
+}
+
 /* ---- bandwidth probe -------------------------------------------------------
  * Measured the way the kernels are: calls that each read a 16 MiB slice
  * (split between the threads), stepping through a 512 MiB buffer so that
- * nothing is served from the cache, timed per call; the median over
- * --min-ms. Each thread's read is the f32 dot of its part with itself: one
- * stream through the widest loads the CPU has. */
+ * nothing is served from the cache, timed per call; the median over the
+ * time of one measurement (--min-ms x --repetitions). Each thread's read is
+ * the f32 dot of its part with itself: one stream through the widest loads
+ * the CPU has. */
 
 struct bw_job {
 	const float *buf;
@@ -119,56 +341,44 @@ static void bw_body(void *arg, int ith, int nth)
 	j->sink[ith & 255] = quant_dot(QT_F32, cnt, j->buf + i0, j->buf + i0);
 }
 
-static double bandwidth(struct tp_pool *p, const float *buf, int64_t n)
+static double bandwidth(struct tp_pool *p, const float *buf, int64_t n, double dur, double *times)
 {
 	const int64_t slice = (16 << 20) / 4;
 	int64_t nslices = n / slice;
-	double *times = xmalloc(sizeof(double) * 100000);
 	int cnt = 0;
 	struct bw_job j = {.buf = buf, .n = slice};
 	tp_run(p, bw_body, &j); /* warm up: clocks, threads */
 	double start = now_s();
-	for (int64_t k = 0; cnt < 100000 && (cnt < 5 || now_s() - start < (double)o_min_ms / 1000); k++) {
+	for (int64_t k = 0; cnt < MAX_CALLS && (cnt < 5 || now_s() - start < dur); k++) {
 		j.buf = buf + (k % nslices) * slice;
 		double t0 = now_s();
 		tp_run(p, bw_body, &j);
 		times[cnt++] = now_s() - t0;
 	}
 	qsort(times, (size_t)cnt, sizeof *times, cmp_double);
-	double gbs = (double)slice * 4 / times[cnt / 2] / 1e9;
-	free(times);
-	return gbs;
+	return (double)slice * 4 / times[cnt / 2] / 1e9;
 }
+
+struct probe {
+	uint32_t before; /* the type measured after it */
+	double bw, bw1;  /* GB/s with all threads, with one */
+};
 
 /* ---- kernels ----------------------------------------------------------------- */
 
-struct result {
+struct cell {
 	uint32_t type;
-	const char *op;
 	int64_t rows, cols, tokens;
 	int threads;
-	double gbs, gflops;
+	double t[3];   /* seconds per call: fastest, median, slowest repetition */
+	int reps;
+	long calls;
+	double probe;  /* GB/s of the probe with the same threads, before this type */
 };
 
-static struct result *results;
-static size_t n_results, cap_results;
-
-static void add_result(struct result r)
-{
-	if (n_results == cap_results) {
-		cap_results = cap_results ? 2 * cap_results : 64;
-		results = realloc(results, cap_results * sizeof *results);
-		if (!results) {
-			cli_error("out of memory");
-			exit(EXIT_RUNTIME);
-		}
-	}
-	results[n_results++] = r;
-}
-
-/* Weights: `copies` matrices (working set beyond the LLC), filled by
- * quantizing random normal values where the type has a quantizer, else with
- * random blocks decoded and re-checked for finiteness. */
+/* Weights: quantized random values where the type has a quantizer, else
+ * random blocks with a small fp16 scale in every 2-byte slot that holds
+ * one (for the IQ types the scale is at offset 0). */
 static void fill_weights(uint32_t t, uint8_t *w, int64_t rows, int64_t cols, size_t rs)
 {
 	float *x = xmalloc((size_t)cols * sizeof *x);
@@ -183,8 +393,6 @@ static void fill_weights(uint32_t t, uint8_t *w, int64_t rows, int64_t cols, siz
 		if (quant_can_quantize(t)) {
 			quant_quantize_row(t, x, w + r * rs, (uint64_t)cols);
 		} else {
-			/* random bytes with a small fp16 scale in every 2-byte slot
-			 * that holds one: for the IQ types the scale is at offset 0 */
 			for (size_t i = 0; i < rs; i++) {
 				s ^= s << 13;
 				s ^= s >> 7;
@@ -201,112 +409,348 @@ static void fill_weights(uint32_t t, uint8_t *w, int64_t rows, int64_t cols, siz
 	free(x);
 }
 
-static void bench_shape(struct tp_pool *pool1, struct tp_pool *pooln, uint32_t t, int64_t rows, int64_t cols,
-			bool do_mv, bool do_mm)
+/* The buffers of one (type, shape). */
+struct bufs {
+	uint8_t *w;    /* copies x [rows][cols] of the type */
+	size_t rs, mat;
+	int copies;
+	struct cpu_mm *mm; /* [copies] each copy prepared for the products */
+	float *x, *y;  /* [512][cols], [512][rows] */
+	void *scratch; /* the largest scratch_size of the copies */
+};
+
+/* Time one cell: reps repetitions, each the median of the calls made
+ * during min_s (at least one, after one warm-up call). */
+static void time_cell(struct tp_pool *p, const struct bufs *b, struct cell *c, const struct plan *pl,
+		      double *times)
 {
-	size_t rs = quant_row_size(t, (uint64_t)cols, NULL);
-	size_t mat = rs * (size_t)rows;
-	int copies = (int)((256u << 20) / mat) + 1;
-	uint8_t *w = xmalloc(mat * (size_t)copies);
-	fill_weights(t, w, rows, cols, rs);
-	for (int c = 1; c < copies; c++)
-		memcpy(w + (size_t)c * mat, w, mat);
-	static const int64_t toks[] = {1, 32, 128, 512};
-	float *x = xmalloc((size_t)cols * 512 * sizeof *x);
-	for (int64_t i = 0; i < cols * 512; i++)
-		x[i] = sinf((float)i * 0.37f);
-	float *y = xmalloc((size_t)rows * 512 * sizeof *y);
-	/* one prepared matrix per copy (and pool: the scratch is per thread) */
-	struct cpu_mm *mm = xmalloc(sizeof *mm * (size_t)copies);
-	struct cpu_mm_opts mo = {.max_tokens = 512};
-	size_t ss = 1;
-	tern_err e = {0};
-	for (int c = 0; c < copies; c++) {
-		if (cpu_mm_prepare(&mm[c], pooln, t, w + (size_t)c * mat, rs, rows, cols, &mo, &e)) {
-			cli_warn("%s: skipped: %s", quant_type_name(t), e.msg);
-			do_mv = do_mm = false;
-			copies = c;
+	int64_t nt = c->tokens;
+	cpu_mm_run(&b->mm[0], p, b->x, nt, b->y, b->scratch); /* warm up */
+	double rep[100];
+	int k = 0;
+	c->calls = 0;
+	for (int r = 0; r < pl->reps; r++) {
+		int n = 0;
+		double start = now_s();
+		while (n < MAX_CALLS && (n < 1 || now_s() - start < pl->min_s)) {
+			double t0 = now_s();
+			cpu_mm_run(&b->mm[k], p, b->x, nt, b->y, b->scratch);
+			times[n++] = now_s() - t0;
+			k = (k + 1) % b->copies;
+		}
+		qsort(times, (size_t)n, sizeof *times, cmp_double);
+		rep[r] = times[n / 2];
+		c->calls += n;
+	}
+	qsort(rep, (size_t)pl->reps, sizeof *rep, cmp_double);
+	c->t[0] = rep[0];
+	c->t[1] = rep[pl->reps / 2];
+	c->t[2] = rep[pl->reps - 1];
+	c->reps = pl->reps;
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+/* "model name" (x86) or "Model"/"Hardware" (Arm) from /proc/cpuinfo. */
+static void cpu_model(char *out, size_t cap)
+{
+	snprintf(out, cap, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "model name", 10) && strncmp(line, "Model", 5) && strncmp(line, "Hardware", 8))
+			continue;
+		char *v = strchr(line, ':');
+		if (!v)
+			continue;
+		v += strspn(v + 1, " \t") + 1;
+		v[strcspn(v, "\n")] = 0;
+		if (*v) {
+			snprintf(out, cap, "%s", v);
 			break;
 		}
-		ss = mm[c].scratch_size > ss ? mm[c].scratch_size : ss;
 	}
-	void *scratch = xmalloc(ss);
-	for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
-		int64_t nt = toks[ti];
-		if ((nt == 1 && !do_mv) || (nt > 1 && !do_mm))
-			continue;
-		for (int pi = 0; pi < 2; pi++) {
-			struct tp_pool *p = pi ? pooln : pool1;
-			if (nt > 1 && !pi)
-				continue; /* mat-mat: all threads only */
-			if (pi && tp_threads(pooln) == 1 && nt == 1)
-				continue;
-			double *times = xmalloc(sizeof(double) * 100000);
-			int n = 0, c = 0;
-			double start = now_s();
-			cpu_mm_run(&mm[0], p, x, nt, y, scratch); /* warm up */
-			while (n < 100000 && (n < 3 || now_s() - start < (double)o_min_ms / 1000)) {
-				double t0 = now_s();
-				cpu_mm_run(&mm[c], p, x, nt, y, scratch);
-				times[n++] = now_s() - t0;
-				c = (c + 1) % copies;
-			}
-			qsort(times, (size_t)n, sizeof *times, cmp_double);
-			double med = times[n / 2];
-			free(times);
-			add_result((struct result){t, nt == 1 ? "matvec" : "matmul", rows, cols, nt, tp_threads(p),
-						   (double)mat / med / 1e9, 2.0 * (double)rows * (double)cols * (double)nt / med / 1e9});
+	fclose(f);
+}
+
+/* "41.0 GB/s (2 threads), 35.5 GB/s (1 thread)", or ranges "40.1-42.0 GB/s";
+ * the all-threads figure alone when there is one thread. */
+static void fmt_bw(char *out, size_t cap, double lo, double hi, double lo1, double hi1, int nth)
+{
+	char a[32], b[32];
+	snprintf(a, sizeof a, lo == hi ? "%.1f" : "%.1f-%.1f", lo, hi);
+	snprintf(b, sizeof b, lo1 == hi1 ? "%.1f" : "%.1f-%.1f", lo1, hi1);
+	if (nth == 1)
+		snprintf(out, cap, "%s GB/s (1 thread)", a);
+	else
+		snprintf(out, cap, "%s GB/s (%d threads), %s GB/s (1 thread)", a, nth, b);
+}
+
+static void json_strz(const char *s) { cli_json_str(stdout, s, strlen(s)); }
+
+static void print_head(const struct plan *pl, const struct probe *p0, struct report *rp)
+{
+	const char *isa = quant_isa_name(quant_isa());
+	progress_clear(rp);
+	if (!rp->json) {
+		char bw[160];
+		fmt_bw(bw, sizeof bw, p0->bw, p0->bw, p0->bw1, p0->bw1, pl->nth);
+		printf("read bandwidth: %s; kernels: %s\n", bw, isa);
+		printf("median of %d repetitions of at least %g ms each\n\n", pl->reps, pl->min_s * 1000);
+		printf("%-8s %-6s %9s %6s %7s %7s %6s %8s  %s\n", "type", "op", "shape", "tokens", "threads", "GB/s", "%bw",
+		       "GFLOPS", "spread");
+		fflush(stdout);
+		return;
+	}
+	char model[128], date[32];
+	cpu_model(model, sizeof model);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	const char *forced = getenv("TERN_CPU");
+	printf("{\"version\": \"%s\", \"commit\": ", TERN_VERSION);
+	json_strz(tern_build_commit);
+	printf(", \"date\": \"%s\",\n \"cpu\": {\"model\": ", date);
+	json_strz(model);
+	printf(", \"features\": ");
+	json_strz(quant_cpu_features_str());
+	printf(", \"kernels\": \"%s\", \"forced\": ", isa);
+	if (forced && *forced)
+		json_strz(forced);
+	else
+		printf("null");
+	printf("}, \"threads\": %d,\n \"settings\": {\"types\": [", pl->nth);
+	for (int i = 0; i < pl->ntypes; i++)
+		printf("%s\"%s\"", i ? ", " : "", quant_type_name(pl->types[i]));
+	printf("], \"ops\": [%s%s%s], \"shapes\": [", pl->mv ? "\"matvec\"" : "", pl->mv && pl->mm ? ", " : "",
+	       pl->mm ? "\"matmul\"" : "");
+	for (int i = 0; i < pl->nshapes; i++)
+		printf("%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", pl->shapes[i][0], pl->shapes[i][1]);
+	printf("], \"tokens\": [");
+	for (int i = 0; i < pl->ntoks; i++)
+		printf("%s%" PRId64, i ? ", " : "", pl->toks[i]);
+	printf("], \"min_ms\": %g, \"repetitions\": %d, \"quick\": %s},\n", pl->min_s * 1000, pl->reps,
+	       o_quick ? "true" : "false");
+	printf(" \"isa\": \"%s\", \"bandwidth_gbs\": %.2f, \"bandwidth_1t_gbs\": %.2f,\n \"kernels\": [\n", isa, p0->bw,
+	       p0->bw1);
+	fflush(stdout);
+}
+
+static void print_cell(const struct cell *c, struct report *rp)
+{
+	bool mv = c->tokens == 1;
+	size_t bytes = quant_row_size(c->type, (uint64_t)c->cols, NULL) * (size_t)c->rows;
+	double flop = 2.0 * (double)c->rows * (double)c->cols * (double)c->tokens;
+	double gbs = (double)bytes / c->t[1] / 1e9, gfl = flop / c->t[1] / 1e9;
+	double pct = 100 * gbs / c->probe;
+	bool over = mv && pct > 100;
+	const char *op = mv ? "matvec" : "matmul";
+	char shape[48];
+	snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64, c->rows, c->cols);
+	if (over) {
+		rp->over++;
+		warn(rp, "%s %s, %d thread%s: %.0f%% of the probe (%.1f GB/s)", quant_type_name(c->type), shape,
+		     c->threads, c->threads == 1 ? "" : "s", pct, c->probe);
+	}
+	progress_clear(rp);
+	if (rp->json) {
+		printf("%s{\"type\": \"%s\", \"op\": \"%s\", \"rows\": %" PRId64 ", \"cols\": %" PRId64
+		       ", \"tokens\": %" PRId64 ", \"threads\": %d, \"ms\": %.6g, \"ms_min\": %.6g, \"ms_max\": %.6g"
+		       ", \"gbs\": %.2f, \"gbs_min\": %.2f, \"gbs_max\": %.2f, \"gflops\": %.2f, \"gflops_min\": %.2f"
+		       ", \"gflops_max\": %.2f, \"probe_gbs\": %.2f, \"bandwidth_pct\": ",
+		       rp->rows ? ", " : "  ", quant_type_name(c->type), op, c->rows, c->cols, c->tokens, c->threads,
+		       c->t[1] * 1e3, c->t[0] * 1e3, c->t[2] * 1e3, gbs, (double)bytes / c->t[2] / 1e9,
+		       (double)bytes / c->t[0] / 1e9, gfl, flop / c->t[2] / 1e9, flop / c->t[0] / 1e9, c->probe);
+		if (mv)
+			printf("%.1f", pct);
+		else
+			printf("null");
+		printf(", \"over_bandwidth\": %s, \"calls\": %ld}\n", over ? "true" : "false", c->calls);
+	} else {
+		char pcts[16] = "-", spread[32] = "-";
+		if (mv)
+			snprintf(pcts, sizeof pcts, "%.0f%%%s", pct, over ? "!" : "");
+		/* the slowest and fastest repetitions relative to the median */
+		if (c->reps > 1)
+			snprintf(spread, sizeof spread, "-%.1f/+%.1f%%", 100 * (1 - c->t[1] / c->t[2]),
+				 100 * (c->t[1] / c->t[0] - 1));
+		printf("%-8s %-6s %9s %6" PRId64 " %7d %7.1f %6s %8.1f  %s\n", quant_type_name(c->type), op, shape,
+		       c->tokens, c->threads, gbs, pcts, gfl, spread);
+	}
+	rp->rows++;
+	fflush(stdout);
+}
+
+/* Largest relative distance of a probe from the first one, in percent. */
+static double probe_drift(const struct probe *pr, int n, bool one)
+{
+	double d = 0, ref = one ? pr[0].bw1 : pr[0].bw;
+	for (int i = 1; i < n; i++) {
+		double v = fabs((one ? pr[i].bw1 : pr[i].bw) / ref - 1) * 100;
+		d = v > d ? v : d;
+	}
+	return d;
+}
+
+enum { DRIFT_PCT = 10 };
+
+static void print_tail(const struct plan *pl, const struct probe *pr, int npr, double dur, struct report *rp)
+{
+	double drift = fmax(probe_drift(pr, npr, false), probe_drift(pr, npr, true));
+	bool drifted = drift > DRIFT_PCT;
+	if (rp->json) {
+		printf("], \"probes\": [");
+		for (int i = 0; i < npr; i++)
+			printf("%s{\"before\": \"%s\", \"gbs\": %.2f, \"gbs_1t\": %.2f}", i ? ", " : "",
+			       quant_type_name(pr[i].before), pr[i].bw, pr[i].bw1);
+		printf("],\n \"probe_drift_pct\": %.1f, \"probe_drifted\": %s, \"over_bandwidth\": %d, \"duration_s\": %.1f}\n",
+		       drift, drifted ? "true" : "false", rp->over, dur);
+	} else {
+		double lo = pr[0].bw, hi = lo, lo1 = pr[0].bw1, hi1 = lo1;
+		for (int i = 1; i < npr; i++) {
+			lo = fmin(lo, pr[i].bw), hi = fmax(hi, pr[i].bw);
+			lo1 = fmin(lo1, pr[i].bw1), hi1 = fmax(hi1, pr[i].bw1);
 		}
+		char bw[160];
+		fmt_bw(bw, sizeof bw, lo, hi, lo1, hi1, pl->nth);
+		printf("\nread bandwidth, %d probe%s: %s\n", npr, npr == 1 ? "" : "s", bw);
+		if (npr > 1)
+			printf("the probe %s %.0f%% %s the first\n", drifted ? "drifted by up to" : "was steady: within",
+			       drift, drifted ? "from" : "of");
+		if (rp->over)
+			printf("%d mat-vec figure%s above the probe (marked !)\n", rp->over, rp->over == 1 ? "" : "s");
+		printf("%d measurement%s in %.0f s\n", rp->rows, rp->rows == 1 ? "" : "s", dur);
 	}
-	for (int c = 0; c < copies; c++)
-		cpu_mm_release(&mm[c]);
-	free(mm);
-	free(scratch);
-	free(y);
-	free(x);
-	free(w);
+	fflush(stdout);
 }
 
-static bool in_list(const char *list, const char *name)
+/* ---- the run ------------------------------------------------------------------ */
+
+struct bench {
+	struct plan pl;
+	struct report rp;
+	struct tp_pool *pool1, *pooln;
+	double *times;      /* [MAX_CALLS] per-call times of one repetition */
+	float *buf;         /* [nbw] the bandwidth probe's buffer */
+	int64_t nbw;
+	struct probe *pr;   /* [pl.ntypes] one before each type */
+	double warned_drift;
+	bool verbose;
+};
+
+static void bufs_free(struct bufs *b);
+
+/* Weights (enough copies to leave the caches), activations and outputs of
+ * one (type, shape), each copy prepared for the products on pooln. */
+static int bufs_new(struct bufs *b, struct tp_pool *pooln, uint32_t t, int64_t rows, int64_t cols, tern_err *e)
 {
-	size_t n = strlen(name);
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len == n && strncasecmp(p, name, n) == 0)
-			return true;
-		p = e ? e + 1 : NULL;
+	b->rs = quant_row_size(t, (uint64_t)cols, NULL);
+	b->mat = b->rs * (size_t)rows;
+	b->copies = (int)((256u << 20) / b->mat) + 1;
+	b->w = xmalloc(b->mat * (size_t)b->copies);
+	fill_weights(t, b->w, rows, cols, b->rs);
+	for (int c = 1; c < b->copies; c++)
+		memcpy(b->w + (size_t)c * b->mat, b->w, b->mat);
+	b->x = xmalloc((size_t)cols * 512 * sizeof *b->x);
+	for (int64_t i = 0; i < cols * 512; i++)
+		b->x[i] = sinf((float)i * 0.37f);
+	b->y = xmalloc((size_t)rows * 512 * sizeof *b->y);
+	b->mm = xmalloc(sizeof *b->mm * (size_t)b->copies);
+	struct cpu_mm_opts mo = {.max_tokens = 512};
+	size_t ss = 1;
+	for (int c = 0; c < b->copies; c++) {
+		int rc = cpu_mm_prepare(&b->mm[c], pooln, t, b->w + (size_t)c * b->mat, b->rs, rows, cols, &mo, e);
+		if (rc) {
+			b->copies = c;
+			bufs_free(b);
+			return rc;
+		}
+		ss = b->mm[c].scratch_size > ss ? b->mm[c].scratch_size : ss;
 	}
-	return false;
+	b->scratch = xmalloc(ss);
+	return 0;
 }
 
-static void print_table(double bw, double bw1)
+static void bufs_free(struct bufs *b)
 {
-	printf("read bandwidth: %.1f GB/s (all threads), %.1f GB/s (1 thread); kernels: %s\n\n", bw, bw1,
-	       quant_isa_name(quant_isa()));
-	printf("%-8s %-6s %11s %6s %7s %8s %6s %9s\n", "type", "op", "shape", "tokens", "threads", "GB/s", "%bw", "GFLOPS");
-	for (size_t i = 0; i < n_results; i++) {
-		const struct result *r = &results[i];
-		char shape[32];
-		snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64, r->rows, r->cols);
-		printf("%-8s %-6s %11s %6" PRId64 " %7d %8.1f %5.0f%% %9.1f\n", quant_type_name(r->type), r->op, shape,
-		       r->tokens, r->threads, r->gbs, 100 * r->gbs / (r->threads == 1 ? bw1 : bw), r->gflops);
+	for (int c = 0; c < b->copies; c++)
+		cpu_mm_release(&b->mm[c]);
+	free(b->mm);
+	free(b->scratch);
+	free(b->y);
+	free(b->x);
+	free(b->w);
+}
+
+/* Probe the bandwidth before type k; the first probe opens the output,
+ * the others are compared with it (-v: each is printed on stderr). */
+static void probe(struct bench *b, int k)
+{
+	const struct plan *pl = &b->pl;
+	uint32_t t = pl->types[k];
+	struct probe *p = &b->pr[k], *p0 = &b->pr[0];
+	double dur = pl->min_s * pl->reps;
+	char bw[160];
+	progress(&b->rp, "probing the read bandwidth before %s", quant_type_name(t));
+	p->before = t;
+	p->bw = bandwidth(b->pooln, b->buf, b->nbw, dur, b->times);
+	/* one thread: the all-threads probe is already the one-thread one */
+	p->bw1 = pl->nth == 1 ? p->bw : bandwidth(b->pool1, b->buf, b->nbw, dur, b->times);
+	fmt_bw(bw, sizeof bw, p->bw, p->bw, p->bw1, p->bw1, pl->nth);
+	if (k == 0)
+		print_head(pl, p0, &b->rp);
+	/* warned when the drift first passes the threshold, and when it grows */
+	double d = fabs(p->bw / p0->bw - 1) * 100, d1 = fabs(p->bw1 / p0->bw1 - 1) * 100;
+	bool one = d1 > d;
+	if (fmax(d, d1) > fmax(DRIFT_PCT, b->warned_drift)) {
+		b->warned_drift = fmax(d, d1);
+		warn(&b->rp, "probe drifted %.0f%% before %s: %.1f vs %.1f GB/s", b->warned_drift, quant_type_name(t),
+		     one ? p->bw1 : p->bw, one ? p0->bw1 : p0->bw);
+	} else if (b->verbose) {
+		progress_clear(&b->rp);
+		fprintf(stderr, "%s: read bandwidth before %s: %s\n", cli_progname(), quant_type_name(t), bw);
 	}
 }
 
-static void print_json(double bw, double bw1)
+/* Every cell of type k, shape by shape; rows are written as they finish. */
+static int run_type(struct bench *bn, int k, tern_err *e)
 {
-	/* all figures are finite and positive: two decimals are plenty */
-	printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_1t_gbs\": %.2f, \"isa\": \"%s\", \"kernels\": [", bw, bw1,
-	       quant_isa_name(quant_isa()));
-	for (size_t i = 0; i < n_results; i++) {
-		const struct result *r = &results[i];
-		printf("%s\n  {\"type\": \"%s\", \"op\": \"%s\", \"rows\": %" PRId64 ", \"cols\": %" PRId64
-		       ", \"tokens\": %" PRId64 ", \"threads\": %d, \"gbs\": %.2f, \"gflops\": %.2f}",
-		       i ? "," : "", quant_type_name(r->type), r->op, r->rows, r->cols, r->tokens, r->threads, r->gbs,
-		       r->gflops);
+	const struct plan *pl = &bn->pl;
+	struct report *rp = &bn->rp;
+	uint32_t t = pl->types[k];
+	for (int s = 0; s < pl->nshapes; s++) {
+		int64_t rows = pl->shapes[s][0], cols = pl->shapes[s][1];
+		progress(rp, "[%d/%d] %s: preparing %" PRId64 "x%" PRId64 " weights", rp->done + 1, rp->total,
+			 quant_type_name(t), rows, cols);
+		struct bufs b = {0};
+		int rc = bufs_new(&b, bn->pooln, t, rows, cols, e);
+		if (rc)
+			return rc;
+		for (int ti = 0; ti < pl->ntoks; ti++) {
+			int64_t nt = pl->toks[ti];
+			for (int pi = nt == 1 ? 0 : 1; pi < 2; pi++) {
+				struct tp_pool *p = pi ? bn->pooln : bn->pool1;
+				if (pi && nt == 1 && pl->nth == 1)
+					continue;
+				int th = tp_threads(p);
+				progress(rp, "[%d/%d] %s %s %" PRId64 "x%" PRId64 ", %" PRId64 " token%s, %d thread%s",
+					 rp->done + 1, rp->total, quant_type_name(t), nt == 1 ? "matvec" : "matmul", rows,
+					 cols, nt, nt == 1 ? "" : "s", th, th == 1 ? "" : "s");
+				if (!rp->done)
+					rp->t_first = now_s();
+				struct cell c = {.type = t, .rows = rows, .cols = cols, .tokens = nt, .threads = th,
+						 .probe = th == 1 ? bn->pr[k].bw1 : bn->pr[k].bw};
+				time_cell(p, &b, &c, pl, bn->times);
+				rp->done++;
+				print_cell(&c, rp);
+			}
+		}
+		bufs_free(&b);
 	}
-	printf("\n]}\n");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -317,64 +761,42 @@ int main(int argc, char **argv)
 	cli_parse(&prog, argc, argv, &common, &pos, &npos);
 	free(pos);
 	if (!o_kernels)
-		cli_usage_error("only the kernel benchmark exists so far: use --kernels");
-	bool do_mv = in_list(o_ops, "matvec"), do_mm = in_list(o_ops, "matmul");
-	if (!do_mv && !do_mm)
-		cli_usage_error("--ops: expected matvec, matmul or both");
-
-	static const uint32_t kernel_types[] = {
-		QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
-		QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ2_XXS, QT_F16, QT_BF16, QT_F32,
-	};
-	uint32_t types[QT_COUNT];
-	int ntypes = 0;
-	if (o_types) {
-		for (uint32_t t = 0; t < QT_COUNT; t++)
-			if (quant_type_valid(t) && in_list(o_types, quant_type_name(t)))
-				types[ntypes++] = t;
-		if (!ntypes)
-			cli_usage_error("--types: no known type in '%s'", o_types);
-	} else {
-		for (size_t i = 0; i < sizeof kernel_types / sizeof *kernel_types; i++)
-			types[ntypes++] = kernel_types[i];
-	}
-
+		cli_usage_error("only the kernel benchmark exists so far: use --kernels (--quick for a short run)");
 	int nth = o_threads ? (int)o_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (nth < 1)
-		nth = 1;
-	struct tp_pool *pool1, *pooln;
+	struct bench b = {.verbose = common.verbose};
+	make_plan(&b.pl, nth < 1 ? 1 : nth);
+	b.rp = (struct report){.json = o_json, .quiet = common.quiet, .progress = !common.quiet && isatty(2),
+			       .total = b.pl.ntypes * b.pl.nshapes * cells_per_shape(&b.pl)};
+	double t_start = now_s();
+
 	tern_err e = {0};
-	int rc = tp_new(&pool1, 1, &e);
+	int rc = tp_new(&b.pool1, 1, &e);
 	if (!rc)
-		rc = tp_new(&pooln, nth, &e);
+		rc = tp_new(&b.pooln, b.pl.nth, &e);
 	if (rc)
 		return cli_fail(NULL, rc, &e);
+	b.times = xmalloc(sizeof(double) * MAX_CALLS);
+	b.nbw = (int64_t)(512u << 20) / 4;
+	b.buf = xmalloc((size_t)b.nbw * 4);
+	for (int64_t i = 0; i < b.nbw; i++)
+		b.buf[i] = 1.0f / (float)(1 + (i & 1023));
+	b.pr = xmalloc(sizeof *b.pr * (size_t)b.pl.ntypes);
 
-	int64_t nbw = (int64_t)(512u << 20) / 4;
-	float *buf = xmalloc((size_t)nbw * 4);
-	for (int64_t i = 0; i < nbw; i++)
-		buf[i] = 1.0f / (float)(1 + (i & 1023));
-	double bw = bandwidth(pooln, buf, nbw), bw1 = bandwidth(pool1, buf, nbw);
-	free(buf);
-	if (!common.quiet)
-		fprintf(stderr, "%s: read bandwidth %.1f GB/s (%d threads), %.1f GB/s (1 thread)\n", cli_progname(), bw, nth,
-			bw1);
-
-	static const int64_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
-	for (int k = 0; k < ntypes; k++) {
-		for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-			bench_shape(pool1, pooln, types[k], shapes[s][0], shapes[s][1], do_mv, do_mm);
-			if (common.verbose)
-				fprintf(stderr, "%s: %s %" PRId64 "x%" PRId64 " done\n", cli_progname(),
-					quant_type_name(types[k]), shapes[s][0], shapes[s][1]);
-		}
+	for (int k = 0; k < b.pl.ntypes && !rc; k++) {
+		probe(&b, k);
+		rc = run_type(&b, k, &e);
 	}
-	if (o_json)
-		print_json(bw, bw1);
-	else
-		print_table(bw, bw1);
-	tp_free(pool1);
-	tp_free(pooln);
-	free(results);
-	return 0;
+	progress_clear(&b.rp);
+	if (rc) {
+		cli_fail(NULL, rc, &e);
+		rc = EXIT_RUNTIME; /* a kernel that fails is tern's fault, not the input's */
+	} else {
+		print_tail(&b.pl, b.pr, b.pl.ntypes, now_s() - t_start, &b.rp);
+	}
+	free(b.pr);
+	free(b.buf);
+	free(b.times);
+	tp_free(b.pool1);
+	tp_free(b.pooln);
+	return rc;
 }

@@ -17,6 +17,9 @@ _tern_bench()
 	--min-ms)
 		COMPREPLY=()
 		return ;;
+	-r|--repetitions)
+		COMPREPLY=()
+		return ;;
 	--color)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
 		return ;;
@@ -25,7 +28,7 @@ _tern_bench()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "--kernels --json -t --threads --types --ops --min-ms -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "--kernels --quick --json -t --threads --types --ops --min-ms -r --repetitions -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

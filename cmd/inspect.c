@@ -69,7 +69,7 @@ static const struct cli_opt opts[] = {
 	{.lng = "parse-special", .kind = CLI_FLAG, .dst = &o_parse_special, .needs = "tokenize|tokenize-file",
 	 .help = "control tokens written in the text (e.g. <|im_end|>) become their ids"},
 	{.lng = "ids", .kind = CLI_FLAG, .dst = &o_ids, .needs = "tokenize|tokenize-file",
-	 .help = "print one line with a JSON array of ids (--json prints ids, pieces and dropped bytes)"},
+	 .help = "print one line with a JSON array of ids"},
 	{.lng = "detokenize", .kind = CLI_STR, .dst = &o_detok, .arg = "IDS", .excludes = LISTING,
 	 .help = "print the text of IDS (separated by spaces or commas; control pieces included)"},
 	{0},
@@ -197,31 +197,31 @@ static struct tern_str arr_str(const tern_mf *m, const struct tern_mf_kv *top, c
 
 /* ---- value printing ---------------------------------------------------------- */
 
-static void text_scalar(const struct gguf_value *v)
+static void text_scalar(FILE *f, const struct gguf_value *v)
 {
 	switch (v->type) {
 	case GGUF_T_STRING:
-		putchar('"');
-		cli_text_str(stdout, v->s.ptr, v->s.len);
-		putchar('"');
+		fputc('"', f);
+		cli_text_str(f, v->s.ptr, v->s.len);
+		fputc('"', f);
 		break;
 	case GGUF_T_BOOL:
-		fputs(v->p[0] ? "true" : "false", stdout);
+		fputs(v->p[0] ? "true" : "false", f);
 		break;
 	case GGUF_T_F32: {
 		char b[32];
 		cli_fmt_f32(b, sizeof b, (float)gguf_value_f64(v));
-		fputs(b, stdout);
+		fputs(b, f);
 		break;
 	}
 	case GGUF_T_F64:
-		printf("%.17g", gguf_value_f64(v));
+		fprintf(f, "%.17g", gguf_value_f64(v));
 		break;
 	case GGUF_T_U64:
-		printf("%" PRIu64, gguf_value_u64(v));
+		fprintf(f, "%" PRIu64, gguf_value_u64(v));
 		break;
 	default:
-		printf("%" PRId64, gguf_value_i64(v));
+		fprintf(f, "%" PRId64, gguf_value_i64(v));
 	}
 }
 
@@ -281,29 +281,65 @@ static void json_value(const tern_mf *m, const struct gguf_value *v, const struc
 
 #define TEXT_ARRAY_PREVIEW 8
 
-static void text_array(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top, bool full)
+/* The first lim elements of an array, then "... N more"; nested arrays
+ * show the usual preview (all of them with --full). */
+static void text_array(FILE *f, const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top,
+		       uint64_t lim)
 {
-	uint64_t lim = full ? v->n : (v->n < TEXT_ARRAY_PREVIEW ? v->n : TEXT_ARRAY_PREVIEW);
-	putchar('[');
+	fputc('[', f);
 	struct gguf_value e;
 	uint64_t i = 0, pos = 0;
 	while (i < lim) {
 		if (i)
-			fputs(", ", stdout);
+			fputs(", ", f);
 		if (v->elem == GGUF_T_STRING && top) { /* legacy vocabularies have no GGUF encoding */
 			e = (struct gguf_value){.type = GGUF_T_STRING, .s = arr_str(m, top, v, i++)};
-			text_scalar(&e);
+			text_scalar(f, &e);
 			continue;
 		}
 		gguf_arr_next(v, &i, &pos, &e);
 		if (e.type == GGUF_T_ARRAY)
-			text_array(m, &e, NULL, full);
+			text_array(f, m, &e, NULL, o_full || e.n < TEXT_ARRAY_PREVIEW ? e.n : TEXT_ARRAY_PREVIEW);
 		else
-			text_scalar(&e);
+			text_scalar(f, &e);
 	}
 	if (lim < v->n)
-		printf("%s... %" PRIu64 " more", lim ? ", " : "", v->n - lim);
-	putchar(']');
+		fprintf(f, "%s... %" PRIu64 " more", lim ? ", " : "", v->n - lim);
+	fputc(']', f);
+}
+
+/* Columns a UTF-8 text takes (one per character: escapes are ASCII). */
+static int text_columns(const char *p, size_t n)
+{
+	int w = 0;
+	for (size_t i = 0; i < n; i++)
+		w += ((unsigned char)p[i] & 0xc0) != 0x80;
+	return w;
+}
+
+/* An array's preview on a terminal: as many of the first elements as fit
+ * in `room` columns, then "... N more". */
+static void text_array_fit(const tern_mf *m, const struct gguf_value *v, const struct tern_mf_kv *top, int room)
+{
+	uint64_t lim = v->n < TEXT_ARRAY_PREVIEW ? v->n : TEXT_ARRAY_PREVIEW;
+	for (;;) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		if (!f) {
+			text_array(stdout, m, v, top, lim);
+			return;
+		}
+		text_array(f, m, v, top, lim);
+		fclose(f);
+		if (lim == 0 || text_columns(buf, len) <= room) {
+			fwrite(buf, 1, len, stdout);
+			free(buf);
+			return;
+		}
+		free(buf);
+		lim--;
+	}
 }
 
 /* A list of per-layer integers, cut like arrays unless full. */
@@ -768,10 +804,13 @@ static void print_ent_text(const struct src *s, const struct layout *L, const st
 		putchar('"');
 		cli_text_str(stdout, e->v.s.ptr, keep);
 		fputs(more, stdout);
+	} else if (e->v.type == GGUF_T_ARRAY && L->shorten && !o_full) {
+		text_array_fit(s->mf, &e->v, e, room);
 	} else if (e->v.type == GGUF_T_ARRAY) {
-		text_array(s->mf, &e->v, e, o_full);
+		text_array(stdout, s->mf, &e->v, e,
+			   o_full || e->v.n < TEXT_ARRAY_PREVIEW ? e->v.n : TEXT_ARRAY_PREVIEW);
 	} else {
-		text_scalar(&e->v);
+		text_scalar(stdout, &e->v);
 	}
 	putchar('\n');
 }

@@ -12,7 +12,7 @@ complete -c tern-inspect -l tokenize -x -d 'print the tokens of TEXT with the fi
 complete -c tern-inspect -l tokenize-file -r -F -d 'like --tokenize with the contents of PATH (\'-\': standard input)'
 complete -c tern-inspect -l add-special -d 'add BOS/EOS (or CLS/SEP) as the vocabulary\'s metadata says'
 complete -c tern-inspect -l parse-special -d 'control tokens written in the text (e.g. <|im_end|>) become their ids'
-complete -c tern-inspect -l ids -d 'print one line with a JSON array of ids (--json prints ids, pieces and dropped bytes)'
+complete -c tern-inspect -l ids -d 'print one line with a JSON array of ids'
 complete -c tern-inspect -l detokenize -x -d 'print the text of IDS (separated by spaces or commas; control pieces included)'
 complete -c tern-inspect -s h -l help -d 'show this help and exit'
 complete -c tern-inspect -l version -d 'show version, commit, compiler, backends and CPU features, then exit'

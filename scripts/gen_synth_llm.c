@@ -1,0 +1,316 @@
+/* gen_synth_llm.c - tiny synthetic LLMs for the forward-pass tests, written
+ * with tern's own GGUF writer: fixed seeds, so the same command writes the
+ * same bytes on every machine (the weights come from an integer generator
+ * and exact float arithmetic only, no libm), and llama.cpp's logits for
+ * them are committed as test data (tests/data/llm_ref/synth/).
+ *
+ *   gen_synth_llm ARCH TYPE OUT.gguf
+ *     ARCH: llama | qwen2 | qwen3 | gemma3, or llama-linear / llama-freqs:
+ *           the llama model (same weights) with linear RoPE scaling of
+ *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style),
+ *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
+ *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
+ *           for speed comparisons, not reference data
+ *     TYPE: f32 | q8_0 | q4_0 | q4_k  (every 2-D weight, token_embd and
+ *           output included; norms and biases stay F32), or q4_k_m:
+ *           llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for output.weight and
+ *           for attn_v / ffn_down of the first and last eighth of the layers
+ *           and every third layer between)
+ *
+ * Shapes (multiples of 256 so that Q4_K applies everywhere): n_embd 256,
+ * n_ff 512, 4 query heads over 2 KV heads (GQA 2).  llama / qwen2: head
+ * dim 64, 2 layers, untied output (llama) / tied (qwen2).  qwen3 / gemma3:
+ * head dim 128 (4 x 128 != n_embd, as in the real models), tied output
+ * (qwen3) / untied (gemma3: the real Gemma 3 270M covers tied gemma3;
+ * tied with the sqrt(n_embd) scale, a tiny model only repeats its input);
+ * gemma3 has 6 layers (5 sliding-window layers of window 4, then one
+ * global; RoPE bases 1e6 global, 10000 local by llama.cpp's default since
+ * the real files omit rope.freq_base_swa), pre and post norms, GeGLU and
+ * the sqrt(n_embd) embedding scale.
+ *
+ * Vocabulary: a 320-token SentencePiece ("llama") vocabulary: <unk> <s>
+ * </s>, the 256 byte tokens, then 61 word pieces, BOS added.  It exists so
+ * that llama.cpp loads the file; the tests feed token ids directly.
+ *
+ * "Realistic norms": norm weights near 1, projections scaled so that
+ * attention scores and logits have a spread of a few units (logits are
+ * far from flat, so a wrong forward pass changes the top-1). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/format/gguf.h"
+#include "quant/quant.h"
+
+/* the tiny models' shape; "tinyllama" replaces it (main) */
+static uint32_t N_EMBD = 256, N_FF = 512, N_HEAD = 4, N_HEAD_KV = 2, N_VOCAB = 320;
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	/* splitmix64 */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* approximately N(0,1): the sum of 4 uniforms on [-1,1) times sqrt(3/4),
+ * exact float arithmetic so every platform draws the same values */
+static float gauss(void)
+{
+	float s = 0;
+	for (int i = 0; i < 4; i++)
+		s += (float)(rng_next() >> 40) * (2.0f / 16777216.0f) - 1.0f;
+	return s * 0.8660254f;
+}
+
+struct gen {
+	gguf_writer *w;
+	uint32_t type;
+	int q4_k_m; /* llama.cpp's Q4_K_M mix: Q6_K for output and some layers */
+};
+
+static void fill(float *x, size_t n, float mean, float sd)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = mean + sd * gauss();
+}
+
+/* A 2-D weight {cols, rows} (ggml order: ne0 = cols, the dot length). */
+static int mat_t(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, float sd)
+{
+	float *x = malloc(sizeof *x * cols * rows);
+	if (!x)
+		return -1;
+	fill(x, cols * rows, 0, sd);
+	uint64_t ne[2] = { cols, rows };
+	int rc;
+	if (type == QT_F32) {
+		rc = gguf_writer_tensor(g->w, name, QT_F32, 2, ne, x);
+	} else {
+		bool ok = true;
+		size_t rs = quant_row_size(type, cols, &ok);
+		uint8_t *q = malloc(rs * rows);
+		rc = ok && q ? 0 : -1;
+		for (uint64_t r = 0; r < rows && !rc; r++)
+			rc = quant_quantize_row(type, x + r * cols, q + r * rs, cols);
+		if (!rc)
+			rc = gguf_writer_tensor(g->w, name, type, 2, ne, q);
+		free(q);
+	}
+	free(x);
+	return rc;
+}
+
+static int mat(struct gen *g, const char *name, uint64_t cols, uint64_t rows, float sd)
+{
+	return mat_t(g, g->type, name, cols, rows, sd);
+}
+
+/* llama.cpp's Q4_K_M rule for attn_v / ffn_down of layer i of n: more bits
+ * in the first and last eighth and every third layer between */
+static uint32_t more_bits(const struct gen *g, uint32_t i, uint32_t n)
+{
+	if (!g->q4_k_m)
+		return g->type;
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2 ? QT_Q6_K : QT_Q4_K;
+}
+
+static int vec(struct gen *g, const char *name, uint64_t n, float mean, float sd)
+{
+	float *x = malloc(sizeof *x * n);
+	fill(x, n, mean, sd);
+	int rc = gguf_writer_tensor(g->w, name, QT_F32, 1, &n, x);
+	free(x);
+	return rc;
+}
+
+static void key(char *buf, size_t n, const char *arch, const char *k)
+{
+	snprintf(buf, n, "%s.%s", arch, k);
+}
+
+#define SP "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+
+static void vocab(gguf_writer *w)
+{
+	static const char *words[] = {
+		SP "the", SP "a", SP "of", SP "and", SP "to",
+		SP "in", SP "is", SP "it", SP "that", SP "was",
+		SP "for", SP "on", SP "with", SP "as", SP "he",
+		SP "she", SP "at", SP "by", SP "this", SP "be",
+		SP, "e", "t", "a", "o", "i", "n", "s", "r", "h", "l", "d", "c", "u", "m", "f",
+		"p", "g", "w", "y", "b", "v", "k", "x", "j", "q", "z", ".", ",", "!", "?", "th", "he",
+		"in", "er", "an", "re", "on", "at", "en", "nd",
+	};
+	const size_t nw = sizeof words / sizeof *words;
+	const char **tok = malloc(sizeof *tok * N_VOCAB);
+	static char bytes[256][8];
+	float *score = malloc(sizeof *score * N_VOCAB);
+	int32_t *type = malloc(sizeof *type * N_VOCAB);
+	char *extra = malloc(16 * (size_t)N_VOCAB);
+	tok[0] = "<unk>";
+	tok[1] = "<s>";
+	tok[2] = "</s>";
+	type[0] = 2; /* unknown */
+	type[1] = type[2] = 3; /* control */
+	score[0] = score[1] = score[2] = 0;
+	for (int b = 0; b < 256; b++) {
+		snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+		tok[3 + b] = bytes[b];
+		type[3 + b] = 6; /* byte */
+		score[3 + b] = 0;
+	}
+	for (size_t i = 0; 259 + i < N_VOCAB; i++) {
+		if (i < nw) {
+			tok[259 + i] = words[i];
+		} else { /* filler for the large vocabulary of "tinyllama" */
+			snprintf(extra + 16 * i, 16, "<x%u>", (unsigned)i);
+			tok[259 + i] = extra + 16 * i;
+		}
+		type[259 + i] = 1;
+		score[259 + i] = -(float)i;
+	}
+	gguf_writer_str(w, "tokenizer.ggml.model", "llama");
+	gguf_writer_arr_str(w, "tokenizer.ggml.tokens", tok, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.scores", GGUF_T_F32, score, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, type, N_VOCAB);
+	gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", 1);
+	gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", 2);
+	gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+	gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", true);
+	gguf_writer_bool(w, "tokenizer.ggml.add_eos_token", false);
+	free(tok);
+	free(score);
+	free(type);
+	free(extra);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama "
+				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+		return 2;
+	}
+	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
+	int big = !strcmp(argv[1], "tinyllama");
+	const char *arch = linear || freqs || big ? "llama" : argv[1];
+	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
+	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
+	struct gen g = { 0 };
+	g.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
+		 : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : !strcmp(argv[2], "q4_k") ? QT_Q4_K
+		 : !strcmp(argv[2], "q4_k_m") ? QT_Q4_K : 999;
+	g.q4_k_m = !strcmp(argv[2], "q4_k_m");
+	if (!(llama || qwen2 || qwen3 || gemma3) || g.type == 999) {
+		fprintf(stderr, "gen_synth_llm: unknown architecture or type\n");
+		return 2;
+	}
+	/* one seed per architecture; the type does not change the float weights */
+	rng_state = 0x7465726eull * 1000003u + (uint64_t)(llama ? 1 : qwen2 ? 2 : qwen3 ? 3 : 4);
+	uint32_t n_layer = gemma3 ? 6 : 2, head_dim = (qwen3 || gemma3) ? 128 : 64;
+	/* 1/sqrt(n_embd), 1/sqrt(n_ff) as exact constants (no libm) */
+	float sq_embd = 16.0f, sq_ff = 22.627417f;
+	if (big) { /* TinyLlama-1.1B's shape, for speed measurements */
+		N_EMBD = 2048, N_FF = 5632, N_HEAD = 32, N_HEAD_KV = 4, N_VOCAB = 32000;
+		n_layer = 22;
+		sq_embd = 45.254834f, sq_ff = 75.04665f;
+	}
+	uint32_t nq = N_HEAD * head_dim, nkv = N_HEAD_KV * head_dim;
+	int tied = qwen2 || qwen3;
+	g.w = gguf_writer_new();
+	gguf_writer *w = g.w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic");
+	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : g.type == QT_Q8_0 ? 7
+					 : g.type == QT_Q4_0 ? 2 : g.q4_k_m ? 15 : 14 /* Q4_K_S: all Q4_K */);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
+	gguf_writer_u32(w, KEY("attention.head_count"), N_HEAD);
+	gguf_writer_u32(w, KEY("attention.head_count_kv"), N_HEAD_KV);
+	gguf_writer_f32(w, KEY("attention.layer_norm_rms_epsilon"), gemma3 ? 1e-6f : 1e-5f);
+	gguf_writer_f32(w, KEY("rope.freq_base"), llama ? 10000.0f : 1000000.0f);
+	if (qwen3 || gemma3) {
+		gguf_writer_u32(w, KEY("attention.key_length"), head_dim);
+		gguf_writer_u32(w, KEY("attention.value_length"), head_dim);
+	}
+	if (llama)
+		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
+	if (linear) {
+		gguf_writer_str(w, KEY("rope.scaling.type"), "linear");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), 4.0f);
+	}
+	if (gemma3)
+		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	vocab(w);
+
+	/* residual-stream scale: gemma3 scales embeddings by sqrt(n_embd) = 16 */
+	float emb_sd = gemma3 ? 1.0f / 16 : 1.0f;
+	/* logits spread ~ sd * sqrt(256) = 8 untied, 4 tied.  A tied model
+	 * favours repeating its input token by about 16 * sd * sqrt(n_embd) /
+	 * rms(residual) standard deviations, so its layers write 4x larger
+	 * outputs into the residual stream (as trained models' do) and its
+	 * embeddings are smaller: otherwise every top-1 is the input token. */
+	float out_sd = tied ? 0.25f : 0.5f, res_gain = gemma3 ? 1.0f : 4.0f;
+	int rc = 0;
+	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, tied ? out_sd : emb_sd);
+	rc |= vec(&g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
+	if (!tied)
+		rc |= mat_t(&g, g.q4_k_m ? QT_Q6_K : g.type, "output.weight", N_EMBD, N_VOCAB, out_sd);
+	if (freqs) {
+		/* per-dimension frequency divisors, as Llama 3 files carry them;
+		 * a ramp from 1 to 8 (not Llama 3's values, which only touch
+		 * wavelengths beyond 2048 positions) so that they show in 24 */
+		float f[32];
+		uint64_t n = head_dim / 2;
+		for (uint64_t i = 0; i < n; i++)
+			f[i] = 1.0f + 7.0f * (float)i / (float)(n - 1);
+		rc |= gguf_writer_tensor(w, "rope_freqs.weight", QT_F32, 1, &n, f);
+	}
+	const float in_sd = 1.5f / sq_embd; /* 1.5 / sqrt(n_embd): q.k spread of a few units */
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(&g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= mat(&g, T("attn_q.weight"), N_EMBD, nq, in_sd);
+		rc |= mat(&g, T("attn_k.weight"), N_EMBD, nkv, in_sd);
+		rc |= mat_t(&g, more_bits(&g, l, n_layer), T("attn_v.weight"), N_EMBD, nkv, 1.0f / sq_embd);
+		if (qwen2) {
+			rc |= vec(&g, T("attn_q.bias"), nq, 0, 0.2f);
+			rc |= vec(&g, T("attn_k.bias"), nkv, 0, 0.5f);
+			rc |= vec(&g, T("attn_v.bias"), nkv, 0, 0.1f);
+		}
+		if (qwen3 || gemma3) {
+			rc |= vec(&g, T("attn_q_norm.weight"), head_dim, 1.5f, 0.2f);
+			rc |= vec(&g, T("attn_k_norm.weight"), head_dim, 1.5f, 0.2f);
+		}
+		rc |= mat(&g, T("attn_output.weight"), nq, N_EMBD,
+			  res_gain / (nq == N_EMBD ? sq_embd : 22.627417f /* nq 512 */));
+		if (gemma3)
+			rc |= vec(&g, T("post_attention_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= vec(&g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= mat(&g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat(&g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat_t(&g, more_bits(&g, l, n_layer), T("ffn_down.weight"), N_FF, N_EMBD, res_gain / sq_ff);
+		if (gemma3)
+			rc |= vec(&g, T("post_ffw_norm.weight"), N_EMBD, 1.0f, 0.1f);
+#undef T
+	}
+#undef KEY
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, argv[3], &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}

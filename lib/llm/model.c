@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/quote.h"
 #include "quant/quant.h"
 
 /* ---- the tensors of a block ------------------------------------------------ */
@@ -302,14 +303,14 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
 {
 	*out = NULL;
-	char name[TERN_ARCH_NAME_MAX];
+	char name[TERN_ARCH_NAME_MAX], q[TERN_QUOTE_MAX]; /* the name is the file's: quoted */
 	if (tern_arch_family(mf, name, sizeof name) != TERN_ARCH_LLM)
 		return tern_errf(e, TERN_EUNSUPPORTED, "not a language model: %s",
-				 name[0] ? name : "no general.architecture");
+				 name[0] ? tern_quote(q, sizeof q, name, strlen(name)) : "no general.architecture");
 	const struct arch_desc *d = find_arch(name);
 	if (!d)
-		return tern_errf(e, TERN_EUNSUPPORTED, "architecture '%s' is not supported (supported: %s)", name,
-				 tern_model_supported());
+		return tern_errf(e, TERN_EUNSUPPORTED, "architecture '%s' is not supported (supported: %s)",
+				 tern_quote(q, sizeof q, name, strlen(name)), tern_model_supported());
 
 	struct tern_arch_llm *hp = malloc(sizeof *hp); /* ~6 KiB of per-layer arrays */
 	struct tern_model *m = calloc(1, sizeof *m);

@@ -36,6 +36,7 @@ struct spec {
 	const char *reshape;   /* last dimension + 1 */
 	const char *retype;    /* written as `type` */
 	uint32_t type;
+	bool llama_bias;       /* llama's optional attention biases (bq, bk, bv, bo) */
 };
 
 struct tdesc {
@@ -81,6 +82,14 @@ static void list_tensors(const struct spec *s)
 		W("attn_k.weight", E, KV, true);
 		W("attn_v.weight", E, KV, true);
 		W("attn_output.weight", Q, E, true);
+		if (s->llama_bias) {
+			W("attn_q.bias", Q, 1, false);
+			W("attn_k.bias", KV, 1, false);
+			W("attn_v.bias", KV, 1, false);
+			W("attn_output.bias", E, 1, false);
+			for (int i = 1; i <= 4; i++)
+				tlist[n_tlist - i].optional = true;
+		}
 		if (qwen2) {
 			W("attn_q.bias", Q, 1, false);
 			W("attn_k.bias", KV, 1, false);
@@ -373,7 +382,21 @@ static void test_llama_rope(void **state)
 	assert_float_equal(m->cfg.layer[1].rope_scale, 0.25f, 0);
 	tern_model_free(m);
 
-	s.scaling = "yarn";
+	/* llama's optional biases: loaded where present, checked like the rest */
+	s.scaling = NULL, s.factor = 0, s.llama_bias = true;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	assert_true(m->cfg.has_qkv_bias);
+	assert_layer_tensor(m->w.layers[1].bk, 1, "attn_k.bias");
+	assert_layer_tensor(m->w.layers[1].bo, 1, "attn_output.bias");
+	assert_int_equal(m->w.layers[1].bk->ne[0], 32);
+	tern_model_free(m);
+	s.reshape = "blk.1.attn_output.bias";
+	assert_int_equal(load_spec(&s, &m, &e), TERN_EFORMAT);
+	assert_string_equal(e.msg, "tensor 'blk.1.attn_output.bias' has shape {65}, expected {64}");
+	s.reshape = NULL, s.llama_bias = false;
+
+	s.scaling = "yarn", s.factor = 4.0f;
 	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
 	assert_null(m);
 	assert_non_null(strstr(e.msg, "'yarn'"));
@@ -407,7 +430,7 @@ static void test_quant_types(void **state)
 static void each_tensor(const struct spec *base)
 {
 	struct spec s = *base;
-	s.untied = true, s.rope_freqs = strcmp(s.arch, "llama") == 0;
+	s.untied = true, s.rope_freqs = s.llama_bias = strcmp(s.arch, "llama") == 0;
 	list_tensors(&s);
 	size_t n = n_tlist;
 	static struct tdesc all[256];
@@ -427,8 +450,11 @@ static void each_tensor(const struct spec *base)
 				fail_msg("without optional %s: %s", t->name, e.msg);
 			if (strcmp(t->name, "output.weight") == 0)
 				assert_ptr_equal(m->w.output, m->w.token_embd);
-			else
+			else if (strcmp(t->name, "rope_freqs.weight") == 0)
 				assert_null(m->w.rope_freqs);
+			else /* a llama bias of layer 0 or 1 */
+				assert_true(m->w.layers[t->name[4] - '0'].bq == NULL || m->w.layers[t->name[4] - '0'].bo == NULL ||
+					    m->w.layers[t->name[4] - '0'].bk == NULL || m->w.layers[t->name[4] - '0'].bv == NULL);
 			tern_model_free(m);
 		} else {
 			if (rc != TERN_EFORMAT)

@@ -223,7 +223,6 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->final_softcap = hp->final_softcap;
 	c->has_qk_norm = (d->required & B(S_Q_NORM)) != 0;
 	c->has_post_norms = (d->required & B(S_ATTN_POST_NORM)) != 0;
-	c->has_qkv_bias = (d->required & B(S_BQ)) != 0;
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct tern_model_layer_config *lc = &c->layer[l];
@@ -294,6 +293,8 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			if (rc)
 				return rc;
 		}
+		const struct tern_model_layer *L = &w->layers[l];
+		c->has_qkv_bias = c->has_qkv_bias || L->bq || L->bk || L->bv;
 	}
 	return 0;
 }

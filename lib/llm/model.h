@@ -75,7 +75,7 @@ struct tern_model_config {
 	float final_softcap;              /* 0: none */
 	bool has_qk_norm;                 /* RMS norm over each head of Q and K before RoPE */
 	bool has_post_norms;              /* norm of the attention and FFN outputs before the residual add */
-	bool has_qkv_bias;                /* Q, K, V products add a bias */
+	bool has_qkv_bias;                /* some layer has a Q, K or V bias (each is added where non-NULL) */
 	bool tied_output;                 /* no output.weight: the token embedding is the output */
 	struct tern_model_layer_config layer[TERN_ARCH_MAX_LAYERS]; /* [n_layer] */
 };

@@ -19,6 +19,7 @@
 
 #include "cmd/common/cli.h"
 #include "lib/format/arch.h"
+#include "lib/llm/model.h"
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/gguf.h"
 #include "lib/format/modelfile.h"
@@ -421,6 +422,9 @@ struct summary {
 	const void *hp;                  /* the family's struct */
 	uint64_t present, per_layer;
 	uint32_t n_layer;
+	/* language models: whether lib/llm can build this model, and if not why */
+	int run_rc;
+	tern_err run_err;
 };
 
 static void summarise(const struct src *s, struct summary *sm)
@@ -446,6 +450,11 @@ static void summarise(const struct src *s, struct summary *sm)
 		sm->present = sm->llm->present;
 		sm->per_layer = sm->llm->per_layer;
 		sm->n_layer = sm->llm->n_layer;
+		{
+			struct tern_model *model = NULL;
+			sm->run_rc = tern_model_load(&model, s->mf, &sm->run_err);
+			tern_model_free(model);
+		}
 		break;
 	case TERN_ARCH_WHISPER:
 		sm->rc = tern_arch_whisper_read(s->mf, &sm->whisper, &sm->err);
@@ -612,6 +621,10 @@ static void print_summary_text(const struct src *s)
 		else
 			printf("English only\n");
 	}
+	if (sm.fam == TERN_ARCH_LLM) {
+		label("runs with tern");
+		printf("%s%s\n", sm.run_rc ? "no: " : "yes", sm.run_rc ? sm.run_err.msg : "");
+	}
 	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
 	if (s->gf || ct) {
 		label("chat template");
@@ -663,6 +676,13 @@ static void print_summary_json(const struct src *s)
 	if (sm.fam == TERN_ARCH_WHISPER && !sm.rc)
 		printf(", \"vocab_stored\": %u, \"multilingual\": %s, \"languages\": %u", sm.whisper.n_vocab_stored,
 		       sm.whisper.multilingual ? "true" : "false", sm.whisper.n_languages);
+	if (sm.fam == TERN_ARCH_LLM) {
+		printf(", \"runnable\": %s", sm.run_rc ? "false" : "true");
+		if (sm.run_rc) {
+			printf(", \"runnable_error\": ");
+			cli_json_str(stdout, sm.run_err.msg, strlen(sm.run_err.msg));
+		}
+	}
 	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
 	printf(", \"chat_template\": %s}", ct && ct->v.type == GGUF_T_STRING ? "true" : "false");
 	free(sm.llm);

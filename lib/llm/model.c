@@ -1,0 +1,367 @@
+/* model.c - load a GGUF language model into a config / weights split.
+ *
+ * One descriptor per architecture (the `archs` table below) says which
+ * tensors a block has, which of them are required, and the few choices
+ * that differ between families (norm, activation, RoPE ordering, sliding
+ * windows, embedding scale). The loader walks that description: every
+ * tensor is looked up by its llama.cpp name, its shape checked against the
+ * one the hyperparameters imply and its type against what the products
+ * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
+ * global pattern and local RoPE base) follow llama.cpp's llama-arch.cpp
+ * and llama-model.cpp. */
+#include "lib/llm/model.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/quote.h"
+#include "quant/quant.h"
+
+/* ---- the tensors of a block ------------------------------------------------ */
+
+enum slot {
+	S_ATTN_NORM, S_WQ, S_WK, S_WV, S_WO, S_BQ, S_BK, S_BV, S_BO, S_Q_NORM, S_K_NORM, S_ATTN_POST_NORM,
+	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM, S_COUNT
+};
+
+/* the sizes a shape is made of, evaluated per layer */
+enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_COUNT };
+
+struct slot_info {
+	const char *name;   /* after "blk.N." */
+	size_t offset;      /* of the pointer in struct tern_model_layer */
+	unsigned char ne0, ne1; /* enum dim */
+	bool matrix;        /* used in a product (else an f32 vector) */
+};
+
+#define SLOT(s, n, field, a, b, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m}
+static const struct slot_info slots[S_COUNT] = {
+	SLOT(S_ATTN_NORM, "attn_norm.weight", attn_norm, D_EMBD, D_ONE, false),
+	SLOT(S_WQ, "attn_q.weight", wq, D_EMBD, D_Q, true),
+	SLOT(S_WK, "attn_k.weight", wk, D_EMBD, D_KV, true),
+	SLOT(S_WV, "attn_v.weight", wv, D_EMBD, D_V, true),
+	SLOT(S_WO, "attn_output.weight", wo, D_O, D_EMBD, true),
+	SLOT(S_BQ, "attn_q.bias", bq, D_Q, D_ONE, false),
+	SLOT(S_BK, "attn_k.bias", bk, D_KV, D_ONE, false),
+	SLOT(S_BV, "attn_v.bias", bv, D_V, D_ONE, false),
+	SLOT(S_BO, "attn_output.bias", bo, D_EMBD, D_ONE, false),
+	SLOT(S_Q_NORM, "attn_q_norm.weight", q_norm, D_HEAD, D_ONE, false),
+	SLOT(S_K_NORM, "attn_k_norm.weight", k_norm, D_HEAD, D_ONE, false),
+	SLOT(S_ATTN_POST_NORM, "post_attention_norm.weight", attn_post_norm, D_EMBD, D_ONE, false),
+	SLOT(S_FFN_NORM, "ffn_norm.weight", ffn_norm, D_EMBD, D_ONE, false),
+	SLOT(S_FFN_GATE, "ffn_gate.weight", ffn_gate, D_EMBD, D_FF, true),
+	SLOT(S_FFN_UP, "ffn_up.weight", ffn_up, D_EMBD, D_FF, true),
+	SLOT(S_FFN_DOWN, "ffn_down.weight", ffn_down, D_FF, D_EMBD, true),
+	SLOT(S_FFN_POST_NORM, "post_ffw_norm.weight", ffn_post_norm, D_EMBD, D_ONE, false),
+};
+
+#define B(s) (1u << (s))
+/* what every pre-norm transformer block with a gated FFN has */
+#define BLOCK_BASE                                                                                             \
+	(B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_FFN_NORM) | B(S_FFN_GATE) | B(S_FFN_UP) | \
+	 B(S_FFN_DOWN))
+
+/* ---- the architectures ----------------------------------------------------- */
+
+struct arch_desc {
+	const char *name;
+	unsigned required;     /* slots every block must have */
+	unsigned optional;     /* slots a block may have */
+	enum tern_model_norm norm;
+	enum tern_model_act act;
+	enum tern_model_rope rope;
+	bool rope_freqs;       /* may carry rope_freqs.weight (llama3 scaling) */
+	uint32_t swa_period;   /* with a sliding window: layer l is global iff l % period == period - 1 */
+	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none) */
+	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
+	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
+};
+
+/* gemma_pytorch: the 27B model (62 layers) scales queries by
+ * 1/sqrt(n_embd/n_head) instead of 1/sqrt(head_dim); llama.cpp does too. */
+static void gemma3_fixup(struct tern_model_config *c)
+{
+	if (c->n_layer == 62)
+		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
+}
+
+static const struct arch_desc archs[] = {
+	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama */
+	 .required = BLOCK_BASE,
+	 .optional = B(S_BQ) | B(S_BK) | B(S_BV) | B(S_BO),
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .rope_freqs = true},
+	{.name = "qwen2",
+	 .required = BLOCK_BASE | B(S_BQ) | B(S_BK) | B(S_BV),
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "qwen3",
+	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM),
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "gemma3",
+	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM) | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
+	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .swa_period = 6, .swa_rope_base = 10000.0f, .embd_scale_sqrt = true, .fixup = gemma3_fixup},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct arch_desc *find_arch(const char *name)
+{
+	for (size_t i = 0; i < COUNT(archs); i++)
+		if (strcmp(archs[i].name, name) == 0)
+			return &archs[i];
+	return NULL;
+}
+
+const char *tern_model_supported(void)
+{
+	return "llama, qwen2, qwen3, gemma3"; /* the names of `archs`, in order (a test checks) */
+}
+
+bool tern_model_arch_supported(const char *arch)
+{
+	return arch && find_arch(arch) != NULL;
+}
+
+/* ---- tensor checks ----------------------------------------------------------- */
+
+/* The rule of the products (lib/cpu's matmul, every backend's mat_prepare):
+ * float weights, or a block type that dots with Q8 activations. */
+static bool product_type_ok(uint32_t t)
+{
+	if (t == QT_F32 || t == QT_F16 || t == QT_BF16)
+		return true;
+	uint32_t at = quant_vec_dot_type(t);
+	return quant_type_valid(t) && (at == QT_Q8_0 || at == QT_Q8_1 || at == QT_Q8_K);
+}
+
+static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
+{
+	size_t n = 0;
+	n += (size_t)snprintf(buf, cap, "{");
+	for (uint32_t i = 0; i < n_dims && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "", (unsigned long long)ne[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "}");
+}
+
+/* Find `name`, check it is {ne0, ne1} of a usable type, store it in *out.
+ * A missing optional tensor leaves *out NULL. */
+static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
+		      const struct tern_tensor_view **out, tern_err *e)
+{
+	*out = NULL;
+	const struct tern_tensor_view *t = tern_mf_find_tensor(mf, name);
+	if (!t) {
+		if (required)
+			return tern_errf(e, TERN_EFORMAT, "tensor '%s' is missing", name);
+		return 0;
+	}
+	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, 1, 1};
+	bool same = true;
+	for (int i = 0; i < TERN_MAX_DIMS; i++)
+		same = same && t->ne[i] == want[i];
+	if (!same) {
+		char found[96], expect[64];
+		fmt_shape(found, sizeof found, t->ne, t->n_dims ? t->n_dims : 1);
+		fmt_shape(expect, sizeof expect, want, ne1 == 1 ? 1 : 2);
+		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has shape %s, expected %s", name, found, expect);
+	}
+	if (matrix && !product_type_ok(t->type))
+		return tern_errf(e, TERN_EUNSUPPORTED, "tensor '%s' has type %s, which no product supports", name,
+				 quant_type_name(t->type));
+	if (!matrix && t->type != QT_F32)
+		return tern_errf(e, TERN_EUNSUPPORTED, "tensor '%s' has type %s, expected f32", name,
+				 quant_type_name(t->type));
+	if (!t->data) /* a lenient open keeps tensors whose data lies outside the file */
+		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has no data in the file", name);
+	*out = t;
+	return 0;
+}
+
+/* ---- config ------------------------------------------------------------------ */
+
+static int build_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
+			tern_err *e)
+{
+	const char *a = hp->arch;
+	if (hp->n_expert)
+		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported", a,
+				 hp->n_expert);
+	if (hp->rope_scaling == TERN_ROPE_SCALING_YARN || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
+				 "linear)", a, hp->rope_scaling_name);
+	if (!(hp->norm_rms_eps > 0))
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm_rms_epsilon'", a);
+
+	snprintf(c->arch, sizeof c->arch, "%s", a);
+	c->n_vocab = hp->n_vocab;
+	c->n_ctx_train = hp->n_ctx_train;
+	c->n_embd = hp->n_embd;
+	c->n_layer = hp->n_layer;
+	c->n_head = hp->n_head;
+	c->n_head_kv = hp->n_head_kv;
+	c->n_ff = hp->n_ff;
+	c->head_dim = hp->n_embd_head_k;
+	c->head_dim_v = hp->n_embd_head_v;
+	c->n_rot = hp->n_rot;
+	c->norm = d->norm;
+	c->norm_eps = hp->norm_rms_eps;
+	c->act = d->act;
+	c->rope = d->rope;
+	c->rope_scaling = hp->rope_scaling;
+	c->rope_freq_base = hp->rope_freq_base;
+	/* as llama.cpp: the factor applies whatever the type says (validated > 0) */
+	c->rope_freq_scale = 1.0f / hp->rope_scaling_factor;
+	c->n_ctx_orig = hp->n_ctx_orig;
+	c->n_swa = d->swa_period ? hp->n_swa : 0;
+	c->embd_scale = d->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
+	c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+	c->attn_softcap = hp->attn_softcap;
+	c->final_softcap = hp->final_softcap;
+	c->has_qk_norm = (d->required & B(S_Q_NORM)) != 0;
+	c->has_post_norms = (d->required & B(S_ATTN_POST_NORM)) != 0;
+
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		struct tern_model_layer_config *lc = &c->layer[l];
+		lc->n_head = hp->n_head_l[l];
+		lc->n_head_kv = hp->n_head_kv_l[l];
+		lc->n_ff = hp->n_ff_l[l];
+		if (!lc->n_head || !lc->n_head_kv || !lc->n_ff)
+			return tern_errf(e, TERN_EFORMAT, "layer %u: '%s.%s' is 0", l, a,
+					 !lc->n_head ? "attention.head_count"
+					 : !lc->n_head_kv ? "attention.head_count_kv" : "feed_forward_length");
+		if (lc->n_head % lc->n_head_kv)
+			return tern_errf(e, TERN_EFORMAT, "layer %u: %u kv heads do not divide %u heads", l,
+					 lc->n_head_kv, lc->n_head);
+		lc->is_swa = c->n_swa && l % d->swa_period != d->swa_period - 1;
+		lc->rope_base = lc->is_swa ? d->swa_rope_base : c->rope_freq_base;
+		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
+	}
+	if (d->fixup)
+		d->fixup(c);
+	return 0;
+}
+
+/* ---- weights ----------------------------------------------------------------- */
+
+static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct tern_model *m, tern_err *e)
+{
+	struct tern_model_config *c = &m->cfg;
+	struct tern_model_weights *w = &m->w;
+	int rc = get_tensor(mf, "token_embd.weight", c->n_embd, c->n_vocab, true, true, &w->token_embd, e);
+	if (!rc)
+		rc = get_tensor(mf, "output_norm.weight", c->n_embd, 1, false, true, &w->output_norm, e);
+	if (!rc)
+		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, false, &w->output, e);
+	if (rc)
+		return rc;
+	c->tied_output = w->output == NULL;
+	if (c->tied_output)
+		w->output = w->token_embd;
+	if (d->rope_freqs) {
+		rc = get_tensor(mf, "rope_freqs.weight", c->n_rot / 2, 1, false, false, &w->rope_freqs, e);
+		if (rc)
+			return rc;
+		c->has_rope_freqs = w->rope_freqs != NULL;
+	}
+
+	for (uint32_t l = 0; l < c->n_layer; l++) {
+		const struct tern_model_layer_config *lc = &c->layer[l];
+		uint64_t dims[D_COUNT] = {
+			[D_ONE] = 1,
+			[D_EMBD] = c->n_embd,
+			[D_Q] = (uint64_t)lc->n_head * c->head_dim,
+			[D_KV] = (uint64_t)lc->n_head_kv * c->head_dim,
+			[D_V] = (uint64_t)lc->n_head_kv * c->head_dim_v,
+			[D_O] = (uint64_t)lc->n_head * c->head_dim_v,
+			[D_HEAD] = c->head_dim,
+			[D_FF] = lc->n_ff,
+		};
+		for (int s = 0; s < S_COUNT; s++) {
+			bool req = (d->required >> s) & 1, opt = (d->optional >> s) & 1;
+			if (!req && !opt)
+				continue;
+			const struct slot_info *si = &slots[s];
+			char name[64];
+			snprintf(name, sizeof name, "blk.%u.%s", l, si->name);
+			const struct tern_tensor_view **dst =
+				(const struct tern_tensor_view **)((char *)&w->layers[l] + si->offset);
+			rc = get_tensor(mf, name, dims[si->ne0], dims[si->ne1], si->matrix, req, dst, e);
+			if (rc)
+				return rc;
+		}
+		const struct tern_model_layer *L = &w->layers[l];
+		c->has_qkv_bias = c->has_qkv_bias || L->bq || L->bk || L->bv;
+	}
+	return 0;
+}
+
+/* ---- load / free ------------------------------------------------------------- */
+
+int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
+{
+	*out = NULL;
+	char name[TERN_ARCH_NAME_MAX], q[TERN_QUOTE_MAX]; /* the name is the file's: quoted */
+	if (tern_arch_family(mf, name, sizeof name) != TERN_ARCH_LLM)
+		return tern_errf(e, TERN_EUNSUPPORTED, "not a language model: %s",
+				 name[0] ? tern_quote(q, sizeof q, name, strlen(name)) : "no general.architecture");
+	const struct arch_desc *d = find_arch(name);
+	if (!d)
+		return tern_errf(e, TERN_EUNSUPPORTED, "architecture '%s' is not supported (supported: %s)",
+				 tern_quote(q, sizeof q, name, strlen(name)), tern_model_supported());
+
+	struct tern_arch_llm *hp = malloc(sizeof *hp); /* ~6 KiB of per-layer arrays */
+	struct tern_model *m = calloc(1, sizeof *m);
+	if (!hp || !m) {
+		free(hp);
+		free(m);
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	}
+	int rc = tern_arch_llm_load(mf, hp, e);
+	if (!rc)
+		rc = build_config(d, hp, &m->cfg, e);
+	free(hp);
+	if (!rc) {
+		/* n_layer <= TERN_ARCH_MAX_LAYERS (arch.c): a bounded table */
+		m->w.layers = calloc(m->cfg.n_layer, sizeof *m->w.layers);
+		if (!m->w.layers)
+			rc = tern_errf(e, TERN_ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = load_weights(d, mf, m, e);
+	if (rc) {
+		tern_model_free(m);
+		return rc;
+	}
+	m->mf = mf;
+	*out = m;
+	return 0;
+}
+
+int tern_model_open(struct tern_model **out, const char *path, tern_err *e)
+{
+	*out = NULL;
+	tern_mf *mf = NULL;
+	int rc = tern_mf_open(&mf, path, NULL, e);
+	if (!rc)
+		rc = tern_model_load(out, mf, e);
+	if (rc) {
+		tern_mf_close(mf);
+		tern_err_prefix(e, path);
+		return rc;
+	}
+	(*out)->own_mf = mf;
+	return 0;
+}
+
+void tern_model_free(struct tern_model *m)
+{
+	if (!m)
+		return;
+	free(m->w.layers);
+	tern_mf_close(m->own_mf);
+	free(m);
+}

@@ -1,0 +1,139 @@
+/* model.h - a GGUF language model as the forward pass sees it: a config
+ * (every number the pass needs, per layer where layers differ) and the
+ * weights (views into the file's mapping, never copies).
+ *
+ * Architectures are rows of a descriptor table (model.c): which tensors a
+ * layer has and which of them are required, the norm, the gated
+ * activation, the RoPE ordering, the sliding-window pattern, the embedding
+ * scale. The loader walks the row generically, so adding an architecture
+ * is one row plus whatever new ops its forward pass needs.
+ *
+ * Shapes are written in ggml's order, {ne0, ne1}: ne0 is the row length
+ * (the input size of a product), ne1 the number of rows (its outputs).
+ * "[n_layer] ->" means one such tensor per layer. */
+#ifndef TERN_MODEL_H
+#define TERN_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/core/error.h"
+#include "lib/format/arch.h"
+#include "lib/format/modelfile.h"
+#include "lib/format/tensor.h"
+
+enum tern_model_norm {
+	TERN_MODEL_NORM_RMS, /* x / sqrt(mean(x^2) + eps) * w */
+};
+
+/* The FFN: act(gate(x)) * up(x), then down. */
+enum tern_model_act {
+	TERN_MODEL_ACT_SILU, /* SwiGLU (llama, qwen) */
+	TERN_MODEL_ACT_GELU, /* GeGLU with tanh-approximated GELU (gemma) */
+};
+
+/* How RoPE pairs the dimensions of a head (llama.cpp's rope types). */
+enum tern_model_rope {
+	TERN_MODEL_ROPE_NORMAL, /* pairs (2i, 2i+1): llama */
+	TERN_MODEL_ROPE_NEOX,   /* pairs (i, i + n_rot/2): qwen2, qwen3, gemma3 */
+};
+
+/* Per layer: what differs between layers (gemma3's local and global
+ * layers; per-layer head and FFN counts where a file gives arrays). */
+struct tern_model_layer_config {
+	bool is_swa;        /* attends over the last n_swa positions only */
+	float rope_base;    /* theta base of this layer's RoPE */
+	float rope_scale;   /* position multiplier: 1 / linear factor (1: none) */
+	uint32_t n_head;    /* query heads */
+	uint32_t n_head_kv; /* key/value heads (divides n_head) */
+	uint32_t n_ff;      /* FFN hidden size */
+};
+
+struct tern_model_config {
+	char arch[TERN_ARCH_NAME_MAX];    /* general.architecture */
+	uint32_t n_vocab;                 /* rows of the token embedding and of the output */
+	uint32_t n_ctx_train;             /* trained context length */
+	uint32_t n_embd;                  /* residual width */
+	uint32_t n_layer;                 /* blocks (at most TERN_ARCH_MAX_LAYERS) */
+	uint32_t n_head, n_head_kv, n_ff; /* the largest over the layers (for sizing) */
+	uint32_t head_dim;                /* per-head size of Q and K */
+	uint32_t head_dim_v;              /* per-head size of V */
+	uint32_t n_rot;                   /* rotated dimensions of a head (<= head_dim, even) */
+	enum tern_model_norm norm;
+	float norm_eps;
+	enum tern_model_act act;
+	enum tern_model_rope rope;
+	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR (others are refused) */
+	float rope_freq_base;             /* the file's base: the global layers' */
+	float rope_freq_scale;            /* 1 / rope.scaling.factor for linear scaling, else 1 */
+	uint32_t n_ctx_orig;              /* rope.scaling.original_context_length */
+	bool has_rope_freqs;              /* llama3 scaling: per-dimension divisors in rope_freqs.weight */
+	uint32_t n_swa;                   /* sliding window of the is_swa layers (0: none) */
+	float embd_scale;                 /* the token embedding is multiplied by this (gemma: sqrt(n_embd)) */
+	float attn_scale;                 /* scores are q.k * attn_scale (1/sqrt(head_dim) unless the arch says) */
+	float attn_softcap;               /* 0: none */
+	float final_softcap;              /* 0: none */
+	bool has_qk_norm;                 /* RMS norm over each head of Q and K before RoPE */
+	bool has_post_norms;              /* norm of the attention and FFN outputs before the residual add */
+	bool has_qkv_bias;                /* some layer has a Q, K or V bias (each is added where non-NULL) */
+	bool tied_output;                 /* no output.weight: the token embedding is the output */
+	struct tern_model_layer_config layer[TERN_ARCH_MAX_LAYERS]; /* [n_layer] */
+};
+
+/* One block's weights. NULL where the architecture has no such tensor or an
+ * optional one is absent. All 1-D tensors are f32; products are of a type
+ * quant/ can dot (float or one with a Q8 activation type). Below, nq =
+ * n_head*head_dim, nkv = n_head_kv*head_dim, nv = n_head_kv*head_dim_v,
+ * no = n_head*head_dim_v, all of this layer. */
+struct tern_model_layer {
+	const struct tern_tensor_view *attn_norm;      /* {n_embd} */
+	const struct tern_tensor_view *wq;             /* {n_embd, nq} */
+	const struct tern_tensor_view *wk;             /* {n_embd, nkv} */
+	const struct tern_tensor_view *wv;             /* {n_embd, nv} */
+	const struct tern_tensor_view *wo;             /* {no, n_embd} */
+	const struct tern_tensor_view *bq;             /* {nq} qwen2 (llama: optional) */
+	const struct tern_tensor_view *bk;             /* {nkv} */
+	const struct tern_tensor_view *bv;             /* {nv} */
+	const struct tern_tensor_view *bo;             /* {n_embd} llama: optional */
+	const struct tern_tensor_view *q_norm;         /* {head_dim} qwen3, gemma3 */
+	const struct tern_tensor_view *k_norm;         /* {head_dim} qwen3, gemma3 */
+	const struct tern_tensor_view *attn_post_norm; /* {n_embd} gemma3 */
+	const struct tern_tensor_view *ffn_norm;       /* {n_embd} */
+	const struct tern_tensor_view *ffn_gate;       /* {n_embd, n_ff} */
+	const struct tern_tensor_view *ffn_up;         /* {n_embd, n_ff} */
+	const struct tern_tensor_view *ffn_down;       /* {n_ff, n_embd} */
+	const struct tern_tensor_view *ffn_post_norm;  /* {n_embd} gemma3 */
+};
+
+struct tern_model_weights {
+	const struct tern_tensor_view *token_embd;  /* {n_embd, n_vocab} */
+	const struct tern_tensor_view *output_norm; /* {n_embd} */
+	const struct tern_tensor_view *output;      /* {n_embd, n_vocab}: token_embd when tied */
+	const struct tern_tensor_view *rope_freqs;  /* {n_rot/2} llama3 scaling, or NULL */
+	struct tern_model_layer *layers;            /* [n_layer] */
+};
+
+struct tern_model {
+	struct tern_model_config cfg;
+	struct tern_model_weights w;
+	const tern_mf *mf; /* the file the views point into */
+	tern_mf *own_mf;   /* set when tern_model_open opened it */
+};
+
+/* Build a model over an open file (borrowed: it must outlive the model).
+ * Errors: TERN_EUNSUPPORTED for an architecture, a feature (experts, YaRN
+ * scaling) or a tensor type that tern cannot run, naming it; TERN_EFORMAT
+ * for a missing key or tensor and a tensor of the wrong shape (naming the
+ * tensor, the expected and the found shape); what tern_arch_llm_load
+ * reports for the hyperparameters. Nothing is allocated from sizes the
+ * file claims except the per-layer table (at most TERN_ARCH_MAX_LAYERS). */
+int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e);
+/* Open path and load it; the model owns the file. Messages start with path. */
+int tern_model_open(struct tern_model **out, const char *path, tern_err *e);
+void tern_model_free(struct tern_model *m);
+
+/* The supported architecture names, ", "-separated: "llama, qwen2, ...". */
+const char *tern_model_supported(void);
+bool tern_model_arch_supported(const char *arch);
+
+#endif

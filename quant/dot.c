@@ -27,6 +27,14 @@ uint32_t quant_vec_dot_type(uint32_t t)
 	return QT_F32;
 }
 
+bool quant_is_weight_type(uint32_t t)
+{
+	if (t == QT_F32 || t == QT_F16 || t == QT_BF16)
+		return true;
+	uint32_t at = quant_vec_dot_type(t);
+	return quant_type_valid(t) && (at == QT_Q8_0 || at == QT_Q8_1 || at == QT_Q8_K);
+}
+
 /* Decode elements [i0, i0 + cnt) of a row of type t into out; i0 and cnt
  * are multiples of the block of t. */
 static void decode_range(uint32_t t, const uint8_t *row, int64_t i0, int cnt, float *out)

@@ -98,6 +98,11 @@ int quant_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t n)
  * decode a block to floats first. */
 uint32_t quant_vec_dot_type(uint32_t t);
 
+/* True if t can be a weight matrix of the products (every backend's
+ * mat_prepare, lib/cpu's matmul, the model loaders' checks): the float
+ * types, and the block types that dot with Q8 activations. */
+bool quant_is_weight_type(uint32_t t);
+
 /* True if quant_quantize_row() can encode type t. */
 bool quant_can_quantize(uint32_t t);
 

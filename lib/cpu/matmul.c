@@ -22,10 +22,7 @@ static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 bool cpu_mm_type_ok(uint32_t t)
 {
-	if (t == QT_F32 || t == QT_F16 || t == QT_BF16)
-		return true;
-	uint32_t at = quant_vec_dot_type(t);
-	return quant_type_valid(t) && (at == QT_Q8_0 || at == QT_Q8_1 || at == QT_Q8_K);
+	return quant_is_weight_type(t);
 }
 
 /* GEMM scratch: the packed activations, then one scratch per thread. */

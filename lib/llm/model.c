@@ -127,16 +127,6 @@ bool tern_model_arch_supported(const char *arch)
 
 /* ---- tensor checks ----------------------------------------------------------- */
 
-/* The rule of the products (lib/cpu's matmul, every backend's mat_prepare):
- * float weights, or a block type that dots with Q8 activations. */
-static bool product_type_ok(uint32_t t)
-{
-	if (t == QT_F32 || t == QT_F16 || t == QT_BF16)
-		return true;
-	uint32_t at = quant_vec_dot_type(t);
-	return quant_type_valid(t) && (at == QT_Q8_0 || at == QT_Q8_1 || at == QT_Q8_K);
-}
-
 static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
 {
 	size_t n = 0;
@@ -169,7 +159,7 @@ static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_
 		fmt_shape(expect, sizeof expect, want, ne1 == 1 ? 1 : 2);
 		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has shape %s, expected %s", name, found, expect);
 	}
-	if (matrix && !product_type_ok(t->type))
+	if (matrix && !quant_is_weight_type(t->type))
 		return tern_errf(e, TERN_EUNSUPPORTED, "tensor '%s' has type %s, which no product supports", name,
 				 quant_type_name(t->type));
 	if (!matrix && t->type != QT_F32)

@@ -318,7 +318,12 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	par_rows(be, attention_rows, &o, n, PAR_MIN_WORK);
 }
 
-static float gelu_tanh(float x) { return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
+/* 0.5 x (1 + tanh(z)) written as x sigmoid(2z): the same function without
+ * the cancellation of 1 + tanh(z) for negative z */
+static float gelu_tanh(float x)
+{
+	return x / (1.0f + expf(-1.5957691216f * (x + 0.044715f * x * x * x)));
+}
 
 static float act(int kind, float x)
 {

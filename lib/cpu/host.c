@@ -225,8 +225,8 @@ bool cpu_host_get_rows_args(struct tern_backend *be, const struct tern_buf *w, c
 {
 	char s1[96], s2[96];
 	if (w->be != be || !w->mem || !contiguous(w) || w->ne[2] != 1 || w->ne[3] != 1 || !mine(be, ids, QT_I32) ||
-	    !mine(be, y, QT_F32) || !writable(y) || y->ne[0] != w->ne[0] || cpu_host_nrows(y) != cpu_host_nrows(ids) ||
-	    ids->ne[0] != cpu_host_nrows(ids)) {
+	    !mine(be, y, QT_F32) || !writable(y) || y->ne[0] != w->ne[0] || cpu_host_nrows(ids) != 1 ||
+	    ids->ne[0] != cpu_host_nrows(y)) {
 		cpu_host_fail(be, "get_rows: weight %s, ids and y %s do not fit", shape(s1, sizeof s1, w),
 			      shape(s2, sizeof s2, y));
 		return false;

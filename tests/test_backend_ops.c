@@ -1013,12 +1013,102 @@ static void test_ops(void **state)
 	tern_backend_free(ref);
 }
 
+/* The new ops keep the contract: operands that do not fit are reported by
+ * the next sync and the op writes nothing; values of device buffers (ids,
+ * positions) out of range are reported too, the other tokens done. */
+static void expect_fail(struct tern_backend *be, const char *what)
+{
+	tern_err e = {0};
+	assert_int_equal(be->sync(be, &e), TERN_EINVAL);
+	if (!strstr(e.msg, what))
+		fail_msg("%s: expected a message naming %s, got: %s", be->name, what, e.msg);
+	assert_int_equal(be->sync(be, &e), 0);
+}
+
+static void check_ops_contract(struct tern_backend *be)
+{
+	tern_err e = {0};
+	float x[64 * 4] = {0}, y[64 * 4], w[64 * 3];
+	for (int i = 0; i < 64 * 4; i++)
+		x[i] = (float)(i % 13) - 6;
+	for (int i = 0; i < 64 * 3; i++)
+		w[i] = (float)i;
+	int32_t bad_pos[2] = {0, 5}, good_pos[2] = {0, 1};
+	int64_t xne[3] = {64, 2, 2}, wne[2] = {64, 3}, cne[3] = {64, 1, 5}, pne[1] = {2}, k3[3] = {64, 3, 5};
+	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, x), yb = in_buf(be, QT_F32, 3, xne, x);
+	struct tern_buf wb = in_buf(be, QT_F32, 2, wne, w), pb = in_buf(be, QT_I32, 1, pne, bad_pos);
+	struct tern_buf cb = in_buf(be, QT_F16, 3, cne, x), c3 = in_buf(be, QT_F32, 3, k3, x);
+	assert_int_equal(be->sync(be, &e), 0);
+	/* an id past the weight's rows (ids {0, 5}: 3 rows) */
+	int64_t gne[2] = {64, 2};
+	struct tern_buf g = tern_buf_reshape(&yb, 2, gne);
+	be->get_rows(be, &wb, &pb, &g);
+	expect_fail(be, "get_rows");
+	/* positions past the cache: the first token is stored, not the second */
+	struct tern_buf x1 = tern_buf_reshape(&xb, 3, (int64_t[3]){64, 1, 2});
+	be->kv_store(be, &cb, &x1, &pb);
+	expect_fail(be, "kv_store");
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1});
+	expect_fail(be, "attention");
+	/* the valid tokens of those were done: y from here on must not move */
+	be->upload(be, &yb, 0, x, sizeof x);
+	/* 2 query heads over 3 KV heads; a window below zero */
+	be->upload(be, &pb, 0, good_pos, sizeof good_pos);
+	be->attention(be, &xb, &c3, &c3, &pb, &yb, &(struct tern_attn){.scale = 1});
+	expect_fail(be, "attention");
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1, .window = -1});
+	expect_fail(be, "attention");
+	/* rope: n_rot past the head, odd, a factor vector of the wrong length */
+	be->rope(be, &xb, &pb, NULL, &(struct tern_rope){.n_rot = 66, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	be->rope(be, &xb, &pb, NULL, &(struct tern_rope){.n_rot = 7, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	struct tern_buf f = tern_buf_rows(&wb, 0, 1);
+	be->rope(be, &xb, &pb, &f, &(struct tern_rope){.n_rot = 64, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	/* norm into a read-only weight, element-wise ops of other shapes */
+	be->norm(be, &xb, NULL, NULL, NULL, &wb, &(struct tern_norm){.kind = TERN_NORM_RMS});
+	expect_fail(be, "norm");
+	be->add(be, &xb, &wb, &yb);
+	expect_fail(be, "add");
+	be->glu(be, &xb, &yb, &yb, 7);
+	expect_fail(be, "glu");
+	be->copy(be, &cb, &wb);
+	expect_fail(be, "copy");
+	/* nothing above wrote to y */
+	be->download(be, &yb, 0, y, sizeof y);
+	assert_int_equal(be->sync(be, &e), 0);
+	assert_memory_equal(y, x, sizeof y);
+	/* and the right calls work */
+	be->kv_store(be, &cb, &x1, &pb);
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 0.125f});
+	assert_int_equal(be->sync(be, &e), 0);
+	struct tern_buf *bufs[] = {&xb, &yb, &wb, &pb, &cb, &c3};
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		be->buf_free(be, bufs[i]);
+}
+
+static void test_ops_contract(void **state)
+{
+	(void)state;
+	tern_err e = {0};
+	struct tern_backend *be;
+	assert_int_equal(make_ref(&be, NULL, &e), 0);
+	check_ops_contract(be);
+	tern_backend_free(be);
+	struct cpu_backend_opts o = {.n_threads = 3, .max_tokens = 8};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	check_ops_contract(be);
+	tern_backend_free(be);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_products),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_ops_contract),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

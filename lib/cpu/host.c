@@ -3,6 +3,7 @@
 #include "lib/cpu/host.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,8 @@ void cpu_host_buf_release(struct tern_buf *b)
 void cpu_host_fail(struct tern_backend *be, const char *fmt, ...)
 {
 	struct cpu_host *h = be->impl;
-	if (h->pending.code)
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&h->claimed, &expected, 1))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -133,6 +135,7 @@ int cpu_host_sync(struct tern_backend *be, tern_err *err)
 	if (rc)
 		tern_errf(err, rc, "%s", h->pending.msg);
 	h->pending = (tern_err){0};
+	atomic_store(&h->claimed, 0);
 	return rc;
 }
 

@@ -11,7 +11,10 @@
 
 /* State every CPU backend starts with (its impl points here first). */
 struct cpu_host {
-	tern_err pending; /* first contract violation since the last sync */
+	tern_err pending;     /* first contract violation since the last sync */
+	_Atomic int claimed;  /* set by the one that writes pending: ops check
+			       * values of device buffers (ids, positions) on
+			       * the pool's threads, which may fail together */
 };
 
 /* Fill the table's name, caps, batch bound and the host entries (buffers,

@@ -261,6 +261,20 @@ static const float *cache_row(const struct tern_buf *c, int64_t h, int64_t p, fl
 	return buf;
 }
 
+/* Dot of n floats in 8 independent sums: one chain of n dependent adds
+ * is latency-bound (4 cycles each); 8 lanes let the compiler vectorize. */
+static float dot8(const float *a, const float *b, int64_t n)
+{
+	float s[8] = {0};
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			s[j] += a[i + j] * b[i + j];
+	for (; i < n; i++)
+		s[0] += a[i] * b[i];
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 /* rows: token x head, one online softmax each */
 static void attention_rows(void *arg, int64_t r0, int64_t r1)
 {
@@ -281,10 +295,7 @@ static void attention_rows(void *arg, int64_t r0, int64_t r1)
 		memset(acc, 0, sizeof(float) * (size_t)hd);
 		for (int64_t kp = lo; kp <= qp; kp++) {
 			const float *kr = cache_row(k, kh, kp, kb);
-			float s = 0;
-			for (int64_t i = 0; i < hd; i++)
-				s += qh[i] * kr[i];
-			s *= p->scale;
+			float s = dot8(qh, kr, hd) * p->scale;
 			if (p->softcap > 0)
 				s = p->softcap * tanhf(s / p->softcap);
 			if (s > m) {
@@ -338,10 +349,7 @@ static void attention_group_rows(void *arg, int64_t r0, int64_t r1)
 			const float *kr = cache_row(k, kh, kp, kb);
 			for (int64_t g = 0; g < group; g++) {
 				const float *qh = qg + g * hd;
-				float s = 0;
-				for (int64_t i = 0; i < hd; i++)
-					s += qh[i] * kr[i];
-				s *= p->scale;
+				float s = dot8(qh, kr, hd) * p->scale;
 				if (p->softcap > 0)
 					s = p->softcap * tanhf(s / p->softcap);
 				if (s > m[g]) {

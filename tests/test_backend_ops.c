@@ -1028,8 +1028,8 @@ static void expect_fail(struct tern_backend *be, const char *what)
 static void check_ops_contract(struct tern_backend *be)
 {
 	tern_err e = {0};
-	float x[64 * 4] = {0}, y[64 * 4], w[64 * 3];
-	for (int i = 0; i < 64 * 4; i++)
+	float x[64 * 15] = {0}, y[64 * 4], w[64 * 3]; /* x fills the largest buffer, c3 */
+	for (int i = 0; i < 64 * 15; i++)
 		x[i] = (float)(i % 13) - 6;
 	for (int i = 0; i < 64 * 3; i++)
 		w[i] = (float)i;
@@ -1051,7 +1051,7 @@ static void check_ops_contract(struct tern_backend *be)
 	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1});
 	expect_fail(be, "attention");
 	/* the valid tokens of those were done: y from here on must not move */
-	be->upload(be, &yb, 0, x, sizeof x);
+	be->upload(be, &yb, 0, x, sizeof y);
 	/* 2 query heads over 3 KV heads; a window below zero */
 	be->upload(be, &pb, 0, good_pos, sizeof good_pos);
 	be->attention(be, &xb, &c3, &c3, &pb, &yb, &(struct tern_attn){.scale = 1});

@@ -3,10 +3,25 @@
  * over it; the CPU implements it twice (lib/cpu: a scalar reference, the
  * oracle, and the optimized backend), CUDA and Vulkan next.
  *
- * What exists so far: buffers and the quantized products. The language
- * models add embedding rows, norms, RoPE, attention, activations, softmax
- * and copies: each is one more function pointer below, with the same
- * contract, and one more entry in tests/test_backend_ops.c.
+ * What exists: buffers, transfers, the quantized products (mat_vec,
+ * mat_mul) and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
+ * besides: embedding rows (get_rows), RMS and layer norm with an optional
+ * fused residual add (norm; over a [tokens x heads][head_dim] view it is
+ * the Q/K norm), RoPE in both orderings with linear scaling and llama3's
+ * frequency factors (rope; no YaRN yet), the KV cache store in f32, f16 or
+ * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
+ * window, soft-cap; online softmax, memory linear in the prompt), gated
+ * and plain activations (glu, unary), add (with a broadcast bias row),
+ * scale, softmax and copy. A new op is one more function pointer below,
+ * with the same contract, and one more check in tests/test_backend_ops.c.
+ *
+ * Shapes: ne[0] is the row; "rows" are everything above it, contiguous
+ * (tern_buf_reshape makes such views). Activations are f32. The
+ * convention of the attention tensors: q, y [ntok][n_head][head_dim]
+ * (ne = {head_dim, n_head, ntok}); a layer's K or V cache [n_ctx]
+ * [n_head_kv][head_dim] (ne = {head_dim, n_head_kv, n_ctx}), the row of
+ * position p being token p of the sequence (no ring buffer: n_ctx bounds
+ * the sequence).
  *
  * Shaped for GPUs:
  *   - tensors passed to ops are backend buffers with a type and a shape,
@@ -80,6 +95,44 @@ enum {
 	TERN_BACKEND_REFERENCE = 1u << 3,   /* the scalar oracle the others are tested against */
 };
 
+/* norm: kind */
+enum { TERN_NORM_RMS, TERN_NORM_LAYER };
+
+struct tern_norm {
+	int kind;  /* TERN_NORM_* */
+	float eps;
+};
+
+/* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
+ * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
+ * each head turns by theta = freq_scale * pos / (freq_base^(2j / n_rot) *
+ * freq[j]) for pair j (freq[j] = 1 without factors); dimensions from n_rot
+ * on are left alone. As llama.cpp's rope with ext_factor 0 (YaRN is not
+ * implemented). */
+enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
+
+struct tern_rope {
+	int mode;         /* TERN_ROPE_* */
+	int n_rot;        /* even, 2..head_dim */
+	float freq_base;  /* 10000, 500000, 1e6 ... */
+	float freq_scale; /* 1 / the linear scaling factor; 1 without */
+};
+
+/* attention */
+struct tern_attn {
+	float scale;    /* usually 1 / sqrt(head_dim) */
+	int32_t window; /* sliding window in tokens; 0: none */
+	float softcap;  /* logits become softcap * tanh(logit / softcap); 0: none */
+};
+
+/* glu: kind */
+enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
+/* unary: kind */
+enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU };
+
+/* head dimensions the attention takes (its per-row state is fixed) */
+#define TERN_ATTN_MAX_HEAD_DIM 512
+
 struct tern_backend {
 	const char *name;   /* "cpu", "cpu-ref", later "cuda", "vulkan" */
 	unsigned caps;      /* TERN_BACKEND_* */
@@ -126,6 +179,57 @@ struct tern_backend {
 	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y);
 
+	/* y[t] = row ids[t] of w, decoded to f32: w [rows][cols] of any
+	 * type, ids i32 [ntok], y f32 [ntok][cols]. An id outside w is a
+	 * violation (the row is left as it was). */
+	void (*get_rows)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
+			 struct tern_buf *y);
+	/* Per row of x: if r, x += r first (x is written back: the fused
+	 * residual add); then y = norm(x) (* w) (+ b), norm TERN_NORM_RMS
+	 * (x / sqrt(mean(x^2) + eps)) or TERN_NORM_LAYER ((x - mean) /
+	 * sqrt(var + eps)); w, b f32 [ne0] or NULL. x, r, y f32, same shape;
+	 * y may be x. */
+	void (*norm)(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
+		     const struct tern_buf *b, struct tern_buf *y, const struct tern_norm *p);
+	/* Rotate x in place: x f32 {head_dim, n_head, ntok}, pos i32 [ntok];
+	 * see struct tern_rope. freq f32 [n_rot / 2] or NULL (llama3's
+	 * rope_freqs: divides the frequencies). */
+	void (*rope)(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
+		     const struct tern_rope *p);
+	/* cache row pos[t] = x row t, converted to the cache's type (f32,
+	 * f16, q8_0: any type quant/ can encode; head_dim a multiple of its
+	 * block): x f32 {head_dim, n_head_kv, ntok}, cache {head_dim,
+	 * n_head_kv, n_ctx}, pos i32 [ntok] in 0..n_ctx-1. */
+	void (*kv_store)(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
+			 const struct tern_buf *pos);
+	/* y = softmax(scale * q k^T) v per query and head over the cache
+	 * rows the query sees: key p is visible to the query at position
+	 * q = pos[t] iff p <= q and (window == 0 or q - p < window); query
+	 * head h reads KV head h / (n_head / n_head_kv). q, y f32 {head_dim,
+	 * n_head, ntok}; k, v caches {head_dim, n_head_kv, n_ctx} as
+	 * kv_store wrote them (rows 0..pos[t] must have been stored). Online
+	 * softmax: no [ntok][n_ctx] scores anywhere. */
+	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
+			  const struct tern_attn *p);
+	/* y = act(gate) * up, act TERN_GLU_SWIGLU (silu) or TERN_GLU_GEGLU
+	 * (gelu, tanh form); f32, same shapes; y may be gate or up. */
+	void (*glu)(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up, struct tern_buf *y,
+		    int kind);
+	/* y = f(x), f a TERN_UNARY_*; f32, same shapes; y may be x. */
+	void (*unary)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind);
+	/* y = a + b: b of a's shape, or one row added to every row of a (a
+	 * bias); y may be a or b. */
+	void (*add)(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y);
+	/* y = s * x; y may be x. */
+	void (*scale)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s);
+	/* y = softmax of each row of x; y may be x. */
+	void (*softmax)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y);
+	/* dst = src, the same number of rows of the same length: the same
+	 * type (bytes copied), f32 to any type quant/ can encode, or any type
+	 * to f32. */
+	void (*copy)(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst);
+
 	/* Bracket one step (a token of decode); see the top of this file. */
 	void (*begin_step)(struct tern_backend *be);
 	void (*end_step)(struct tern_backend *be);
@@ -166,6 +270,22 @@ static inline struct tern_buf tern_buf_rows(const struct tern_buf *b, int64_t r0
 	struct tern_buf v = *b;
 	v.offset += (size_t)r0 * b->nb[1];
 	v.ne[1] = n;
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	return v;
+}
+
+/* View of a contiguous buffer under another shape of the same element
+ * count (n_dims 1..TERN_MAX_DIMS, ne[0] a multiple of the block): the same
+ * storage, not owned, not prepared. The caller checks the count. */
+static inline struct tern_buf tern_buf_reshape(const struct tern_buf *b, int n_dims, const int64_t *ne)
+{
+	struct tern_buf v = *b;
+	for (int i = 0; i < TERN_MAX_DIMS; i++)
+		v.ne[i] = i < n_dims ? ne[i] : 1;
+	v.nb[1] = quant_row_size(b->type, (uint64_t)v.ne[0], NULL);
+	for (int i = 2; i < TERN_MAX_DIMS; i++)
+		v.nb[i] = v.nb[i - 1] * (size_t)v.ne[i - 1];
 	v.flags &= ~(unsigned)TERN_BUF_OWNS;
 	v.prep = NULL;
 	return v;

@@ -12,6 +12,7 @@
  * threshold, every weight type quant/ can dot. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,11 +365,750 @@ static void test_contract(void **state)
 	assert_int_equal(cpu_backend_new(&be, &o, &e), TERN_EINVAL);
 }
 
+/* ---- the forward-pass ops --------------------------------------------------------------
+ * Each op is a case function: case ci builds its inputs from a seed that
+ * depends on ci only (the same bytes on every backend), runs the op and
+ * returns the outputs as f32; false past the last case. The outputs sit
+ * between two sentinel rows. The driver runs every case on the reference
+ * and on each backend and compares by NMSE (thresholds at `op_checks`). */
+
+typedef bool (*op_case_fn)(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn);
+
+static const uint8_t SENTINEL_BYTE = 0xA5;
+
+static struct tern_buf in_buf(struct tern_backend *be, uint32_t type, int n_dims, const int64_t *ne, const void *host)
+{
+	tern_err e = {0};
+	struct tern_buf b;
+	if (be->buf_alloc(be, &b, type, n_dims, ne, &e))
+		fail_msg("%s: %s", be->name, e.msg);
+	be->upload(be, &b, 0, host, tern_buf_nbytes(&b));
+	return b;
+}
+
+/* An output (or in-place operand) of type with rows of ne0: a buffer of
+ * nrows + 2 rows whose first and last are sentinels, the middle from init
+ * (bytes of that type) or sentinels; *view is the middle under shape ne. */
+static void out_buf(struct tern_backend *be, struct tern_buf *whole, struct tern_buf *view, uint32_t type, int64_t ne0,
+		    int64_t nrows, int n_dims, const int64_t *ne, const void *init)
+{
+	int64_t wne[2] = {ne0, nrows + 2};
+	tern_err e = {0};
+	if (be->buf_alloc(be, whole, type, 2, wne, &e))
+		fail_msg("%s: %s", be->name, e.msg);
+	size_t rs = whole->nb[1], total = rs * (size_t)(nrows + 2);
+	uint8_t *h = malloc(total);
+	memset(h, SENTINEL_BYTE, total);
+	if (init)
+		memcpy(h + rs, init, rs * (size_t)nrows);
+	be->upload(be, whole, 0, h, total);
+	be->sync(be, &e);
+	free(h);
+	struct tern_buf mid = tern_buf_rows(whole, 1, nrows);
+	*view = tern_buf_reshape(&mid, n_dims, ne);
+}
+
+/* Sync, check the sentinels, return the middle rows as f32 (malloc'ed). */
+static float *take_out(struct tern_backend *be, struct tern_buf *whole, const char *desc)
+{
+	tern_err e = {0};
+	size_t rs = whole->nb[1];
+	int64_t nrows = whole->ne[1] - 2, ne0 = whole->ne[0];
+	size_t total = rs * (size_t)(nrows + 2);
+	uint8_t *h = malloc(total);
+	be->download(be, whole, 0, h, total);
+	if (be->sync(be, &e))
+		fail_msg("%s: %s: %s", be->name, desc, e.msg);
+	for (size_t i = 0; i < rs; i++)
+		if (h[i] != SENTINEL_BYTE || h[total - rs + i] != SENTINEL_BYTE)
+			fail_msg("%s: %s: wrote outside the output (byte %zu)", be->name, desc, i);
+	float *out = malloc(sizeof(float) * (size_t)(ne0 * nrows));
+	for (int64_t r = 0; r < nrows; r++)
+		quant_dequantize_row(whole->type, h + rs * (size_t)(r + 1), out + r * ne0, (uint64_t)ne0);
+	free(h);
+	be->buf_free(be, whole);
+	return out;
+}
+
+static float *normals(size_t n, float sd)
+{
+	float *x = malloc(sizeof(float) * (n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		x[i] = qu_normal() * sd;
+	return x;
+}
+
+/* get_rows: every type with rows, ids with repeats */
+static bool case_get_rows(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const int64_t ntoks[] = {1, 5, 300};
+	uint32_t t = (uint32_t)(ci / 3);
+	if (t >= QT_COUNT)
+		return false;
+	int64_t ntok = ntoks[ci % 3], rows = 37, cols = 256;
+	if (!quant_type_valid(t) || quant_type_info(t)->blck > 256 || t == QT_I8 || t == QT_I16 || t == QT_I32 ||
+	    t == QT_I64 || t == QT_F64) {
+		*n = 0; /* not a weight type */
+		return true;
+	}
+	snprintf(desc, dn, "get_rows %s, %lld tokens", quant_type_name(t), (long long)ntok);
+	qu_seed((uint64_t)ci + 11);
+	size_t rs = quant_row_size(t, (uint64_t)cols, NULL);
+	uint8_t *wh = malloc(rs * (size_t)rows);
+	for (int64_t r = 0; r < rows; r++)
+		qu_make_row(t, wh + rs * (size_t)r, cols, 0);
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)ntok);
+	for (int64_t i = 0; i < ntok; i++)
+		ids[i] = (int32_t)(qu_rand() % (uint32_t)rows);
+	int64_t wne[2] = {cols, rows}, ine[1] = {ntok}, yne[2] = {cols, ntok};
+	struct tern_buf w = in_buf(be, t, 2, wne, wh), ib = in_buf(be, QT_I32, 1, ine, ids), whole, y;
+	out_buf(be, &whole, &y, QT_F32, cols, ntok, 2, yne, NULL);
+	be->get_rows(be, &w, &ib, &y);
+	*out = take_out(be, &whole, desc);
+	*n = (size_t)(cols * ntok);
+	/* independent: the rows as quant/ decodes them */
+	float *row = malloc(sizeof(float) * (size_t)cols);
+	for (int64_t i = 0; i < ntok; i++) {
+		quant_dequantize_row(t, wh + rs * (size_t)ids[i], row, (uint64_t)cols);
+		if (memcmp(row, *out + i * cols, sizeof(float) * (size_t)cols) != 0)
+			fail_msg("%s: %s: token %lld is not row %d", be->name, desc, (long long)i, ids[i]);
+	}
+	free(row);
+	free(wh);
+	free(ids);
+	be->buf_free(be, &w);
+	be->buf_free(be, &ib);
+	return true;
+}
+
+/* norm: RMS and layer norm, with and without the residual, weight, bias,
+ * and in place; odd widths and the Q/K-norm shape (rows of head_dim) */
+static bool case_norm(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const int64_t shapes[][2] = {{1, 1}, {7, 3}, {64, 1}, {576, 5}, {2048, 2}, {128, 8 * 13}, {33, 300}};
+	int ns = (int)(sizeof shapes / sizeof *shapes);
+	if (ci >= ns * 16)
+		return false;
+	int64_t ne0 = shapes[ci / 16][0], rows = shapes[ci / 16][1];
+	int v = ci % 16;
+	struct tern_norm p = {.kind = v & 1 ? TERN_NORM_LAYER : TERN_NORM_RMS, .eps = (v & 8) ? 1e-6f : 1e-5f};
+	bool use_r = v & 2, use_w = v & 4, use_b = (v & 8) && p.kind == TERN_NORM_LAYER, inplace = (v & 12) == 12;
+	snprintf(desc, dn, "norm %s %lldx%lld%s%s%s%s", p.kind ? "layer" : "rms", (long long)ne0, (long long)rows,
+		 use_r ? " +residual" : "", use_w ? " *w" : "", use_b ? " +b" : "", inplace ? " in place" : "");
+	qu_seed((uint64_t)ci + 101);
+	size_t cnt = (size_t)(ne0 * rows);
+	float *x = normals(cnt, 3), *r = normals(cnt, 1), *w = normals((size_t)ne0, 1), *b = normals((size_t)ne0, 1);
+	for (size_t i = 0; i < cnt; i++)
+		x[i] += 0.5f; /* a mean for the layer norm to remove */
+	int64_t ne[2] = {ne0, rows}, vne[1] = {ne0};
+	struct tern_buf xw, xv, yw, yv, rb = {0}, wb = {0}, bb = {0};
+	out_buf(be, &xw, &xv, QT_F32, ne0, rows, 2, ne, x);
+	if (!inplace)
+		out_buf(be, &yw, &yv, QT_F32, ne0, rows, 2, ne, NULL);
+	if (use_r)
+		rb = in_buf(be, QT_F32, 2, ne, r);
+	if (use_w)
+		wb = in_buf(be, QT_F32, 1, vne, w);
+	if (use_b)
+		bb = in_buf(be, QT_F32, 1, vne, b);
+	be->norm(be, &xv, use_r ? &rb : NULL, use_w ? &wb : NULL, use_b ? &bb : NULL, inplace ? &xv : &yv, &p);
+	float *xo = take_out(be, &xw, desc), *yo = inplace ? xo : take_out(be, &yw, desc);
+	/* out: y, then x when the residual was added to it */
+	*n = cnt * (use_r && !inplace ? 2 : 1);
+	*out = malloc(sizeof(float) * *n);
+	memcpy(*out, yo, sizeof(float) * cnt);
+	if (use_r && !inplace)
+		memcpy(*out + cnt, xo, sizeof(float) * cnt);
+	/* independent: without weight or bias the rows have mean square 1
+	 * (RMS) or mean 0 and variance 1 (layer), up to eps */
+	if (!use_w && !use_b && ne0 >= 64) {
+		for (int64_t row = 0; row < rows; row++) {
+			double m = 0, sq = 0;
+			for (int64_t i = 0; i < ne0; i++)
+				m += yo[row * ne0 + i];
+			m /= (double)ne0;
+			for (int64_t i = 0; i < ne0; i++)
+				sq += (yo[row * ne0 + i] - (p.kind ? m : 0)) * (yo[row * ne0 + i] - (p.kind ? m : 0));
+			if (fabs(sq / (double)ne0 - 1) > 1e-3 || (p.kind && fabs(m) > 1e-4))
+				fail_msg("%s: %s: row %lld has mean %g, mean square %g", be->name, desc, (long long)row, m,
+					 sq / (double)ne0);
+		}
+	}
+	if (yo != xo)
+		free(yo);
+	free(xo);
+	free(x);
+	free(r);
+	free(w);
+	free(b);
+	be->buf_free(be, &rb);
+	be->buf_free(be, &wb);
+	be->buf_free(be, &bb);
+	return true;
+}
+
+struct rope_case {
+	int64_t hd, nh, ntok;
+	int n_rot, mode;
+	float base, scale;
+	bool factors;
+	int32_t pos0; /* positions pos0 + t, or random in 0..5000 when < 0 */
+};
+
+static const struct rope_case rope_cases[] = {
+	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0},
+	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13},
+	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1},
+	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090},
+	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0},
+	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1},
+	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100},
+	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1},
+	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000},
+	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7},
+};
+
+static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	if (ci >= (int)(sizeof rope_cases / sizeof *rope_cases))
+		return false;
+	const struct rope_case *c = &rope_cases[ci];
+	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s", c->mode ? "neox" : "normal",
+		 (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok, c->factors ? ", factors" : "");
+	qu_seed((uint64_t)ci + 201);
+	size_t cnt = (size_t)(c->hd * c->nh * c->ntok);
+	float *x = normals(cnt, 1), *ff = malloc(sizeof(float) * (size_t)c->n_rot / 2);
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
+	for (int64_t t = 0; t < c->ntok; t++)
+		pos[t] = c->pos0 >= 0 ? c->pos0 + (int32_t)t : (int32_t)(qu_rand() % 5001);
+	for (int j = 0; j < c->n_rot / 2; j++)
+		ff[j] = j < c->n_rot / 8 ? 1.0f : qu_uniform(1, 8); /* as llama3: 1 at high frequencies */
+	int64_t ne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok}, fne[1] = {c->n_rot / 2};
+	struct tern_buf xw, xv, pb = in_buf(be, QT_I32, 1, pne, pos), fb = {0};
+	if (c->factors)
+		fb = in_buf(be, QT_F32, 1, fne, ff);
+	out_buf(be, &xw, &xv, QT_F32, c->hd, c->nh * c->ntok, 3, ne, x);
+	struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale};
+	be->rope(be, &xv, &pb, c->factors ? &fb : NULL, &p);
+	*out = take_out(be, &xw, desc);
+	*n = cnt;
+	/* independent: each pair is a complex number turned by theta, from
+	 * the published formula theta_j = scale * pos / (base^(2j/n_rot) ff_j);
+	 * the angle in f32 may be off by ~pos * 2^-24 rad on the optimized
+	 * backend, hence the tolerance growing with the position */
+	int half = c->n_rot / 2;
+	for (int64_t t = 0; t < c->ntok; t++)
+		for (int64_t h = 0; h < c->nh; h++) {
+			const float *xi = x + (t * c->nh + h) * c->hd, *yo = *out + (t * c->nh + h) * c->hd;
+			for (int j = 0; j < half; j++) {
+				int i0 = c->mode ? j : 2 * j, i1 = c->mode ? j + half : 2 * j + 1;
+				double th = c->scale * pos[t] / pow(c->base, 2.0 * j / c->n_rot) / (c->factors ? ff[j] : 1);
+				double re = xi[i0] * cos(th) - xi[i1] * sin(th), im = xi[i0] * sin(th) + xi[i1] * cos(th);
+				double tol = 1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]));
+				if (fabs(re - yo[i0]) > tol || fabs(im - yo[i1]) > tol)
+					fail_msg("%s: %s: token %lld head %lld pair %d: (%g, %g), expected (%g, %g)",
+						 be->name, desc, (long long)t, (long long)h, j, yo[i0], yo[i1], re, im);
+			}
+			for (int64_t i = c->n_rot; i < c->hd; i++)
+				if (yo[i] != xi[i])
+					fail_msg("%s: %s: dimension %lld past n_rot moved", be->name, desc, (long long)i);
+		}
+	free(x);
+	free(ff);
+	free(pos);
+	be->buf_free(be, &pb);
+	be->buf_free(be, &fb);
+	return true;
+}
+
+static const uint32_t cache_types[] = {QT_F32, QT_F16, QT_Q8_0};
+
+/* kv_store: every cache type, tokens written at scattered positions of a
+ * cache whose other rows keep their contents */
+static bool case_kv_store(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const int64_t shapes[][3] = {{64, 1, 1}, {128, 2, 7}, {256, 8, 300}, {80, 3, 33}, {64, 4, 2}};
+	if (ci >= 15)
+		return false;
+	uint32_t t = cache_types[ci % 3];
+	int64_t hd = shapes[ci / 3][0], nkv = shapes[ci / 3][1], ntok = shapes[ci / 3][2], n_ctx = 400;
+	if (hd % quant_type_info(t)->blck) {
+		*n = 0; /* a q8_0 cache needs head_dim a multiple of 32 */
+		return true;
+	}
+	snprintf(desc, dn, "kv_store %s hd %lld, %lld kv heads, %lld tokens", quant_type_name(t), (long long)hd,
+		 (long long)nkv, (long long)ntok);
+	qu_seed((uint64_t)ci + 301);
+	float *x = normals((size_t)(hd * nkv * ntok), 2), *old = normals((size_t)(hd * nkv * n_ctx), 1);
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)ntok);
+	int32_t start = (int32_t)(qu_rand() % (uint32_t)(n_ctx - ntok + 1));
+	for (int64_t i = 0; i < ntok; i++) /* a batch is consecutive; decode scatters */
+		pos[i] = start + (int32_t)i;
+	size_t rs = quant_row_size(t, (uint64_t)hd, NULL);
+	uint8_t *init = malloc(rs * (size_t)(nkv * n_ctx));
+	for (int64_t r = 0; r < nkv * n_ctx; r++)
+		quant_quantize_row(t, old + r * hd, init + rs * (size_t)r, (uint64_t)hd);
+	int64_t cne[3] = {hd, nkv, n_ctx}, xne[3] = {hd, nkv, ntok}, pne[1] = {ntok};
+	struct tern_buf cw, cv, xb = in_buf(be, QT_F32, 3, xne, x), pb = in_buf(be, QT_I32, 1, pne, pos);
+	out_buf(be, &cw, &cv, t, hd, nkv * n_ctx, 3, cne, init);
+	be->kv_store(be, &cv, &xb, &pb);
+	*out = take_out(be, &cw, desc);
+	*n = (size_t)(hd * nkv * n_ctx);
+	/* independent: the stored rows are x through quant/'s encoder, the
+	 * others untouched */
+	float *row = malloc(sizeof(float) * (size_t)hd);
+	uint8_t *q = malloc(rs);
+	for (int64_t p = 0; p < n_ctx; p++)
+		for (int64_t h = 0; h < nkv; h++) {
+			const float *src = p >= start && p < start + ntok ? x + ((p - start) * nkv + h) * hd : NULL;
+			if (src)
+				quant_quantize_row(t, src, q, (uint64_t)hd);
+			quant_dequantize_row(t, src ? q : init + rs * (size_t)(p * nkv + h), row, (uint64_t)hd);
+			if (memcmp(row, *out + (p * nkv + h) * hd, sizeof(float) * (size_t)hd) != 0)
+				fail_msg("%s: %s: cache row %lld head %lld", be->name, desc, (long long)p, (long long)h);
+		}
+	free(row);
+	free(q);
+	free(x);
+	free(old);
+	free(init);
+	free(pos);
+	be->buf_free(be, &xb);
+	be->buf_free(be, &pb);
+	return true;
+}
+
+struct attn_case {
+	int64_t hd, nh, nkv, ntok;
+	int32_t n_past; /* the batch sits at positions n_past.. */
+	int32_t window;
+	float softcap;
+};
+
+static const struct attn_case attn_cases[] = {
+	{64, 1, 1, 1, 0, 0, 0},       {64, 4, 1, 1, 37, 0, 0},     {80, 3, 1, 5, 3, 0, 0},
+	{128, 8, 1, 1, 200, 0, 0},    {128, 8, 2, 17, 40, 0, 0},   {256, 4, 1, 1, 99, 16, 0},
+	{256, 4, 4, 9, 10, 8, 0},     {64, 12, 4, 300, 0, 0, 0},   {128, 6, 2, 300, 5, 64, 0},
+	{64, 8, 8, 2, 63, 64, 0},     {64, 8, 8, 2, 64, 64, 30.f}, {80, 9, 3, 40, 1, 5, 50.f},
+	{128, 16, 2, 1, 330, 128, 0}, {32, 3, 3, 12, 0, 1, 0},
+};
+
+/* Fill a cache with n_ctx rows of random K or V through kv_store (the
+ * rows the query may see, and more), positions 0..n_ctx-1. */
+static struct tern_buf make_cache(struct tern_backend *be, uint32_t t, int64_t hd, int64_t nkv, int64_t n_ctx,
+				  const float *rows)
+{
+	tern_err e = {0};
+	int64_t cne[3] = {hd, nkv, n_ctx}, xne[3] = {hd, nkv, n_ctx}, pne[1] = {n_ctx};
+	struct tern_buf c;
+	if (be->buf_alloc(be, &c, t, 3, cne, &e))
+		fail_msg("%s", e.msg);
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)n_ctx);
+	for (int64_t i = 0; i < n_ctx; i++)
+		pos[i] = (int32_t)i;
+	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, rows), pb = in_buf(be, QT_I32, 1, pne, pos);
+	be->kv_store(be, &c, &xb, &pb);
+	if (be->sync(be, &e))
+		fail_msg("%s", e.msg);
+	be->buf_free(be, &xb);
+	be->buf_free(be, &pb);
+	free(pos);
+	return c;
+}
+
+/* softmax(q k^T) v the quadratic way: every score of the row, masked,
+ * then normalized; k, v as f32 [n_ctx][nkv][hd] */
+static void naive_attention(const struct attn_case *c, const float *q, const float *k, const float *v,
+			    const int32_t *pos, int64_t n_ctx, float scale, double *y)
+{
+	double *s = malloc(sizeof(double) * (size_t)n_ctx);
+	for (int64_t t = 0; t < c->ntok; t++)
+		for (int64_t h = 0; h < c->nh; h++) {
+			int64_t kh = h * c->nkv / c->nh;
+			double mx = -INFINITY, sum = 0;
+			for (int64_t p = 0; p < n_ctx; p++) {
+				bool vis = p <= pos[t] && (c->window == 0 || pos[t] - p < c->window);
+				double d = 0;
+				for (int64_t i = 0; i < c->hd; i++)
+					d += (double)q[(t * c->nh + h) * c->hd + i] * k[(p * c->nkv + kh) * c->hd + i];
+				d *= scale;
+				if (c->softcap > 0)
+					d = c->softcap * tanh(d / c->softcap);
+				s[p] = vis ? d : -INFINITY;
+				mx = s[p] > mx ? s[p] : mx;
+			}
+			for (int64_t p = 0; p < n_ctx; p++) {
+				s[p] = exp(s[p] - mx);
+				sum += s[p];
+			}
+			for (int64_t i = 0; i < c->hd; i++) {
+				double a = 0;
+				for (int64_t p = 0; p < n_ctx; p++)
+					a += s[p] * v[(p * c->nkv + kh) * c->hd + i];
+				y[(t * c->nh + h) * c->hd + i] = a / sum;
+			}
+		}
+	free(s);
+}
+
+static bool case_attention(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	int na = (int)(sizeof attn_cases / sizeof *attn_cases);
+	if (ci >= na * 5)
+		return false;
+	/* -ctk and -ctv are independent: the same types, and mixed pairs */
+	static const uint32_t kv_types[][2] = {
+		{QT_F32, QT_F32}, {QT_F16, QT_F16}, {QT_Q8_0, QT_Q8_0}, {QT_F16, QT_Q8_0}, {QT_Q8_0, QT_F32},
+	};
+	const struct attn_case *c = &attn_cases[ci / 5];
+	uint32_t tk = kv_types[ci % 5][0], tv = kv_types[ci % 5][1];
+	if (c->hd % 32 && (tk == QT_Q8_0 || tv == QT_Q8_0)) {
+		*n = 0;
+		return true;
+	}
+	snprintf(desc, dn, "attention K %s V %s hd %lld, %lld/%lld heads, %lld tokens from %d, window %d, cap %g",
+		 quant_type_name(tk), quant_type_name(tv), (long long)c->hd, (long long)c->nh, (long long)c->nkv,
+		 (long long)c->ntok, c->n_past, c->window, (double)c->softcap);
+	qu_seed((uint64_t)ci + 401);
+	int64_t n_ctx = c->n_past + c->ntok + 3; /* rows past the last position: must stay unseen */
+	size_t qn = (size_t)(c->hd * c->nh * c->ntok), kn = (size_t)(c->hd * c->nkv * n_ctx);
+	float *q = normals(qn, 1), *k = normals(kn, 1), *v = normals(kn, 1);
+	for (size_t i = 0; i < kn; i += 7)
+		k[i] *= 4; /* some large scores: the running maximum must move */
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
+	for (int64_t t = 0; t < c->ntok; t++)
+		pos[t] = c->n_past + (int32_t)t;
+	struct tern_buf kb = make_cache(be, tk, c->hd, c->nkv, n_ctx, k), vb = make_cache(be, tv, c->hd, c->nkv, n_ctx, v);
+	int64_t qne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok};
+	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
+	out_buf(be, &yw, &yv, QT_F32, c->hd, c->nh * c->ntok, 3, qne, NULL);
+	struct tern_attn p = {.scale = 1.0f / sqrtf((float)c->hd), .window = c->window, .softcap = c->softcap};
+	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	*out = take_out(be, &yw, desc);
+	*n = qn;
+	/* independent, on the reference: the quadratic softmax over the f32
+	 * cache (the other caches are the same math over decoded rows) */
+	if ((be->caps & TERN_BACKEND_REFERENCE) && tk == QT_F32 && tv == QT_F32) {
+		double *y = malloc(sizeof(double) * qn);
+		naive_attention(c, q, k, v, pos, n_ctx, p.scale, y);
+		double num = 0, den = 0;
+		for (size_t i = 0; i < qn; i++) {
+			num += (y[i] - (*out)[i]) * (y[i] - (*out)[i]);
+			den += y[i] * y[i];
+		}
+		if (!(num / den < 1e-9))
+			fail_msg("%s: %s: NMSE %.3g against the quadratic softmax", be->name, desc, num / den);
+		free(y);
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(pos);
+	be->buf_free(be, &kb);
+	be->buf_free(be, &vb);
+	be->buf_free(be, &qb);
+	be->buf_free(be, &pb);
+	return true;
+}
+
+static const int64_t ew_shapes[][2] = {{1, 1}, {7, 3}, {4096, 2}, {100, 300}, {2048, 1}};
+#define N_EW_SHAPES ((int)(sizeof ew_shapes / sizeof *ew_shapes))
+
+/* glu, unary, add (full and a bias row), scale, softmax; kinds x shapes,
+ * some in place */
+static bool case_eltwise(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	enum { K_SWIGLU, K_GEGLU, K_GELU, K_GELU_ERF, K_SILU, K_ADD, K_BIAS, K_SCALE, K_SOFTMAX, K_N };
+	static const char *names[] = {"swiglu", "geglu", "gelu", "gelu_erf", "silu", "add", "add bias", "scale", "softmax"};
+	if (ci >= K_N * N_EW_SHAPES * 2)
+		return false;
+	int kind = ci / (N_EW_SHAPES * 2), si = ci / 2 % N_EW_SHAPES;
+	bool inplace = ci % 2;
+	int64_t ne0 = ew_shapes[si][0], rows = ew_shapes[si][1];
+	snprintf(desc, dn, "%s %lldx%lld%s", names[kind], (long long)ne0, (long long)rows, inplace ? " in place" : "");
+	qu_seed((uint64_t)ci + 501);
+	size_t cnt = (size_t)(ne0 * rows);
+	float *a = normals(cnt, 3), *b = normals(cnt, 2);
+	int64_t ne[2] = {ne0, rows}, bne[2] = {ne0, kind == K_BIAS ? 1 : rows};
+	struct tern_buf aw, av, yw, yv, bb = in_buf(be, QT_F32, 2, bne, b);
+	out_buf(be, &aw, &av, QT_F32, ne0, rows, 2, ne, a);
+	struct tern_buf *y = &av;
+	if (!inplace) {
+		out_buf(be, &yw, &yv, QT_F32, ne0, rows, 2, ne, NULL);
+		y = &yv;
+	}
+	switch (kind) {
+	case K_SWIGLU:
+		be->glu(be, &av, &bb, y, TERN_GLU_SWIGLU);
+		break;
+	case K_GEGLU:
+		be->glu(be, &av, &bb, y, TERN_GLU_GEGLU);
+		break;
+	case K_GELU:
+	case K_GELU_ERF:
+	case K_SILU:
+		be->unary(be, &av, y, kind == K_GELU ? TERN_UNARY_GELU : kind == K_SILU ? TERN_UNARY_SILU : TERN_UNARY_GELU_ERF);
+		break;
+	case K_ADD:
+	case K_BIAS:
+		be->add(be, &av, &bb, y);
+		break;
+	case K_SCALE:
+		be->scale(be, &av, y, 33.94f);
+		break;
+	default:
+		be->softmax(be, &av, y);
+	}
+	float *ao = take_out(be, &aw, desc);
+	*out = inplace ? ao : take_out(be, &yw, desc);
+	if (!inplace)
+		free(ao);
+	*n = cnt;
+	/* independent: the formulas, in double, per element */
+	for (int64_t r = 0; r < rows; r++) {
+		double m = -INFINITY, sum = 0;
+		for (int64_t i = 0; i < ne0; i++)
+			m = a[r * ne0 + i] > m ? a[r * ne0 + i] : m;
+		for (int64_t i = 0; i < ne0; i++)
+			sum += exp(a[r * ne0 + i] - m);
+		for (int64_t i = 0; i < ne0; i++) {
+			double x = a[r * ne0 + i], g = b[r * ne0 + i], e;
+			double gt = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+			switch (kind) {
+			case K_SWIGLU: e = x / (1 + exp(-x)) * g; break;
+			case K_GEGLU: e = gt * g; break;
+			case K_GELU: e = gt; break;
+			case K_GELU_ERF: e = 0.5 * x * (1 + erf(x / sqrt(2))); break;
+			case K_SILU: e = x / (1 + exp(-x)); break;
+			case K_ADD: e = x + g; break;
+			case K_BIAS: e = x + b[i]; break;
+			case K_SCALE: e = x * 33.94f; break;
+			default: e = exp(x - m) / sum;
+			}
+			double got = (*out)[r * ne0 + i];
+			if (fabs(got - e) > 1e-5 * (1 + fabs(e)))
+				fail_msg("%s: %s: element %lld,%lld is %g, expected %g", be->name, desc, (long long)r,
+					 (long long)i, got, e);
+		}
+	}
+	free(a);
+	free(b);
+	be->buf_free(be, &bb);
+	return true;
+}
+
+/* copy: the same type, f32 to f16 / q8_0 / bf16 and back */
+static bool case_copy(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const uint32_t pairs[][2] = {{QT_F32, QT_F32}, {QT_F32, QT_F16}, {QT_F32, QT_Q8_0}, {QT_F16, QT_F32},
+					    {QT_Q8_0, QT_F32}, {QT_F16, QT_F16}, {QT_F32, QT_BF16}, {QT_Q4_K, QT_F32}};
+	static const int64_t shapes[][2] = {{256, 1}, {512, 3}, {4096, 2}, {256, 300}};
+	if (ci >= 8 * 4)
+		return false;
+	uint32_t ts = pairs[ci / 4][0], td = pairs[ci / 4][1];
+	int64_t ne0 = shapes[ci % 4][0], rows = shapes[ci % 4][1];
+	snprintf(desc, dn, "copy %s to %s %lldx%lld", quant_type_name(ts), quant_type_name(td), (long long)ne0,
+		 (long long)rows);
+	qu_seed((uint64_t)ci + 601);
+	size_t rs = quant_row_size(ts, (uint64_t)ne0, NULL);
+	uint8_t *src = malloc(rs * (size_t)rows);
+	for (int64_t r = 0; r < rows; r++)
+		qu_make_row(ts, src + rs * (size_t)r, ne0, 0);
+	int64_t ne[2] = {ne0, rows};
+	struct tern_buf sb = in_buf(be, ts, 2, ne, src), dw, dv;
+	out_buf(be, &dw, &dv, td, ne0, rows, 2, ne, NULL);
+	be->copy(be, &sb, &dv);
+	*out = take_out(be, &dw, desc);
+	*n = (size_t)(ne0 * rows);
+	/* independent: quant/'s decoder (and encoder) row by row */
+	float *f = malloc(sizeof(float) * (size_t)ne0), *g = malloc(sizeof(float) * (size_t)ne0);
+	uint8_t *d = malloc(quant_row_size(td, (uint64_t)ne0, NULL));
+	for (int64_t r = 0; r < rows; r++) {
+		quant_dequantize_row(ts, src + rs * (size_t)r, f, (uint64_t)ne0);
+		quant_quantize_row(td, f, d, (uint64_t)ne0);
+		quant_dequantize_row(td, d, g, (uint64_t)ne0);
+		if (memcmp(g, *out + r * ne0, sizeof(float) * (size_t)ne0) != 0)
+			fail_msg("%s: %s: row %lld", be->name, desc, (long long)r);
+	}
+	free(f);
+	free(g);
+	free(d);
+	free(src);
+	be->buf_free(be, &sb);
+	return true;
+}
+
+/* NMSE of each op against the reference, which sums in double:
+ *   - get_rows, kv_store, copy: the same decoder and encoder: exact (0);
+ *   - element-wise, norm, softmax: f32 arithmetic and libm's f32
+ *     functions, a relative error of a few 1e-7 per element: NMSE ~1e-13;
+ *     a sum of 4096 f32 terms in a norm adds ~1e-6 relative at worst;
+ *   - rope: the angle of pair j is built in f32 by j products, as
+ *     llama.cpp does: an error of ~pos x j x 2^-24 rad, 1e-4 at pos 5000:
+ *     NMSE up to ~1e-8 for the slow pairs; 1e-6;
+ *   - attention: f32 scores and online softmax in f32 over up to 400
+ *     keys: ~1e-6 relative: NMSE ~1e-11; 1e-9.
+ * A real bug (a pair swapped, a key off the window, a head of the wrong
+ * group, the residual not added) gives 1e-3 and more. */
+static const struct op_check {
+	const char *name;
+	op_case_fn fn;
+	double max_nmse;
+} op_checks[] = {
+	{"get_rows", case_get_rows, 0},   {"norm", case_norm, 1e-10},         {"rope", case_rope, 1e-6},
+	{"kv_store", case_kv_store, 0},   {"attention", case_attention, 1e-9}, {"eltwise", case_eltwise, 1e-10},
+	{"copy", case_copy, 0},
+};
+
+static void test_ops(void **state)
+{
+	(void)state;
+	tern_err e = {0};
+	struct tern_backend *ref, *bes[sizeof backends / sizeof *backends];
+	const struct backend_entry *ents[sizeof backends / sizeof *backends];
+	int nb = 0;
+	assert_int_equal(make_ref(&ref, NULL, &e), 0);
+	/* the ops do not depend on the kernel variant (quant/'s own tests
+	 * cover its decoders) nor on the repack: one backend per thread count
+	 * and variant without repack */
+	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+		const struct backend_entry *b = &backends[i];
+		if (b->repack != CPU_MM_REPACK_NONE || (b->isa && quant_cpu_force(b->isa) != 0))
+			continue;
+		quant_cpu_force("auto");
+		ents[nb] = b;
+		if (b->make(&bes[nb++], b, &e))
+			fail_msg("%s: %s", b->name, e.msg);
+	}
+	for (size_t oi = 0; oi < sizeof op_checks / sizeof *op_checks; oi++) {
+		const struct op_check *oc = &op_checks[oi];
+		double op_worst = 0;
+		int n_cases = 0;
+		char desc[200];
+		float *yr, *y;
+		size_t nr, n;
+		for (int ci = 0; oc->fn(ref, ci, &yr, &nr, desc, sizeof desc); ci++) {
+			if (!nr)
+				continue;
+			for (int bi = 0; bi < nb; bi++) {
+				if (ents[bi]->isa)
+					quant_cpu_force(ents[bi]->isa);
+				assert_true(oc->fn(bes[bi], ci, &y, &n, desc, sizeof desc));
+				quant_cpu_force("auto");
+				assert_int_equal(n, nr);
+				double err = nmse(y, yr, n);
+				if (!(err <= oc->max_nmse))
+					fail_msg("%s: %s: NMSE %.3g above %.1g", ents[bi]->name, desc, err, oc->max_nmse);
+				op_worst = err > op_worst ? err : op_worst;
+				n_cases++;
+				free(y);
+			}
+			free(yr);
+		}
+		assert_true(n_cases > 0);
+		printf("  %s: %d cases, worst NMSE %.1e\n", oc->name, n_cases, op_worst);
+	}
+	for (int bi = 0; bi < nb; bi++)
+		tern_backend_free(bes[bi]);
+	tern_backend_free(ref);
+}
+
+/* The new ops keep the contract: operands that do not fit are reported by
+ * the next sync and the op writes nothing; values of device buffers (ids,
+ * positions) out of range are reported too, the other tokens done. */
+static void expect_fail(struct tern_backend *be, const char *what)
+{
+	tern_err e = {0};
+	assert_int_equal(be->sync(be, &e), TERN_EINVAL);
+	if (!strstr(e.msg, what))
+		fail_msg("%s: expected a message naming %s, got: %s", be->name, what, e.msg);
+	assert_int_equal(be->sync(be, &e), 0);
+}
+
+static void check_ops_contract(struct tern_backend *be)
+{
+	tern_err e = {0};
+	float x[64 * 15] = {0}, y[64 * 4], w[64 * 3]; /* x fills the largest buffer, c3 */
+	for (int i = 0; i < 64 * 15; i++)
+		x[i] = (float)(i % 13) - 6;
+	for (int i = 0; i < 64 * 3; i++)
+		w[i] = (float)i;
+	int32_t bad_pos[2] = {0, 5}, good_pos[2] = {0, 1};
+	int64_t xne[3] = {64, 2, 2}, wne[2] = {64, 3}, cne[3] = {64, 1, 5}, pne[1] = {2}, k3[3] = {64, 3, 5};
+	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, x), yb = in_buf(be, QT_F32, 3, xne, x);
+	struct tern_buf wb = in_buf(be, QT_F32, 2, wne, w), pb = in_buf(be, QT_I32, 1, pne, bad_pos);
+	struct tern_buf cb = in_buf(be, QT_F16, 3, cne, x), c3 = in_buf(be, QT_F32, 3, k3, x);
+	assert_int_equal(be->sync(be, &e), 0);
+	/* an id past the weight's rows (ids {0, 5}: 3 rows) */
+	int64_t gne[2] = {64, 2};
+	struct tern_buf g = tern_buf_reshape(&yb, 2, gne);
+	be->get_rows(be, &wb, &pb, &g);
+	expect_fail(be, "get_rows");
+	/* positions past the cache: the first token is stored, not the second */
+	struct tern_buf x1 = tern_buf_reshape(&xb, 3, (int64_t[3]){64, 1, 2});
+	be->kv_store(be, &cb, &x1, &pb);
+	expect_fail(be, "kv_store");
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1});
+	expect_fail(be, "attention");
+	/* the valid tokens of those were done: y from here on must not move */
+	be->upload(be, &yb, 0, x, sizeof y);
+	/* 2 query heads over 3 KV heads; a window below zero */
+	be->upload(be, &pb, 0, good_pos, sizeof good_pos);
+	be->attention(be, &xb, &c3, &c3, &pb, &yb, &(struct tern_attn){.scale = 1});
+	expect_fail(be, "attention");
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1, .window = -1});
+	expect_fail(be, "attention");
+	/* rope: n_rot past the head, odd, a factor vector of the wrong length */
+	be->rope(be, &xb, &pb, NULL, &(struct tern_rope){.n_rot = 66, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	be->rope(be, &xb, &pb, NULL, &(struct tern_rope){.n_rot = 7, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	struct tern_buf f = tern_buf_rows(&wb, 0, 1);
+	be->rope(be, &xb, &pb, &f, &(struct tern_rope){.n_rot = 64, .freq_base = 1e4f, .freq_scale = 1});
+	expect_fail(be, "rope");
+	/* norm into a read-only weight, element-wise ops of other shapes */
+	be->norm(be, &xb, NULL, NULL, NULL, &wb, &(struct tern_norm){.kind = TERN_NORM_RMS});
+	expect_fail(be, "norm");
+	be->add(be, &xb, &wb, &yb);
+	expect_fail(be, "add");
+	be->glu(be, &xb, &yb, &yb, 7);
+	expect_fail(be, "glu");
+	be->copy(be, &cb, &wb);
+	expect_fail(be, "copy");
+	/* nothing above wrote to y */
+	be->download(be, &yb, 0, y, sizeof y);
+	assert_int_equal(be->sync(be, &e), 0);
+	assert_memory_equal(y, x, sizeof y);
+	/* and the right calls work */
+	be->kv_store(be, &cb, &x1, &pb);
+	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 0.125f});
+	assert_int_equal(be->sync(be, &e), 0);
+	struct tern_buf *bufs[] = {&xb, &yb, &wb, &pb, &cb, &c3};
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		be->buf_free(be, bufs[i]);
+}
+
+static void test_ops_contract(void **state)
+{
+	(void)state;
+	tern_err e = {0};
+	struct tern_backend *be;
+	assert_int_equal(make_ref(&be, NULL, &e), 0);
+	check_ops_contract(be);
+	tern_backend_free(be);
+	struct cpu_backend_opts o = {.n_threads = 3, .max_tokens = 8};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	check_ops_contract(be);
+	tern_backend_free(be);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_products),
 		cmocka_unit_test(test_contract),
+		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_ops_contract),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include "lib/cpu/host.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,8 @@ void cpu_host_buf_release(struct tern_buf *b)
 void cpu_host_fail(struct tern_backend *be, const char *fmt, ...)
 {
 	struct cpu_host *h = be->impl;
-	if (h->pending.code)
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&h->claimed, &expected, 1))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -133,6 +135,7 @@ int cpu_host_sync(struct tern_backend *be, tern_err *err)
 	if (rc)
 		tern_errf(err, rc, "%s", h->pending.msg);
 	h->pending = (tern_err){0};
+	atomic_store(&h->claimed, 0);
 	return rc;
 }
 
@@ -184,4 +187,157 @@ void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, in
 		.sync = cpu_host_sync,
 		.impl = impl,
 	};
+}
+
+/* ---- operands of the other ops ---- */
+
+int64_t cpu_host_nrows(const struct tern_buf *b) { return b->ne[1] * b->ne[2] * b->ne[3]; }
+
+/* rows of b follow each other without gaps */
+static bool contiguous(const struct tern_buf *b)
+{
+	if (b->nb[1] != quant_row_size(b->type, (uint64_t)b->ne[0], NULL))
+		return false;
+	for (int i = 2; i < TERN_MAX_DIMS; i++)
+		if (b->ne[i] > 1 && b->nb[i] != b->nb[i - 1] * (size_t)b->ne[i - 1])
+			return false;
+	return true;
+}
+
+static bool mine(struct tern_backend *be, const struct tern_buf *b, uint32_t type)
+{
+	return b->be == be && b->mem && b->type == type && contiguous(b);
+}
+
+static bool writable(const struct tern_buf *b) { return !(b->flags & TERN_BUF_READONLY); }
+
+static bool same_shape(const struct tern_buf *a, const struct tern_buf *b)
+{
+	return a->ne[0] == b->ne[0] && cpu_host_nrows(a) == cpu_host_nrows(b);
+}
+
+static const char *shape(char *s, size_t n, const struct tern_buf *b)
+{
+	snprintf(s, n, "%s %lld x %lld x %lld x %lld", quant_type_name(b->type), (long long)b->ne[0],
+		 (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3]);
+	return s;
+}
+
+bool cpu_host_get_rows_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
+			    const struct tern_buf *y)
+{
+	char s1[96], s2[96];
+	if (w->be != be || !w->mem || !contiguous(w) || w->ne[2] != 1 || w->ne[3] != 1 || !mine(be, ids, QT_I32) ||
+	    !mine(be, y, QT_F32) || !writable(y) || y->ne[0] != w->ne[0] || cpu_host_nrows(ids) != 1 ||
+	    ids->ne[0] != cpu_host_nrows(y)) {
+		cpu_host_fail(be, "get_rows: weight %s, ids and y %s do not fit", shape(s1, sizeof s1, w),
+			      shape(s2, sizeof s2, y));
+		return false;
+	}
+	return true;
+}
+
+bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *r,
+			const struct tern_buf *w, const struct tern_buf *b, const struct tern_buf *y,
+			const struct tern_norm *p)
+{
+	char s1[96], s2[96];
+	bool ok = mine(be, x, QT_F32) && mine(be, y, QT_F32) && writable(y) && same_shape(x, y) &&
+		  (p->kind == TERN_NORM_RMS || p->kind == TERN_NORM_LAYER) && p->eps >= 0;
+	if (ok && r)
+		ok = mine(be, r, QT_F32) && same_shape(r, x) && writable(x);
+	if (ok && w)
+		ok = mine(be, w, QT_F32) && w->ne[0] == x->ne[0] && cpu_host_nrows(w) == 1;
+	if (ok && b)
+		ok = mine(be, b, QT_F32) && b->ne[0] == x->ne[0] && cpu_host_nrows(b) == 1;
+	if (!ok)
+		cpu_host_fail(be, "norm: operands do not fit x %s, y %s (kind %d)", shape(s1, sizeof s1, x),
+			      shape(s2, sizeof s2, y), p->kind);
+	return ok;
+}
+
+bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
+			const struct tern_buf *freq, const struct tern_rope *p)
+{
+	char s1[96];
+	int64_t ntok = x->ne[2] * x->ne[3];
+	bool ok = mine(be, x, QT_F32) && writable(x) && mine(be, pos, QT_I32) && pos->ne[0] == ntok &&
+		  cpu_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
+		  p->n_rot >= 2 && p->n_rot % 2 == 0 && p->n_rot <= x->ne[0] && p->freq_base > 0 &&
+		  p->freq_scale > 0;
+	if (ok && freq)
+		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && cpu_host_nrows(freq) == 1;
+	if (!ok)
+		cpu_host_fail(be, "rope: operands do not fit x %s (n_rot %d, mode %d)", shape(s1, sizeof s1, x),
+			      p->n_rot, p->mode);
+	return ok;
+}
+
+bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
+			    const struct tern_buf *pos)
+{
+	char s1[96], s2[96];
+	int64_t ntok = x->ne[2] * x->ne[3];
+	bool ok = cache->be == be && cache->mem && contiguous(cache) && writable(cache) && cache->ne[3] == 1 &&
+		  (cache->type == QT_F32 || quant_can_quantize(cache->type)) && mine(be, x, QT_F32) &&
+		  x->ne[0] == cache->ne[0] && x->ne[1] == cache->ne[1] && mine(be, pos, QT_I32) &&
+		  pos->ne[0] == ntok && cpu_host_nrows(pos) == 1;
+	if (!ok)
+		cpu_host_fail(be, "kv_store: x %s does not fit cache %s", shape(s1, sizeof s1, x),
+			      shape(s2, sizeof s2, cache));
+	return ok;
+}
+
+bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
+			     const struct tern_attn *p)
+{
+	char s1[96], s2[96];
+	int64_t hd = q->ne[0], nh = q->ne[1], nkv = k->ne[1];
+	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hd &&
+		  y->ne[1] == nh && y->ne[2] == q->ne[2] && y->ne[3] == 1 && hd <= TERN_ATTN_MAX_HEAD_DIM &&
+		  k->be == be && k->mem && contiguous(k) && k->ne[3] == 1 && v->be == be && v->mem &&
+		  contiguous(v) && v->ne[3] == 1 && k->ne[0] == hd && v->ne[0] == hd && v->ne[1] == nkv &&
+		  v->ne[2] == k->ne[2] && nh % nkv == 0 && (k->type == QT_F32 || quant_can_quantize(k->type)) &&
+		  (v->type == QT_F32 || quant_can_quantize(v->type)) && mine(be, pos, QT_I32) &&
+		  pos->ne[0] == q->ne[2] && cpu_host_nrows(pos) == 1 && p->window >= 0 && p->softcap >= 0;
+	if (!ok)
+		cpu_host_fail(be, "attention: q %s does not fit cache %s", shape(s1, sizeof s1, q),
+			      shape(s2, sizeof s2, k));
+	return ok;
+}
+
+bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
+			   const struct tern_buf *b, const struct tern_buf *y, bool b_row)
+{
+	char s1[96], s2[96];
+	bool ok = mine(be, a, QT_F32) && mine(be, y, QT_F32) && writable(y) && same_shape(a, y);
+	if (ok && b)
+		ok = mine(be, b, QT_F32) && b->ne[0] == a->ne[0] &&
+		     (cpu_host_nrows(b) == cpu_host_nrows(a) || (b_row && cpu_host_nrows(b) == 1));
+	if (!ok)
+		cpu_host_fail(be, "%s: operands do not fit (%s, y %s)", op, shape(s1, sizeof s1, a),
+			      shape(s2, sizeof s2, y));
+	return ok;
+}
+
+bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst)
+{
+	char s1[96], s2[96];
+	bool ok = src->be == be && src->mem && contiguous(src) && dst->be == be && dst->mem && contiguous(dst) &&
+		  writable(dst) && same_shape(src, dst) &&
+		  (src->type == dst->type || (src->type == QT_F32 && quant_can_quantize(dst->type)) ||
+		   dst->type == QT_F32);
+	if (!ok)
+		cpu_host_fail(be, "copy: %s does not fit %s", shape(s1, sizeof s1, src), shape(s2, sizeof s2, dst));
+	return ok;
+}
+
+bool cpu_host_pos_ok(struct tern_backend *be, const char *op, int32_t p, int64_t n)
+{
+	if (p < 0 || p >= n) {
+		cpu_host_fail(be, "%s: position or id %d outside 0..%lld", op, (int)p, (long long)n - 1);
+		return false;
+	}
+	return true;
 }

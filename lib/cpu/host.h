@@ -11,7 +11,10 @@
 
 /* State every CPU backend starts with (its impl points here first). */
 struct cpu_host {
-	tern_err pending; /* first contract violation since the last sync */
+	tern_err pending;     /* first contract violation since the last sync */
+	_Atomic int claimed;  /* set by the one that writes pending: ops check
+			       * values of device buffers (ids, positions) on
+			       * the pool's threads, which may fail together */
 };
 
 /* Fill the table's name, caps, batch bound and the host entries (buffers,
@@ -42,5 +45,33 @@ bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern
 
 /* Check a weight for mat_prepare: a 2-D buffer of this backend. */
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
+
+/* ---- operands of the other ops (lib/backend.h): each records the
+ * violation and returns false when they do not fit ---- */
+
+/* Rows of b: the product of its dimensions above ne[0]. */
+int64_t cpu_host_nrows(const struct tern_buf *b);
+
+bool cpu_host_get_rows_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
+			    const struct tern_buf *y);
+bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *r,
+			const struct tern_buf *w, const struct tern_buf *b, const struct tern_buf *y,
+			const struct tern_norm *p);
+bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
+			const struct tern_buf *freq, const struct tern_rope *p);
+bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
+			    const struct tern_buf *pos);
+bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
+			     const struct tern_attn *p);
+/* glu (b: up), add (b: the same shape or one row), unary, scale,
+ * softmax (b NULL): f32 operands of y's shape. */
+bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
+			   const struct tern_buf *b, const struct tern_buf *y, bool b_row);
+bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst);
+
+/* A position read from a device buffer at run time: in 0..n-1, else the
+ * violation is recorded and false returned. */
+bool cpu_host_pos_ok(struct tern_backend *be, const char *op, int32_t p, int64_t n);
 
 #endif

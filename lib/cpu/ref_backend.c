@@ -4,6 +4,7 @@
  * quantized with the reference quantizer to the type the weights pair with,
  * each output is quant_dot_ref() of a weight row with that. Nothing here is
  * fast, and nothing should be: it is written to be read and trusted. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,258 @@ static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const
 		ref_products(be, w, x, y);
 }
 
+/* ---- the other ops: plain loops, sums and softmax state in double ---- */
+
+static const uint8_t *row_at(const struct tern_buf *b, int64_t i1, int64_t i2)
+{
+	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2];
+}
+
+static void ref_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
+			 struct tern_buf *y)
+{
+	if (!cpu_host_get_rows_args(be, w, ids, y))
+		return;
+	const int32_t *id = tern_buf_host(ids);
+	float *yd = tern_buf_host(y);
+	for (int64_t t = 0; t < ids->ne[0]; t++)
+		if (cpu_host_pos_ok(be, "get_rows", id[t], w->ne[1]))
+			quant_dequantize_row(w->type, row_at(w, id[t], 0), yd + t * y->ne[0], (uint64_t)w->ne[0]);
+}
+
+static void ref_norm(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
+		     const struct tern_buf *b, struct tern_buf *y, const struct tern_norm *p)
+{
+	if (!cpu_host_norm_args(be, x, r, w, b, y, p))
+		return;
+	int64_t n = x->ne[0];
+	float *xd = tern_buf_host(x), *yd = tern_buf_host(y);
+	const float *rd = r ? tern_buf_host(r) : NULL, *wd = w ? tern_buf_host(w) : NULL;
+	const float *bd = b ? tern_buf_host(b) : NULL;
+	for (int64_t row = 0; row < cpu_host_nrows(x); row++) {
+		float *xr = xd + row * n, *yr = yd + row * n;
+		if (rd)
+			for (int64_t i = 0; i < n; i++)
+				xr[i] += rd[row * n + i];
+		double mean = 0, sq = 0;
+		if (p->kind == TERN_NORM_LAYER) {
+			for (int64_t i = 0; i < n; i++)
+				mean += xr[i];
+			mean /= (double)n;
+		}
+		for (int64_t i = 0; i < n; i++)
+			sq += (xr[i] - mean) * (xr[i] - mean);
+		double inv = 1.0 / sqrt(sq / (double)n + p->eps);
+		for (int64_t i = 0; i < n; i++) {
+			double v = (xr[i] - mean) * inv;
+			if (wd)
+				v *= wd[i];
+			if (bd)
+				v += bd[i];
+			yr[i] = (float)v;
+		}
+	}
+}
+
+static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
+		     const struct tern_rope *p)
+{
+	if (!cpu_host_rope_args(be, x, pos, freq, p))
+		return;
+	const int32_t *pd = tern_buf_host(pos);
+	const float *ff = freq ? tern_buf_host(freq) : NULL;
+	float *xd = tern_buf_host(x);
+	int64_t hd = x->ne[0], nh = x->ne[1], half = p->n_rot / 2;
+	for (int64_t t = 0; t < pos->ne[0]; t++) {
+		for (int64_t h = 0; h < nh; h++) {
+			float *xh = xd + (t * nh + h) * hd;
+			for (int64_t j = 0; j < half; j++) {
+				double theta = p->freq_scale * (double)pd[t] /
+					       (pow(p->freq_base, 2.0 * (double)j / p->n_rot) * (ff ? ff[j] : 1.0));
+				int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
+				int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
+				double a = xh[i0], b = xh[i1];
+				xh[i0] = (float)(a * cos(theta) - b * sin(theta));
+				xh[i1] = (float)(a * sin(theta) + b * cos(theta));
+			}
+		}
+	}
+}
+
+static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
+			 const struct tern_buf *pos)
+{
+	if (!cpu_host_kv_store_args(be, cache, x, pos))
+		return;
+	const int32_t *pd = tern_buf_host(pos);
+	const float *xd = tern_buf_host(x);
+	int64_t hd = x->ne[0], nkv = x->ne[1];
+	for (int64_t t = 0; t < pos->ne[0]; t++) {
+		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]))
+			continue;
+		for (int64_t h = 0; h < nkv; h++) {
+			uint8_t *dst = (uint8_t *)row_at(cache, h, pd[t]);
+			const float *src = xd + (t * nkv + h) * hd;
+			if (cache->type == QT_F32)
+				memcpy(dst, src, sizeof(float) * (size_t)hd);
+			else
+				quant_quantize_row(cache->type, src, dst, (uint64_t)hd);
+		}
+	}
+}
+
+static void ref_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
+			  const struct tern_attn *p)
+{
+	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
+		return;
+	const int32_t *pd = tern_buf_host(pos);
+	const float *qd = tern_buf_host(q);
+	float *yd = tern_buf_host(y);
+	int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1];
+	float kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
+	double acc[TERN_ATTN_MAX_HEAD_DIM];
+	for (int64_t t = 0; t < q->ne[2]; t++) {
+		int32_t qp = pd[t];
+		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]))
+			continue;
+		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
+		for (int64_t h = 0; h < nh; h++) {
+			const float *qh = qd + (t * nh + h) * hd;
+			double m = -INFINITY, l = 0;
+			for (int64_t i = 0; i < hd; i++)
+				acc[i] = 0;
+			/* the online softmax: a running maximum m, the sum l of
+			 * exp(s - m) and the weighted sum of V rows, rescaled
+			 * when m grows */
+			for (int64_t kp = lo; kp <= qp; kp++) {
+				quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
+				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hd);
+				double s = 0;
+				for (int64_t i = 0; i < hd; i++)
+					s += (double)qh[i] * kr[i];
+				s *= p->scale;
+				if (p->softcap > 0)
+					s = p->softcap * tanh(s / p->softcap);
+				if (s > m) {
+					double c = exp(m - s);
+					l *= c;
+					for (int64_t i = 0; i < hd; i++)
+						acc[i] *= c;
+					m = s;
+				}
+				double e = exp(s - m);
+				l += e;
+				for (int64_t i = 0; i < hd; i++)
+					acc[i] += e * vr[i];
+			}
+			float *yh = yd + (t * nh + h) * hd;
+			for (int64_t i = 0; i < hd; i++)
+				yh[i] = (float)(acc[i] / l);
+		}
+	}
+}
+
+static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+static double act(int kind, double x)
+{
+	switch (kind) {
+	case TERN_UNARY_GELU:
+		return gelu_tanh(x);
+	case TERN_UNARY_GELU_ERF:
+		return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+	default:
+		return x / (1.0 + exp(-x));
+	}
+}
+
+static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up,
+		    struct tern_buf *y, int kind)
+{
+	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU) {
+		cpu_host_fail(be, "glu: unknown kind %d", kind);
+		return;
+	}
+	if (!cpu_host_eltwise_args(be, "glu", gate, up, y, false))
+		return;
+	const float *g = tern_buf_host(gate), *u = tern_buf_host(up);
+	float *yd = tern_buf_host(y);
+	int a = kind == TERN_GLU_GEGLU ? TERN_UNARY_GELU : TERN_UNARY_SILU;
+	for (int64_t i = 0; i < gate->ne[0] * cpu_host_nrows(gate); i++)
+		yd[i] = (float)(act(a, g[i]) * u[i]);
+}
+
+static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
+{
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SILU) {
+		cpu_host_fail(be, "unary: unknown kind %d", kind);
+		return;
+	}
+	if (!cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+		return;
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
+		yd[i] = (float)act(kind, xd[i]);
+}
+
+static void ref_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
+{
+	if (!cpu_host_eltwise_args(be, "add", a, b, y, true))
+		return;
+	const float *ad = tern_buf_host(a), *bd = tern_buf_host(b);
+	float *yd = tern_buf_host(y);
+	int64_t n = a->ne[0], bn = cpu_host_nrows(b) == 1 ? n : n * cpu_host_nrows(a);
+	for (int64_t i = 0; i < n * cpu_host_nrows(a); i++)
+		yd[i] = ad[i] + bd[i % bn];
+}
+
+static void ref_scale(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s)
+{
+	if (!cpu_host_eltwise_args(be, "scale", x, NULL, y, false))
+		return;
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
+		yd[i] = xd[i] * s;
+}
+
+static void ref_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
+{
+	if (!cpu_host_eltwise_args(be, "softmax", x, NULL, y, false))
+		return;
+	int64_t n = x->ne[0];
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	for (int64_t r = 0; r < cpu_host_nrows(x); r++) {
+		double m = -INFINITY, sum = 0;
+		for (int64_t i = 0; i < n; i++)
+			m = xd[r * n + i] > m ? xd[r * n + i] : m;
+		for (int64_t i = 0; i < n; i++)
+			sum += exp(xd[r * n + i] - m);
+		for (int64_t i = 0; i < n; i++)
+			yd[r * n + i] = (float)(exp(xd[r * n + i] - m) / sum);
+	}
+}
+
+static void ref_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
+{
+	if (!cpu_host_copy_args(be, src, dst))
+		return;
+	for (int64_t r = 0; r < cpu_host_nrows(src); r++) {
+		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
+		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
+		if (src->type == dst->type)
+			memcpy(d, s, src->nb[1]);
+		else if (src->type == QT_F32)
+			quant_quantize_row(dst->type, (const float *)s, d, (uint64_t)src->ne[0]);
+		else
+			quant_dequantize_row(src->type, s, (float *)d, (uint64_t)src->ne[0]);
+	}
+}
+
 static void ref_buf_free(struct tern_backend *be, struct tern_buf *b)
 {
 	(void)be;
@@ -112,6 +365,17 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.mat_prepare = ref_mat_prepare;
 	r->be.mat_vec = ref_mat_vec;
 	r->be.mat_mul = ref_mat_mul;
+	r->be.get_rows = ref_get_rows;
+	r->be.norm = ref_norm;
+	r->be.rope = ref_rope;
+	r->be.kv_store = ref_kv_store;
+	r->be.attention = ref_attention;
+	r->be.glu = ref_glu;
+	r->be.unary = ref_unary;
+	r->be.add = ref_add;
+	r->be.scale = ref_scale;
+	r->be.softmax = ref_softmax;
+	r->be.copy = ref_copy;
 	*out = &r->be;
 	return 0;
 }

@@ -172,13 +172,17 @@ static void close_file(void)
 	file_mf = NULL, file_buf = NULL;
 }
 
-/* Write the model of s to memory and load it; the file stays open (for
- * pointer checks) until the next call or close_file(). */
-static int load_spec(const struct spec *s, struct tern_model **m, tern_err *e)
+/* Write a model to memory and load it: the hyperparameter keys of `keys`,
+ * then `edit` (if any) adds keys, then the tensors of `tensors`. The file
+ * stays open (for pointer checks) until the next call or close_file(). */
+static int load_mixed(const struct spec *keys, void (*edit)(gguf_writer *w), const struct spec *tensors,
+		      struct tern_model **m, tern_err *e)
 {
 	close_file();
-	gguf_writer *w = write_keys(s);
-	write_tensors(w, s);
+	gguf_writer *w = write_keys(keys);
+	if (edit)
+		edit(w);
+	write_tensors(w, tensors);
 	tern_err we = {0};
 	if (gguf_writer_write_mem(w, &file_buf, &file_size, &we))
 		fail_msg("write: %s", we.msg);
@@ -189,12 +193,20 @@ static int load_spec(const struct spec *s, struct tern_model **m, tern_err *e)
 	return tern_model_load(m, file_mf, e);
 }
 
-static const struct spec llama_spec = {"llama", 2, 64, 4, 2, 96, 128, 0, 0, false, false, NULL, 0, NULL, NULL, NULL, 0};
-static const struct spec qwen2_spec = {"qwen2", 2, 64, 4, 2, 96, 128, 0, 0, true, false, NULL, 0, NULL, NULL, NULL, 0};
-static const struct spec qwen3_spec = {"qwen3", 2, 64, 4, 1, 96, 128, 32, 0, false, false, NULL, 0, NULL, NULL, NULL, 0};
+static int load_spec(const struct spec *s, struct tern_model **m, tern_err *e)
+{
+	return load_mixed(s, NULL, s, m, e);
+}
+
+static const struct spec llama_spec = {"llama", 2, 64, 4, 2, 96, 128, 0, 0, false, false, NULL, 0, NULL, NULL, NULL, 0,
+				       false};
+static const struct spec qwen2_spec = {"qwen2", 2, 64, 4, 2, 96, 128, 0, 0, true, false, NULL, 0, NULL, NULL, NULL, 0,
+				       false};
+static const struct spec qwen3_spec = {"qwen3", 2, 64, 4, 1, 96, 128, 32, 0, false, false, NULL, 0, NULL, NULL, NULL,
+				       0, false};
 /* 7 layers: locals 0-4 and 6, global 5; head size 32 with n_embd/n_head 16 */
 static const struct spec gemma3_spec = {"gemma3", 7, 64, 4, 1, 96, 128, 32, 16, false, false, NULL, 0, NULL, NULL,
-					NULL, 0};
+					NULL, 0, false};
 
 /* Every weight is a view inside the file's bytes. */
 static void assert_in_file(const struct tern_tensor_view *t)
@@ -560,18 +572,7 @@ static void test_unsupported_arch(void **state)
 /* Hyperparameter changes written on top of a good llama file. */
 static int load_with(void (*edit)(gguf_writer *w), const struct spec *s, struct tern_model **m, tern_err *e)
 {
-	close_file();
-	gguf_writer *w = write_keys(s);
-	edit(w);
-	write_tensors(w, s);
-	tern_err we = {0};
-	if (gguf_writer_write_mem(w, &file_buf, &file_size, &we))
-		fail_msg("write: %s", we.msg);
-	gguf_writer_free(w);
-	if (tern_mf_open_mem(&file_mf, file_buf, file_size, NULL, &we))
-		fail_msg("open: %s", we.msg);
-	*e = (tern_err){0};
-	return tern_model_load(m, file_mf, e);
+	return load_mixed(s, edit, s, m, e);
 }
 
 /* a mixture of experts (keys the spec does not write) */
@@ -591,56 +592,27 @@ static void test_hostile(void **state)
 
 	/* absurd sizes are caught by validation or by the tensor shapes, and
 	 * nothing is sized from them: a billion layers, a billion-token vocabulary */
-	struct spec s = llama_spec;
-	s.n_layer = 1000000000;
-	s.skip = NULL;
-	close_file();
-	gguf_writer *w = write_keys(&s);
-	s.n_layer = 2;
-	write_tensors(w, &s);
-	tern_err we = {0};
-	assert_int_equal(gguf_writer_write_mem(w, &file_buf, &file_size, &we), 0);
-	gguf_writer_free(w);
-	assert_int_equal(tern_mf_open_mem(&file_mf, file_buf, file_size, NULL, &we), 0);
-	assert_int_equal(tern_model_load(&m, file_mf, &e), TERN_ERANGE);
+	struct spec k = llama_spec, t = llama_spec;
+	k.n_layer = 1000000000;
+	k.skip = t.skip = NULL;
+	assert_int_equal(load_mixed(&k, NULL, &t, &m, &e), TERN_ERANGE);
 	assert_non_null(strstr(e.msg, "block_count"));
 
-	s = llama_spec;
-	s.n_vocab = 1000000000;
-	w = write_keys(&s);
-	s.n_vocab = 128;
-	write_tensors(w, &s);
-	close_file();
-	assert_int_equal(gguf_writer_write_mem(w, &file_buf, &file_size, &we), 0);
-	gguf_writer_free(w);
-	assert_int_equal(tern_mf_open_mem(&file_mf, file_buf, file_size, NULL, &we), 0);
-	assert_int_equal(tern_model_load(&m, file_mf, &e), TERN_EFORMAT);
+	k = llama_spec;
+	k.n_vocab = 1000000000;
+	assert_int_equal(load_mixed(&k, NULL, &llama_spec, &m, &e), TERN_EFORMAT);
 	assert_string_equal(e.msg, "tensor 'token_embd.weight' has shape {64, 128}, expected {64, 1000000000}");
 
 	/* zero heads: validation */
-	s = llama_spec;
-	s.n_head = 0;
-	w = write_keys(&s);
-	s.n_head = 4;
-	write_tensors(w, &s);
-	close_file();
-	assert_int_equal(gguf_writer_write_mem(w, &file_buf, &file_size, &we), 0);
-	gguf_writer_free(w);
-	assert_int_equal(tern_mf_open_mem(&file_mf, file_buf, file_size, NULL, &we), 0);
-	assert_int_equal(tern_model_load(&m, file_mf, &e), TERN_EFORMAT);
+	k = llama_spec;
+	k.n_head = 0;
+	assert_int_equal(load_mixed(&k, NULL, &llama_spec, &m, &e), TERN_EFORMAT);
 	assert_non_null(strstr(e.msg, "head_count"));
 
 	/* a head size that the tensors do not have: the first product names it */
-	s = llama_spec;
-	s.key_length = 24;
-	w = write_keys(&s);
-	s.key_length = 0;
-	write_tensors(w, &s);
-	close_file();
-	assert_int_equal(gguf_writer_write_mem(w, &file_buf, &file_size, &we), 0);
-	gguf_writer_free(w);
-	assert_int_equal(tern_mf_open_mem(&file_mf, file_buf, file_size, NULL, &we), 0);
-	assert_int_equal(tern_model_load(&m, file_mf, &e), TERN_EFORMAT);
+	k = llama_spec;
+	k.key_length = 24;
+	assert_int_equal(load_mixed(&k, NULL, &llama_spec, &m, &e), TERN_EFORMAT);
 	assert_string_equal(e.msg, "tensor 'blk.0.attn_q.weight' has shape {64, 64}, expected {64, 96}");
 	close_file();
 }

@@ -622,7 +622,7 @@ static void print_summary_text(const struct src *s)
 			printf("English only\n");
 	}
 	if (sm.fam == TERN_ARCH_LLM) {
-		label("runs with tern");
+		label("tern loads it");
 		printf("%s%s\n", sm.run_rc ? "no: " : "yes", sm.run_rc ? sm.run_err.msg : "");
 	}
 	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
@@ -677,9 +677,9 @@ static void print_summary_json(const struct src *s)
 		printf(", \"vocab_stored\": %u, \"multilingual\": %s, \"languages\": %u", sm.whisper.n_vocab_stored,
 		       sm.whisper.multilingual ? "true" : "false", sm.whisper.n_languages);
 	if (sm.fam == TERN_ARCH_LLM) {
-		printf(", \"runnable\": %s", sm.run_rc ? "false" : "true");
+		printf(", \"loadable\": %s", sm.run_rc ? "false" : "true");
 		if (sm.run_rc) {
-			printf(", \"runnable_error\": ");
+			printf(", \"loadable_error\": ");
 			cli_json_str(stdout, sm.run_err.msg, strlen(sm.run_err.msg));
 		}
 	}

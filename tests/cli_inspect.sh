@@ -249,12 +249,12 @@ check "FILE - on a terminal: says why" grep -q "standard input is a terminal" "$
 
 # the summary says whether lib/llm can build the model (tiny files of the fuzz corpus)
 C=tests/fuzz/corpus/llm_model
-expect 0 $I --no-tensors $C/qwen3.gguf && check "summary: a supported model runs" grep -q '^  runs with tern: *yes$' "$T/out"
+expect 0 $I --no-tensors $C/qwen3.gguf && check "summary: a supported model loads" grep -q '^  tern loads it: *yes$' "$T/out"
 expect 0 $I --no-tensors $C/mamba.gguf && check "summary: an unsupported architecture says why" \
-	grep -q "^  runs with tern: *no: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3)$" "$T/out"
-expect 0 $I --json --no-tensors $C/mamba.gguf && check "json summary: runnable false with the reason" \
+	grep -q "^  tern loads it: *no: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3)$" "$T/out"
+expect 0 $I --json --no-tensors $C/mamba.gguf && check "json summary: loadable false with the reason" \
 	$PYTHON -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]
-assert s["runnable"] is False and "mamba" in s["runnable_error"], s' "$T/out"
+assert s["loadable"] is False and "mamba" in s["loadable_error"], s' "$T/out"
 
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"

@@ -201,7 +201,7 @@ static int n_weight_types(void)
 {
 	int n = 0;
 	for (uint32_t t = 0; t < QT_COUNT; t++)
-		n += cpu_mm_type_ok(t);
+		n += quant_is_weight_type(t);
 	return n;
 }
 
@@ -213,7 +213,7 @@ static void check_products(const struct backend_entry *be_e, struct tern_backend
 {
 	int types = 0;
 	for (uint32_t t = 0; t < QT_COUNT; t++) {
-		if (!cpu_mm_type_ok(t))
+		if (!quant_is_weight_type(t))
 			continue;
 		types++;
 		for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
@@ -263,7 +263,7 @@ static void test_products(void **state)
 	assert_true(ran >= 2); /* a SIMD variant and the scalar one at least */
 	printf("  worst NMSE per type:");
 	for (uint32_t t = 0; t < QT_COUNT; t++)
-		if (cpu_mm_type_ok(t))
+		if (quant_is_weight_type(t))
 			printf(" %s %.1e", quant_type_name(t), worst[t]);
 	printf("\n");
 }

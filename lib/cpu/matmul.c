@@ -20,11 +20,6 @@
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-bool cpu_mm_type_ok(uint32_t t)
-{
-	return quant_is_weight_type(t);
-}
-
 /* GEMM scratch: the packed activations, then one scratch per thread. */
 static size_t gemm_scratch(uint32_t wtype, int64_t cols, int64_t ntok, int nth)
 {
@@ -191,7 +186,7 @@ int cpu_mm_prepare(struct cpu_mm *mm, struct tp_pool *pool, uint32_t wtype, cons
 		   int64_t rows, int64_t cols, const struct cpu_mm_opts *opts, tern_err *err)
 {
 	*mm = (struct cpu_mm){0};
-	if (!cpu_mm_type_ok(wtype))
+	if (!quant_is_weight_type(wtype))
 		return tern_errf(err, TERN_EUNSUPPORTED, "matmul: no product for weights of type %s",
 				 quant_type_name(wtype));
 	uint32_t at = quant_vec_dot_type(wtype);

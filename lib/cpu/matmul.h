@@ -2,7 +2,7 @@
  * a batch of f32 activation rows (mat-vec for one token, mat-mat for a
  * prompt batch), split into a load-time prepare and a run that cannot fail.
  *
- * cpu_mm_prepare() checks everything that can be wrong (weight type, shape,
+ * cpu_mm_prepare() checks everything that can be wrong (weight type (quant_is_weight_type), shape,
  * row stride, batch bound), chooses the path of every batch size (per-row
  * dot tiles, or from quant_gemm_min_tokens() on the panel GEMM of
  * quant/gemm.h where the CPU has one), sizes the scratch and, when asked,
@@ -60,10 +60,6 @@ struct cpu_mm {
 	size_t panel_size;
 	size_t scratch_size;    /* bytes of scratch cpu_mm_run() needs */
 };
-
-/* True if weights of type t have a product here (every type quant/ can
- * dot: the float types and the types paired with Q8_0 / Q8_1 / Q8_K). */
-bool cpu_mm_type_ok(uint32_t t);
 
 /* Prepare w ([rows][cols] of type wtype, rows wstride bytes apart) for
  * batches of up to opts->max_tokens tokens on pool (NULL: one thread; a

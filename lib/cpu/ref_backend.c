@@ -29,7 +29,7 @@ static int ref_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	if (rc)
 		return rc;
 	/* the same rule as the optimized backend: every type quant/ can dot */
-	if (!cpu_mm_type_ok(w->type))
+	if (!quant_is_weight_type(w->type))
 		return tern_errf(err, TERN_EUNSUPPORTED, "%s: no product for weights of type %s", be->name,
 				 quant_type_name(w->type));
 	uint32_t at = quant_vec_dot_type(w->type);

@@ -2,8 +2,8 @@
  * a batch of f32 activation rows (mat-vec for one token, mat-mat for a
  * prompt batch), split into a load-time prepare and a run that cannot fail.
  *
- * cpu_mm_prepare() checks everything that can be wrong (weight type (quant_is_weight_type), shape,
- * row stride, batch bound), chooses the path of every batch size (per-row
+ * cpu_mm_prepare() checks everything that can be wrong (weight type, as
+ * quant_is_weight_type() says; shape, row stride, batch bound), chooses the path of every batch size (per-row
  * dot tiles, or from quant_gemm_min_tokens() on the panel GEMM of
  * quant/gemm.h where the CPU has one), sizes the scratch and, when asked,
  * converts the weights once into GEMM panels. cpu_mm_run() then only

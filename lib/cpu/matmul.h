@@ -3,11 +3,12 @@
  * prompt batch), split into a load-time prepare and a run that cannot fail.
  *
  * cpu_mm_prepare() checks everything that can be wrong (weight type, as
- * quant_is_weight_type() says; shape, row stride, batch bound), chooses
- * the path of every batch size (per-row dot tiles, or from quant_gemm_min_tokens() on the panel GEMM of
- * quant/gemm.h where the CPU has one), sizes the scratch and, when asked,
- * converts the weights once into GEMM panels. cpu_mm_run() then only
- * computes: it checks nothing, allocates nothing and returns nothing.
+ * quant_is_weight_type() says; shape, row stride, batch bound), chooses the
+ * path of every batch size (per-row dot tiles, or from
+ * quant_gemm_min_tokens() on the panel GEMM of quant/gemm.h where the CPU
+ * has one), sizes the scratch and, when asked, converts the weights once
+ * into GEMM panels. cpu_mm_run() then only computes: it checks nothing,
+ * allocates nothing and returns nothing.
  *
  * Activations are quantized once per call to the type the weights pair
  * with (quant_vec_dot_type) into the caller's scratch; the threads of the

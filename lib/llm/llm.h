@@ -1,0 +1,83 @@
+/* llm.h - a language model ready to run: the model (lib/llm/model.h), a
+ * backend (lib/backend.h), the KV cache and the activations of one
+ * forward pass. The forward pass is written once, over the backend's
+ * operation table; the CPU runs it now, the GPUs will.
+ *
+ * Memory: everything is sized and allocated by tern_llm_new (the KV cache
+ * for n_ctx positions of every layer, the activations of n_ubatch tokens,
+ * the logits); tern_llm_decode allocates nothing.
+ *
+ * The sequence: tern_llm_decode appends tokens at positions n_past ..
+ * n_past + n - 1 and computes the logits of the last one (of every one
+ * with logits_all). Prompts longer than n_ubatch go through in chunks of
+ * n_ubatch tokens (the GEMM path); one token goes through the mat-vec
+ * path. The result does not depend on the thread count: every product
+ * and reduction sums in an order fixed by the shapes alone. */
+#ifndef TERN_LLM_H
+#define TERN_LLM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/backend.h"
+#include "lib/core/error.h"
+#include "lib/llm/model.h"
+
+/* the default context when the user does not ask for one */
+#define TERN_LLM_DEFAULT_CTX 4096
+#define TERN_LLM_DEFAULT_BATCH 512
+
+struct tern_llm_opts {
+	int32_t n_ctx;    /* positions; 0: the trained context; < 0: min(trained, TERN_LLM_DEFAULT_CTX) */
+	int32_t n_ubatch; /* tokens per forward pass, 1..be->max_tokens; 0: min(512, be->max_tokens) */
+	uint32_t type_k;  /* KV cache element types: QT_F32, QT_F16 or QT_Q8_0 */
+	uint32_t type_v;
+	bool logits_all;  /* keep the logits of every token of a decode call (n_ubatch rows), not only the last */
+};
+
+/* n_ctx -1, n_ubatch 0, f16 caches, logits of the last token only. */
+struct tern_llm_opts tern_llm_opts_default(void);
+
+struct tern_llm;
+
+/* Prepare model m (borrowed: it must outlive the llm) to run on be
+ * (borrowed too; be->max_tokens bounds n_ubatch). Errors: TERN_EINVAL for
+ * bad options (a cache type other than f32/f16/q8_0, or q8_0 with a head
+ * size that is not a multiple of 32), TERN_ENOMEM when the cache and the
+ * activations do not fit (the message says how many bytes), what the
+ * backend reports for a weight it cannot prepare. */
+int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_backend *be,
+		 const struct tern_llm_opts *o, tern_err *e);
+void tern_llm_free(struct tern_llm *l);
+
+/* Append n >= 1 tokens and run them through the model. Errors: TERN_ERANGE
+ * when n_past + n exceeds n_ctx (nothing is appended), TERN_EINVAL for a
+ * token id outside the vocabulary, what the backend's sync reports. On
+ * error the cache may hold partial rows past n_past: n_past is unchanged,
+ * so the next decode overwrites them. */
+int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_err *e);
+
+/* Logits (n_vocab floats, after the final soft-cap where the architecture
+ * has one, before any sampling) of token i of the last decode call:
+ * i = -1 (or n - 1) is the last token, the only one kept unless
+ * logits_all (then 0 <= i < min(n, n_ubatch) of the last chunk: with
+ * logits_all a decode call takes at most n_ubatch tokens). NULL before
+ * any decode or for an i not kept. */
+const float *tern_llm_logits(const struct tern_llm *l, int32_t i);
+
+int32_t tern_llm_n_past(const struct tern_llm *l);
+int32_t tern_llm_n_ctx(const struct tern_llm *l);
+int32_t tern_llm_n_vocab(const struct tern_llm *l);
+const struct tern_model *tern_llm_model(const struct tern_llm *l);
+/* Bytes of the KV cache (for reports and memory checks). */
+uint64_t tern_llm_kv_bytes(const struct tern_llm *l);
+
+/* Forget positions n_past.. (0 <= n_past <= current): the next decode
+ * continues from there (chat reuses a common prefix this way). */
+void tern_llm_rewind(struct tern_llm *l, int32_t n_past);
+
+/* A KV cache type by llama.cpp's name ("f32", "f16", "q8_0"): its QT_*
+ * value, or -1. */
+int tern_llm_cache_type(const char *name);
+
+#endif

@@ -1,0 +1,525 @@
+/* llm.c - the forward pass of the decoder-only transformers tern runs
+ * (llama, qwen2, qwen3, gemma3), written once over the backend operation
+ * table (lib/backend.h), with its KV cache and activations.
+ *
+ * One block, per token of the batch (the architectures differ only in the
+ * optional parts, all decided by the model's config):
+ *
+ *   h  = norm(x) * attn_norm                     (fused with the previous add)
+ *   q, k, v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
+ *   q, k = norm per head * q_norm / k_norm         (qwen3, gemma3)
+ *   q, k = rope(q, k) at the token's position      (the layer's base, scaling)
+ *   cache[pos] = k, v
+ *   a  = attention(q, cache) (causal, GQA, the layer's window)
+ *   o  = Wo a (+bo);  o = norm(o) * post_norm      (gemma3)
+ *   x += o;  h = norm(x) * ffn_norm                (one fused op)
+ *   f  = Wdown (act(Wgate h) * Wup h);  f = norm(f) * post_norm (gemma3)
+ *   x += f                                         (fused into the next norm)
+ *
+ * then logits = Wout (norm(x) * output_norm) for the rows kept, with the
+ * architecture's final soft-cap. Batches of more than one token use the
+ * products' GEMM path (mat_mul), one token the mat-vec path.
+ *
+ * What changes from one step to the next (token ids, positions) is
+ * uploaded into buffers, so that a GPU backend may record a decode step
+ * once and replay it. Nothing here allocates after tern_llm_new. */
+#include "lib/llm/llm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+struct layer_bufs {
+	struct tern_buf attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, attn_post_norm;
+	struct tern_buf ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
+	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx} */
+};
+
+struct tern_llm {
+	const struct tern_model *m;
+	struct tern_backend *be;
+	struct tern_llm_opts o;
+	int32_t n_ctx, n_ubatch, n_past;
+	int32_t n_out;          /* logits rows of the last decode (0: none yet) */
+	int32_t n_last;         /* tokens in the last chunk */
+	uint64_t kv_bytes;
+
+	/* weights */
+	struct tern_buf token_embd, output_norm, output, rope_freqs;
+	bool output_is_embd;    /* tied: output shares token_embd's buffer */
+	struct layer_bufs *layers;
+
+	/* activations, [n_ubatch] rows each */
+	struct tern_buf ids, pos;           /* i32 [n_ubatch] */
+	struct tern_buf x, h, q, k, v, a, out, gate, up; /* out: a block's attention, then FFN output */
+	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all, else 1 */
+
+	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
+	float *host_logits;                 /* [rows][n_vocab] */
+};
+
+struct tern_llm_opts tern_llm_opts_default(void)
+{
+	return (struct tern_llm_opts){.n_ctx = -1, .n_ubatch = 0, .type_k = QT_F16, .type_v = QT_F16};
+}
+
+int tern_llm_cache_type(const char *name)
+{
+	if (!name)
+		return -1;
+	if (strcmp(name, "f32") == 0)
+		return QT_F32;
+	if (strcmp(name, "f16") == 0)
+		return QT_F16;
+	if (strcmp(name, "q8_0") == 0)
+		return QT_Q8_0;
+	return -1;
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static int weight(struct tern_llm *l, struct tern_buf *b, const struct tern_tensor_view *t, bool product, tern_err *e)
+{
+	if (!t)
+		return 0;
+	int rc = l->be->buf_weight(l->be, b, t, e);
+	if (!rc && product)
+		rc = l->be->mat_prepare(l->be, b, e);
+	if (rc)
+		tern_err_prefixf(e, "tensor '%.*s'", (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr);
+	return rc;
+}
+
+static int alloc2(struct tern_llm *l, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)
+{
+	int64_t ne[2] = {ne0, ne1};
+	return l->be->buf_alloc(l->be, b, type, 2, ne, e);
+}
+
+static int check_opts(const struct tern_model_config *c, const struct tern_backend *be,
+		      const struct tern_llm_opts *o, int32_t *n_ctx, int32_t *n_ubatch, tern_err *e)
+{
+	uint32_t types[2] = {o->type_k, o->type_v};
+	uint32_t dims[2] = {c->head_dim, c->head_dim_v};
+	for (int i = 0; i < 2; i++) {
+		uint32_t t = types[i];
+		if (t != QT_F32 && t != QT_F16 && t != QT_Q8_0)
+			return tern_errf(e, TERN_EINVAL, "KV cache type %s is not supported (f32, f16, q8_0)",
+					 quant_type_valid(t) ? quant_type_name(t) : "?");
+		if (dims[i] % quant_type_info(t)->blck)
+			return tern_errf(e, TERN_EINVAL, "a %s %s cache needs a head size that is a multiple of %u, not %u",
+					 quant_type_name(t), i ? "V" : "K", quant_type_info(t)->blck, dims[i]);
+	}
+	int64_t ctx = o->n_ctx;
+	if (ctx < 0)
+		ctx = c->n_ctx_train && c->n_ctx_train < TERN_LLM_DEFAULT_CTX ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
+	else if (ctx == 0)
+		ctx = c->n_ctx_train ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
+	if (ctx > INT32_MAX / 2)
+		return tern_errf(e, TERN_ERANGE, "context of %lld positions is too large", (long long)ctx);
+	int64_t ub = o->n_ubatch;
+	if (ub <= 0)
+		ub = be->max_tokens < TERN_LLM_DEFAULT_BATCH ? be->max_tokens : TERN_LLM_DEFAULT_BATCH;
+	if (ub < 1 || ub > be->max_tokens)
+		return tern_errf(e, TERN_EINVAL, "micro-batch of %lld tokens: the backend takes 1..%lld", (long long)ub,
+				 (long long)be->max_tokens);
+	*n_ctx = (int32_t)ctx;
+	*n_ubatch = (int32_t)ub;
+	return 0;
+}
+
+/* bytes of one layer's K and V caches, or 0 on overflow */
+static uint64_t cache_bytes(uint32_t type, uint64_t head_dim, uint64_t n_head_kv, uint64_t n_ctx)
+{
+	uint64_t row = quant_row_size(type, head_dim, NULL);
+	if (!row || n_head_kv > UINT64_MAX / row || n_ctx > UINT64_MAX / (row * n_head_kv))
+		return 0;
+	return row * n_head_kv * n_ctx;
+}
+
+static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	const struct tern_model_layer *w = &l->m->w.layers[il];
+	struct layer_bufs *L = &l->layers[il];
+	int rc = 0;
+	rc = rc ? rc : weight(l, &L->attn_norm, w->attn_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wq, w->wq, true, e);
+	rc = rc ? rc : weight(l, &L->wk, w->wk, true, e);
+	rc = rc ? rc : weight(l, &L->wv, w->wv, true, e);
+	rc = rc ? rc : weight(l, &L->wo, w->wo, true, e);
+	rc = rc ? rc : weight(l, &L->bq, w->bq, false, e);
+	rc = rc ? rc : weight(l, &L->bk, w->bk, false, e);
+	rc = rc ? rc : weight(l, &L->bv, w->bv, false, e);
+	rc = rc ? rc : weight(l, &L->bo, w->bo, false, e);
+	rc = rc ? rc : weight(l, &L->q_norm, w->q_norm, false, e);
+	rc = rc ? rc : weight(l, &L->k_norm, w->k_norm, false, e);
+	rc = rc ? rc : weight(l, &L->attn_post_norm, w->attn_post_norm, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_norm, w->ffn_norm, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_gate, w->ffn_gate, true, e);
+	rc = rc ? rc : weight(l, &L->ffn_up, w->ffn_up, true, e);
+	rc = rc ? rc : weight(l, &L->ffn_down, w->ffn_down, true, e);
+	rc = rc ? rc : weight(l, &L->ffn_post_norm, w->ffn_post_norm, false, e);
+	if (rc)
+		return rc;
+	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
+	int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
+	rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, kne, e);
+	if (!rc)
+		rc = l->be->buf_alloc(l->be, &L->v_cache, l->o.type_v, 3, vne, e);
+	if (rc)
+		tern_err_prefixf(e, "KV cache of layer %u", il);
+	return rc;
+}
+
+int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_backend *be,
+		 const struct tern_llm_opts *opts, tern_err *e)
+{
+	*out = NULL;
+	const struct tern_model_config *c = &m->cfg;
+	struct tern_llm_opts o = opts ? *opts : tern_llm_opts_default();
+	int32_t n_ctx = 0, n_ub = 0;
+	int rc = check_opts(c, be, &o, &n_ctx, &n_ub, e);
+	if (rc)
+		return rc;
+
+	/* the cache, checked for overflow before anything is allocated */
+	uint64_t kv = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		uint64_t kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+		uint64_t vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+		if (!kb || !vb || kv > UINT64_MAX / 4 - kb - vb)
+			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
+		kv += kb + vb;
+	}
+	if (kv > (uint64_t)SIZE_MAX / 2)
+		return tern_errf(e, TERN_ENOMEM, "a KV cache of %d positions needs %llu bytes", n_ctx,
+				 (unsigned long long)kv);
+
+	struct tern_llm *l = calloc(1, sizeof *l);
+	if (!l)
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	l->m = m;
+	l->be = be;
+	l->o = o;
+	l->n_ctx = n_ctx;
+	l->n_ubatch = n_ub;
+	l->kv_bytes = kv;
+	l->layers = calloc(c->n_layer, sizeof *l->layers);
+	int32_t out_rows = o.logits_all ? n_ub : 1;
+	l->host_ids = calloc((size_t)n_ub, sizeof *l->host_ids);
+	l->host_pos = calloc((size_t)n_ub, sizeof *l->host_pos);
+	l->host_logits = calloc((size_t)out_rows * c->n_vocab, sizeof *l->host_logits);
+	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits) {
+		tern_llm_free(l);
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
+	}
+
+	/* weights: views into the file (CPU) or copies (GPU) */
+	rc = weight(l, &l->token_embd, m->w.token_embd, c->tied_output, e);
+	if (!rc)
+		rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
+	if (!rc && !c->tied_output)
+		rc = weight(l, &l->output, m->w.output, true, e);
+	l->output_is_embd = c->tied_output;
+	if (!rc)
+		rc = weight(l, &l->rope_freqs, m->w.rope_freqs, false, e);
+	for (uint32_t il = 0; !rc && il < c->n_layer; il++)
+		rc = load_layer(l, il, e);
+
+	/* activations: the widest layer decides */
+	int64_t nq = 0, nkv = 0, nv = 0, no = 0, nff = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		const struct tern_model_layer_config *lc = &c->layer[il];
+		int64_t q = (int64_t)lc->n_head * c->head_dim, k = (int64_t)lc->n_head_kv * c->head_dim;
+		int64_t v = (int64_t)lc->n_head_kv * c->head_dim_v, a = (int64_t)lc->n_head * c->head_dim_v;
+		nq = q > nq ? q : nq;
+		nkv = k > nkv ? k : nkv;
+		nv = v > nv ? v : nv;
+		no = a > no ? a : no;
+		nff = lc->n_ff > nff ? lc->n_ff : nff;
+	}
+	int64_t one[1] = {n_ub};
+	rc = rc ? rc : be->buf_alloc(be, &l->ids, QT_I32, 1, one, e);
+	rc = rc ? rc : be->buf_alloc(be, &l->pos, QT_I32, 1, one, e);
+	rc = rc ? rc : alloc2(l, &l->x, QT_F32, c->n_embd, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->h, QT_F32, c->n_embd, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->q, QT_F32, nq, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->k, QT_F32, nkv, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->v, QT_F32, nv, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->a, QT_F32, no, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->out, QT_F32, c->n_embd, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, nff, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->up, QT_F32, nff, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->logits, QT_F32, c->n_vocab, out_rows, e);
+	if (rc) {
+		tern_llm_free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+void tern_llm_free(struct tern_llm *l)
+{
+	if (!l)
+		return;
+	struct tern_backend *be = l->be;
+	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
+				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
+				  &l->rope_freqs};
+	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
+		be->buf_free(be, act[i]);
+	if (l->layers) {
+		for (uint32_t il = 0; il < l->m->cfg.n_layer; il++) {
+			struct layer_bufs *L = &l->layers[il];
+			struct tern_buf *b[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
+						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
+						&L->k_cache, &L->v_cache};
+			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+				be->buf_free(be, b[i]);
+		}
+	}
+	free(l->layers);
+	free(l->host_ids);
+	free(l->host_pos);
+	free(l->host_logits);
+	free(l);
+}
+
+/* ---- the forward pass --------------------------------------------------------- */
+
+/* rows [0, n) of a [rows][w] activation, as a 2-D {w, n} view */
+static struct tern_buf act2(const struct tern_buf *b, int64_t w, int64_t n)
+{
+	int64_t ne[2] = {w, n};
+	return tern_buf_reshape(b, 2, ne);
+}
+
+/* the same rows seen as {hd, nh, n} (heads) */
+static struct tern_buf act3(const struct tern_buf *b, int64_t hd, int64_t nh, int64_t n)
+{
+	int64_t ne[3] = {hd, nh, n};
+	return tern_buf_reshape(b, 3, ne);
+}
+
+static const struct tern_buf *opt(const struct tern_buf *b)
+{
+	return b->mem ? b : NULL;
+}
+
+/* y = W x for n tokens: the mat-vec path for one, GEMM for more */
+static void product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y,
+		    int64_t n)
+{
+	if (n == 1)
+		be->mat_vec(be, w, x, y);
+	else
+		be->mat_mul(be, w, x, y);
+}
+
+/* The input of the first block and its norm are made by the caller; this
+ * runs block il over n tokens: x is the residual (its pending addition r
+ * from the previous block already folded in by the caller's norm), h the
+ * normed input. On return o holds the block's FFN output, not yet added
+ * to x (the next norm adds it). */
+static void block(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+
+	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf q = act2(&l->q, nh * hd, n), k = act2(&l->k, nkv * hd, n), v = act2(&l->v, nkv * hdv, n);
+	struct tern_buf a = act2(&l->a, nh * hdv, n);
+	int64_t n1[1] = {n};
+	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
+
+	/* attention */
+	product(be, &L->wq, &h, &q, n);
+	product(be, &L->wk, &h, &k, n);
+	product(be, &L->wv, &h, &v, n);
+	if (opt(&L->bq))
+		be->add(be, &q, &L->bq, &q);
+	if (opt(&L->bk))
+		be->add(be, &k, &L->bk, &k);
+	if (opt(&L->bv))
+		be->add(be, &v, &L->bv, &v);
+	struct tern_buf q3 = act3(&l->q, hd, nh, n), k3 = act3(&l->k, hd, nkv, n), v3 = act3(&l->v, hdv, nkv, n);
+	struct tern_buf a3 = act3(&l->a, hdv, nh, n);
+	if (opt(&L->q_norm))
+		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
+	if (opt(&L->k_norm))
+		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
+	const struct tern_rope rope = {
+		.mode = c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
+		.n_rot = (int)c->n_rot,
+		.freq_base = lc->rope_base,
+		.freq_scale = lc->rope_scale,
+	};
+	/* llama3's per-dimension factors belong to the global RoPE only */
+	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
+	be->rope(be, &q3, &pos, freqs, &rope);
+	be->rope(be, &k3, &pos, freqs, &rope);
+	be->kv_store(be, &L->k_cache, &k3, &pos);
+	be->kv_store(be, &L->v_cache, &v3, &pos);
+	const struct tern_attn at = {
+		.scale = c->attn_scale,
+		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
+		.softcap = c->attn_softcap,
+	};
+	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
+	product(be, &L->wo, &a, &o, n);
+	if (opt(&L->bo))
+		be->add(be, &o, &L->bo, &o);
+	if (opt(&L->attn_post_norm))
+		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
+
+	/* x += o; h = norm(x) * ffn_norm */
+	be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &rms);
+
+	/* feed-forward */
+	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
+	product(be, &L->ffn_gate, &h, &g, n);
+	product(be, &L->ffn_up, &h, &u, n);
+	be->glu(be, &g, &u, &g, c->act == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : TERN_GLU_SWIGLU);
+	product(be, &L->ffn_down, &g, &o, n);
+	if (opt(&L->ffn_post_norm))
+		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
+}
+
+/* n tokens (1..n_ubatch) at positions n_past.. through the model */
+static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool last_chunk, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	struct tern_backend *be = l->be;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	for (int32_t i = 0; i < n; i++) {
+		l->host_ids[i] = tokens[i];
+		l->host_pos[i] = l->n_past + i;
+	}
+	if (n == 1)
+		be->begin_step(be);
+	be->upload(be, &l->ids, 0, l->host_ids, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &l->pos, 0, l->host_pos, sizeof(int32_t) * (size_t)n);
+
+	int64_t n1[1] = {n};
+	struct tern_buf ids = tern_buf_reshape(&l->ids, 1, n1);
+	struct tern_buf x = act2(&l->x, c->n_embd, n), h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	be->get_rows(be, &l->token_embd, &ids, &x);
+	if (c->embd_scale != 1.0f)
+		be->scale(be, &x, &x, c->embd_scale);
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		/* the first block's input has nothing to add; the others add
+		 * the previous block's FFN output */
+		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, NULL, &h, &rms);
+		block(l, il, n);
+	}
+
+	/* the output rows: the last token's, or every token's */
+	int64_t r0 = l->o.logits_all ? 0 : n - 1, nr = l->o.logits_all ? n : 1;
+	if (last_chunk || l->o.logits_all) {
+		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
+		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
+		be->norm(be, &xr, &orr, &l->output_norm, NULL, &hr, &rms);
+		struct tern_buf lg = act2(&l->logits, c->n_vocab, nr);
+		product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
+	}
+	if (n == 1)
+		be->end_step(be);
+	int rc = be->sync(be, e);
+	if (rc)
+		return rc;
+	if ((last_chunk || l->o.logits_all) && c->final_softcap > 0) {
+		float s = c->final_softcap;
+		float *lg = l->host_logits;
+		for (size_t i = 0; i < (size_t)nr * c->n_vocab; i++)
+			lg[i] = s * tanhf(lg[i] / s);
+	}
+	return 0;
+}
+
+int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_err *e)
+{
+	if (n < 1 || !tokens)
+		return tern_errf(e, TERN_EINVAL, "decode: no tokens");
+	if (l->o.logits_all && n > l->n_ubatch)
+		return tern_errf(e, TERN_EINVAL, "decode: %d tokens with every row's logits kept: at most %d per call",
+				 n, l->n_ubatch);
+	if (n > l->n_ctx - l->n_past)
+		return tern_errf(e, TERN_ERANGE, "%d more tokens do not fit the context of %d (%d used)", n, l->n_ctx,
+				 l->n_past);
+	const int32_t n_vocab = (int32_t)l->m->cfg.n_vocab;
+	for (int32_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= n_vocab)
+			return tern_errf(e, TERN_EINVAL, "token id %d is outside the vocabulary (0..%d)", tokens[i],
+					 n_vocab - 1);
+	int32_t start = l->n_past;
+	l->n_out = 0;
+	for (int32_t done = 0; done < n;) {
+		int32_t chunk = n - done < l->n_ubatch ? n - done : l->n_ubatch;
+		bool last = done + chunk == n;
+		int rc = forward(l, tokens + done, chunk, last, e);
+		if (rc) {
+			l->n_past = start;
+			return rc;
+		}
+		l->n_past += chunk;
+		done += chunk;
+		l->n_last = chunk;
+	}
+	l->n_out = l->o.logits_all ? l->n_last : 1;
+	return 0;
+}
+
+const float *tern_llm_logits(const struct tern_llm *l, int32_t i)
+{
+	if (!l->n_out)
+		return NULL;
+	if (i < 0 || i == l->n_last - 1)
+		return l->host_logits + (size_t)(l->n_out - 1) * l->m->cfg.n_vocab;
+	if (!l->o.logits_all || i >= l->n_out)
+		return NULL;
+	return l->host_logits + (size_t)i * l->m->cfg.n_vocab;
+}
+
+int32_t tern_llm_n_past(const struct tern_llm *l)
+{
+	return l->n_past;
+}
+
+int32_t tern_llm_n_ctx(const struct tern_llm *l)
+{
+	return l->n_ctx;
+}
+
+int32_t tern_llm_n_vocab(const struct tern_llm *l)
+{
+	return (int32_t)l->m->cfg.n_vocab;
+}
+
+const struct tern_model *tern_llm_model(const struct tern_llm *l)
+{
+	return l->m;
+}
+
+uint64_t tern_llm_kv_bytes(const struct tern_llm *l)
+{
+	return l->kv_bytes;
+}
+
+void tern_llm_rewind(struct tern_llm *l, int32_t n_past)
+{
+	if (n_past >= 0 && n_past <= l->n_past) {
+		l->n_past = n_past;
+		l->n_out = 0;
+	}
+}

@@ -178,6 +178,10 @@ int quant_quantize_act(uint32_t at, const float *src, void *dst, uint64_t n)
 		k->quantize_q8_0(src, dst, (int64_t)n);
 		return 0;
 	}
+	if (at == QT_Q8_1 && k->quantize_q8_1 && n % 32 == 0) {
+		k->quantize_q8_1(src, dst, (int64_t)n);
+		return 0;
+	}
 	if (at == QT_Q8_K && k->quantize_q8_K && n % QK_K == 0) {
 		k->quantize_q8_K(src, dst, (int64_t)n);
 		return 0;

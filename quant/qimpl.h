@@ -103,6 +103,7 @@ struct quant_kernels {
 	/* activation quantizer override (f32 row -> Q8_0 / Q8_1 / Q8_K) */
 	void (*quantize_q8_0)(const float *x, void *dst, int64_t n);
 	void (*quantize_q8_K)(const float *x, void *dst, int64_t n);
+	void (*quantize_q8_1)(const float *x, void *dst, int64_t n);
 };
 
 /* GEMM kernels behind quant/gemm.h (see there for the contract), one set

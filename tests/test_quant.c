@@ -411,18 +411,18 @@ static void test_matvec_matches_scalar(void **state)
 }
 
 /* The SIMD activation quantizers agree with the reference to one level, and
- * Q8_K block sums match the stored values. */
+ * Q8_K block sums and Q8_1's s = d * sum match the stored codes. */
 static void test_simd_quantize_act(void **state)
 {
 	(void)state;
 	enum { N = 2048 };
 	static float x[N], y0[N], y1[N];
 	static uint8_t r[N * 2], q[N * 2];
-	const uint32_t ats[] = {QT_Q8_0, QT_Q8_K};
+	const uint32_t ats[] = {QT_Q8_0, QT_Q8_K, QT_Q8_1};
 	for (int isa = QUANT_ISA_SCALAR; isa <= QUANT_ISA_NEON; isa++) {
 		if (quant_cpu_force(quant_isa_name((enum quant_isa)isa)) != 0)
 			continue;
-		for (size_t k = 0; k < 2; k++) {
+		for (size_t k = 0; k < sizeof ats / sizeof ats[0]; k++) {
 			uint32_t at = ats[k];
 			qu_seed(at + 1000u * (unsigned)isa);
 			for (int i = 0; i < N; i++)
@@ -439,6 +439,21 @@ static void test_simd_quantize_act(void **state)
 				if (fabsf(y0[i] - y1[i]) > amax / 127 * 1.01f)
 					fail_msg("%s %s: element %d: %g vs reference %g", quant_isa_name((enum quant_isa)isa),
 						 quant_type_name(at), i, (double)y1[i], (double)y0[i]);
+			}
+			if (at == QT_Q8_1) {
+				for (int b = 0; b < N / 32; b++) {
+					const uint8_t *blk8 = q + b * 36;
+					uint16_t hd, hs;
+					memcpy(&hd, blk8, 2);
+					memcpy(&hs, blk8 + 2, 2);
+					int sum = 0;
+					for (int l = 0; l < 32; l++)
+						sum += (int8_t)blk8[4 + l];
+					float want = quant_fp16_to_f32(quant_f32_to_fp16((float)sum * quant_fp16_to_f32(hd)));
+					/* s is d * sum rounded once: with d the f32 scale before
+					 * its own rounding, within one f16 step of this */
+					assert_true(fabsf(quant_fp16_to_f32(hs) - want) <= fabsf(want) * 2e-3f + 1e-6f);
+				}
 			}
 			if (at == QT_Q8_K) {
 				for (int b = 0; b < N / QK_K; b++) {

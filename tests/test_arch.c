@@ -70,6 +70,7 @@ static void test_every_key(void **state)
 	gguf_writer_u64(w, "llama.feed_forward_length", 5632); /* any integer type that fits */
 	gguf_writer_u32(w, "llama.rope.dimension_count", 32);
 	gguf_writer_f32(w, "llama.rope.freq_base", 500000.0f);
+	gguf_writer_f32(w, "llama.rope.freq_base_swa", 10000.0f);
 	gguf_writer_str(w, "llama.rope.scaling.type", "yarn");
 	gguf_writer_f32(w, "llama.rope.scaling.factor", 4.0f);
 	gguf_writer_u32(w, "llama.rope.scaling.original_context_length", 1024);
@@ -97,6 +98,7 @@ static void test_every_key(void **state)
 	assert_int_equal(hp.n_ff_l[0], 5632);
 	assert_int_equal(hp.n_rot, 32);
 	assert_float_equal(hp.rope_freq_base, 500000.0f, 0);
+	assert_float_equal(hp.rope_freq_base_swa, 10000.0f, 0);
 	assert_int_equal(hp.rope_scaling, TERN_ROPE_SCALING_YARN);
 	assert_float_equal(hp.rope_scaling_factor, 4.0f, 0);
 	assert_int_equal(hp.n_ctx_orig, 1024);

@@ -37,6 +37,7 @@ struct spec {
 	const char *retype;    /* written as `type` */
 	uint32_t type;
 	bool llama_bias;       /* llama's optional attention biases (bq, bk, bv, bo) */
+	float swa_base;        /* rope.freq_base_swa, 0: not written */
 };
 
 struct tdesc {
@@ -134,6 +135,8 @@ static gguf_writer *write_keys(const struct spec *s)
 	}
 	if (s->n_swa)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), s->n_swa);
+	if (s->swa_base)
+		gguf_writer_f32(w, KEY("rope.freq_base_swa"), s->swa_base);
 	if (s->scaling)
 		gguf_writer_str(w, KEY("rope.scaling.type"), s->scaling);
 	if (s->factor)
@@ -199,14 +202,14 @@ static int load_spec(const struct spec *s, struct tern_model **m, tern_err *e)
 }
 
 static const struct spec llama_spec = {"llama", 2, 64, 4, 2, 96, 128, 0, 0, false, false, NULL, 0, NULL, NULL, NULL, 0,
-				       false};
+				       false, 0};
 static const struct spec qwen2_spec = {"qwen2", 2, 64, 4, 2, 96, 128, 0, 0, true, false, NULL, 0, NULL, NULL, NULL, 0,
-				       false};
+				       false, 0};
 static const struct spec qwen3_spec = {"qwen3", 2, 64, 4, 1, 96, 128, 32, 0, false, false, NULL, 0, NULL, NULL, NULL,
-				       0, false};
+				       0, false, 0};
 /* 7 layers: locals 0-4 and 6, global 5; head size 32 with n_embd/n_head 16 */
 static const struct spec gemma3_spec = {"gemma3", 7, 64, 4, 1, 96, 128, 32, 16, false, false, NULL, 0, NULL, NULL,
-					NULL, 0, false};
+					NULL, 0, false, 0};
 
 /* Every weight is a view inside the file's bytes. */
 static void assert_in_file(const struct tern_tensor_view *t)
@@ -359,6 +362,15 @@ static void test_gemma3(void **state)
 		assert_layer_tensor(m->w.layers[l].q_norm, l, "attn_q_norm.weight");
 	}
 	tern_model_free(m);
+
+	/* a file that gives the local layers' base */
+	s.swa_base = 5e4f;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	for (uint32_t l = 0; l < 7; l++)
+		assert_float_equal(m->cfg.layer[l].rope_base, global[l] ? 1e6f : 5e4f, 0);
+	tern_model_free(m);
+	s.swa_base = 0;
 
 	/* no sliding_window key: every layer global with the file's base */
 	s.n_swa = 0;

@@ -26,6 +26,8 @@ static const struct tern_arch_field llm_fields[] = {
 	L("feed_forward_length", "feed-forward size", "feed_forward_length", struct tern_arch_llm, n_ff, n_ff_l, false),
 	F("rope.dimension_count", "rope dims", "rope_dimension_count", TERN_ARCH_U32, struct tern_arch_llm, n_rot),
 	F("rope.freq_base", "rope base", "rope_freq_base", TERN_ARCH_F32, struct tern_arch_llm, rope_freq_base),
+	F("rope.freq_base_swa", "rope base (local)", "rope_freq_base_swa", TERN_ARCH_F32, struct tern_arch_llm,
+	  rope_freq_base_swa),
 	F("rope.scaling.type", "rope scaling", "rope_scaling_type", TERN_ARCH_STR, struct tern_arch_llm,
 	  rope_scaling_name),
 	F("rope.scaling.factor", "rope factor", "rope_scaling_factor", TERN_ARCH_F32, struct tern_arch_llm,
@@ -318,6 +320,10 @@ int tern_arch_llm_validate(const struct tern_arch_llm *hp, tern_err *e)
 				 a, hp->n_rot, hp->n_embd_head_k);
 	if (!(hp->rope_freq_base > 0))
 		return tern_errf(e, TERN_EFORMAT, "'%s.rope.freq_base' = %g: must be positive", a, (double)hp->rope_freq_base);
+	if (has(hp->present, llm_fields, sizeof llm_fields / sizeof llm_fields[0], "rope.freq_base_swa") &&
+	    !(hp->rope_freq_base_swa > 0))
+		return tern_errf(e, TERN_EFORMAT, "'%s.rope.freq_base_swa' = %g: must be positive", a,
+				 (double)hp->rope_freq_base_swa);
 	if (!(hp->rope_scaling_factor > 0))
 		return tern_errf(e, TERN_EFORMAT, "'%s.rope.scaling.factor' = %g: must be positive", a,
 				 (double)hp->rope_scaling_factor);

@@ -74,6 +74,7 @@ struct tern_arch_llm {
 	uint32_t n_embd_head_v;        /* attention.value_length (default n_embd / n_head) */
 	uint32_t n_rot;                /* rope.dimension_count (default n_embd_head_k) */
 	float rope_freq_base;          /* rope.freq_base (default 10000) */
+	float rope_freq_base_swa;      /* rope.freq_base_swa: of the sliding-window layers (0: absent) */
 	char rope_scaling_name[TERN_ARCH_NAME_MAX]; /* rope.scaling.type as in the file */
 	enum tern_rope_scaling rope_scaling;        /* ... decoded (default none, linear if a factor is given) */
 	float rope_scaling_factor;     /* rope.scaling.factor (default 1) */

@@ -227,7 +227,9 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			return tern_errf(e, TERN_EFORMAT, "layer %u: %u kv heads do not divide %u heads", l,
 					 lc->n_head_kv, lc->n_head);
 		lc->is_swa = c->n_swa && l % d->swa_period != d->swa_period - 1;
-		lc->rope_base = lc->is_swa ? d->swa_rope_base : c->rope_freq_base;
+		/* the local layers' base: the file's, else the family's (llama.cpp) */
+		lc->rope_base = !lc->is_swa ? c->rope_freq_base
+			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa : d->swa_rope_base;
 		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
 	}
 	if (d->fixup)

@@ -100,11 +100,23 @@ int main(int argc, char **argv)
 	std::vector<const char *> names(nt);
 	llama_chat_builtin_templates(names.data(), names.size());
 	std::map<int, std::string> by_value;
-	for (const char *nm : names)
+	// (name, what to pass as llama_chat_apply_template's tmpl)
+	std::vector<std::pair<std::string, std::string>> fmts;
+	for (const char *nm : names) {
 		by_value[(int)llm_chat_template_from_str(nm)] = nm;
+		fmts.push_back({nm, nm});
+	}
+	// dots1 has a formatter and is detected, but LLM_CHAT_TEMPLATES gives
+	// it no name: reach it through its marker (tern calls it "dots1").
+	const char *dots1_marker = "<|endofuserprompt|>";
+	if (!by_value.count((int)llm_chat_detect_template(dots1_marker))) {
+		by_value[(int)llm_chat_detect_template(dots1_marker)] = "dots1";
+		fmts.push_back({"dots1", dots1_marker});
+	}
 
 	FILE *fb = fopen(argv[3], "wb");
-	for (const char *nm : names) {
+	for (auto &fm : fmts) {
+		const char *nm = fm.second.c_str();
 		for (auto &c : convs) {
 			for (int ass = 0; ass <= 1; ass++) {
 				std::vector<char> buf(4096);
@@ -116,10 +128,10 @@ int main(int argc, char **argv)
 								      buf.data(), (int32_t)buf.size());
 				}
 				if (r < 0) {
-					fprintf(stderr, "%s: llama_chat_apply_template failed\n", nm);
+					fprintf(stderr, "%s: llama_chat_apply_template failed\n", fm.first.c_str());
 					return 1;
 				}
-				write_record(fb, std::string("out fmt=") + nm + " conv=" + c.first + " ag=" +
+				write_record(fb, "out fmt=" + fm.first + " conv=" + c.first + " ag=" +
 							 std::to_string(ass),
 					     std::string(buf.data(), r));
 			}

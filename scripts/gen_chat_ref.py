@@ -55,7 +55,7 @@ CONVS = [
     ("tricky", [("system", "  Spaces around the system text.\n"),
                 ("user", "Grüße, 世界 🌍 — {{ x }} {% if true %}no{% endif %} "
                          "<|im_end|> [INST] <start_of_turn>\n"),
-                ("assistant", "  padded answer\t\n"),
+                ("assistant", "\f  padded answer\t\n\v"),
                 ("user", "\u00a0non-breaking\u00a0")]),
     ("two_sys", [("system", "First system."), ("system", "Second system."),
                  ("user", "Question?"), ("assistant", "Answer."),
@@ -129,7 +129,7 @@ SNIPPETS = [
     "<seed:bos>", "'Assistant: '  + message['content'] + '<|separator|>",
     "[unused9]系统：[unused10]", "<|begin|><|end|><|content|>",
     "", "hello", "chatml ", "CHATML", "<|im_start|>[INST]", "[INST]<|start_header_id|><|end_header_id|>",
-    "<start_of_turn><|start_header_id|><|end_header_id|>", "abc\x00<|im_start|>",
+    "<start_of_turn><|start_header_id|><|end_header_id|>"
 ]
 NAMES = ["chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "mistral-v1",
          "mistral-v3", "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken", "phi3", "phi4",

@@ -173,8 +173,12 @@ int tern_chat_fmt_detect_n(const char *tmpl, size_t len)
 {
 	if (!tmpl)
 		return TERN_CHAT_UNKNOWN;
+	/* A format's name stands for itself, as llama.cpp's --chat-template
+	 * NAME does; except dots1, which llama.cpp leaves out of its name
+	 * table (tern names it, for tern_chat_fmt_by_name, but keeps
+	 * llama.cpp's detection). */
 	int byname = by_name_n(tmpl, len);
-	if (byname > 0)
+	if (byname > 0 && byname != TERN_CHAT_DOTS1)
 		return byname;
 	struct hay t = {tmpl, len};
 	/* Order matters: templates often hold several families' markers, and

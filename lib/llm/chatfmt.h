@@ -28,9 +28,10 @@
  *   pangu-embedded, solar-open
  *
  * BOS. The formatters never write the model's BOS token at the start: the
- * tokenizer adds it when the file says so (tokenizer.ggml.add_bos_token),
- * and the caller tokenizes the result with special-token text parsed, as
- * llama.cpp's llama-cli / llama-server do with these formatters. A few
+ * tokenizer adds it when the file says so (tokenizer.ggml.add_bos_token).
+ * The caller tokenizes the result with add_special and parse_special on,
+ * as llama.cpp's llama-completion (the former llama-cli) does with these
+ * formatters: common_tokenize(ctx, prompt, true, true). A few
  * formats write a BOS-like marker that is part of the format itself, as
  * llama.cpp does: "<s>" before later turns in llama2-sys-bos and monarch,
  * "<s>" at the start of gigachat, "<|im_start|>" at the start of smolvlm,
@@ -38,6 +39,11 @@
  * template renders "{{ bos_token }}" itself, llama.cpp strips that leading
  * BOS text if the tokenizer adds one; the test data for real templates is
  * prepared the same way.
+ *
+ * Names. llama.cpp detects dots1 but gives it no name; tern calls it
+ * "dots1" for tern_chat_fmt_by_name, while tern_chat_fmt_detect keeps
+ * llama.cpp's answer (the text "dots1" is no template). A file without a
+ * template is the caller's choice: llama.cpp falls back to chatml.
  *
  * Roles. "system", "user", "assistant" and "tool" are accepted; a role or
  * content that is NULL, an empty role or any other role is TERN_EINVAL

@@ -201,6 +201,11 @@ static void test_names(void **state)
 		if (!found)
 			fail_msg("%s missing from \"%s\"", nm, all);
 	}
+	/* and nothing else: one ", " between consecutive names */
+	size_t items = 1;
+	for (const char *p = all; (p = strstr(p, ", ")) != NULL; p += 2)
+		items++;
+	assert_int_equal(items, TERN_CHAT_N_FMT - 1);
 	assert_null(tern_chat_fmt_name(TERN_CHAT_UNKNOWN));
 	assert_null(tern_chat_fmt_name(TERN_CHAT_N_FMT));
 	assert_null(tern_chat_fmt_name(-3));

@@ -93,26 +93,19 @@ const char *tern_chat_fmt_name(int fmt)
 
 const char *tern_chat_fmt_names(void)
 {
-	/* Built once; the table is constant, so a racing second build writes
-	 * the same bytes. 1024 holds the ~500 bytes of today's list with room;
-	 * a test checks that every name is in it. */
-	static char list[1024];
-	if (!list[0]) {
-		size_t len = 0;
-		for (int f = 1; f < TERN_CHAT_N_FMT; f++) {
-			size_t n = strlen(fmt_names[f]);
-			if (len + n + 3 > sizeof list)
-				break;
-			if (len) {
-				memcpy(list + len, ", ", 2);
-				len += 2;
-			}
-			memcpy(list + len, fmt_names[f], n);
-			len += n;
-		}
-		list[len] = 0;
-	}
-	return list;
+	/* Written out rather than built from the table, so that it is a
+	 * constant (no lazily filled buffer shared between threads); a test
+	 * checks that it lists exactly the table's names. */
+	return "chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, "
+	       "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, "
+	       "mistral-v7-tekken, phi3, phi4, falcon3, zephyr, monarch, gemma, "
+	       "orion, openchat, vicuna, vicuna-orca, deepseek, deepseek2, "
+	       "deepseek3, deepseek-ocr, command-r, llama3, chatglm3, chatglm4, "
+	       "glmedge, minicpm, exaone3, exaone4, exaone-moe, rwkv-world, "
+	       "granite, granite-4.0, granite-4.1, gigachat, megrez, yandex, "
+	       "bailing, bailing-think, bailing2, llama4, smolvlm, dots1, "
+	       "hunyuan-moe, gpt-oss, hunyuan-dense, hunyuan-vl, kimi-k2, "
+	       "seed_oss, grok-2, pangu-embedded, solar-open";
 }
 
 /* ---- detection ----------------------------------------------------------- */

@@ -121,7 +121,6 @@ static int setup(void **state)
 {
 	(void)state;
 	g_conv_recs = load_recs(REF "convs.txt");
-	char v[64];
 	for (size_t i = 0; i < g_conv_recs.n; i++) {
 		struct rec *r = &g_conv_recs.r[i];
 		if (is_kind(r, "conv")) {
@@ -137,7 +136,6 @@ static int setup(void **state)
 			c->n++;
 		}
 	}
-	(void)v;
 	return g_nconv >= 8 ? 0 : -1;
 }
 

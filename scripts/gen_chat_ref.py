@@ -287,7 +287,7 @@ def main():
                                           add_generation_prompt=bool(ag), bos_token=bos,
                                           eos_token=eos)
                         status = "ok"
-                    except Exception as ex:  # raise_exception and the like
+                    except Exception:  # raise_exception and the like
                         out, status = "", "error"
                     # llama.cpp drops the template's own BOS text when the
                     # tokenizer adds BOS (common/chat.cpp)

@@ -88,15 +88,26 @@ typedef void (*rows_fn)(void *arg, int64_t r0, int64_t r1);
 struct par {
 	rows_fn fn;
 	void *arg;
-	int64_t n;
+	int64_t n, n_tasks;
+	_Atomic int64_t next;
 };
 
+/* Tasks from a shared counter: a row's result does not depend on which
+ * thread computes it, and a worker that never starts (its core busy
+ * elsewhere) leaves its tasks to the others (tp_run_any). */
 static void par_body(void *arg, int ith, int nth)
 {
+	(void)ith;
+	(void)nth;
 	struct par *p = arg;
-	int64_t r0 = p->n * ith / nth, r1 = p->n * (ith + 1) / nth;
-	if (r1 > r0)
-		p->fn(p->arg, r0, r1);
+	for (;;) {
+		int64_t k = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+		if (k >= p->n_tasks)
+			break;
+		int64_t r0 = p->n * k / p->n_tasks, r1 = p->n * (k + 1) / p->n_tasks;
+		if (r1 > r0)
+			p->fn(p->arg, r0, r1);
+	}
 }
 
 /* Below this many elements of work a job runs on the caller: waking the
@@ -106,12 +117,17 @@ static void par_body(void *arg, int ith, int nth)
 static void par_rows(struct tern_backend *be, rows_fn fn, void *arg, int64_t n, int64_t work)
 {
 	struct cpu *c = be->impl;
-	if (work < PAR_MIN_WORK || n < 2 || tp_threads(c->pool) == 1) {
+	int nth = tp_threads(c->pool);
+	if (work < PAR_MIN_WORK || n < 2 || nth == 1) {
 		fn(arg, 0, n);
 		return;
 	}
-	struct par p = {fn, arg, n};
-	tp_run(c->pool, par_body, &p);
+	/* a few tasks per thread: the threads that run take up the slack of
+	 * one that is late */
+	int64_t tasks = 4 * (int64_t)nth;
+	struct par p = {.fn = fn, .arg = arg, .n = n, .n_tasks = tasks < n ? tasks : n};
+	atomic_init(&p.next, 0);
+	tp_run_any(c->pool, par_body, &p);
 }
 
 struct ops_args {
@@ -341,7 +357,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	if (keys * a->nh * a->hd < PAR_MIN_WORK * 8 || j.n_units < 2 || tp_threads(c->pool) == 1)
 		attn_body(&j, 0, 1);
 	else
-		tp_run(c->pool, attn_body, &j);
+		tp_run_any(c->pool, attn_body, &j);
 	if (a->n_chunks > 1)
 		cpu_attn_combine(a, 0, a->nh);
 }

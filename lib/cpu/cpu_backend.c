@@ -16,6 +16,7 @@
 #include "lib/cpu/host.h"
 #include "lib/cpu/ops.h"
 #include "lib/cpu/threadpool.h"
+#include "quant/cpu.h"
 #include "quant/quant.h"
 
 struct cpu {
@@ -294,6 +295,7 @@ struct attn_job {
 	struct cpu_attn_args a;
 	float *ws;
 	int64_t n_units;
+	bool dec;       /* one token: attn_dec */
 	_Atomic int64_t next;
 };
 
@@ -307,6 +309,10 @@ static void attn_body(void *arg, int ith, int nth)
 		int64_t u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
 		if (u >= j->n_units)
 			break;
+		if (j->dec) {
+			j->k->attn_dec(a, u / a->n_chunks, u % a->n_chunks, ws);
+			continue;
+		}
 		int64_t per_ru = a->nkv * a->n_chunks;
 		int64_t ru = a->n_row_units - 1 - u / per_ru, kh = u % per_ru / a->n_chunks, c = u % a->n_chunks;
 		j->k->attn_unit(a, kh, ru, c, ws);
@@ -351,7 +357,8 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 			a->n_chunks = (keys + a->chunk - 1) / a->chunk;
 		}
 	}
-	j.n_units = a->nkv * a->n_row_units * a->n_chunks;
+	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0;
+	j.n_units = a->nkv * (j.dec ? 1 : a->n_row_units) * a->n_chunks;
 	atomic_init(&j.next, 0);
 	/* work: scores and weighted sums, ~4 flops per key and dimension */
 	if (keys * a->nh * a->hd < PAR_MIN_WORK * 8 || j.n_units < 2 || tp_threads(c->pool) == 1)

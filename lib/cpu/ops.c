@@ -27,10 +27,12 @@ static void init_tables(void)
 #endif
 }
 
-const struct cpu_ops *cpu_ops(void)
+const struct cpu_ops *cpu_ops(void) { return cpu_ops_isa(quant_isa()); }
+
+const struct cpu_ops *cpu_ops_isa(int isa)
 {
 	pthread_once(&once, init_tables);
-	return &tables[quant_isa()];
+	return &tables[isa];
 }
 
 void cpu_attn_combine(const struct cpu_attn_args *a, int64_t h0, int64_t h1)

@@ -21,6 +21,7 @@
  * loaded once for all of them) against tiles of CPU_ATTN_TILE keys. */
 #define CPU_ATTN_ROWS 64
 #define CPU_ATTN_TILE 64
+#define CPU_ATTN_DEC_ROWS 8
 /* floats of one thread's attention workspace */
 #define CPU_ATTN_WS_FLOATS                                                                                           \
 	(2 * TERN_ATTN_MAX_HEAD_DIM * CPU_ATTN_ROWS + CPU_ATTN_TILE * CPU_ATTN_ROWS +                                \
@@ -49,6 +50,9 @@ struct cpu_ops {
 	/* Rows [u * unit_rows, ...) of KV head kh against key chunk c
 	 * (0 when unsplit); ws: CPU_ATTN_WS_FLOATS floats, 64-byte aligned. */
 	void (*attn_unit)(const struct cpu_attn_args *a, int64_t kh, int64_t u, int64_t c, float *ws);
+	/* The same for one token (ntok 1) whose group has at most
+	 * CPU_ATTN_DEC_ROWS heads, hd a multiple of 16: KV head kh, chunk c. */
+	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
 	/* One row: x += r (r may be NULL), then y = norm(x) * w + b (w, b
 	 * may be NULL); kind TERN_NORM_*. y may be x. */
 	void (*norm_row)(float *x, const float *r, const float *w, const float *b, float *y, int64_t n, float eps,
@@ -62,8 +66,10 @@ struct cpu_ops {
 	void (*softmax_row)(const float *a, float *y, int64_t n);
 };
 
-/* The table of the current quant_isa(). */
+/* The table of the current quant_isa(); of a given enum quant_isa (one
+ * the CPU runs). */
 const struct cpu_ops *cpu_ops(void);
+const struct cpu_ops *cpu_ops_isa(int isa);
 
 /* Combine the chunks of a split attention (a->n_chunks > 1) in chunk
  * order, rows [h0, h1) of the heads. */

@@ -8,7 +8,7 @@
  * contention:
  *
  *   cc -O2 -std=c11 -D_GNU_SOURCE -I. scripts/bench_decode.c build/release/libtern.a -lpthread -lm -o /tmp/bench_decode
- *   /tmp/bench_decode [THREADS] [SHAPE] [TOKENS]     defaults: 2 smollm2 64
+ *   /tmp/bench_decode [THREADS] [SHAPE] [TOKENS] [TYPE]   defaults: 2 smollm2 64 q4_0
  *   taskset -c 1 yes > /dev/null & /tmp/bench_decode 2 smollm2 64; kill %1
  *
  * SHAPE: smollm2 (SmolLM2-135M), gemma3 (Gemma 3 270M), tinyllama. */
@@ -59,18 +59,20 @@ static struct tern_buf act(int n, int64_t a, int64_t b, int64_t c)
 	return x;
 }
 
-/* a prepared q4_0 weight [rows][cols]; the bytes live as long as the run */
+static uint32_t wtype = QT_Q4_0;
+
+/* a prepared weight [rows][cols]; the bytes live as long as the run */
 static struct tern_buf weight(int64_t rows, int64_t cols)
 {
-	size_t rs = quant_row_size(QT_Q4_0, (uint64_t)cols, NULL);
+	size_t rs = quant_row_size(wtype, (uint64_t)cols, NULL);
 	uint8_t *d = malloc(rs * (size_t)rows);
 	for (int64_t r = 0; r < rows; r++) /* a few distinct rows: making all of them is slow */
 		if (r < 64)
-			qu_make_row(QT_Q4_0, d + rs * (size_t)r, cols, 0);
+			qu_make_row(wtype, d + rs * (size_t)r, cols, 0);
 		else
 			memcpy(d + rs * (size_t)r, d + rs * (size_t)(r % 64), rs);
 	struct tern_tensor_view tv = {
-		.name = {"w", 1}, .n_dims = 2, .ne = {(uint64_t)cols, (uint64_t)rows, 1, 1}, .type = QT_Q4_0,
+		.name = {"w", 1}, .n_dims = 2, .ne = {(uint64_t)cols, (uint64_t)rows, 1, 1}, .type = wtype,
 		.nbytes = rs * (uint64_t)rows, .data = d,
 	};
 	struct tern_buf w;
@@ -92,6 +94,12 @@ int main(int argc, char **argv)
 	int nth = argc > 1 ? atoi(argv[1]) : 2;
 	const char *sn = argc > 2 ? argv[2] : "smollm2";
 	int ntok = argc > 3 ? atoi(argv[3]) : 64;
+	if (argc > 4 && quant_type_from_name(argv[4]) < 0) {
+		fprintf(stderr, "bench_decode: unknown type %s\n", argv[4]);
+		return 2;
+	}
+	if (argc > 4)
+		wtype = (uint32_t)quant_type_from_name(argv[4]);
 	const struct shape *s = NULL;
 	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
 		if (!strcmp(shapes[i].name, sn))
@@ -173,7 +181,7 @@ int main(int argc, char **argv)
 	double sum = 0;
 	for (int t = 0; t < ntok; t++)
 		sum += dt[t];
-	printf("%s, %d threads: %d tokens from position 64, %.2f tok/s, %.3f ms per step\n", s->name, nth, ntok,
-	       ntok / t_all, sum / ntok * 1e3);
+	printf("%s %s, %d threads: %d tokens from position 64, %.2f tok/s, %.3f ms per step\n", s->name,
+	       quant_type_name(wtype), nth, ntok, ntok / t_all, sum / ntok * 1e3);
 	return 0;
 }

@@ -23,11 +23,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* A pause costs ~50 ns on current x86 cores: workers spin ~50 us for the
- * next job (a decode step issues jobs back to back), the caller spins
- * ~12 us for the last worker before sleeping, so that a worker that was
- * preempted on an oversubscribed machine gets the core back quickly. */
-#define SPIN_ITERS 1024
+/* A pause costs ~45 ns on current x86 cores (measured 42-52 ns here):
+ * workers spin ~6 us for the next job, which covers the gaps between the
+ * jobs of a decode step (a norm or a RoPE on the caller, a few us), then
+ * sleep; the caller spins ~12 us for the last worker. Longer spins cost
+ * dearly when another process wants the core: a worker that spins uses
+ * up its share of the core and is then preempted inside a job, which the
+ * caller must wait for. SmolLM2-135M's decode step (scripts/bench_decode.c,
+ * 2 threads, a busy machine, 3 runs each): 182-215 tok/s with 128
+ * iterations, 139-150 with 1024. */
+#define SPIN_ITERS 128
 #define SPIN_DONE 256
 
 /* The join word of the current job: which job it is, whether the caller

@@ -201,13 +201,17 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
+	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
-		for (int64_t j = 0; j < half; j++, theta *= theta_scale)
+		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn[j], &cs[j]);
+			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
+			sn2[2 * j] = -sn[j];
+			sn2[2 * j + 1] = sn[j];
+		}
 		for (int64_t h = 0; h < nh; h++)
-			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, half, p->mode);
+			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, cs2, sn2, half, p->mode);
 	}
 }
 

@@ -57,8 +57,11 @@ struct cpu_ops {
 	 * may be NULL); kind TERN_NORM_*. y may be x. */
 	void (*norm_row)(float *x, const float *r, const float *w, const float *b, float *y, int64_t n, float eps,
 			 int kind);
-	/* One head of RoPE: pairs j < half turn by (cs[j], sn[j]). */
-	void (*rope_head)(float *x, const float *cs, const float *sn, int64_t half, int mode);
+	/* One head of RoPE: pairs j < half turn by (cs[j], sn[j]); the
+	 * normal ordering also reads cs2 = (cs0, cs0, cs1, cs1, ...) and
+	 * sn2 = (-sn0, sn0, -sn1, sn1, ...). */
+	void (*rope_head)(float *x, const float *cs, const float *sn, const float *cs2, const float *sn2, int64_t half,
+			  int mode);
 	/* y = act(a) * b (b NULL: act(a)), act silu (0) or gelu tanh (1) */
 	void (*act)(const float *a, const float *b, float *y, int64_t n, int gelu);
 	void (*add)(const float *a, const float *b, float *y, int64_t n);

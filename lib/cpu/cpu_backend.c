@@ -150,10 +150,10 @@ static void get_rows_rows(void *arg, int64_t r0, int64_t r1)
 	struct ops_args *o = arg;
 	const int32_t *id = tern_buf_host(o->b);
 	float *yd = tern_buf_host(o->y);
+	const struct cpu_ops *k = cpu_ops();
 	for (int64_t t = r0; t < r1; t++)
 		if (cpu_host_pos_ok(o->be, "get_rows", id[t], o->a->ne[1]))
-			quant_dequantize_row(o->a->type, row_at(o->a, id[t], 0), yd + t * o->y->ne[0],
-					     (uint64_t)o->a->ne[0]);
+			k->decode_row(o->a->type, row_at(o->a, id[t], 0), yd + t * o->y->ne[0], o->a->ne[0]);
 }
 
 static void cpu_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
@@ -260,6 +260,7 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 	const int32_t *pd = tern_buf_host(o->a);
 	const float *xd = tern_buf_host(o->b);
 	struct tern_buf *cache = o->x;
+	const struct cpu_ops *k = cpu_ops();
 	int64_t hd = cache->ne[0], nkv = cache->ne[1];
 	for (int64_t t = r0; t < r1; t++) {
 		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]))
@@ -269,8 +270,7 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 			memcpy(dst, xd + t * nkv * hd, sizeof(float) * (size_t)(nkv * hd));
 		else
 			for (int64_t h = 0; h < nkv; h++)
-				quant_quantize_row(cache->type, xd + (t * nkv + h) * hd, dst + (size_t)h * cache->nb[1],
-						   (uint64_t)hd);
+				k->encode_row(cache->type, xd + (t * nkv + h) * hd, dst + (size_t)h * cache->nb[1], hd);
 	}
 }
 
@@ -476,13 +476,14 @@ static void copy_rows(void *arg, int64_t r0, int64_t r1)
 		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * src->nb[1], (size_t)(r1 - r0) * src->nb[1]);
 		return;
 	}
+	const struct cpu_ops *k = cpu_ops();
 	for (int64_t r = r0; r < r1; r++) {
 		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
 		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
 		if (src->type == QT_F32)
-			quant_quantize_row(dst->type, (const float *)(const void *)s, d, (uint64_t)src->ne[0]);
+			k->encode_row(dst->type, (const float *)(const void *)s, d, src->ne[0]);
 		else
-			quant_dequantize_row(src->type, s, (float *)(void *)d, (uint64_t)src->ne[0]);
+			k->decode_row(src->type, s, (float *)(void *)d, src->ne[0]);
 	}
 }
 

@@ -67,6 +67,11 @@ struct cpu_ops {
 	void (*add)(const float *a, const float *b, float *y, int64_t n);
 	void (*scale)(const float *a, float *y, int64_t n, float s);
 	void (*softmax_row)(const float *a, float *y, int64_t n);
+	/* A row of n elements to or from a type quant/ encodes or decodes:
+	 * the same bytes and floats as quant_quantize_row and
+	 * quant_dequantize_row (f16 and q8_0 on vectors). */
+	void (*encode_row)(uint32_t type, const float *x, uint8_t *dst, int64_t n);
+	void (*decode_row)(uint32_t type, const uint8_t *src, float *dst, int64_t n);
 };
 
 /* The table of the current quant_isa(); of a given enum quant_isa (one

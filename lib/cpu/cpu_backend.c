@@ -4,9 +4,13 @@
  * the largest any weight needs at max_tokens, serves every product, so
  * that a step allocates nothing. Ops run before they return.
  *
- * The other ops split their rows (tokens, or token x head for RoPE and
- * attention) over the pool when there is enough work to pay for waking it,
- * and sum in f32; decode's attention is split over heads. */
+ * The other ops run the SIMD kernels of lib/cpu/ops.h over their rows
+ * (tokens; KV head x block of query rows x, in decode, chunk of keys for
+ * attention), handed out from a shared counter (tp_run_any) when there is
+ * enough work to pay for waking the pool, and on the caller otherwise. A
+ * row's result never depends on the thread that computed it: every op
+ * gives the same bits on any number of threads (tests/test_backend_ops.c,
+ * test_threads). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>

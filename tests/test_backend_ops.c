@@ -685,18 +685,21 @@ struct attn_case {
 	int32_t n_past; /* the batch sits at positions n_past.. */
 	int32_t window;
 	float softcap;
+	int reversed; /* positions n_past + ntok - 1 - t */
 };
 
 static const struct attn_case attn_cases[] = {
-	{64, 1, 1, 1, 0, 0, 0},       {64, 4, 1, 1, 37, 0, 0},     {80, 3, 1, 5, 3, 0, 0},
-	{128, 8, 1, 1, 200, 0, 0},    {128, 8, 2, 17, 40, 0, 0},   {256, 4, 1, 1, 99, 16, 0},
-	{256, 4, 4, 9, 10, 8, 0},     {64, 12, 4, 300, 0, 0, 0},   {128, 6, 2, 300, 5, 64, 0},
-	{64, 8, 8, 2, 63, 64, 0},     {64, 8, 8, 2, 64, 64, 30.f}, {80, 9, 3, 40, 1, 5, 50.f},
-	{128, 16, 2, 1, 330, 128, 0}, {32, 3, 3, 12, 0, 1, 0},
+	{64, 1, 1, 1, 0, 0, 0, 0},       {64, 4, 1, 1, 37, 0, 0, 0},     {80, 3, 1, 5, 3, 0, 0, 0},
+	{128, 8, 1, 1, 200, 0, 0, 0},    {128, 8, 2, 17, 40, 0, 0, 0},   {256, 4, 1, 1, 99, 16, 0, 0},
+	{256, 4, 4, 9, 10, 8, 0, 0},     {64, 12, 4, 300, 0, 0, 0, 0},   {128, 6, 2, 300, 5, 64, 0, 0},
+	{64, 8, 8, 2, 63, 64, 0, 0},     {64, 8, 8, 2, 64, 64, 30.f, 0}, {80, 9, 3, 40, 1, 5, 50.f, 0},
+	{128, 16, 2, 1, 330, 128, 0, 0}, {32, 3, 3, 12, 0, 1, 0, 0},
 	/* one token over a long context (the optimized backend splits the
 	 * keys into chunks), Gemma 3's shape, a group wider than a unit */
-	{64, 8, 2, 1, 700, 0, 0},     {256, 4, 1, 1, 600, 512, 0}, {64, 9, 3, 1, 1000, 0, 20.f},
-	{32, 80, 1, 3, 70, 0, 0},     {256, 4, 1, 40, 3, 16, 30.f},
+	{64, 8, 2, 1, 700, 0, 0, 0},     {256, 4, 1, 1, 600, 512, 0, 0}, {64, 9, 3, 1, 1000, 0, 20.f, 0},
+	{32, 80, 1, 3, 70, 0, 0, 0},     {256, 4, 1, 40, 3, 16, 30.f, 0},
+	/* a batch whose positions run backwards: masks per row, not per tile */
+	{64, 8, 2, 70, 20, 0, 0, 1},   {128, 4, 4, 33, 0, 16, 0, 1},
 };
 
 /* Fill a cache with n_ctx rows of random K or V through kv_store (the
@@ -783,7 +786,7 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 		k[i] *= 4; /* some large scores: the running maximum must move */
 	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
 	for (int64_t t = 0; t < c->ntok; t++)
-		pos[t] = c->n_past + (int32_t)t;
+		pos[t] = c->n_past + (int32_t)(c->reversed ? c->ntok - 1 - t : t);
 	struct tern_buf kb = make_cache(be, tk, c->hd, c->nkv, n_ctx, k), vb = make_cache(be, tv, c->hd, c->nkv, n_ctx, v);
 	int64_t qne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;

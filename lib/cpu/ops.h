@@ -18,7 +18,9 @@
 
 /* Attention works on units of up to CPU_ATTN_ROWS query rows of one KV
  * head (the group's heads of consecutive tokens, so that each K/V tile is
- * loaded once for all of them) against tiles of CPU_ATTN_TILE keys. */
+ * loaded once for all of them) against tiles of CPU_ATTN_TILE keys. The
+ * masks compare positions as floats in the query lanes: exact below 2^24,
+ * far beyond any context. */
 #define CPU_ATTN_ROWS 64
 #define CPU_ATTN_TILE 64
 #define CPU_ATTN_DEC_ROWS 8

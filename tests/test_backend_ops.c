@@ -9,7 +9,9 @@
  * the load-time repack; CUDA and Vulkan will add one entry each. An op is
  * one check function run over the cases of `cases`: odd row counts, one
  * token (mat_vec) and batches of 2..600 tokens on both sides of the GEMM
- * threshold, every weight type quant/ can dot. */
+ * threshold, every weight type quant/ can dot. test_threads then runs
+ * every op case and the products on 1, 2, 3 and 4 threads of the
+ * optimized backend and wants the same bits from each. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -683,14 +685,21 @@ struct attn_case {
 	int32_t n_past; /* the batch sits at positions n_past.. */
 	int32_t window;
 	float softcap;
+	int reversed; /* positions n_past + ntok - 1 - t */
 };
 
 static const struct attn_case attn_cases[] = {
-	{64, 1, 1, 1, 0, 0, 0},       {64, 4, 1, 1, 37, 0, 0},     {80, 3, 1, 5, 3, 0, 0},
-	{128, 8, 1, 1, 200, 0, 0},    {128, 8, 2, 17, 40, 0, 0},   {256, 4, 1, 1, 99, 16, 0},
-	{256, 4, 4, 9, 10, 8, 0},     {64, 12, 4, 300, 0, 0, 0},   {128, 6, 2, 300, 5, 64, 0},
-	{64, 8, 8, 2, 63, 64, 0},     {64, 8, 8, 2, 64, 64, 30.f}, {80, 9, 3, 40, 1, 5, 50.f},
-	{128, 16, 2, 1, 330, 128, 0}, {32, 3, 3, 12, 0, 1, 0},
+	{64, 1, 1, 1, 0, 0, 0, 0},       {64, 4, 1, 1, 37, 0, 0, 0},     {80, 3, 1, 5, 3, 0, 0, 0},
+	{128, 8, 1, 1, 200, 0, 0, 0},    {128, 8, 2, 17, 40, 0, 0, 0},   {256, 4, 1, 1, 99, 16, 0, 0},
+	{256, 4, 4, 9, 10, 8, 0, 0},     {64, 12, 4, 300, 0, 0, 0, 0},   {128, 6, 2, 300, 5, 64, 0, 0},
+	{64, 8, 8, 2, 63, 64, 0, 0},     {64, 8, 8, 2, 64, 64, 30.f, 0}, {80, 9, 3, 40, 1, 5, 50.f, 0},
+	{128, 16, 2, 1, 330, 128, 0, 0}, {32, 3, 3, 12, 0, 1, 0, 0},
+	/* one token over a long context (the optimized backend splits the
+	 * keys into chunks), Gemma 3's shape, a group wider than a unit */
+	{64, 8, 2, 1, 700, 0, 0, 0},     {256, 4, 1, 1, 600, 512, 0, 0}, {64, 9, 3, 1, 1000, 0, 20.f, 0},
+	{32, 80, 1, 3, 70, 0, 0, 0},     {256, 4, 1, 40, 3, 16, 30.f, 0},
+	/* a batch whose positions run backwards: masks per row, not per tile */
+	{64, 8, 2, 70, 20, 0, 0, 1},   {128, 4, 4, 33, 0, 16, 0, 1},
 };
 
 /* Fill a cache with n_ctx rows of random K or V through kv_store (the
@@ -777,7 +786,7 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 		k[i] *= 4; /* some large scores: the running maximum must move */
 	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
 	for (int64_t t = 0; t < c->ntok; t++)
-		pos[t] = c->n_past + (int32_t)t;
+		pos[t] = c->n_past + (int32_t)(c->reversed ? c->ntok - 1 - t : t);
 	struct tern_buf kb = make_cache(be, tk, c->hd, c->nkv, n_ctx, k), vb = make_cache(be, tv, c->hd, c->nkv, n_ctx, v);
 	int64_t qne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
@@ -946,8 +955,8 @@ static bool case_copy(struct tern_backend *be, int ci, float **out, size_t *n, c
  *   - rope: the angle of pair j is built in f32 by j products, as
  *     llama.cpp does: an error of ~pos x j x 2^-24 rad, 1e-4 at pos 5000:
  *     NMSE up to ~1e-8 for the slow pairs; 1e-6;
- *   - attention: f32 scores and online softmax in f32 over up to 400
- *     keys: ~1e-6 relative: NMSE ~1e-11; 1e-9.
+ *   - attention: f32 scores and online softmax in f32 over up to 1000
+ *     keys (with the SIMD exp, ~1 ulp): ~1e-6 relative: NMSE ~1e-11; 1e-9.
  * A real bug (a pair swapped, a key off the window, a head of the wrong
  * group, the residual not added) gives 1e-3 and more. */
 static const struct op_check {
@@ -1102,6 +1111,71 @@ static void test_ops_contract(void **state)
 	tern_backend_free(be);
 }
 
+/* Results do not depend on the thread count: every op case and the
+ * products of several weight types on 1, 2, 3 and 4 threads, under each
+ * kernel variant the CPU runs, must give the same bits. */
+static void test_threads(void **state)
+{
+	(void)state;
+	static const char *isas[] = {"avx512", "avx2", "neon", "scalar"};
+	static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_IQ4_XS};
+	tern_err e = {0};
+	int compared = 0;
+	for (size_t ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
+		if (quant_cpu_force(isas[ii]) != 0)
+			continue;
+		struct tern_backend *bes[4];
+		for (int i = 0; i < 4; i++) {
+			struct cpu_backend_opts o = {.n_threads = i + 1, .max_tokens = MAX_TOKENS};
+			if (cpu_backend_new(&bes[i], &o, &e))
+				fail_msg("%s", e.msg);
+		}
+		for (size_t oi = 0; oi < sizeof op_checks / sizeof *op_checks; oi++) {
+			const struct op_check *oc = &op_checks[oi];
+			char desc[200];
+			float *y1, *y;
+			size_t n1, n;
+			for (int ci = 0; oc->fn(bes[0], ci, &y1, &n1, desc, sizeof desc); ci++) {
+				if (!n1)
+					continue;
+				for (int i = 1; i < 4; i++) {
+					assert_true(oc->fn(bes[i], ci, &y, &n, desc, sizeof desc));
+					assert_int_equal(n, n1);
+					if (memcmp(y, y1, sizeof(float) * n) != 0)
+						fail_msg("%s: %s: %d threads differ from 1", isas[ii], desc, i + 1);
+					free(y);
+					compared++;
+				}
+				free(y1);
+			}
+		}
+		for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+			for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+				struct inputs in;
+				make_inputs(&in, types[ti], &cases[ci]);
+				size_t n = (size_t)(in.rows * in.ntok);
+				float *y1 = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+				run_op(bes[0], "1 thread", &in, y1);
+				for (int i = 1; i < 4; i++) {
+					run_op(bes[i], "threads", &in, y);
+					if (memcmp(y, y1, sizeof(float) * n) != 0)
+						fail_msg("%s: %s %lldx%lld, %lld tokens: %d threads differ from 1", isas[ii],
+							 quant_type_name(types[ti]), (long long)in.rows, (long long)in.cols,
+							 (long long)in.ntok, i + 1);
+					compared++;
+				}
+				free(y1);
+				free(y);
+				free_inputs(&in);
+			}
+		for (int i = 0; i < 4; i++)
+			tern_backend_free(bes[i]);
+	}
+	quant_cpu_force("auto");
+	assert_true(compared > 0);
+	printf("  %d results compared bit for bit\n", compared);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1109,6 +1183,7 @@ int main(void)
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_ops_contract),
+		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,16 +4,23 @@
  * the largest any weight needs at max_tokens, serves every product, so
  * that a step allocates nothing. Ops run before they return.
  *
- * The other ops split their rows (tokens, or token x head for RoPE and
- * attention) over the pool when there is enough work to pay for waking it,
- * and sum in f32; decode's attention is split over heads. */
+ * The other ops run the SIMD kernels of lib/cpu/ops.h over their rows
+ * (tokens; KV head x block of query rows x, in decode, chunk of keys for
+ * attention), handed out from a shared counter (tp_run_any) when there is
+ * enough work to pay for waking the pool, and on the caller otherwise. A
+ * row's result never depends on the thread that computed it: every op
+ * gives the same bits on any number of threads (tests/test_backend_ops.c,
+ * test_threads). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/cpu/backend.h"
 #include "lib/cpu/host.h"
+#include "lib/cpu/ops.h"
 #include "lib/cpu/threadpool.h"
+#include "quant/cpu.h"
 #include "quant/quant.h"
 
 struct cpu {
@@ -23,6 +30,8 @@ struct cpu {
 	enum cpu_mm_repack repack;
 	void *scratch;        /* scratch_size bytes, 64-byte aligned */
 	size_t scratch_size;
+	float *attn_ws;       /* [n_threads][CPU_ATTN_WS_FLOATS] */
+	float *attn_part;     /* [ATTN_PART_FLOATS]: a split decode attention's chunks */
 };
 
 static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
@@ -84,15 +93,26 @@ typedef void (*rows_fn)(void *arg, int64_t r0, int64_t r1);
 struct par {
 	rows_fn fn;
 	void *arg;
-	int64_t n;
+	int64_t n, n_tasks;
+	_Atomic int64_t next;
 };
 
+/* Tasks from a shared counter: a row's result does not depend on which
+ * thread computes it, and a worker that never starts (its core busy
+ * elsewhere) leaves its tasks to the others (tp_run_any). */
 static void par_body(void *arg, int ith, int nth)
 {
+	(void)ith;
+	(void)nth;
 	struct par *p = arg;
-	int64_t r0 = p->n * ith / nth, r1 = p->n * (ith + 1) / nth;
-	if (r1 > r0)
-		p->fn(p->arg, r0, r1);
+	for (;;) {
+		int64_t k = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+		if (k >= p->n_tasks)
+			break;
+		int64_t r0 = p->n * k / p->n_tasks, r1 = p->n * (k + 1) / p->n_tasks;
+		if (r1 > r0)
+			p->fn(p->arg, r0, r1);
+	}
 }
 
 /* Below this many elements of work a job runs on the caller: waking the
@@ -102,12 +122,17 @@ static void par_body(void *arg, int ith, int nth)
 static void par_rows(struct tern_backend *be, rows_fn fn, void *arg, int64_t n, int64_t work)
 {
 	struct cpu *c = be->impl;
-	if (work < PAR_MIN_WORK || n < 2 || tp_threads(c->pool) == 1) {
+	int nth = tp_threads(c->pool);
+	if (work < PAR_MIN_WORK || n < 2 || nth == 1) {
 		fn(arg, 0, n);
 		return;
 	}
-	struct par p = {fn, arg, n};
-	tp_run(c->pool, par_body, &p);
+	/* a few tasks per thread: the threads that run take up the slack of
+	 * one that is late */
+	int64_t tasks = 4 * (int64_t)nth;
+	struct par p = {.fn = fn, .arg = arg, .n = n, .n_tasks = tasks < n ? tasks : n};
+	atomic_init(&p.next, 0);
+	tp_run_any(c->pool, par_body, &p);
 }
 
 struct ops_args {
@@ -129,10 +154,10 @@ static void get_rows_rows(void *arg, int64_t r0, int64_t r1)
 	struct ops_args *o = arg;
 	const int32_t *id = tern_buf_host(o->b);
 	float *yd = tern_buf_host(o->y);
+	const struct cpu_ops *k = cpu_ops();
 	for (int64_t t = r0; t < r1; t++)
 		if (cpu_host_pos_ok(o->be, "get_rows", id[t], o->a->ne[1]))
-			quant_dequantize_row(o->a->type, row_at(o->a, id[t], 0), yd + t * o->y->ne[0],
-					     (uint64_t)o->a->ne[0]);
+			k->decode_row(o->a->type, row_at(o->a, id[t], 0), yd + t * o->y->ne[0], o->a->ne[0]);
 }
 
 static void cpu_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
@@ -148,33 +173,13 @@ static void norm_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
 	const struct tern_norm *p = o->p;
+	const struct cpu_ops *k = cpu_ops();
 	int64_t n = o->x->ne[0];
 	float *xd = tern_buf_host(o->x), *yd = tern_buf_host(o->y);
 	const float *rd = o->a ? tern_buf_host(o->a) : NULL, *wd = o->b ? tern_buf_host(o->b) : NULL;
 	const float *bd = o->c ? tern_buf_host(o->c) : NULL;
-	for (int64_t row = r0; row < r1; row++) {
-		float *xr = xd + row * n, *yr = yd + row * n;
-		float sum = 0, sq = 0, mean = 0;
-		if (rd)
-			for (int64_t i = 0; i < n; i++)
-				xr[i] += rd[row * n + i];
-		if (p->kind == TERN_NORM_LAYER) {
-			for (int64_t i = 0; i < n; i++)
-				sum += xr[i];
-			mean = sum / (float)n;
-		}
-		for (int64_t i = 0; i < n; i++)
-			sq += (xr[i] - mean) * (xr[i] - mean);
-		float inv = 1.0f / sqrtf(sq / (float)n + p->eps);
-		for (int64_t i = 0; i < n; i++) {
-			float v = (xr[i] - mean) * inv;
-			if (wd)
-				v *= wd[i];
-			if (bd)
-				v += bd[i];
-			yr[i] = v;
-		}
-	}
+	for (int64_t row = r0; row < r1; row++)
+		k->norm_row(xd + row * n, rd ? rd + row * n : NULL, wd, bd, yd + row * n, n, p->eps, p->kind);
 }
 
 static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
@@ -186,23 +191,49 @@ static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct t
 	par_rows(be, norm_rows, &o, cpu_host_nrows(x), cpu_host_nrows(x) * x->ne[0]);
 }
 
-/* rows: token x head */
+/* rows: tokens; the angles of a token are computed once for all its
+ * heads, as llama.cpp does: theta_j = pos * base^(-2j/n_rot) by repeated
+ * products in f32 */
+#define ROPE_MAX_PAIRS (TERN_ATTN_MAX_HEAD_DIM / 2)
+
 static void rope_rows(void *arg, int64_t r0, int64_t r1)
+{
+	struct ops_args *o = arg;
+	const struct tern_rope *p = o->p;
+	const struct cpu_ops *k = cpu_ops();
+	const int32_t *pd = tern_buf_host(o->a);
+	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
+	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
+	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
+	for (int64_t t = r0; t < r1; t++) {
+		float theta = (float)pd[t];
+		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
+			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn[j], &cs[j]);
+			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
+			sn2[2 * j] = -sn[j];
+			sn2[2 * j + 1] = sn[j];
+		}
+		for (int64_t h = 0; h < nh; h++)
+			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, cs2, sn2, half, p->mode);
+	}
+}
+
+/* rows: token x head, for rotations wider than the table above */
+static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
 	const struct tern_rope *p = o->p;
 	const int32_t *pd = tern_buf_host(o->a);
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
-	/* as llama.cpp: theta_j = pos * base^(-2j/n_rot), by repeated
-	 * products in f32 */
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
 	for (int64_t r = r0; r < r1; r++) {
 		float *xh = (float *)tern_buf_host(o->x) + r * hd;
 		float theta = (float)pd[r / nh];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			float th = p->freq_scale * (ff ? theta / ff[j] : theta);
-			float cs = cosf(th), sn = sinf(th);
+			float cs, sn;
+			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn, &cs);
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];
@@ -218,8 +249,13 @@ static void cpu_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	if (!cpu_host_rope_args(be, x, pos, freq, p))
 		return;
 	struct ops_args o = {.be = be, .x = x, .a = pos, .b = freq, .p = p};
-	int64_t n = pos->ne[0] * x->ne[1];
-	par_rows(be, rope_rows, &o, n, n * p->n_rot * 8);
+	int64_t ntok = pos->ne[0], nh = x->ne[1];
+	/* a sincos costs ~20 rotations */
+	int64_t work = ntok * (p->n_rot / 2) * (20 + nh);
+	if (p->n_rot / 2 <= ROPE_MAX_PAIRS)
+		par_rows(be, rope_rows, &o, ntok, work);
+	else
+		par_rows(be, rope_wide_rows, &o, ntok * nh, work);
 }
 
 static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
@@ -228,6 +264,7 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 	const int32_t *pd = tern_buf_host(o->a);
 	const float *xd = tern_buf_host(o->b);
 	struct tern_buf *cache = o->x;
+	const struct cpu_ops *k = cpu_ops();
 	int64_t hd = cache->ne[0], nkv = cache->ne[1];
 	for (int64_t t = r0; t < r1; t++) {
 		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]))
@@ -237,8 +274,7 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 			memcpy(dst, xd + t * nkv * hd, sizeof(float) * (size_t)(nkv * hd));
 		else
 			for (int64_t h = 0; h < nkv; h++)
-				quant_quantize_row(cache->type, xd + (t * nkv + h) * hd, dst + (size_t)h * cache->nb[1],
-						   (uint64_t)hd);
+				k->encode_row(cache->type, xd + (t * nkv + h) * hd, dst + (size_t)h * cache->nb[1], hd);
 	}
 }
 
@@ -251,141 +287,43 @@ static void cpu_kv_store(struct tern_backend *be, struct tern_buf *cache, const 
 	par_rows(be, kv_store_rows, &o, pos->ne[0], pos->ne[0] * x->ne[0] * x->ne[1] * 4);
 }
 
-/* A cache row as f32: the row itself when the cache is f32, else decoded
- * into buf. */
-static const float *cache_row(const struct tern_buf *c, int64_t h, int64_t p, float *buf)
-{
-	const uint8_t *r = row_at(c, h, p);
-	if (c->type == QT_F32)
-		return (const float *)(const void *)r;
-	quant_dequantize_row(c->type, r, buf, (uint64_t)c->ne[0]);
-	return buf;
-}
+/* ---- attention ----
+ * Units of work (lib/cpu/ops.h): a KV head x a block of up to
+ * CPU_ATTN_ROWS query rows (the group's heads of consecutive tokens) x,
+ * for one token over a long context, a chunk of ATTN_CHUNK keys. Units are
+ * taken from a shared counter, the heaviest (the last tokens of a causal
+ * prompt) first; each writes its own rows, and the chunks of a split are
+ * combined in chunk order afterwards, so that no result depends on which
+ * thread ran what, nor on how many there are. */
+#define ATTN_CHUNK 128
+#define ATTN_PART_FLOATS (256 * 1024)
 
-/* Dot of n floats in 8 independent sums: one chain of n dependent adds
- * is latency-bound (4 cycles each); 8 lanes let the compiler vectorize. */
-static float dot8(const float *a, const float *b, int64_t n)
-{
-	float s[8] = {0};
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		for (int j = 0; j < 8; j++)
-			s[j] += a[i + j] * b[i + j];
-	for (; i < n; i++)
-		s[0] += a[i] * b[i];
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+struct attn_job {
+	const struct cpu_ops *k;
+	struct cpu_attn_args a;
+	float *ws;
+	int64_t n_units;
+	bool dec;       /* one token: attn_dec */
+	_Atomic int64_t next;
+};
 
-/* q . row kp of K head kh for one query head: an f16 row through quant/'s
- * f16 x f32 dot kernel (no decode), the others as f32 rows. A KV group
- * (below) decodes each row once for all its heads instead. Decode
- * attention of 4 heads of 256 over 512 f16 keys, 2 threads, best of 15,
- * A/B interleaved on a busy machine: about 1.1 ms decoding the rows, 0.65 ms
- * so; f32 rows stay with dot8 (0.23-0.26 ms, 0.30 through quant_dot). */
-static float key_dot(const struct tern_buf *k, int64_t kh, int64_t kp, const float *q, float *buf)
+static void attn_body(void *arg, int ith, int nth)
 {
-	if (k->type == QT_F16)
-		return quant_dot(QT_F16, k->ne[0], row_at(k, kh, kp), q);
-	return dot8(q, cache_row(k, kh, kp, buf), k->ne[0]);
-}
-
-/* rows: token x head, one online softmax each */
-static void attention_rows(void *arg, int64_t r0, int64_t r1)
-{
-	struct ops_args *o = arg;
-	const struct tern_attn *p = o->p;
-	const struct tern_buf *q = o->a, *k = o->b, *v = o->c;
-	const int32_t *pd = tern_buf_host(o->d);
-	int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1];
-	float kb[TERN_ATTN_MAX_HEAD_DIM], vb[TERN_ATTN_MAX_HEAD_DIM], acc[TERN_ATTN_MAX_HEAD_DIM];
-	for (int64_t r = r0; r < r1; r++) {
-		int64_t t = r / nh, h = r % nh, kh = h / group;
-		int32_t qp = pd[t];
-		if (!cpu_host_pos_ok(o->be, "attention", qp, k->ne[2]))
+	(void)nth;
+	struct attn_job *j = arg;
+	const struct cpu_attn_args *a = &j->a;
+	float *ws = j->ws + (size_t)ith * CPU_ATTN_WS_FLOATS;
+	for (;;) {
+		int64_t u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+		if (u >= j->n_units)
+			break;
+		if (j->dec) {
+			j->k->attn_dec(a, u / a->n_chunks, u % a->n_chunks, ws);
 			continue;
-		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
-		const float *qh = (const float *)tern_buf_host(q) + r * hd;
-		float m = -INFINITY, l = 0;
-		memset(acc, 0, sizeof(float) * (size_t)hd);
-		for (int64_t kp = lo; kp <= qp; kp++) {
-			float s = key_dot(k, kh, kp, qh, kb) * p->scale;
-			if (p->softcap > 0)
-				s = p->softcap * tanhf(s / p->softcap);
-			if (s > m) {
-				float c = expf(m - s);
-				l *= c;
-				for (int64_t i = 0; i < hd; i++)
-					acc[i] *= c;
-				m = s;
-			}
-			float e = expf(s - m);
-			l += e;
-			const float *vr = cache_row(v, kh, kp, vb);
-			for (int64_t i = 0; i < hd; i++)
-				acc[i] += e * vr[i];
 		}
-		float *yh = (float *)tern_buf_host(o->y) + r * hd, inv = 1.0f / l;
-		for (int64_t i = 0; i < hd; i++)
-			yh[i] = acc[i] * inv;
-	}
-}
-
-/* The heads of a KV group at once: rows are token x KV head, and each
- * cache row is decoded once for the group's query heads (a group of 8
- * decodes 8 times less). Used when there are enough such rows to keep
- * the threads busy; decode with few KV heads takes the rows above. */
-#define ATTN_MAX_GROUP 16
-
-static void attention_group_rows(void *arg, int64_t r0, int64_t r1)
-{
-	struct ops_args *o = arg;
-	const struct tern_attn *p = o->p;
-	const struct tern_buf *q = o->a, *k = o->b, *v = o->c;
-	const int32_t *pd = tern_buf_host(o->d);
-	int64_t hd = q->ne[0], nh = q->ne[1], nkv = k->ne[1], group = nh / nkv;
-	float kb[TERN_ATTN_MAX_HEAD_DIM], vb[TERN_ATTN_MAX_HEAD_DIM];
-	float acc[ATTN_MAX_GROUP][TERN_ATTN_MAX_HEAD_DIM], m[ATTN_MAX_GROUP], l[ATTN_MAX_GROUP], e[ATTN_MAX_GROUP];
-	for (int64_t r = r0; r < r1; r++) {
-		int64_t t = r / nkv, kh = r % nkv;
-		int32_t qp = pd[t];
-		if (!cpu_host_pos_ok(o->be, "attention", qp, k->ne[2]))
-			continue;
-		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
-		/* the group's query heads are consecutive */
-		const float *qg = (const float *)tern_buf_host(q) + (t * nh + kh * group) * hd;
-		for (int64_t g = 0; g < group; g++) {
-			m[g] = -INFINITY;
-			l[g] = 0;
-			memset(acc[g], 0, sizeof(float) * (size_t)hd);
-		}
-		for (int64_t kp = lo; kp <= qp; kp++) {
-			const float *kr = cache_row(k, kh, kp, kb);
-			for (int64_t g = 0; g < group; g++) {
-				const float *qh = qg + g * hd;
-				float s = dot8(qh, kr, hd) * p->scale;
-				if (p->softcap > 0)
-					s = p->softcap * tanhf(s / p->softcap);
-				if (s > m[g]) {
-					float c = expf(m[g] - s);
-					l[g] *= c;
-					for (int64_t i = 0; i < hd; i++)
-						acc[g][i] *= c;
-					m[g] = s;
-				}
-				e[g] = expf(s - m[g]);
-				l[g] += e[g];
-			}
-			const float *vr = cache_row(v, kh, kp, vb);
-			for (int64_t g = 0; g < group; g++)
-				for (int64_t i = 0; i < hd; i++)
-					acc[g][i] += e[g] * vr[i];
-		}
-		float *yg = (float *)tern_buf_host(o->y) + (t * nh + kh * group) * hd;
-		for (int64_t g = 0; g < group; g++) {
-			float inv = 1.0f / l[g];
-			for (int64_t i = 0; i < hd; i++)
-				yg[g * hd + i] = acc[g][i] * inv;
-		}
+		int64_t per_ru = a->nkv * a->n_chunks;
+		int64_t ru = a->n_row_units - 1 - u / per_ru, kh = u % per_ru / a->n_chunks, c = u % a->n_chunks;
+		j->k->attn_unit(a, kh, ru, c, ws);
 	}
 }
 
@@ -396,41 +334,59 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
 		return;
 	struct cpu *c = be->impl;
-	struct ops_args o = {.be = be, .a = q, .b = k, .c = v, .d = pos, .y = y, .p = p};
-	int64_t groups = q->ne[2] * k->ne[1], group = q->ne[1] / k->ne[1];
-	/* the work grows with the positions: always worth the pool */
-	if (group > 1 && group <= ATTN_MAX_GROUP && groups >= tp_threads(c->pool))
-		par_rows(be, attention_group_rows, &o, groups, PAR_MIN_WORK);
-	else
-		par_rows(be, attention_rows, &o, q->ne[2] * q->ne[1], PAR_MIN_WORK);
-}
-
-/* 0.5 x (1 + tanh(z)) written as x sigmoid(2z): the same function without
- * the cancellation of 1 + tanh(z) for negative z */
-static float gelu_tanh(float x)
-{
-	return x / (1.0f + expf(-1.5957691216f * (x + 0.044715f * x * x * x)));
-}
-
-static float act(int kind, float x)
-{
-	switch (kind) {
-	case TERN_UNARY_GELU:
-		return gelu_tanh(x);
-	case TERN_UNARY_GELU_ERF:
-		return 0.5f * x * (1.0f + erff(x * 0.70710678f));
-	default:
-		return x / (1.0f + expf(-x));
+	const int32_t *pd = tern_buf_host(pos);
+	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
+	for (int64_t t = 0; t < ntok; t++) {
+		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+			continue;
+		int64_t lo = p->window > 0 && pd[t] - (int64_t)p->window + 1 > 0 ? pd[t] - (int64_t)p->window + 1 : 0;
+		keys += pd[t] - lo + 1;
 	}
+	struct attn_job j = {.k = cpu_ops(), .ws = c->attn_ws};
+	struct cpu_attn_args *a = &j.a;
+	*a = (struct cpu_attn_args){
+		.q = tern_buf_host(q), .y = tern_buf_host(y), .k = tern_buf_host(k), .v = tern_buf_host(v),
+		.k_head = k->nb[1], .k_pos = k->nb[2], .v_head = v->nb[1], .v_pos = v->nb[2],
+		.ktype = k->type, .vtype = v->type, .pos = pd, .hd = q->ne[0], .nh = q->ne[1], .nkv = k->ne[1],
+		.ntok = ntok, .n_ctx = n_ctx, .scale = p->scale, .softcap = p->softcap, .window = p->window,
+		.n_chunks = 1, .part = c->attn_part,
+	};
+	a->group = a->nh / a->nkv;
+	a->unit_rows = a->group <= CPU_ATTN_ROWS ? a->group * (CPU_ATTN_ROWS / a->group) : CPU_ATTN_ROWS;
+	a->n_row_units = (ntok * a->group + a->unit_rows - 1) / a->unit_rows;
+	/* one token over a long context: chunks of keys, as many as the
+	 * partials' space holds (a rule of the shapes alone) */
+	if (ntok == 1 && keys >= 2 * ATTN_CHUNK) {
+		int64_t cap = ATTN_PART_FLOATS / (a->nh * (a->hd + 2));
+		int64_t nc = (keys + ATTN_CHUNK - 1) / ATTN_CHUNK;
+		nc = nc < cap ? nc : cap;
+		if (nc > 1) {
+			a->chunk = (keys + nc - 1) / nc;
+			a->n_chunks = (keys + a->chunk - 1) / a->chunk;
+		}
+	}
+	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0;
+	j.n_units = a->nkv * (j.dec ? 1 : a->n_row_units) * a->n_chunks;
+	atomic_init(&j.next, 0);
+	/* work: scores and weighted sums, ~4 flops per key and dimension */
+	if (keys * a->nh * a->hd < PAR_MIN_WORK * 8 || j.n_units < 2 || tp_threads(c->pool) == 1)
+		attn_body(&j, 0, 1);
+	else
+		tp_run_any(c->pool, attn_body, &j);
+	if (a->n_chunks > 1)
+		cpu_attn_combine(a, 0, a->nh);
 }
 
 /* element-wise ops: rows of ne[0]; kind selects the op */
 /* EW_UNARY + a TERN_UNARY_* kind: the unary ops, last */
 enum { EW_GLU_SILU, EW_GLU_GELU, EW_ADD, EW_SCALE, EW_SOFTMAX, EW_UNARY };
 
+static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
+
 static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
+	const struct cpu_ops *k = cpu_ops();
 	int64_t n = o->a->ne[0];
 	const float *a = (const float *)tern_buf_host(o->a) + r0 * n;
 	const float *b = o->b ? tern_buf_host(o->b) : NULL;
@@ -441,38 +397,30 @@ static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 	int64_t len = (r1 - r0) * n;
 	switch (o->kind) {
 	case EW_GLU_SILU:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = act(TERN_UNARY_SILU, a[i]) * b[i];
-		break;
 	case EW_GLU_GELU:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = gelu_tanh(a[i]) * b[i];
+		k->act(a, b, y, len, o->kind == EW_GLU_GELU);
 		break;
 	case EW_ADD:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = a[i] + b[brow ? i % n : i];
+		if (brow)
+			for (int64_t r = 0; r < r1 - r0; r++)
+				k->add(a + r * n, b, y + r * n, n);
+		else
+			k->add(a, b, y, len);
 		break;
 	case EW_SCALE:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = a[i] * o->s;
+		k->scale(a, y, len, o->s);
 		break;
 	case EW_SOFTMAX:
-		for (int64_t r = 0; r < r1 - r0; r++) {
-			const float *ar = a + r * n;
-			float *yr = y + r * n, m = -INFINITY, sum = 0;
-			for (int64_t i = 0; i < n; i++)
-				m = ar[i] > m ? ar[i] : m;
-			for (int64_t i = 0; i < n; i++) {
-				yr[i] = expf(ar[i] - m);
-				sum += yr[i];
-			}
-			for (int64_t i = 0; i < n; i++)
-				yr[i] /= sum;
-		}
+		for (int64_t r = 0; r < r1 - r0; r++)
+			k->softmax_row(a + r * n, y + r * n, n);
 		break;
-	default: /* EW_UNARY + the unary kind */
+	case EW_UNARY + TERN_UNARY_GELU:
+	case EW_UNARY + TERN_UNARY_SILU:
+		k->act(a, NULL, y, len, o->kind == EW_UNARY + TERN_UNARY_GELU);
+		break;
+	default: /* gelu with erf: libm's erff */
 		for (int64_t i = 0; i < len; i++)
-			y[i] = act(o->kind - EW_UNARY, a[i]);
+			y[i] = gelu_erf(a[i]);
 	}
 }
 
@@ -491,7 +439,7 @@ static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 		return;
 	}
 	if (cpu_host_eltwise_args(be, "glu", gate, up, y, false))
-		eltwise(be, gate, up, y, kind == TERN_GLU_GEGLU ? EW_GLU_GELU : EW_GLU_SILU, 0, 8);
+		eltwise(be, gate, up, y, kind == TERN_GLU_GEGLU ? EW_GLU_GELU : EW_GLU_SILU, 0, 2);
 }
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
@@ -501,7 +449,7 @@ static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct 
 		return;
 	}
 	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
-		eltwise(be, x, NULL, y, EW_UNARY + kind, 0, 8);
+		eltwise(be, x, NULL, y, EW_UNARY + kind, 0, kind == TERN_UNARY_GELU_ERF ? 8 : 2);
 }
 
 static void cpu_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
@@ -519,7 +467,7 @@ static void cpu_scale(struct tern_backend *be, const struct tern_buf *x, struct 
 static void cpu_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
 	if (cpu_host_eltwise_args(be, "softmax", x, NULL, y, false))
-		eltwise(be, x, NULL, y, EW_SOFTMAX, 0, 8);
+		eltwise(be, x, NULL, y, EW_SOFTMAX, 0, 2);
 }
 
 static void copy_rows(void *arg, int64_t r0, int64_t r1)
@@ -532,13 +480,14 @@ static void copy_rows(void *arg, int64_t r0, int64_t r1)
 		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * src->nb[1], (size_t)(r1 - r0) * src->nb[1]);
 		return;
 	}
+	const struct cpu_ops *k = cpu_ops();
 	for (int64_t r = r0; r < r1; r++) {
 		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
 		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
 		if (src->type == QT_F32)
-			quant_quantize_row(dst->type, (const float *)(const void *)s, d, (uint64_t)src->ne[0]);
+			k->encode_row(dst->type, (const float *)(const void *)s, d, src->ne[0]);
 		else
-			quant_dequantize_row(src->type, s, (float *)(void *)d, (uint64_t)src->ne[0]);
+			k->decode_row(src->type, s, (float *)(void *)d, src->ne[0]);
 	}
 }
 
@@ -565,6 +514,8 @@ static void cpu_free(struct tern_backend *be)
 	struct cpu *c = be->impl;
 	tp_free(c->pool);
 	free(c->scratch);
+	free(c->attn_ws);
+	free(c->attn_part);
 	free(c);
 }
 
@@ -584,6 +535,15 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	if (rc) {
 		free(c);
 		return rc;
+	}
+	c->attn_ws = aligned_alloc(64, sizeof(float) * CPU_ATTN_WS_FLOATS * (size_t)o.n_threads);
+	c->attn_part = aligned_alloc(64, sizeof(float) * ATTN_PART_FLOATS);
+	if (!c->attn_ws || !c->attn_part) {
+		free(c->attn_ws);
+		free(c->attn_part);
+		tp_free(c->pool);
+		free(c);
+		return tern_errf(err, TERN_ENOMEM, "cpu: out of memory for the attention's workspace");
 	}
 	c->repack = o.repack;
 	cpu_host_table(&c->be, "cpu", 0, o.max_tokens, c);

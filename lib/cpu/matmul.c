@@ -276,5 +276,10 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 	 * the workers for a barrier would; the caller does it alone. */
 	if (j.q && ntok == 1)
 		quant_quantize_act(mm->at, x, j.q, (uint64_t)mm->cols);
-	tp_run(pool, mm_body, &j);
+	/* without the barrier of the shared quantization every row chunk is
+	 * taken from a counter: a late worker is not waited for */
+	if (j.q && ntok > 1)
+		tp_run(pool, mm_body, &j);
+	else
+		tp_run_any(pool, mm_body, &j);
 }

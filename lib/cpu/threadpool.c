@@ -3,7 +3,13 @@
  * Waiting is done in two steps: a short spin on the shared word (a decode
  * step issues hundreds of jobs, each a few microseconds long, and a futex
  * round-trip would cost as much as the job), then FUTEX_WAIT so that an idle
- * pool uses no CPU. A waker issues FUTEX_WAKE only when someone sleeps. */
+ * pool uses no CPU. A waker issues FUTEX_WAKE only when someone sleeps.
+ *
+ * tp_run_any does not wait for workers that have not started: on a machine
+ * where another process holds a worker's core, the caller takes the work
+ * the absent worker would have done (the job hands out its work from a
+ * shared counter) instead of waiting a scheduler tick for it, many times
+ * per token. */
 #include "lib/cpu/threadpool.h"
 
 #include <limits.h>
@@ -17,12 +23,32 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* A pause costs ~50 ns on current x86 cores: workers spin ~50 us for the
- * next job (a decode step issues jobs back to back), the caller spins
- * ~12 us for the last worker before sleeping, so that a worker that was
- * preempted on an oversubscribed machine gets the core back quickly. */
-#define SPIN_ITERS 1024
+/* A pause costs ~45 ns on current x86 cores (measured 42-52 ns here):
+ * workers spin ~6 us for the next job, which covers the gaps between the
+ * jobs of a decode step (a norm or a RoPE on the caller, a few us), then
+ * sleep; the caller spins ~12 us for the last worker. Longer spins cost
+ * dearly when another process wants the core: a worker that spins uses
+ * up its share of the core and is then preempted inside a job, which the
+ * caller must wait for. SmolLM2-135M's decode step (scripts/bench_decode.c,
+ * 2 threads, a busy machine, 3 runs each): 182-215 tok/s with 128
+ * iterations, 139-150 with 1024. */
+#define SPIN_ITERS 128
 #define SPIN_DONE 256
+
+/* The join word of the current job: which job it is, whether the caller
+ * has closed it (tp_run_any), how many workers are inside it and how many
+ * have entered it. A worker enters only the job whose generation it read,
+ * and only while it is open, with one compare-and-swap: a worker that
+ * wakes late cannot enter a job that has moved on, and the caller of
+ * tp_run_any waits only for the workers that did enter. */
+#define J_ACTIVE 1ull                   /* bits 0-15: workers inside */
+#define J_JOINED (1ull << 16)           /* bits 16-31: workers that entered */
+#define J_CLOSED (1ull << 32)
+#define J_GEN_SHIFT 33                  /* bits 33-63: the job's generation */
+#define J_ACTIVE_OF(w) ((w) & 0xFFFF)
+#define J_JOINED_OF(w) (((w) >> 16) & 0xFFFF)
+#define J_TAG(g) ((uint64_t)(g) << J_GEN_SHIFT)
+#define J_TAG_MASK (~0ull << J_GEN_SHIFT)
 
 struct tp_pool {
 	int n;
@@ -30,8 +56,8 @@ struct tp_pool {
 	tp_fn fn;
 	void *arg;
 	_Atomic uint32_t gen;       /* bumped to start a job (futex word) */
-	_Atomic uint32_t done;      /* bumped when the last worker finishes (futex word) */
-	_Atomic int pending;        /* workers still in the current job */
+	_Atomic uint32_t done;      /* bumped when a worker leaves a job the caller waits on (futex word) */
+	_Atomic uint64_t join;      /* J_*: the current job's membership */
 	_Atomic int sleepers;       /* threads in FUTEX_WAIT on gen or bar_phase */
 	_Atomic int main_sleeping;  /* caller in FUTEX_WAIT on done */
 	_Atomic int stop;
@@ -64,18 +90,30 @@ static inline void cpu_relax(void)
 }
 
 /* Wait until *addr != val: spin, then sleep. */
-static void wait_change(struct tp_pool *p, _Atomic uint32_t *addr, uint32_t val, _Atomic int *sleep_count)
+static void wait_change(_Atomic uint32_t *addr, uint32_t val, _Atomic int *sleep_count)
 {
 	for (int i = 0; i < SPIN_ITERS; i++) {
 		if (atomic_load_explicit(addr, memory_order_acquire) != val)
 			return;
 		cpu_relax();
 	}
-	(void)p;
 	while (atomic_load(addr) == val) {
 		atomic_fetch_add(sleep_count, 1);
 		futex_wait(addr, val);
 		atomic_fetch_sub(sleep_count, 1);
+	}
+}
+
+/* Enter job g if it is still open; the job's fn and arg are stable while
+ * this worker is inside. */
+static bool enter(struct tp_pool *p, uint32_t g)
+{
+	uint64_t w = atomic_load(&p->join);
+	for (;;) {
+		if ((w & J_TAG_MASK) != J_TAG(g & 0x7FFFFFFFu) || (w & J_CLOSED))
+			return false;
+		if (atomic_compare_exchange_weak(&p->join, &w, w + J_ACTIVE + J_JOINED))
+			return true;
 	}
 }
 
@@ -87,16 +125,17 @@ static void *worker_main(void *varg)
 	free(wa);
 	uint32_t seen = 0;
 	for (;;) {
-		wait_change(p, &p->gen, seen, &p->sleepers);
-		seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+		wait_change(&p->gen, seen, &p->sleepers);
+		seen = atomic_load(&p->gen);
 		if (atomic_load(&p->stop))
 			break;
+		if (!enter(p, seen))
+			continue;
 		p->fn(p->arg, ith, p->n);
-		if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-			atomic_fetch_add(&p->done, 1);
-			if (atomic_load(&p->main_sleeping))
-				futex_wake(&p->done);
-		}
+		atomic_fetch_sub(&p->join, J_ACTIVE);
+		atomic_fetch_add(&p->done, 1);
+		if (atomic_load(&p->main_sleeping))
+			futex_wake(&p->done);
 	}
 	return NULL;
 }
@@ -110,6 +149,7 @@ int tp_new(struct tp_pool **out, int n_threads, tern_err *err)
 	if (!p)
 		return tern_errf(err, TERN_ENOMEM, "thread pool: out of memory");
 	p->n = n_threads;
+	atomic_init(&p->join, J_CLOSED); /* generation 0: no job */
 	if (n_threads > 1) {
 		p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
 		if (!p->threads) {
@@ -152,34 +192,63 @@ void tp_free(struct tp_pool *p)
 
 int tp_threads(const struct tp_pool *p) { return p->n; }
 
+/* Publish a job and run the caller's share. */
+static void start(struct tp_pool *p, tp_fn fn, void *arg)
+{
+	p->fn = fn;
+	p->arg = arg;
+	atomic_store(&p->bar_count, 0);
+	uint32_t g = atomic_load(&p->gen) + 1;
+	atomic_store(&p->join, J_TAG(g & 0x7FFFFFFFu));
+	atomic_store(&p->gen, g);
+	if (atomic_load(&p->sleepers))
+		futex_wake(&p->gen);
+	fn(arg, 0, p->n);
+}
+
+/* Wait until the join word satisfies `all` (every worker entered and left)
+ * or, without it, until no worker is inside: spin, then sleep on `done`. */
+static bool finished(uint64_t w, bool all, int n)
+{
+	return J_ACTIVE_OF(w) == 0 && (!all || J_JOINED_OF(w) == (uint64_t)(n - 1));
+}
+
+static void wait_workers(struct tp_pool *p, bool all)
+{
+	for (int i = 0; i < SPIN_DONE; i++) {
+		if (finished(atomic_load(&p->join), all, p->n))
+			return;
+		cpu_relax();
+	}
+	while (!finished(atomic_load(&p->join), all, p->n)) {
+		atomic_store(&p->main_sleeping, 1);
+		uint32_t d = atomic_load(&p->done);
+		if (!finished(atomic_load(&p->join), all, p->n))
+			futex_wait(&p->done, d);
+		atomic_store(&p->main_sleeping, 0);
+	}
+}
+
 void tp_run(struct tp_pool *p, tp_fn fn, void *arg)
 {
 	if (p->n == 1) {
 		fn(arg, 0, 1);
 		return;
 	}
-	p->fn = fn;
-	p->arg = arg;
-	atomic_store(&p->bar_count, 0);
-	atomic_store(&p->pending, p->n - 1);
-	atomic_fetch_add(&p->gen, 1);
-	if (atomic_load(&p->sleepers))
-		futex_wake(&p->gen);
-	fn(arg, 0, p->n);
-	for (int i = 0; i < SPIN_DONE; i++) {
-		if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
-			return;
-		cpu_relax();
+	start(p, fn, arg);
+	wait_workers(p, true);
+	atomic_fetch_or(&p->join, J_CLOSED);
+}
+
+void tp_run_any(struct tp_pool *p, tp_fn fn, void *arg)
+{
+	if (p->n == 1) {
+		fn(arg, 0, 1);
+		return;
 	}
-	/* Sleep on `done`, but decide on `pending`: a worker of the previous
-	 * job may bump `done` late. */
-	while (atomic_load(&p->pending) != 0) {
-		atomic_store(&p->main_sleeping, 1);
-		uint32_t d = atomic_load(&p->done);
-		if (atomic_load(&p->pending) != 0)
-			futex_wait(&p->done, d);
-		atomic_store(&p->main_sleeping, 0);
-	}
+	start(p, fn, arg);
+	atomic_fetch_or(&p->join, J_CLOSED);
+	wait_workers(p, false);
 }
 
 void tp_barrier(struct tp_pool *p)
@@ -194,5 +263,5 @@ void tp_barrier(struct tp_pool *p)
 			futex_wake(&p->bar_phase);
 		return;
 	}
-	wait_change(p, &p->bar_phase, phase, &p->sleepers);
+	wait_change(&p->bar_phase, phase, &p->sleepers);
 }

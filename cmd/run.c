@@ -181,8 +181,8 @@ static const struct cli_section sections[] = {
 	 "A closed standard output (tern-run ... | head -c 20) stops the generation quietly: no message, exit "
 	 "status 0. Ctrl-C (SIGINT) stops the generation at the next token: the text produced so far is kept "
 	 "and ends with the newline as usual (with --json the object is printed with finish_reason \"cancel\"), "
-	 "and the exit status is 130. A second Ctrl-C ends the program at once. During the model's load "
-	 "Ctrl-C ends the program at once."},
+	 "and the exit status is 130. A second Ctrl-C ends the program at once. Ctrl-C during the model's "
+	 "load stops the run once the model is loaded, before the prompt (the output is then empty)."},
 	{"EXIT STATUS",
 	 "0 success (also when standard output was closed by the reader); 1 runtime error (cannot open or map "
 	 "the model, not enough memory, the prompt does not fit the context, a prompt file that cannot be "
@@ -905,8 +905,17 @@ int main(int argc, char **argv)
 	read_prompt(pos, npos, &prompt);
 	free(pos);
 
-	/* A closed pipe is an EPIPE from write, not a signal. */
+	/* A closed pipe is an EPIPE from write, not a signal. Ctrl-C from
+	 * here on (not while stdin is read) is noted: the run stops before
+	 * its next token, or before the prompt when it comes during the load.
+	 * The handler is installed even where the shell ignores SIGINT (a
+	 * background job): `kill -INT` is how scripts stop a run. */
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESETHAND | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
 
 	struct session ss = {0};
 	load(&ss);
@@ -933,12 +942,6 @@ int main(int argc, char **argv)
 	int rc = tern_gen_new(&ss.g, ss.llm, ss.v, ss.s, &go, &e);
 	if (rc)
 		return cli_fail(NULL, rc, &e);
-
-	struct sigaction sa = {0};
-	sa.sa_handler = on_sigint;
-	sa.sa_flags = SA_RESETHAND | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
 
 	struct tern_gen_cb cb = {on_text, o_logprobs >= 0 ? on_token : NULL, &out};
 	struct tern_gen_stats st;

@@ -119,7 +119,8 @@ static const struct cli_section sections[] = {
 	 "(one of the three). When standard input is not a terminal, its text is appended after a blank line "
 	 "(\"PROMPT\\n\\nSTDIN\"), or is the whole prompt when no other is given; --no-stdin turns this off. A lone "
 	 "'-' (or -f -) reads the prompt from standard input explicitly. The text is used byte for byte (a "
-	 "trailing newline of a file or of standard input is kept). With no prompt at all, or an empty one, "
+	 "trailing newline of a file or of standard input is kept; escapes such as \\n are not interpreted, "
+	 "unlike llama.cpp's default: pass real newlines). With no prompt at all, or an empty one, "
 	 "tern-run exits with status 2 at once: it never waits for a prompt to be typed. A prompt larger than "
 	 "16 MiB is refused.\n"
 	 "\n"
@@ -374,6 +375,8 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 			die(EXIT_RUNTIME, "%s: cannot open: %s", o_file, strerror(errno));
 		int err = read_all(f, &b);
 		fclose(f);
+		if (err)
+			free(b.p);
 		if (err == EFBIG)
 			die(EXIT_RUNTIME, "%s: larger than the %zu MiB a prompt may have", o_file, MAX_PROMPT_BYTES >> 20);
 		if (err)
@@ -383,8 +386,10 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 			ok = (i == 0 || buf_add(&b, " ", 1)) && b.len + strlen(pos[i]) <= MAX_PROMPT_BYTES &&
 			     buf_add(&b, pos[i], strlen(pos[i]));
 	}
-	if (!ok)
+	if (!ok) {
+		free(b.p);
 		die(EXIT_RUNTIME, "the prompt is larger than the %zu MiB a prompt may have", MAX_PROMPT_BYTES >> 20);
+	}
 
 	if (dash || (!tty && !o_no_stdin)) {
 		struct buf in = {0};
@@ -392,6 +397,10 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 		/* a closed descriptor 0 is no input, not an error */
 		if (err == EBADF)
 			err = 0;
+		if (err) {
+			free(in.p);
+			free(b.p);
+		}
 		if (err == EFBIG)
 			die(EXIT_RUNTIME, "standard input: larger than the %zu MiB a prompt may have",
 			    MAX_PROMPT_BYTES >> 20);
@@ -400,14 +409,20 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 		if (in.len) {
 			ok = (!b.len || buf_add(&b, "\n\n", 2)) && b.len + in.len <= MAX_PROMPT_BYTES &&
 			     buf_add(&b, in.p, in.len);
-			if (!ok)
+			free(in.p);
+			if (!ok) {
+				free(b.p);
 				die(EXIT_RUNTIME, "the prompt with standard input is larger than the %zu MiB a prompt "
 				    "may have", MAX_PROMPT_BYTES >> 20);
+			}
+		} else {
+			free(in.p);
 		}
-		free(in.p);
 	}
-	if (!b.len)
+	if (!b.len) {
+		free(b.p);
 		cli_usage_error("no prompt: give it as PROMPT arguments, with -p or -f, or on standard input");
+	}
 	*out = b;
 }
 
@@ -642,6 +657,8 @@ static int32_t tokenize_prompt(const struct session *ss, const char *text, bool 
 	/* a chat format's markers are special-token text: always parsed */
 	bool parse = templated || !o_no_parse_special;
 	int rc = tok_tokenize(ss->v, text, strlen(text), true, parse, p, cap, &n, NULL, &e);
+	if (rc || n > (size_t)n_ctx || n == 0)
+		free(p);
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));
 	int32_t bos = tok_special_id(ss->v, TOK_BOS);

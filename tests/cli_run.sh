@@ -49,6 +49,7 @@ expect 65 $R -m "$DATA/audio/jfk.wav" hi </dev/null && check "not a GGUF file: o
 	one_line_err "tern-run: $DATA/audio/jfk.wav: not a GGUF file"
 expect 65 $R -m "$DATA/vocab/ggml-vocab-llama-spm.gguf" hi </dev/null && check "a vocabulary-only file: one line" \
 	one_line_err "tern-run: $DATA/vocab/ggml-vocab-llama-spm.gguf: "
+expect 1 $R -m x.gguf -f "$T" </dev/null && check "a prompt file that cannot be read" one_line_err "tern-run: $T: cannot read"
 head -c $((16 * 1024 * 1024 + 1)) /dev/zero | tr '\0' a >"$T/huge.txt"
 expect 1 $R -m x.gguf -f "$T/huge.txt" </dev/null && check "a prompt file over 16 MiB is refused" \
 	one_line_err "tern-run: $T/huge.txt: larger than the 16 MiB"
@@ -57,6 +58,10 @@ if [ ! -f "$S" ] || [ ! -f "$G" ]; then
 	echo "SKIP: the model runs (no $S or $G; make models fetches them)"
 	finish
 fi
+
+head -c 2000000 $S >"$T/trunc.gguf"
+expect 65 $TO $R -m "$T/trunc.gguf" hi </dev/null && check "a truncated model: one line naming the tensor" \
+	one_line_err "tern-run: $T/trunc.gguf: tensor 'token_embd.weight'"
 
 # ---- greedy text against llama.cpp ----------------------------------------------------
 # The reference's first step whose top-2 log-probabilities are within 0.1: the

@@ -159,7 +159,7 @@ static const struct cli_section sections[] = {
 	 "name, or null for plain text) and \"timings\": {\"load_ms\", \"prompt_ms\", \"prompt_tokens_per_s\", "
 	 "\"gen_ms\", \"gen_tokens_per_s\"} (a rate is null when its time is 0). With --logprobs N, "
 	 "\"logprobs\" is an array with one object per generated token (the stopping end-of-generation token "
-	 "excluded): {\"id\", \"text\", \"logprob\", \"top\": [{\"id\", \"text\", \"logprob\"} x N]}; "
+	 "excluded; the tokens that hold a stop string included): {\"id\", \"text\", \"logprob\", \"top\": [{\"id\", \"text\", \"logprob\"} x N]}; "
 	 "log-probabilities are the log-softmax of the model's raw logits, before any penalty, top-k, top-p or "
 	 "temperature, and the alternatives are sorted by decreasing log-probability.\n"
 	 "\n"
@@ -850,8 +850,7 @@ static void print_json(const struct session *ss, const struct output *o, const s
 	cli_json_num(stdout, st->n_prompt);
 	fputs(", \"generated_tokens\": ", stdout);
 	cli_json_num(stdout, st->n_gen);
-	fputs(", \"seed\": ", stdout);
-	cli_json_num(stdout, (double)ss->seed);
+	printf(", \"seed\": %" PRIu64, ss->seed); /* exact: seeds go beyond 2^53 */
 	fputs(", \"n_ctx\": ", stdout);
 	cli_json_num(stdout, tern_llm_n_ctx(ss->llm));
 	fputs(", \"chat_template\": ", stdout);

@@ -28,6 +28,10 @@ expect 2 $TO $R -m x.gguf -p "" </dev/null && check "empty -p: usage error" one_
 printf '' >"$T/empty"
 expect 2 $TO $R -m x.gguf <"$T/empty" && check "empty stdin and no prompt: usage error" one_line_err "tern-run: no prompt"
 expect 2 $TO $R -m x.gguf - </dev/null && check "'-' with empty stdin: usage error" one_line_err "tern-run: no prompt"
+if command -v script >/dev/null; then # stdin a terminal: refused at once, never read
+	expect 2 timeout 20 script -qec "$R -m x.gguf" /dev/null </dev/null && check "no prompt on a terminal: usage error" grep -q "no prompt" "$T/out"
+	expect 2 timeout 20 script -qec "$R -m x.gguf -" /dev/null </dev/null && check "'-' on a terminal: refused" grep -q "which is a terminal" "$T/out"
+fi
 expect 2 $R -m x.gguf --bogus hi && check "unknown option" one_line_err "tern-run: unknown option '--bogus'"
 expect 2 $R -m x.gguf --temp hot hi && check "bad number" one_line_err "tern-run: option '--temp': 'hot' is not a number"
 expect 2 $R -m x.gguf --temp inf hi && check "infinite temperature" one_line_err "tern-run: option '--temp'"
@@ -201,6 +205,14 @@ st=${PIPESTATUS[0]}
 check "| head -c 20: exit 0 (got $st)" test "$st" -eq 0
 check "| head -c 20: nothing on stderr" test ! -s "$T/err"
 check "| head -c 20: 20 bytes" test "$(wc -c <"$T/out")" -eq 20
+
+# a write error other than a closed pipe is one line and status 1
+if [ -w /dev/full ]; then
+	$TO $R -m $S --raw -n 3 -f $PROMPT </dev/null >/dev/full 2>"$T/err"
+	st=$?
+	check "stdout on a full disk: exit 1 (got $st)" test "$st" -eq 1
+	check "stdout on a full disk: one line" one_line_err "tern-run: standard output: No space left on device"
+fi
 
 # Ctrl-C: stops, keeps the text, exit 130. The text run is interrupted once
 # text flows; the --json run (nothing flows) as late after its start.

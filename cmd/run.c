@@ -349,16 +349,14 @@ static void check_options(void)
  * terminal. Usage errors exit 2; a file that cannot be read exits 1. */
 static void read_prompt(const char **pos, int npos, struct buf *out)
 {
-	bool dash = npos == 1 && strcmp(pos[0], "-") == 0;
-	if (o_file && strcmp(o_file, "-") == 0) {
-		o_file = NULL;
-		dash = true;
-	}
-	for (int i = 0; i < npos && !dash; i++)
+	if ((o_prompt != NULL) + (o_file != NULL) + (npos > 0) > 1)
+		cli_usage_error("give the prompt once: as PROMPT arguments, with -p or with -f");
+	for (int i = 0; i < npos && npos > 1; i++)
 		if (strcmp(pos[i], "-") == 0)
 			cli_usage_error("'-' (the prompt from standard input) cannot be combined with other PROMPT words");
-	if ((npos && !dash && (o_prompt || o_file)) || (dash && (o_prompt || (npos && o_file))))
-		cli_usage_error("give the prompt once: as PROMPT arguments, with -p or with -f");
+	bool dash = (npos == 1 && strcmp(pos[0], "-") == 0) || (o_file && strcmp(o_file, "-") == 0);
+	if (dash)
+		o_file = NULL;
 	if (dash && o_no_stdin)
 		cli_usage_error("'-' reads the prompt from standard input, which --no-stdin turns off");
 	bool tty = cli_isatty(stdin);

@@ -41,6 +41,7 @@ expect 2 $R -m x.gguf --raw --chat-template chatml hi && check "--raw excludes -
 expect 2 $R -m x.gguf --chat-template nosuch hi && check "unknown chat template lists the formats" \
 	one_line_err "tern-run: unknown chat template 'nosuch' (built-in: chatml, llama2,"
 expect 2 $R -m x.gguf -p a b </dev/null && check "prompt given twice" one_line_err "tern-run: give the prompt once"
+expect 2 $R -m x.gguf -f - a </dev/null && check "-f - with PROMPT words" one_line_err "tern-run: give the prompt once"
 expect 2 $R -m x.gguf a - </dev/null && check "'-' with other words" one_line_err "tern-run: '-' (the prompt from standard input)"
 expect 2 $R -m x.gguf -n -2 hi
 expect 2 $R -m x.gguf -ctk q4_0 hi && check "cache types as llama.cpp names them" grep -q "f32|f16|q8_0" "$T/err"

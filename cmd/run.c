@@ -278,9 +278,20 @@ static int read_all(FILE *f, struct buf *b)
 	return ferror(f) ? (errno ? errno : EIO) : 0;
 }
 
+/* Whether the 'loading' line is on stderr (a terminal), to be erased. */
+static bool loading_shown;
+
+static void loading_clear(void)
+{
+	if (loading_shown)
+		fputs("\r\033[K", stderr);
+	loading_shown = false;
+}
+
 static _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static _Noreturn void die(int status, const char *fmt, ...)
 {
+	loading_clear();
 	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -524,21 +535,20 @@ static void load(struct session *ss)
 {
 	tern_err e = {0};
 	double t0 = now_ms();
-	bool bar = cli_isatty(stderr) && !common.quiet;
-	if (bar)
+	if (cli_isatty(stderr) && !common.quiet) {
 		fprintf(stderr, "%s: loading %s...", cli_progname(), model_path);
+		loading_shown = true;
+	}
 	int rc = tern_model_open(&ss->m, model_path, &e);
 	if (rc) {
-		if (bar)
-			fputs("\r\033[K", stderr);
+		loading_clear();
 		exit(cli_fail(NULL, rc, &e));
 	}
 	const struct tern_model_config *c = &ss->m->cfg;
 	const gguf_file *gf = tern_mf_gguf(ss->m->mf);
 	rc = gf ? tok_vocab_load(&ss->v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file");
 	if (rc) {
-		if (bar)
-			fputs("\r\033[K", stderr);
+		loading_clear();
 		exit(cli_fail(model_path, rc, &e));
 	}
 
@@ -558,8 +568,7 @@ static void load(struct session *ss)
 		lo.type_v = tv;
 		rc = tern_llm_new(&ss->llm, ss->m, ss->be, &lo, &e);
 	}
-	if (bar)
-		fputs("\r\033[K", stderr);
+	loading_clear();
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));
 
@@ -801,6 +810,31 @@ static int eval_only(struct session *ss, const int32_t *ids, int32_t n, struct t
 	return 0;
 }
 
+/* Generate from the prompt's ids; the text goes to the callbacks. */
+static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struct output *out,
+		    struct tern_gen_stats *st, tern_err *e)
+{
+	struct tern_gen_opts go = {
+		.n_predict = (int32_t)o_n_predict,
+		.n_batch = (int32_t)o_batch,
+		.ignore_eos = o_ignore_eos,
+		.stop = o_stop.v,
+		.n_stop = o_stop.n,
+		/* the generator reports tokens only when alternatives are asked for */
+		.n_logprobs = o_logprobs < 0 ? 0 : o_logprobs ? (int32_t)o_logprobs : 1,
+		.print_special = o_special,
+		.cancel = &interrupted,
+	};
+	*st = (struct tern_gen_stats){0};
+	int rc = tern_gen_new(&ss->g, ss->llm, ss->v, ss->s, &go, e);
+	if (rc)
+		return rc;
+	if (o_n_predict == 0)
+		return eval_only(ss, ids, n_ids, st, e);
+	struct tern_gen_cb cb = {on_text, o_logprobs >= 0 ? on_token : NULL, out};
+	return tern_gen_run(ss->g, ids, n_ids, &cb, st, e);
+}
+
 /* ---- reporting -------------------------------------------------------------- */
 
 static double per_s(double n, double ms) { return ms > 0 ? n * 1e3 / ms : NAN; }
@@ -906,6 +940,43 @@ static void print_timings(const struct session *ss, const struct tern_gen_stats 
 		ss->load_ms + st->prompt_ms + st->gen_ms, st->n_prompt + st->n_gen, tern_finish_name(st->finish));
 }
 
+/* The end of the run: the final newline or the JSON object, the -v
+ * summary; returns the exit status. */
+static int report(const struct session *ss, struct output *out, const struct tern_gen_stats *st, int fmt, int rc,
+		  const tern_err *e)
+{
+	int status = EXIT_OK;
+	if (rc) {
+		if (!o_json && !out->pipe_closed)
+			fputc('\n', stdout);
+		fflush(stdout);
+		status = cli_fail(model_path, rc, e);
+	} else if (out->oom) {
+		cli_error("out of memory for the generated text");
+		status = EXIT_RUNTIME;
+	} else if (!out->pipe_closed && !out->write_errno) {
+		if (o_json)
+			print_json(ss, out, st, fmt);
+		else
+			fputc('\n', stdout);
+		if (fflush(stdout) || ferror(stdout)) {
+			if (errno == EPIPE)
+				out->pipe_closed = true;
+			else
+				out->write_errno = errno ? errno : EIO;
+		}
+	}
+	if (out->write_errno) {
+		cli_error("standard output: %s", strerror(out->write_errno));
+		status = EXIT_RUNTIME;
+	}
+	if (!rc)
+		print_timings(ss, st);
+	if (status == EXIT_OK && interrupted)
+		status = EXIT_INTERRUPTED;
+	return status;
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -941,58 +1012,10 @@ int main(int argc, char **argv)
 	info("prompt: %d tokens", n_ids);
 
 	struct output out = {.n_top = o_logprobs > 0 ? (int)o_logprobs : 0};
-	struct tern_gen_opts go = {
-		.n_predict = (int32_t)o_n_predict,
-		.n_batch = (int32_t)o_batch,
-		.ignore_eos = o_ignore_eos,
-		.stop = o_stop.v,
-		.n_stop = o_stop.n,
-		/* the generator reports tokens only when alternatives are asked for */
-		.n_logprobs = o_logprobs < 0 ? 0 : o_logprobs ? (int32_t)o_logprobs : 1,
-		.print_special = o_special,
-		.cancel = &interrupted,
-	};
-	tern_err e = {0};
-	int rc = tern_gen_new(&ss.g, ss.llm, ss.v, ss.s, &go, &e);
-	if (rc)
-		return cli_fail(NULL, rc, &e);
-
-	struct tern_gen_cb cb = {on_text, o_logprobs >= 0 ? on_token : NULL, &out};
 	struct tern_gen_stats st;
-	if (o_n_predict == 0)
-		rc = eval_only(&ss, ids, n_ids, &st, &e);
-	else
-		rc = tern_gen_run(ss.g, ids, n_ids, &cb, &st, &e);
-
-	int status = EXIT_OK;
-	if (rc) {
-		if (!o_json && !out.pipe_closed)
-			fputc('\n', stdout);
-		fflush(stdout);
-		status = cli_fail(model_path, rc, &e);
-	} else if (out.oom) {
-		cli_error("out of memory for the generated text");
-		status = EXIT_RUNTIME;
-	} else if (!out.pipe_closed && !out.write_errno) {
-		if (o_json)
-			print_json(&ss, &out, &st, fmt);
-		else
-			fputc('\n', stdout);
-		if (fflush(stdout) || ferror(stdout)) {
-			if (errno == EPIPE)
-				out.pipe_closed = true;
-			else
-				out.write_errno = errno ? errno : EIO;
-		}
-	}
-	if (out.write_errno) {
-		cli_error("standard output: %s", strerror(out.write_errno));
-		status = EXIT_RUNTIME;
-	}
-	if (!rc)
-		print_timings(&ss, &st);
-	if (status == EXIT_OK && interrupted)
-		status = EXIT_INTERRUPTED;
+	tern_err e = {0};
+	int rc = generate(&ss, ids, n_ids, &out, &st, &e);
+	int status = report(&ss, &out, &st, fmt, rc, &e);
 
 	free(out.text.p);
 	free(out.lp);

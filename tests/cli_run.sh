@@ -178,6 +178,7 @@ check "Gemma 3: plain text, BOS added" $PYTHON -c 'import json, sys
 d = json.load(open(sys.argv[1])); assert d["chat_template"] is None and d["prompt_tokens"] == 6, d' "$T/out"
 expect 0 $TO $R -m $G --raw -n 0 --json "<bos>Hi" </dev/null
 check "a BOS written by hand before the model's: warned about" grep -q "starts with two" "$T/err"
+expect 0 $TO $R -m $G -q --raw -n 0 "<bos>Hi" </dev/null && check "-q silences warnings" test ! -s "$T/err"
 expect 0 $TO $R -m $G --chat-template gemma -n 0 --json "Hi" </dev/null
 check "--chat-template picks a built-in format" $PYTHON -c 'import json, sys
 d = json.load(open(sys.argv[1])); assert d["chat_template"] == "gemma" and d["prompt_tokens"] == 10, d' "$T/out"
@@ -185,6 +186,9 @@ d = json.load(open(sys.argv[1])); assert d["chat_template"] == "gemma" and d["pr
 # the context: too small for the prompt; the memory check
 expect 1 $TO $R -m $S -c 8 "a b c d e f g h i j k l" </dev/null
 check "-c 8 with a longer prompt: the numbers and -c" one_line_err "tern-run: the prompt is 21 tokens, more than the context of 8: raise it with -c"
+expect 0 $TO $R -m $S --raw -n 0 -c 9000 --json hi </dev/null
+check "a context beyond the trained one: a warning" one_line_err "tern-run: warning: a context of 9000 is larger than the 8192"
+check "--json gives n_ctx" $PYTHON -c 'import json, sys; assert json.load(open(sys.argv[1]))["n_ctx"] == 9000' "$T/out"
 TERN_MEM_AVAILABLE=50000000 expect 1 $TO $R -m $S hi </dev/null
 check "a model that does not fit in memory: one line" one_line_err "tern-run: $S: does not fit in memory"
 expect 0 $TO $R -m $S --raw -n 1 -c 16 -b 4 -ub 8 -ctk q8_0 -ctv f32 "The capital of France is" </dev/null

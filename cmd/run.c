@@ -191,7 +191,8 @@ static const struct cli_section sections[] = {
 	 "the model, not enough memory, the prompt does not fit the context, a prompt file that cannot be "
 	 "read or is larger than 16 MiB, a write error); 2 usage error (unknown option, bad value, no prompt, "
 	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
-	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run; 130 interrupted by "
+	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, or the prompt "
+	 "is not text (a NUL byte); 130 interrupted by "
 	 "Ctrl-C.\n"
 	 "\n"
 	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
@@ -433,6 +434,13 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 	if (!b.len) {
 		free(b.p);
 		cli_usage_error("no prompt: give it as PROMPT arguments, with -p or -f, or on standard input");
+	}
+	/* the prompt is text: a NUL byte would silently end it early */
+	const char *nul = memchr(b.p, 0, b.len);
+	if (nul) {
+		size_t at = (size_t)(nul - b.p);
+		free(b.p);
+		die(EXIT_DATAERR, "the prompt has a NUL byte at offset %zu: it must be text", at);
 	}
 	*out = b;
 }

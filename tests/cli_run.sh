@@ -55,9 +55,14 @@ expect 65 $R -m "$DATA/audio/jfk.wav" hi </dev/null && check "not a GGUF file: o
 expect 65 $R -m "$DATA/vocab/ggml-vocab-llama-spm.gguf" hi </dev/null && check "a vocabulary-only file: one line" \
 	one_line_err "tern-run: $DATA/vocab/ggml-vocab-llama-spm.gguf: "
 expect 1 $R -m x.gguf -f "$T" </dev/null && check "a prompt file that cannot be read" one_line_err "tern-run: $T: cannot read"
+printf 'a\0b' >"$T/nul.txt"
+expect 65 $R -m x.gguf -f "$T/nul.txt" </dev/null && check "a prompt with a NUL byte" one_line_err "tern-run: the prompt has a NUL byte at offset 1"
 head -c $((16 * 1024 * 1024 + 1)) /dev/zero | tr '\0' a >"$T/huge.txt"
 expect 1 $R -m x.gguf -f "$T/huge.txt" </dev/null && check "a prompt file over 16 MiB is refused" \
 	one_line_err "tern-run: $T/huge.txt: larger than the 16 MiB"
+
+expect 1 $R -m x.gguf hi <"$T/huge.txt" && check "stdin over 16 MiB is refused" \
+	one_line_err "tern-run: standard input: larger than the 16 MiB"
 
 if [ ! -f "$S" ] || [ ! -f "$G" ]; then
 	echo "SKIP: the model runs (no $S or $G; make models fetches them)"

@@ -52,8 +52,10 @@ expect 1 $R -m /nonexistent.gguf hi </dev/null && check "missing model: one line
 expect 1 $R -m x.gguf -f /nonexistent.txt </dev/null && check "missing prompt file" one_line_err "tern-run: /nonexistent.txt: cannot open"
 expect 65 $R -m "$DATA/audio/jfk.wav" hi </dev/null && check "not a GGUF file: one line" \
 	one_line_err "tern-run: $DATA/audio/jfk.wav: not a GGUF file"
-expect 65 $R -m "$DATA/vocab/ggml-vocab-llama-spm.gguf" hi </dev/null && check "a vocabulary-only file: one line" \
-	one_line_err "tern-run: $DATA/vocab/ggml-vocab-llama-spm.gguf: "
+expect 65 $R -m "$DATA/vocab/ggml-vocab-llama-spm.gguf" hi </dev/null && check "a vocabulary-only file: one line naming the tensor" \
+	one_line_err "tern-run: $DATA/vocab/ggml-vocab-llama-spm.gguf: tensor 'token_embd.weight' is missing"
+expect 65 $R -m "$DATA/vocab/ggml-vocab-falcon.gguf" hi </dev/null && check "an unsupported architecture: one line naming it" \
+	one_line_err "tern-run: $DATA/vocab/ggml-vocab-falcon.gguf: architecture 'falcon' is not supported"
 expect 1 $R -m x.gguf -f "$T" </dev/null && check "a prompt file that cannot be read" one_line_err "tern-run: $T: cannot read"
 printf 'a\0b' >"$T/nul.txt"
 expect 65 $R -m x.gguf -f "$T/nul.txt" </dev/null && check "a prompt with a NUL byte" one_line_err "tern-run: the prompt has a NUL byte at offset 1"

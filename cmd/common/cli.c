@@ -319,10 +319,11 @@ static void print_opts(FILE *f, const struct cli_opt *o, int width)
 		char sp[96], text[1024], rules[600];
 		spell(&o[i], sp, sizeof sp, false);
 		rules_text(&o[i], rules, sizeof rules, false);
-		snprintf(text, sizeof text, "%s%s%s%s%s", o[i].help ? o[i].help : "",
+		snprintf(text, sizeof text, "%s%s%s%s%s%s", o[i].help ? o[i].help : "",
 			 o[i].kind == CLI_CHOICE && o[i].choices ? " [" : "",
 			 o[i].kind == CLI_CHOICE && o[i].choices ? o[i].choices : "",
-			 o[i].kind == CLI_CHOICE && o[i].choices ? "]" : "", rules);
+			 o[i].kind == CLI_CHOICE && o[i].choices ? "]" : "",
+			 o[i].kind == CLI_LIST ? " (repeatable)" : "", rules);
 		int col = fprintf(f, "  %s", sp);
 		if (col + 1 > indent) {
 			fprintf(f, "\n%*s", indent, "");
@@ -443,6 +444,8 @@ static void man_opts(FILE *f, const struct cli_opt *o)
 				fputs(*c == '|' ? ", " : (char[2]){*c, 0}, f);
 			fputc('.', f);
 		}
+		if (o[i].kind == CLI_LIST)
+			fputs(" May be given more than once.", f);
 		rules_text(&o[i], rules, sizeof rules, true);
 		fputs(rules, f);
 		fputc('\n', f);
@@ -654,7 +657,8 @@ static void print_completion_zsh(const struct cli_prog *p)
 			forms[nf++] = lb;
 		}
 		for (int k = 0; k < nf; k++) {
-			printf("\t'%s%s[", forms[k], o[i]->kind != CLI_FLAG && forms[k][1] == '-' ? "=" : "");
+			printf("\t'%s%s%s[", o[i]->kind == CLI_LIST ? "*" : "", forms[k],
+			       o[i]->kind != CLI_FLAG && forms[k][1] == '-' ? "=" : "");
 			zsh_escape(o[i]->help);
 			printf("]");
 			zsh_action(o[i]);
@@ -804,6 +808,13 @@ static void set_value(const struct cli_opt *o, const char *given, const char *va
 	case CLI_FILE:
 		*(const char **)o->dst = val;
 		break;
+	case CLI_LIST: {
+		struct cli_list *l = o->dst;
+		if (l->n >= CLI_LIST_MAX)
+			cli_usage_error("option '%s' is given more than %d times", given, CLI_LIST_MAX);
+		l->v[l->n++] = val;
+		break;
+	}
 	}
 	if (o->seen)
 		*o->seen = true;

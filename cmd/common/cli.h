@@ -25,6 +25,15 @@ enum cli_kind {
 	CLI_STR,    /* string argument: *(const char **)dst */
 	CLI_FILE,   /* like CLI_STR, completed as a file (by `ext` if set) */
 	CLI_CHOICE, /* one of `choices` ("a|b|c"): *(const char **)dst */
+	CLI_LIST,   /* string argument, repeatable: appended to *(struct cli_list *)dst */
+};
+
+/* The values of a repeatable option, in the order given. More than
+ * CLI_LIST_MAX is a usage error. */
+#define CLI_LIST_MAX 64
+struct cli_list {
+	int n;
+	const char *v[CLI_LIST_MAX];
 };
 
 struct cli_opt {

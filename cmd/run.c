@@ -1,0 +1,1042 @@
+/* run.c - tern-run: one-shot text generation for pipes and scripts.
+ *
+ * The program reads top to bottom in five steps: parse the options, build
+ * the prompt text (arguments, -p or -f, then standard input), load the
+ * model (file, vocabulary, backend, KV cache, sampler), turn the prompt
+ * into tokens (through the model's chat template unless --raw), generate
+ * (text streamed to stdout as it becomes final) and report (--json, -v).
+ *
+ * It is never interactive: with no prompt it fails at once instead of
+ * waiting on a terminal. stdout carries only the generated text (or one
+ * JSON object); everything else goes to stderr. A closed stdout (`| head`)
+ * ends the run quietly with status 0; Ctrl-C stops the generation, keeps
+ * what was produced and exits 130. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/common/cli.h"
+#include "lib/cpu/backend.h"
+#include "lib/llm/chatfmt.h"
+#include "lib/llm/generate.h"
+#include "lib/llm/llm.h"
+#include "lib/llm/model.h"
+#include "lib/llm/sample.h"
+#include "quant/quant.h"
+#include "tokenizer/tok.h"
+
+/* A prompt (arguments, file or standard input) larger than this is
+ * refused: far beyond any context, and it bounds what is read. */
+#define MAX_PROMPT_BYTES ((size_t)16 << 20)
+
+/* exit status of a run stopped by Ctrl-C, as a shell reports SIGINT */
+#define EXIT_INTERRUPTED 130
+
+/* ---- options ----------------------------------------------------------- */
+
+static const char *o_model, *o_prompt, *o_file, *o_system, *o_template;
+static const char *o_ctk = "f16", *o_ctv = "f16";
+static int64_t o_n_predict = -1, o_ctx = -1, o_threads = 0, o_batch = 512, o_ubatch = 512;
+static int64_t o_seed = -1, o_top_k = 40, o_last_n = 64, o_logprobs = -1;
+static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_repeat = 1.0, o_presence = 0, o_frequency = 0;
+static bool o_ignore_eos, o_json, o_raw, o_no_parse_special, o_special, o_no_stdin;
+static struct cli_list o_stop;
+static struct cli_common common;
+
+static const struct cli_opt opts[] = {
+	{.lng = "model", .shrt = 'm', .kind = CLI_FILE, .dst = &o_model, .arg = "FILE", .ext = "gguf",
+	 .help = "the GGUF model to run (default: $TERN_MODEL)"},
+	{.lng = "prompt", .shrt = 'p', .kind = CLI_STR, .dst = &o_prompt, .arg = "TEXT", .excludes = "file",
+	 .help = "the prompt (instead of PROMPT arguments)"},
+	{.lng = "file", .shrt = 'f', .kind = CLI_FILE, .dst = &o_file, .arg = "FILE",
+	 .help = "read the prompt from FILE ('-': standard input)"},
+	{.lng = "system-prompt", .alias = "sys", .kind = CLI_STR, .dst = &o_system, .arg = "TEXT", .excludes = "raw",
+	 .help = "a system turn before the prompt (with a chat template)"},
+	{.lng = "n-predict", .shrt = 'n', .kind = CLI_INT, .dst = &o_n_predict, .arg = "N", .min = -1, .max = INT32_MAX,
+	 .help = "generate at most N tokens (default: -1, until the model stops or the context is full)"},
+	{.lng = "ctx-size", .shrt = 'c', .kind = CLI_INT, .dst = &o_ctx, .arg = "N", .min = 0, .max = INT32_MAX,
+	 .help = "context size in tokens (default: the trained context, at most 4096; 0: the trained context)"},
+	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
+	 .help = "threads (default: the CPUs this process may run on)"},
+	{.lng = "batch-size", .shrt = 'b', .kind = CLI_INT, .dst = &o_batch, .arg = "N", .min = 1, .max = 1 << 20,
+	 .help = "prompt tokens per decode call (default: 512)"},
+	{.lng = "ubatch-size", .alias = "ub", .kind = CLI_INT, .dst = &o_ubatch, .arg = "N", .min = 1, .max = 1 << 20,
+	 .help = "prompt tokens per forward pass, at most --batch-size (default: 512)"},
+	{.lng = "seed", .shrt = 's', .kind = CLI_INT, .dst = &o_seed, .arg = "N", .min = -1, .max = INT64_MAX,
+	 .help = "seed of the sampler (default: -1, a random seed; -v and --json show it)"},
+	{.lng = "temp", .kind = CLI_FLOAT, .dst = &o_temp, .arg = "X",
+	 .help = "temperature (default: 0.8; 0: greedy, the most likely token every time)"},
+	{.lng = "top-k", .kind = CLI_INT, .dst = &o_top_k, .arg = "N", .min = 0, .max = INT32_MAX,
+	 .help = "keep the N most likely tokens (default: 40; 0: off)"},
+	{.lng = "top-p", .kind = CLI_FLOAT, .dst = &o_top_p, .arg = "X",
+	 .help = "keep the most likely tokens up to a probability of X (default: 0.95; 1: off)"},
+	{.lng = "min-p", .kind = CLI_FLOAT, .dst = &o_min_p, .arg = "X",
+	 .help = "drop tokens less likely than X times the best one (default: 0.05; 0: off)"},
+	{.lng = "repeat-penalty", .kind = CLI_FLOAT, .dst = &o_repeat, .arg = "X",
+	 .help = "penalise tokens seen in the last --repeat-last-n (default: 1.0, off)"},
+	{.lng = "repeat-last-n", .kind = CLI_INT, .dst = &o_last_n, .arg = "N", .min = 0, .max = INT32_MAX,
+	 .help = "tokens the penalties look back at (default: 64; 0: no penalties)"},
+	{.lng = "presence-penalty", .kind = CLI_FLOAT, .dst = &o_presence, .arg = "X",
+	 .help = "subtract X from the logit of every token seen (default: 0)"},
+	{.lng = "frequency-penalty", .kind = CLI_FLOAT, .dst = &o_frequency, .arg = "X",
+	 .help = "subtract X times its count from the logit of every token seen (default: 0)"},
+	{.lng = "ignore-eos", .kind = CLI_FLAG, .dst = &o_ignore_eos,
+	 .help = "never end at an end-of-generation token (only -n, --stop or a full context end the run)"},
+	{.lng = "stop", .kind = CLI_LIST, .dst = &o_stop, .arg = "TEXT",
+	 .help = "stop when the text contains TEXT (not printed)"},
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
+	 .help = "print one JSON object with the text, finish reason, token counts and timings"},
+	{.lng = "logprobs", .kind = CLI_INT, .dst = &o_logprobs, .arg = "N", .min = 0, .max = TERN_GEN_MAX_LOGPROBS,
+	 .needs = "json", .help = "add each generated token's log-probability and the N most likely alternatives"},
+	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .excludes = "chat-template",
+	 .help = "no chat template: the prompt is plain text (BOS as the file says; special-token text is parsed)"},
+	{.lng = "no-parse-special", .kind = CLI_FLAG, .dst = &o_no_parse_special,
+	 .help = "in a plain-text prompt, special-token text such as <|im_start|> stays text"},
+	{.lng = "chat-template", .kind = CLI_STR, .dst = &o_template, .arg = "NAME",
+	 .help = "use the built-in chat format NAME instead of the file's (see CHAT TEMPLATES)"},
+	{.lng = "special", .alias = "sp", .kind = CLI_FLAG, .dst = &o_special,
+	 .help = "print control tokens the model generates as their text"},
+	{.lng = "cache-type-k", .alias = "ctk", .kind = CLI_CHOICE, .dst = &o_ctk, .arg = "TYPE", .choices = "f32|f16|q8_0",
+	 .help = "element type of the K cache (default: f16)"},
+	{.lng = "cache-type-v", .alias = "ctv", .kind = CLI_CHOICE, .dst = &o_ctv, .arg = "TYPE", .choices = "f32|f16|q8_0",
+	 .help = "element type of the V cache (default: f16)"},
+	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
+	 .help = "do not read standard input even when it is not a terminal"},
+	{0},
+};
+
+static const struct cli_section sections[] = {
+	{"PROMPT",
+	 "The prompt is the PROMPT arguments joined by spaces, or the TEXT of -p, or the contents of the FILE of -f "
+	 "(one of the three). When standard input is not a terminal, its text is appended after a blank line "
+	 "(\"PROMPT\\n\\nSTDIN\"), or is the whole prompt when no other is given; --no-stdin turns this off. A lone "
+	 "'-' (or -f -) reads the prompt from standard input explicitly. The text is used byte for byte (a "
+	 "trailing newline of a file or of standard input is kept; escapes such as \\n are not interpreted, "
+	 "unlike llama.cpp's default: pass real newlines). With no prompt at all, or an empty one, "
+	 "tern-run exits with status 2 at once: it never waits for a prompt to be typed. A prompt larger than "
+	 "16 MiB is refused.\n"
+	 "\n"
+	 "Scripts that loop over lines of standard input (while read ...) should give tern-run --no-stdin or "
+	 "</dev/null, or it reads the rest of their input as part of the prompt."},
+	{"CHAT TEMPLATES",
+	 "When the model file has a chat template (tokenizer.chat_template), the prompt becomes one user turn "
+	 "in the built-in format that template is recognised as (as llama.cpp recognises its built-in "
+	 "templates), followed by the opening of the assistant's turn; -sys TEXT puts a system turn before it. "
+	 "The rendered text is tokenized with special-token text parsed and BOS added as the file says (never "
+	 "twice). --chat-template NAME picks a format by name instead (also for a file without a template). A "
+	 "file without a chat template (a base model), or with one that is not recognised (a warning says so), "
+	 "gets the prompt as plain text; so does every model with --raw. Plain text is tokenized with BOS as "
+	 "the file's metadata says and with special-token text such as <|im_start|> parsed into its token, so "
+	 "that a template can be written by hand; --no-parse-special keeps such text as text. A system prompt "
+	 "without a chat template is put before the prompt as plain text, after a warning. -v says which "
+	 "format was used.\n"
+	 "\n"
+	 "The built-in formats: chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, "
+	 "mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, llama3, gemma, phi3, phi4, falcon3, "
+	 "zephyr, monarch, orion, openchat, vicuna, vicuna-orca, deepseek, deepseek2, deepseek3, command-r, "
+	 "chatglm3, chatglm4, minicpm, exaone3, granite, gigachat, megrez, llama4 and more (an unknown NAME is "
+	 "a usage error that lists them all)."},
+	{"OUTPUT",
+	 "Standard output carries only the generated text, written and flushed as each piece becomes final "
+	 "(never a part of a UTF-8 character, never a part that may still turn out to be a stop string). The "
+	 "output always ends with exactly one newline: newlines the model writes at the very end are dropped "
+	 "and one is added (--json keeps the text exactly). End-of-generation and other control tokens are not "
+	 "printed (--special prints the latter).\n"
+	 "\n"
+	 "With --json nothing is streamed; at the end one JSON object is printed, followed by a newline: "
+	 "\"model\" (the path), \"text\" (exactly as generated; invalid UTF-8 as U+FFFD), \"finish_reason\" "
+	 "(\"stop\": an end-of-generation token or a --stop string; \"length\": -n tokens or a full context; "
+	 "\"cancel\": interrupted), \"prompt_tokens\", \"generated_tokens\" (counting the end-of-generation "
+	 "token that stopped the run, as llama.cpp does), \"seed\", \"n_ctx\", \"chat_template\" (the format's "
+	 "name, or null for plain text) and \"timings\": {\"load_ms\", \"prompt_ms\", \"prompt_tokens_per_s\", "
+	 "\"gen_ms\", \"gen_tokens_per_s\"} (load_ms: opening the file to a ready KV cache; prompt_ms: running "
+	 "the prompt through the model; gen_ms: sampling every generated token and running all but the last "
+	 "through the model; a rate is the tokens of its count per second of its time, null when the time is 0). With --logprobs N, "
+	 "\"logprobs\" is an array with one object per generated token (the stopping end-of-generation token "
+	 "excluded; the tokens that hold a stop string included): {\"id\", \"text\", \"logprob\", \"top\": [{\"id\", \"text\", \"logprob\"} x N]}; "
+	 "log-probabilities are the log-softmax of the model's raw logits, before any penalty, top-k, top-p or "
+	 "temperature, and the alternatives are sorted by decreasing log-probability.\n"
+	 "\n"
+	 "Standard error: on a terminal, a 'loading' line while the model loads; warnings; with -v the model, "
+	 "context, cache, threads, seed, chat format and prompt size before generating and a timing summary "
+	 "after it (load; prompt eval: tokens, ms, ms per token, tokens per second; eval: the same for the "
+	 "generated tokens). -q leaves only errors."},
+	{"DEFAULTS",
+	 "The sampling defaults are llama.cpp's: --temp 0.8, --top-k 40, --top-p 0.95, --min-p 0.05, "
+	 "--repeat-penalty 1.0 (off) over --repeat-last-n 64, no presence or frequency penalty, a random seed. "
+	 "The stages run in llama.cpp's order: penalties, top-k, top-p, min-p, temperature, draw. The same seed "
+	 "and options give the same text on every run and with any number of threads.\n"
+	 "\n"
+	 "Memory: before the KV cache is made, the model file plus the cache plus the working buffers are "
+	 "compared with the memory available (MemAvailable in /proc/meminfo); a model that does not fit is "
+	 "refused (status 1) with the numbers and a suggestion (a smaller -c, -ctk/-ctv q8_0). The context "
+	 "must hold the prompt (status 1 otherwise, with both sizes); a context larger than the trained one "
+	 "gets a warning."},
+	{"SIGNALS",
+	 "A closed standard output (tern-run ... | head -c 20) stops the generation quietly: no message, exit "
+	 "status 0. Ctrl-C (SIGINT) stops the generation at the next token: the text produced so far is kept "
+	 "and ends with the newline as usual (with --json the object is printed with finish_reason \"cancel\"), "
+	 "and the exit status is 130. A second Ctrl-C ends the program at once. Ctrl-C during the model's "
+	 "load stops the run once the model is loaded, before the prompt (the output is then empty)."},
+	{"EXIT STATUS",
+	 "0 success (also when standard output was closed by the reader); 1 runtime error (cannot open or map "
+	 "the model, not enough memory, the prompt does not fit the context, a prompt file that cannot be "
+	 "read or is larger than 16 MiB, a write error); 2 usage error (unknown option, bad value, no prompt, "
+	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
+	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, or the prompt "
+	 "is not text (a NUL byte); 130 interrupted by "
+	 "Ctrl-C.\n"
+	 "\n"
+	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
+	{"ENVIRONMENT",
+	 "TERN_MODEL: the model when -m is not given.\n"
+	 "\n"
+	 "TERN_MEM_AVAILABLE: bytes of memory the memory check assumes instead of MemAvailable; 0 turns the "
+	 "check off."},
+	{"EXAMPLES",
+	 "  tern-run -m SmolLM2-135M-Instruct.Q4_1.gguf \"What is the capital of France?\"\n"
+	 "  cat notes.txt | tern-run -m model.gguf \"Summarise:\"\n"
+	 "  export TERN_MODEL=model.gguf; tern-run -n 64 --temp 0 -p \"Write a haiku about the sea.\"\n"
+	 "  tern-run -m model.gguf --raw --temp 0 -n 32 \"The capital of France is\"\n"
+	 "  tern-run -m model.gguf --json --logprobs 3 -n 8 \"Hello\" | jq .text\n"
+	 "  tern-run -m model.gguf -sys \"Answer in one word.\" --stop \".\" \"Best colour?\"\n"
+	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0"},
+	{NULL, NULL},
+};
+
+static const struct cli_prog prog = {
+	.name = "run",
+	.summary = "generate text with a language model, for pipes and scripts",
+	.usage = "[OPTIONS] [PROMPT...]",
+	.description =
+		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3), gives it one "
+		"prompt and writes the generated text to standard output, streamed as it is produced. It is made for "
+		"scripts and pipes: it never asks anything, reads standard input when that is not a terminal, and "
+		"reports errors as one line and an exit status.\n"
+		"\n"
+		"The options are spelt as llama.cpp's llama-cli spells them (-m, -p, -f, -n, -c, -t, -b, -ub, -s, "
+		"--temp, --top-k, ...), with its defaults.",
+	.opts = opts,
+	.pos_name = "PROMPT",
+	.min_pos = 0,
+	.max_pos = -1,
+	.sections = sections,
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* A growing byte buffer. */
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static bool buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (n > SIZE_MAX / 2 - b->len)
+		return false;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return false;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+	return true;
+}
+
+/* Append everything f holds (at most MAX_PROMPT_BYTES in all). 0, or an
+ * errno value (EFBIG when too large). */
+static int read_all(FILE *f, struct buf *b)
+{
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+		if (b->len + n > MAX_PROMPT_BYTES)
+			return EFBIG;
+		if (!buf_add(b, chunk, n))
+			return ENOMEM;
+	}
+	return ferror(f) ? (errno ? errno : EIO) : 0;
+}
+
+/* Whether the 'loading' line is on stderr (a terminal), to be erased. */
+static bool loading_shown;
+
+static void loading_clear(void)
+{
+	if (loading_shown)
+		fputs("\r\033[K", stderr);
+	loading_shown = false;
+}
+
+static _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void die(int status, const char *fmt, ...)
+{
+	loading_clear();
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cli_error("%s", msg);
+	exit(status);
+}
+
+static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A -v line on stderr. */
+static void info(const char *fmt, ...)
+{
+	if (!common.verbose || common.quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", cli_progname());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+#define warning(...) (common.quiet ? (void)0 : cli_warn(__VA_ARGS__))
+
+/* ---- step 1: the options beyond what the parser checks ------------------- */
+
+static const char *model_path;
+
+static void check_options(void)
+{
+	model_path = o_model;
+	if (!model_path) {
+		const char *env = getenv("TERN_MODEL");
+		model_path = env && *env ? env : NULL;
+	}
+	if (!model_path)
+		cli_usage_error("no model: give -m FILE or set TERN_MODEL");
+	struct {
+		const char *name;
+		double v;
+	} f[] = {{"temp", o_temp}, {"top-p", o_top_p}, {"min-p", o_min_p}, {"repeat-penalty", o_repeat},
+		 {"presence-penalty", o_presence}, {"frequency-penalty", o_frequency}};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (!isfinite(f[i].v))
+			cli_usage_error("option '--%s': %g is not a finite number", f[i].name, f[i].v);
+	if (o_repeat <= 0)
+		cli_usage_error("option '--repeat-penalty': must be above 0 (1: off)");
+	if (o_stop.n > TERN_GEN_MAX_STOP)
+		cli_usage_error("at most %d --stop strings", TERN_GEN_MAX_STOP);
+	for (int i = 0; i < o_stop.n; i++) {
+		size_t n = strlen(o_stop.v[i]);
+		if (n == 0 || n > TERN_GEN_MAX_STOP_LEN)
+			cli_usage_error("option '--stop': a stop string has 1..%d bytes", TERN_GEN_MAX_STOP_LEN);
+	}
+	if (o_template && tern_chat_fmt_by_name(o_template) < 0)
+		cli_usage_error("unknown chat template '%.40s' (built-in: %s)", o_template, tern_chat_fmt_names());
+	/* llama.cpp: the micro-batch never exceeds the batch */
+	if (o_ubatch > o_batch)
+		o_ubatch = o_batch;
+}
+
+/* ---- step 2: the prompt text ------------------------------------------------ */
+
+/* The prompt: arguments, -p or -f, then standard input when it is not a
+ * terminal. Usage errors exit 2; a file that cannot be read exits 1. */
+static void read_prompt(const char **pos, int npos, struct buf *out)
+{
+	if ((o_prompt != NULL) + (o_file != NULL) + (npos > 0) > 1)
+		cli_usage_error("give the prompt once: as PROMPT arguments, with -p or with -f");
+	for (int i = 0; i < npos && npos > 1; i++)
+		if (strcmp(pos[i], "-") == 0)
+			cli_usage_error("'-' (the prompt from standard input) cannot be combined with other PROMPT words");
+	bool dash = (npos == 1 && strcmp(pos[0], "-") == 0) || (o_file && strcmp(o_file, "-") == 0);
+	if (dash)
+		o_file = NULL;
+	if (dash && o_no_stdin)
+		cli_usage_error("'-' reads the prompt from standard input, which --no-stdin turns off");
+	bool tty = cli_isatty(stdin);
+	if (dash && tty)
+		cli_usage_error("'-' reads the prompt from standard input, which is a terminal");
+
+	struct buf b = {0};
+	bool ok = true;
+	if (o_prompt) {
+		ok = strlen(o_prompt) <= MAX_PROMPT_BYTES && buf_add(&b, o_prompt, strlen(o_prompt));
+	} else if (o_file) {
+		FILE *f = fopen(o_file, "rb");
+		if (!f)
+			die(EXIT_RUNTIME, "%s: cannot open: %s", o_file, strerror(errno));
+		int err = read_all(f, &b);
+		fclose(f);
+		if (err)
+			free(b.p);
+		if (err == EFBIG)
+			die(EXIT_RUNTIME, "%s: larger than the %zu MiB a prompt may have", o_file, MAX_PROMPT_BYTES >> 20);
+		if (err)
+			die(EXIT_RUNTIME, "%s: cannot read: %s", o_file, strerror(err));
+	} else {
+		for (int i = 0; i < npos && !dash && ok; i++)
+			ok = (i == 0 || buf_add(&b, " ", 1)) && b.len + strlen(pos[i]) <= MAX_PROMPT_BYTES &&
+			     buf_add(&b, pos[i], strlen(pos[i]));
+	}
+	if (!ok) {
+		free(b.p);
+		die(EXIT_RUNTIME, "the prompt is larger than the %zu MiB a prompt may have", MAX_PROMPT_BYTES >> 20);
+	}
+
+	if (dash || (!tty && !o_no_stdin)) {
+		struct buf in = {0};
+		int err = read_all(stdin, &in);
+		/* a closed descriptor 0 is no input, not an error */
+		if (err == EBADF)
+			err = 0;
+		if (err) {
+			free(in.p);
+			free(b.p);
+		}
+		if (err == EFBIG)
+			die(EXIT_RUNTIME, "standard input: larger than the %zu MiB a prompt may have",
+			    MAX_PROMPT_BYTES >> 20);
+		if (err)
+			die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
+		if (in.len) {
+			ok = (!b.len || buf_add(&b, "\n\n", 2)) && b.len + in.len <= MAX_PROMPT_BYTES &&
+			     buf_add(&b, in.p, in.len);
+			free(in.p);
+			if (!ok) {
+				free(b.p);
+				die(EXIT_RUNTIME, "the prompt with standard input is larger than the %zu MiB a prompt "
+				    "may have", MAX_PROMPT_BYTES >> 20);
+			}
+		} else {
+			free(in.p);
+		}
+	}
+	if (!b.len) {
+		free(b.p);
+		cli_usage_error("no prompt: give it as PROMPT arguments, with -p or -f, or on standard input");
+	}
+	/* the prompt is text: a NUL byte would silently end it early */
+	const char *nul = memchr(b.p, 0, b.len);
+	if (nul) {
+		size_t at = (size_t)(nul - b.p);
+		free(b.p);
+		die(EXIT_DATAERR, "the prompt has a NUL byte at offset %zu: it must be text", at);
+	}
+	*out = b;
+}
+
+/* ---- step 3: loading -------------------------------------------------------- */
+
+struct session {
+	struct tern_model *m;
+	tok_vocab *v;
+	struct tern_backend *be;
+	struct tern_llm *llm;
+	struct tern_sampler *s;
+	struct tern_gen *g;
+	uint64_t seed;
+	double load_ms;
+};
+
+/* MemAvailable of /proc/meminfo in bytes (or TERN_MEM_AVAILABLE); 0 when
+ * unknown, which turns the check off. */
+static uint64_t mem_available(void)
+{
+	const char *env = getenv("TERN_MEM_AVAILABLE");
+	if (env && *env)
+		return strtoull(env, NULL, 10);
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+}
+
+/* The context the llm will get for -c (its rule: -1 is the trained
+ * context up to TERN_LLM_DEFAULT_CTX, 0 the trained context). */
+static int64_t context_of(const struct tern_model_config *c)
+{
+	int64_t train = c->n_ctx_train ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
+	if (o_ctx < 0)
+		return train < TERN_LLM_DEFAULT_CTX ? train : TERN_LLM_DEFAULT_CTX;
+	return o_ctx ? o_ctx : train;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+/* Refuse a model that cannot fit in memory, before any of the cache is
+ * made: the file (mapped: it must be resident to run at speed), the KV
+ * cache and an estimate of the activations and logits. */
+static void check_memory(const struct tern_model *m, int64_t n_ctx, uint32_t tk, uint32_t tv)
+{
+	const struct tern_model_config *c = &m->cfg;
+	double kv = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		const struct tern_model_layer_config *lc = &c->layer[il];
+		kv += (double)quant_row_size(tk, (uint64_t)c->head_dim * lc->n_head_kv, NULL) * (double)n_ctx;
+		kv += (double)quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL) * (double)n_ctx;
+	}
+	double act = 4.0 * (double)o_ubatch *
+		     (4.0 * c->n_embd + 2.0 * c->n_head * c->head_dim + 2.0 * c->n_head_kv * c->head_dim + 3.0 * c->n_ff) +
+		     8.0 * c->n_vocab;
+	double file = (double)tern_mf_file_size(m->mf);
+	uint64_t avail = mem_available();
+	if (!avail)
+		return;
+	double need = file + kv + act;
+	if (need <= (double)avail)
+		return;
+	die(EXIT_RUNTIME,
+	    "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
+	    " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
+	    model_path, need / 1048576.0, file / 1048576.0, kv / 1048576.0, n_ctx, act / 1048576.0, mib(avail));
+}
+
+/* The CPUs this process may run on. */
+static int default_threads(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set) > 256 ? 256 : CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+static uint64_t random_seed(void)
+{
+	uint32_t s = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+	if (!f || fread(&s, sizeof s, 1, f) != 1) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		s = (uint32_t)t.tv_nsec ^ (uint32_t)t.tv_sec ^ ((uint32_t)getpid() << 16);
+	}
+	if (f)
+		fclose(f);
+	return s;
+}
+
+static void load(struct session *ss)
+{
+	tern_err e = {0};
+	double t0 = now_ms();
+	if (cli_isatty(stderr) && !common.quiet) {
+		fprintf(stderr, "%s: loading %s...", cli_progname(), model_path);
+		loading_shown = true;
+	}
+	int rc = tern_model_open(&ss->m, model_path, &e);
+	if (rc) {
+		loading_clear();
+		exit(cli_fail(NULL, rc, &e));
+	}
+	const struct tern_model_config *c = &ss->m->cfg;
+	const gguf_file *gf = tern_mf_gguf(ss->m->mf);
+	rc = gf ? tok_vocab_load(&ss->v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file");
+	if (rc) {
+		loading_clear();
+		exit(cli_fail(model_path, rc, &e));
+	}
+
+	int64_t n_ctx = context_of(c);
+	uint32_t tk = (uint32_t)tern_llm_cache_type(o_ctk), tv = (uint32_t)tern_llm_cache_type(o_ctv);
+	check_memory(ss->m, n_ctx, tk, tv);
+
+	struct cpu_backend_opts bo = {.n_threads = o_threads ? (int)o_threads : default_threads(),
+				      .max_tokens = o_ubatch};
+	o_threads = bo.n_threads;
+	rc = cpu_backend_new(&ss->be, &bo, &e);
+	if (!rc) {
+		struct tern_llm_opts lo = tern_llm_opts_default();
+		lo.n_ctx = o_ctx < 0 ? -1 : (int32_t)o_ctx;
+		lo.n_ubatch = (int32_t)o_ubatch;
+		lo.type_k = tk;
+		lo.type_v = tv;
+		rc = tern_llm_new(&ss->llm, ss->m, ss->be, &lo, &e);
+	}
+	loading_clear();
+	if (rc)
+		exit(cli_fail(model_path, rc, &e));
+
+	ss->seed = o_seed < 0 ? random_seed() : (uint64_t)o_seed;
+	struct tern_sample_opts so = tern_sample_opts_default();
+	so.temp = (float)o_temp;
+	so.top_k = (int32_t)o_top_k;
+	so.top_p = (float)o_top_p;
+	so.min_p = (float)o_min_p;
+	so.repeat_penalty = (float)o_repeat;
+	so.repeat_last_n = (int32_t)o_last_n;
+	so.presence_penalty = (float)o_presence;
+	so.frequency_penalty = (float)o_frequency;
+	so.seed = ss->seed;
+	rc = tern_sampler_new(&ss->s, tern_llm_n_vocab(ss->llm), &so, &e);
+	if (rc) /* the options were checked: what is left is memory */
+		exit(cli_fail(NULL, rc, &e));
+	ss->load_ms = now_ms() - t0;
+
+	if (tok_vocab_warning(ss->v))
+		warning("%s: %s", model_path, tok_vocab_warning(ss->v));
+	int32_t ctx = tern_llm_n_ctx(ss->llm);
+	if (c->n_ctx_train && (uint32_t)ctx > c->n_ctx_train)
+		warning("a context of %d is larger than the %u the model was trained on: expect poor text past %u",
+		     ctx, c->n_ctx_train, c->n_ctx_train);
+	info("%s: %s, %u layers, %u-token vocabulary; loaded in %.1f ms", model_path, c->arch, c->n_layer,
+	     c->n_vocab, ss->load_ms);
+	info("context %d (trained %u), KV cache %s/%s %.1f MiB, batch %" PRId64 "/%" PRId64 ", %" PRId64
+	     " threads, seed %" PRIu64,
+	     ctx, c->n_ctx_train, o_ctk, o_ctv, mib(tern_llm_kv_bytes(ss->llm)), o_batch, o_ubatch, o_threads,
+	     ss->seed);
+}
+
+/* ---- step 4: the prompt as tokens ----------------------------------------- */
+
+/* The text the model sees: the prompt as one user turn in a chat format,
+ * or the plain prompt. *fmt_out is the format (TERN_CHAT_UNKNOWN: plain
+ * text). This is the one place that knows about chat templates. */
+static char *render_prompt(const struct session *ss, const struct buf *prompt, int *fmt_out)
+{
+	int fmt = TERN_CHAT_UNKNOWN;
+	struct tern_str tmpl = tern_chat_template_of(ss->m->mf, NULL);
+	if (o_raw) {
+		info("chat template: none (--raw): the prompt is plain text");
+	} else if (o_template) {
+		fmt = tern_chat_fmt_by_name(o_template);
+		info("chat template: %s (--chat-template)", o_template);
+	} else if (!tmpl.ptr) {
+		info("chat template: none (the file has none): the prompt is plain text");
+	} else if ((fmt = tern_chat_fmt_detect_n(tmpl.ptr, (size_t)tmpl.len)) == TERN_CHAT_UNKNOWN) {
+		warning("%s: the chat template is not one of the built-in formats: the prompt is plain text "
+		     "(--chat-template NAME picks one)", model_path);
+	} else {
+		info("chat template: %s (recognised in the file's template)", tern_chat_fmt_name(fmt));
+	}
+	*fmt_out = fmt;
+
+	struct buf b = {0};
+	if (fmt == TERN_CHAT_UNKNOWN) {
+		if (o_system) {
+			warning("no chat template: the system prompt is put before the prompt as plain text");
+			if (!buf_add(&b, o_system, strlen(o_system)) || !buf_add(&b, "\n\n", 2))
+				die(EXIT_RUNTIME, "out of memory");
+		}
+		if (!buf_add(&b, prompt->p, prompt->len))
+			die(EXIT_RUNTIME, "out of memory");
+		return b.p;
+	}
+	if (o_no_parse_special)
+		warning("--no-parse-special applies to plain-text prompts, not to a chat template");
+	struct tern_chat_msg msgs[2];
+	size_t n = 0;
+	if (o_system)
+		msgs[n++] = (struct tern_chat_msg){"system", o_system};
+	msgs[n++] = (struct tern_chat_msg){"user", prompt->p};
+	char *out = NULL;
+	tern_err e = {0};
+	int rc = tern_chat_fmt_apply_alloc(fmt, msgs, n, true, &out, NULL, &e);
+	if (rc)
+		exit(cli_fail(NULL, rc, &e));
+	return out;
+}
+
+/* Tokenize the prompt into at most n_ctx ids (*ids malloc'd). */
+static int32_t tokenize_prompt(const struct session *ss, const char *text, bool templated, int32_t **ids)
+{
+	tern_err e = {0};
+	int32_t n_ctx = tern_llm_n_ctx(ss->llm);
+	size_t cap = (size_t)n_ctx + 1, n = 0;
+	int32_t *p = malloc(cap * sizeof *p);
+	if (!p)
+		die(EXIT_RUNTIME, "out of memory for %d prompt tokens", n_ctx);
+	/* a chat format's markers are special-token text: always parsed */
+	bool parse = templated || !o_no_parse_special;
+	int rc = tok_tokenize(ss->v, text, strlen(text), true, parse, p, cap, &n, NULL, &e);
+	if (rc || n > (size_t)n_ctx || n == 0)
+		free(p);
+	if (rc)
+		exit(cli_fail(model_path, rc, &e));
+	int32_t bos = tok_special_id(ss->v, TOK_BOS);
+	if (n <= cap && n >= 2 && bos >= 0 && p[0] == bos && p[1] == bos && tok_add_bos(ss->v)) {
+		/* the text began with the BOS text and the tokenizer added one:
+		 * a chat format keeps one, as llama.cpp does; by hand it is the
+		 * user's choice, with llama.cpp's warning */
+		if (templated) {
+			memmove(p, p + 1, (n - 1) * sizeof *p);
+			n--;
+		} else {
+			warning("the prompt starts with BOS and the model adds one: it now starts with two");
+		}
+	}
+	if (n > (size_t)n_ctx)
+		die(EXIT_RUNTIME, "the prompt is %zu tokens, more than the context of %d: raise it with -c N%s", n,
+		    n_ctx, ss->m->cfg.n_ctx_train > (uint32_t)n_ctx ? " (the model was trained on more)" : "");
+	if (n == 0)
+		cli_usage_error("the prompt gives no tokens");
+	*ids = p;
+	return (int32_t)n;
+}
+
+/* ---- step 5: generation ------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1; /* SA_RESETHAND: a second Ctrl-C kills at once */
+}
+
+/* What the callbacks collect. */
+struct output {
+	struct buf text;       /* --json: the generated text */
+	size_t held_nl;        /* text mode: newlines not written yet (maybe the last) */
+	bool pipe_closed;      /* stdout's reader went away */
+	int write_errno;       /* another write error */
+	/* --logprobs: per token, the chosen one then N alternatives */
+	struct tern_gen_alt *lp;
+	size_t n_lp, cap_lp;
+	int n_top;
+	bool oom;
+};
+
+static int write_out(struct output *o, const char *s, size_t n)
+{
+	if (n && fwrite(s, 1, n, stdout) != n) {
+		if (errno == EPIPE)
+			o->pipe_closed = true;
+		else
+			o->write_errno = errno ? errno : EIO;
+		return 1;
+	}
+	return 0;
+}
+
+static int write_newlines(struct output *o, size_t n)
+{
+	static const char nl[64] = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"
+				   "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
+	for (size_t k; n; n -= k) {
+		k = n < sizeof nl ? n : sizeof nl;
+		if (write_out(o, nl, k))
+			return 1;
+	}
+	return 0;
+}
+
+/* Text as it becomes final. Text mode holds trailing newlines back, so
+ * that the output ends with exactly one; nonzero stops the generation. */
+static int on_text(void *ud, const char *s, size_t len)
+{
+	struct output *o = ud;
+	if (o_json) {
+		if (!buf_add(&o->text, s, len)) {
+			o->oom = true;
+			return 1;
+		}
+		return 0;
+	}
+	size_t k = 0;
+	while (k < len && s[len - 1 - k] == '\n')
+		k++;
+	if (k < len) {
+		if (write_newlines(o, o->held_nl) || write_out(o, s, len - k))
+			return 1;
+		o->held_nl = 0;
+	}
+	o->held_nl += k;
+	if (fflush(stdout)) {
+		if (errno == EPIPE)
+			o->pipe_closed = true;
+		else
+			o->write_errno = errno ? errno : EIO;
+		return 1;
+	}
+	return 0;
+}
+
+static void on_token(void *ud, const struct tern_gen_token *t)
+{
+	struct output *o = ud;
+	size_t need = 1 + (size_t)o->n_top;
+	if (o->oom)
+		return;
+	if (o->n_lp + need > o->cap_lp) {
+		size_t cap = o->cap_lp ? o->cap_lp * 2 : 64 * need;
+		while (cap < o->n_lp + need)
+			cap *= 2;
+		struct tern_gen_alt *p = realloc(o->lp, cap * sizeof *p);
+		if (!p) {
+			o->oom = true;
+			return;
+		}
+		o->lp = p;
+		o->cap_lp = cap;
+	}
+	o->lp[o->n_lp++] = (struct tern_gen_alt){t->id, t->logprob};
+	for (int i = 0; i < o->n_top; i++)
+		o->lp[o->n_lp++] = i < t->n_top ? t->top[i] : (struct tern_gen_alt){-1, -INFINITY};
+}
+
+/* -n 0: the prompt goes through the model, nothing is generated. */
+static int eval_only(struct session *ss, const int32_t *ids, int32_t n, struct tern_gen_stats *st, tern_err *e)
+{
+	*st = (struct tern_gen_stats){.finish = TERN_FINISH_LENGTH};
+	double t0 = now_ms();
+	for (int32_t i = 0; i < n; i += (int32_t)o_batch) {
+		if (interrupted) {
+			st->finish = TERN_FINISH_CANCEL;
+			break;
+		}
+		int32_t k = n - i < o_batch ? n - i : (int32_t)o_batch;
+		int rc = tern_llm_decode(ss->llm, ids + i, k, e);
+		if (rc)
+			return rc;
+		st->n_prompt = i + k;
+	}
+	st->prompt_ms = now_ms() - t0;
+	return 0;
+}
+
+/* Generate from the prompt's ids; the text goes to the callbacks. */
+static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struct output *out,
+		    struct tern_gen_stats *st, tern_err *e)
+{
+	struct tern_gen_opts go = {
+		.n_predict = (int32_t)o_n_predict,
+		.n_batch = (int32_t)o_batch,
+		.ignore_eos = o_ignore_eos,
+		.stop = o_stop.v,
+		.n_stop = o_stop.n,
+		/* the generator reports tokens only when alternatives are asked for */
+		.n_logprobs = o_logprobs < 0 ? 0 : o_logprobs ? (int32_t)o_logprobs : 1,
+		.print_special = o_special,
+		.cancel = &interrupted,
+	};
+	*st = (struct tern_gen_stats){0};
+	int rc = tern_gen_new(&ss->g, ss->llm, ss->v, ss->s, &go, e);
+	if (rc)
+		return rc;
+	if (o_n_predict == 0)
+		return eval_only(ss, ids, n_ids, st, e);
+	struct tern_gen_cb cb = {on_text, o_logprobs >= 0 ? on_token : NULL, out};
+	return tern_gen_run(ss->g, ids, n_ids, &cb, st, e);
+}
+
+/* ---- reporting -------------------------------------------------------------- */
+
+static double per_s(double n, double ms) { return ms > 0 ? n * 1e3 / ms : NAN; }
+
+/* A time or rate to 3 decimals (null when not finite). */
+static void json_fixed(double v)
+{
+	if (isfinite(v))
+		printf("%.3f", v);
+	else
+		fputs("null", stdout);
+}
+
+static void json_key(const char *k)
+{
+	cli_json_str(stdout, k, strlen(k));
+	fputs(": ", stdout);
+}
+
+static void json_token(const tok_vocab *v, int32_t id, float logprob)
+{
+	struct tok_piece p = tok_token_bytes(v, id);
+	fputs("{\"id\": ", stdout);
+	cli_json_num(stdout, id);
+	fputs(", \"text\": ", stdout);
+	cli_json_str(stdout, p.ptr ? p.ptr : "", p.ptr ? p.len : 0);
+	fputs(", \"logprob\": ", stdout);
+	cli_json_f32(stdout, logprob);
+}
+
+static void print_json(const struct session *ss, const struct output *o, const struct tern_gen_stats *st,
+		       int fmt)
+{
+	fputs("{", stdout);
+	json_key("model");
+	cli_json_str(stdout, model_path, strlen(model_path));
+	fputs(", ", stdout);
+	json_key("text");
+	cli_json_str(stdout, o->text.p ? o->text.p : "", o->text.len);
+	fputs(", ", stdout);
+	json_key("finish_reason");
+	const char *fin = tern_finish_name(st->finish);
+	cli_json_str(stdout, fin, strlen(fin));
+	fputs(", \"prompt_tokens\": ", stdout);
+	cli_json_num(stdout, st->n_prompt);
+	fputs(", \"generated_tokens\": ", stdout);
+	cli_json_num(stdout, st->n_gen);
+	printf(", \"seed\": %" PRIu64, ss->seed); /* exact: seeds go beyond 2^53 */
+	fputs(", \"n_ctx\": ", stdout);
+	cli_json_num(stdout, tern_llm_n_ctx(ss->llm));
+	fputs(", \"chat_template\": ", stdout);
+	if (fmt == TERN_CHAT_UNKNOWN)
+		fputs("null", stdout);
+	else
+		cli_json_str(stdout, tern_chat_fmt_name(fmt), strlen(tern_chat_fmt_name(fmt)));
+	fputs(",\n \"timings\": {\"load_ms\": ", stdout);
+	json_fixed(ss->load_ms);
+	fputs(", \"prompt_ms\": ", stdout);
+	json_fixed(st->prompt_ms);
+	fputs(", \"prompt_tokens_per_s\": ", stdout);
+	json_fixed(per_s(st->n_prompt, st->prompt_ms));
+	fputs(", \"gen_ms\": ", stdout);
+	json_fixed(st->gen_ms);
+	fputs(", \"gen_tokens_per_s\": ", stdout);
+	json_fixed(per_s(st->n_gen, st->gen_ms));
+	fputs("}", stdout);
+	if (o_logprobs >= 0) {
+		fputs(",\n \"logprobs\": [", stdout);
+		size_t step = 1 + (size_t)o->n_top;
+		for (size_t i = 0; i + step <= o->n_lp; i += step) {
+			fputs(i ? ",\n  " : "\n  ", stdout);
+			json_token(ss->v, o->lp[i].id, o->lp[i].logprob);
+			fputs(", \"top\": [", stdout);
+			for (int k = 0; k < (int)o_logprobs; k++) {
+				const struct tern_gen_alt *a = &o->lp[i + 1 + (size_t)k];
+				if (a->id < 0)
+					break;
+				fputs(k ? ", " : "", stdout);
+				json_token(ss->v, a->id, a->logprob);
+				fputs("}", stdout);
+			}
+			fputs("]}", stdout);
+		}
+		fputs(o->n_lp ? "\n ]" : "]", stdout);
+	}
+	fputs("}\n", stdout);
+}
+
+/* llama.cpp's timing summary, with -v. */
+static void print_timings(const struct session *ss, const struct tern_gen_stats *st)
+{
+	if (!common.verbose || common.quiet)
+		return;
+	const char *p = cli_progname();
+	fprintf(stderr, "%s: load        %10.2f ms\n", p, ss->load_ms);
+	fprintf(stderr, "%s: prompt eval %10.2f ms / %6d tokens (%8.2f ms per token, %8.2f tokens per second)\n", p,
+		st->prompt_ms, st->n_prompt, st->n_prompt ? st->prompt_ms / st->n_prompt : 0.0,
+		st->prompt_ms > 0 ? st->n_prompt * 1e3 / st->prompt_ms : 0.0);
+	fprintf(stderr, "%s: eval        %10.2f ms / %6d tokens (%8.2f ms per token, %8.2f tokens per second)\n", p,
+		st->gen_ms, st->n_gen, st->n_gen ? st->gen_ms / st->n_gen : 0.0,
+		st->gen_ms > 0 ? st->n_gen * 1e3 / st->gen_ms : 0.0);
+	fprintf(stderr, "%s: total       %10.2f ms / %6d tokens (finish: %s)\n", p,
+		ss->load_ms + st->prompt_ms + st->gen_ms, st->n_prompt + st->n_gen, tern_finish_name(st->finish));
+}
+
+/* The end of the run: the final newline or the JSON object, the -v
+ * summary; returns the exit status. */
+static int report(const struct session *ss, struct output *out, const struct tern_gen_stats *st, int fmt, int rc,
+		  const tern_err *e)
+{
+	int status = EXIT_OK;
+	if (rc) {
+		if (!o_json && !out->pipe_closed)
+			fputc('\n', stdout);
+		fflush(stdout);
+		status = cli_fail(model_path, rc, e);
+	} else if (out->oom) {
+		cli_error("out of memory for the generated text");
+		status = EXIT_RUNTIME;
+	} else if (!out->pipe_closed && !out->write_errno) {
+		if (o_json)
+			print_json(ss, out, st, fmt);
+		else
+			fputc('\n', stdout);
+		if (fflush(stdout) || ferror(stdout)) {
+			if (errno == EPIPE)
+				out->pipe_closed = true;
+			else
+				out->write_errno = errno ? errno : EIO;
+		}
+	}
+	if (out->write_errno) {
+		cli_error("standard output: %s", strerror(out->write_errno));
+		status = EXIT_RUNTIME;
+	}
+	if (!rc)
+		print_timings(ss, st);
+	if (status == EXIT_OK && interrupted)
+		status = EXIT_INTERRUPTED;
+	return status;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	const char **pos;
+	int npos;
+	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	check_options();
+
+	struct buf prompt;
+	read_prompt(pos, npos, &prompt);
+	free(pos);
+
+	/* A closed pipe is an EPIPE from write, not a signal. Ctrl-C from
+	 * here on (not while stdin is read) is noted: the run stops before
+	 * its next token, or before the prompt when it comes during the load.
+	 * The handler is installed even where the shell ignores SIGINT (a
+	 * background job): `kill -INT` is how scripts stop a run. */
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESETHAND | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+
+	struct session ss = {0};
+	load(&ss);
+
+	int fmt;
+	char *text = render_prompt(&ss, &prompt, &fmt);
+	int32_t *ids;
+	int32_t n_ids = tokenize_prompt(&ss, text, fmt != TERN_CHAT_UNKNOWN, &ids);
+	info("prompt: %d tokens", n_ids);
+
+	struct output out = {.n_top = o_logprobs > 0 ? (int)o_logprobs : 0};
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	int rc = generate(&ss, ids, n_ids, &out, &st, &e);
+	int status = report(&ss, &out, &st, fmt, rc, &e);
+
+	free(out.text.p);
+	free(out.lp);
+	free(ids);
+	free(text);
+	free(prompt.p);
+	tern_gen_free(ss.g);
+	tern_sampler_free(ss.s);
+	tern_llm_free(ss.llm);
+	tern_backend_free(ss.be);
+	tok_vocab_free(ss.v);
+	tern_model_free(ss.m);
+	return status;
+}

@@ -800,26 +800,6 @@ static void on_token(void *ud, const struct tern_gen_token *t)
 		o->lp[o->n_lp++] = i < t->n_top ? t->top[i] : (struct tern_gen_alt){-1, -INFINITY};
 }
 
-/* -n 0: the prompt goes through the model, nothing is generated. */
-static int eval_only(struct session *ss, const int32_t *ids, int32_t n, struct tern_gen_stats *st, tern_err *e)
-{
-	*st = (struct tern_gen_stats){.finish = TERN_FINISH_LENGTH};
-	double t0 = now_ms();
-	for (int32_t i = 0; i < n; i += (int32_t)o_batch) {
-		if (interrupted) {
-			st->finish = TERN_FINISH_CANCEL;
-			break;
-		}
-		int32_t k = n - i < o_batch ? n - i : (int32_t)o_batch;
-		int rc = tern_llm_decode(ss->llm, ids + i, k, e);
-		if (rc)
-			return rc;
-		st->n_prompt = i + k;
-	}
-	st->prompt_ms = now_ms() - t0;
-	return 0;
-}
-
 /* Generate from the prompt's ids; the text goes to the callbacks. */
 static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struct output *out,
 		    struct tern_gen_stats *st, tern_err *e)
@@ -839,8 +819,6 @@ static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struc
 	int rc = tern_gen_new(&ss->g, ss->llm, ss->v, ss->s, &go, e);
 	if (rc)
 		return rc;
-	if (o_n_predict == 0)
-		return eval_only(ss, ids, n_ids, st, e);
 	struct tern_gen_cb cb = {on_text, o_logprobs >= 0 ? on_token : NULL, out};
 	return tern_gen_run(ss->g, ids, n_ids, &cb, st, e);
 }

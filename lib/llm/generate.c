@@ -306,7 +306,7 @@ int tern_gen_run(struct tern_gen *g, const int32_t *prompt, int32_t n_prompt, co
 	double t1 = now_ms();
 	st->prompt_ms = t1 - t0;
 
-	enum tern_finish fin = TERN_FINISH_NONE;
+	enum tern_finish fin = g->o.n_predict == 0 ? TERN_FINISH_LENGTH : TERN_FINISH_NONE;
 	size_t n_piece = 0;
 	while (fin == TERN_FINISH_NONE) {
 		if (cancelled(g)) {

@@ -49,7 +49,7 @@ enum tern_finish {
 const char *tern_finish_name(enum tern_finish f); /* "stop", "length", "cancel" */
 
 struct tern_gen_opts {
-	int32_t n_predict;             /* tokens to generate at most; < 0: until a stop or a full context */
+	int32_t n_predict;             /* tokens to generate at most (0: only feed the prompt); < 0: until a stop or a full context */
 	int32_t n_batch;               /* prompt tokens per decode call; <= 0: 512 */
 	bool ignore_eos;               /* end-of-generation tokens are never sampled (their logits -inf, as llama.cpp) */
 	const char *const *stop;       /* n_stop stop strings (non-empty, <= TERN_GEN_MAX_STOP_LEN bytes) */

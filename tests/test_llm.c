@@ -917,6 +917,689 @@ static void test_kv_cache_types(void **state)
 	}
 }
 
+/* ---- the generation loop ------------------------------------------------------------ */
+
+/* A model, its vocabulary, an llm, a sampler and a generator. */
+struct gfix {
+	struct tern_model *m;
+	tok_vocab *v;
+	struct tern_backend *be;
+	struct tern_llm *l;
+	struct tern_sampler *s;
+	struct tern_gen *g;
+};
+
+/* What the callbacks saw. */
+struct gseen {
+	char text[8192];
+	size_t len;
+	int n_chunks;
+	bool bad_utf8;           /* a chunk that is not whole, valid UTF-8 */
+	int32_t ids[512];
+	char *pieces[512];       /* copies of t->piece (NUL-terminated) */
+	size_t at[513];          /* text length when token i was reported */
+	int n_tok;
+	int n_partial;           /* pieces that are not valid UTF-8 on their own */
+	int cancel_after;        /* > 0: set *cancel_flag after that many chunks */
+	int n_tok_at_cancel;     /* tokens reported when it was set */
+	int refuse_after;        /* > 0: return nonzero after that many chunks */
+	volatile sig_atomic_t *cancel_flag;
+	struct tern_llm *l;      /* for the logprob check */
+	int32_t n_logprobs;
+	int logprob_checks;
+	bool logprob_bad;
+};
+
+/* every byte of s[n] in well-formed UTF-8 sequences */
+static bool utf8_whole(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t bad = 0;
+		int k = tern_utf8_seq(s + i, n - i, &bad);
+		if (k <= 0)
+			return false;
+		i += (size_t)k;
+	}
+	return true;
+}
+
+static int on_text(void *ud, const char *s, size_t len)
+{
+	struct gseen *g = ud;
+	if (len == 0 || !utf8_whole((const unsigned char *)s, len))
+		g->bad_utf8 = true;
+	assert_true(g->len + len < sizeof g->text);
+	memcpy(g->text + g->len, s, len);
+	g->len += len;
+	g->text[g->len] = 0;
+	g->n_chunks++;
+	if (g->cancel_after && g->n_chunks == g->cancel_after) {
+		*g->cancel_flag = 1;
+		g->n_tok_at_cancel = g->n_tok;
+	}
+	return g->refuse_after && g->n_chunks >= g->refuse_after;
+}
+
+/* The reported log-probabilities against log-softmax of the logits the
+ * token was drawn from (still the llm's current row: the callback comes
+ * before the token is decoded), in double. */
+static void check_logprobs(struct gseen *g, const struct tern_gen_token *t)
+{
+	const float *lg = tern_llm_logits(g->l, -1);
+	int32_t nv = tern_llm_n_vocab(g->l);
+	bool bad = false;
+	bad |= fabs(t->logprob - logprob(lg, nv, t->id)) > 1e-5;
+	bad |= t->n_top != (g->n_logprobs < nv ? g->n_logprobs : nv);
+	for (int32_t i = 0; i < t->n_top; i++) {
+		bad |= fabs(t->top[i].logprob - logprob(lg, nv, t->top[i].id)) > 1e-5;
+		if (i)
+			bad |= t->top[i].logprob > t->top[i - 1].logprob ||
+			       (t->top[i].logprob == t->top[i - 1].logprob && t->top[i].id < t->top[i - 1].id);
+	}
+	/* the n best: nothing outside them is higher than the last */
+	double last = t->top[t->n_top - 1].logprob;
+	int32_t higher = 0;
+	for (int32_t id = 0; id < nv; id++)
+		higher += logprob(lg, nv, id) > last + 1e-6;
+	bad |= higher > t->n_top;
+	if (bad)
+		g->logprob_bad = true;
+	g->logprob_checks++;
+}
+
+static void on_token(void *ud, const struct tern_gen_token *t)
+{
+	struct gseen *g = ud;
+	assert_true(g->n_tok < 512);
+	g->ids[g->n_tok] = t->id;
+	g->at[g->n_tok] = g->len;
+	g->pieces[g->n_tok] = strndup(t->piece, t->piece_len);
+	if (!utf8_whole((const unsigned char *)t->piece, t->piece_len))
+		g->n_partial++;
+	g->n_tok++;
+	if (g->n_logprobs)
+		check_logprobs(g, t);
+}
+
+static void gseen_free(struct gseen *g)
+{
+	for (int i = 0; i < g->n_tok; i++)
+		free(g->pieces[i]);
+}
+
+static void gfix_open(struct gfix *f, struct tern_model *m, tok_vocab *v, int32_t n_ctx)
+{
+	*f = (struct gfix){.m = m, .v = v};
+	f->be = backend(false, 2, 64);
+	f->l = llm_new(m, f->be, n_ctx, 64, QT_F16, false);
+}
+
+/* a fresh sampler and generator (the llm rewound to 0) */
+static void gfix_gen(struct gfix *f, const struct tern_sample_opts *so, const struct tern_gen_opts *go)
+{
+	tern_err e = {0};
+	tern_gen_free(f->g);
+	tern_sampler_free(f->s);
+	f->g = NULL;
+	f->s = NULL;
+	tern_llm_rewind(f->l, 0);
+	if (tern_sampler_new(&f->s, tern_llm_n_vocab(f->l), so, &e))
+		fail_msg("sampler: %s", e.msg);
+	if (tern_gen_new(&f->g, f->l, f->v, f->s, go, &e))
+		fail_msg("tern_gen_new: %s", e.msg);
+}
+
+static void gfix_close(struct gfix *f)
+{
+	tern_gen_free(f->g);
+	tern_sampler_free(f->s);
+	tern_llm_free(f->l);
+	tern_backend_free(f->be);
+	tok_vocab_free(f->v);
+	tern_model_free(f->m);
+}
+
+static struct tern_sample_opts greedy_opts(void)
+{
+	struct tern_sample_opts o = tern_sample_opts_default();
+	o.temp = 0;
+	return o;
+}
+
+static int gen_run(struct gfix *f, const int32_t *prompt, int32_t n, struct gseen *seen, struct tern_gen_stats *st,
+		   tern_err *e)
+{
+	struct tern_gen_cb cb = {.text = on_text, .token = on_token, .ud = seen};
+	seen->l = f->l;
+	return tern_gen_run(f->g, prompt, n, &cb, st, e);
+}
+
+/* the synthetic qwen2 f32 model: the llama.cpp data says its top-1 after
+ * all 24 ids of its sequence is </s>, an end-of-generation token */
+static void synth_fix(struct gfix *f, struct ref_bin *r, int32_t n_ctx)
+{
+	ref_bin_load(r, REF_DIR "/synth/qwen2-f32.logits.bin");
+	struct tern_model *m = synth_open("qwen2", "f32");
+	assert_non_null(m);
+	tok_vocab *v = NULL;
+	tern_err e = {0};
+	if (tok_vocab_load(&v, tern_mf_gguf(m->mf), &e))
+		fail_msg("%s", e.msg);
+	gfix_open(f, m, v, n_ctx);
+}
+
+static void print_escaped(const char *what, const char *s, size_t n)
+{
+	printf("%s \"", what);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			putchar(c);
+		else
+			printf("\\x%02x", c);
+	}
+	printf("\"\n");
+}
+
+static bool printable_ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return n > 0;
+}
+
+/* Run `prompt` greedily without a stop string, pick a stop string made of
+ * the end of one generated piece and the start of the next (both printable
+ * ASCII, so that the text is the pieces' bytes), and run again with it:
+ * the text must be the first run's up to where the stop string starts,
+ * nothing of it printed, finish "stop" on the token that completes it. */
+static void stop_across_tokens(struct gfix *f, const int32_t *prompt, int32_t n_prompt, const char *what)
+{
+	struct tern_sample_opts so = greedy_opts();
+	struct tern_gen_opts go = {.n_predict = 24, .ignore_eos = true, .n_logprobs = 1};
+	gfix_gen(f, &so, &go);
+	struct gseen *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+	assert_true(a && b);
+	a->n_logprobs = 1;
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	assert_int_equal(gen_run(f, prompt, n_prompt, a, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+	assert_int_equal(a->n_tok, 24);
+	print_escaped(what, a->text, a->len);
+
+	/* Token i's text is text[at[i], at[i+1]) (no stop strings: each
+	 * token's text is emitted before the next token is reported, once its
+	 * UTF-8 is whole). The stop string: up to 2 bytes of each side of the
+	 * boundary between tokens k and k+1, printable ASCII, whose first
+	 * occurrence in the text is at that boundary. */
+	a->at[a->n_tok] = a->len;
+	char stop[8];
+	int k = -1;
+	size_t cut = 0;
+	for (int i = 0; i + 2 <= a->n_tok && k < 0; i++) {
+		size_t b0 = a->at[i], bd = a->at[i + 1], b2 = a->at[i + 2];
+		if (bd == b0 || b2 == bd)
+			continue;
+		size_t ti = bd - b0 < 2 ? bd - b0 : 2, tj = b2 - bd < 2 ? b2 - bd : 2;
+		if (!printable_ascii(a->text + bd - ti, ti + tj))
+			continue;
+		memcpy(stop, a->text + bd - ti, ti + tj);
+		stop[ti + tj] = 0;
+		const char *first = strstr(a->text, stop);
+		if (first && (size_t)(first - a->text) == bd - ti) {
+			k = i;
+			cut = bd - ti;
+		}
+	}
+	if (k < 0)
+		fail_msg("%s: no two adjacent printable pieces to build a stop string from", what);
+	printf("%s: stop string \"%s\" spans tokens %d and %d (\"%s\" | \"%s\")\n", what, stop, k, k + 1, a->pieces[k],
+	       a->pieces[k + 1]);
+
+	const char *stops[2] = {"a string that never comes", stop};
+	go.stop = stops;
+	go.n_stop = 2;
+	gfix_gen(f, &so, &go);
+	b->n_logprobs = 1;
+	assert_int_equal(gen_run(f, prompt, n_prompt, b, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_STOP);
+	assert_int_equal(st.n_gen, k + 2);
+	assert_int_equal(b->len, cut);
+	assert_memory_equal(b->text, a->text, cut);
+	assert_null(strstr(b->text, stop));
+	gseen_free(a);
+	gseen_free(b);
+	free(a);
+	free(b);
+}
+
+static void test_gen_stop_string(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 64);
+	stop_across_tokens(&f, r.tok, 12, "qwen2-f32 greedy");
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
+/* the real model's prompt ids of tests/data/llm_ref/{prefix}_{prompt}.json,
+ * plus its first n_gen greedy tokens */
+static int32_t real_prompt(const char *prefix, const char *prompt, int n_gen, int32_t *ids, int cap)
+{
+	struct ref_gen *g = calloc(1, sizeof *g);
+	assert_non_null(g);
+	char path[256];
+	snprintf(path, sizeof path, REF_DIR "/%s_%s.json", prefix, prompt);
+	ref_gen_load(g, path);
+	assert_true(g->n_ids + n_gen <= cap);
+	memcpy(ids, g->ids, sizeof(int32_t) * (size_t)g->n_ids);
+	for (int i = 0; i < n_gen; i++)
+		ids[g->n_ids + i] = g->st[i].id;
+	int32_t n = g->n_ids + n_gen;
+	free(g);
+	return n;
+}
+
+static bool real_fix(struct gfix *f, const char *file, int32_t n_ctx)
+{
+	struct tern_model *m = NULL;
+	tok_vocab *v = NULL;
+	if (!open_real(file, &m, &v))
+		return false;
+	gfix_open(f, m, v, n_ctx);
+	return true;
+}
+
+/* SmolLM2's greedy continuation of "The capital of France is" (llama.cpp:
+ * " Paris.\n\nThe United States ...", no near tie before step 14) */
+static void test_gen_stop_string_real(void **state)
+{
+	(void)state;
+	struct gfix f;
+	if (!real_fix(&f, "SmolLM2-135M-Instruct.Q4_1.gguf", 64))
+		skip();
+	int32_t ids[64];
+	int32_t n = real_prompt("smollm2", "short", 0, ids, 64);
+	stop_across_tokens(&f, ids, n, "smollm2 short greedy");
+	gfix_close(&f);
+}
+
+static void test_gen_length_cancel(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 64);
+	struct tern_sample_opts so = greedy_opts();
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	struct gseen *g = calloc(1, sizeof *g);
+	assert_non_null(g);
+
+	/* n_predict */
+	struct tern_gen_opts go = {.n_predict = 5, .ignore_eos = true, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+	assert_string_equal(tern_finish_name(st.finish), "length");
+	assert_int_equal(st.n_prompt, 12);
+	assert_int_equal(st.n_gen, 5);
+	assert_int_equal(g->n_tok, 5);
+	gseen_free(g);
+
+	/* cancel: the flag raised from the text callback after two chunks */
+	volatile sig_atomic_t cancel = 0;
+	memset(g, 0, sizeof *g);
+	g->cancel_after = 2;
+	g->cancel_flag = &cancel;
+	go = (struct tern_gen_opts){.n_predict = 40, .ignore_eos = true, .n_logprobs = 1, .cancel = &cancel};
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_CANCEL);
+	assert_string_equal(tern_finish_name(st.finish), "cancel");
+	assert_true(st.n_gen >= 2 && st.n_gen < 40);
+	/* no token after the cancel; what was held (an incomplete UTF-8
+	 * sequence, as U+FFFD) may still be flushed in one more chunk */
+	assert_int_equal(g->n_tok, g->n_tok_at_cancel);
+	assert_int_equal(st.n_gen, g->n_tok);
+	assert_true(g->n_chunks == 2 || g->n_chunks == 3);
+	gseen_free(g);
+
+	/* cancel: the callback refuses more text (a closed pipe) */
+	memset(g, 0, sizeof *g);
+	g->refuse_after = 1;
+	go.cancel = NULL;
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_CANCEL);
+	assert_int_equal(g->n_chunks, 1);
+	assert_true(st.n_gen < 40);
+	gseen_free(g);
+
+	/* cancelled before the prompt: nothing decoded */
+	cancel = 1;
+	memset(g, 0, sizeof *g);
+	go.cancel = &cancel;
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_CANCEL);
+	assert_int_equal(st.n_gen, 0);
+	assert_int_equal(tern_llm_n_past(f.l), 0);
+	assert_int_equal(g->len, 0);
+	gfix_close(&f);
+
+	/* a full context: 12 prompt tokens in a context of 20 */
+	synth_fix(&f, &r, 20);
+	memset(g, 0, sizeof *g);
+	go = (struct tern_gen_opts){.n_predict = -1, .ignore_eos = true, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+	assert_int_equal(tern_llm_n_past(f.l), 20);
+	/* every position used; the last token sampled from the logits of
+	 * position 19 is reported without being decoded (it needs no slot) */
+	assert_true(st.n_gen == 8 || st.n_gen == 9);
+	assert_int_equal(g->n_tok, st.n_gen);
+	gseen_free(g);
+	free(g);
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
+/* Sampled text (temperature 1.5) from the synthetic model, whose byte
+ * tokens make UTF-8 sequences that are split, incomplete or invalid: every
+ * chunk the callback gets is whole, valid UTF-8, and the test checks that
+ * such pieces did occur. */
+static void test_gen_utf8(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 128);
+	struct tern_sample_opts so = tern_sample_opts_default();
+	so.temp = 1.5f;
+	so.top_k = 0;
+	so.top_p = 1;
+	so.min_p = 0;
+	so.seed = 7;
+	struct tern_gen_opts go = {.n_predict = 96, .ignore_eos = true, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	struct gseen *g = calloc(1, sizeof *g);
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	assert_int_equal(gen_run(&f, r.tok, 8, g, &st, &e), 0);
+	printf("synthetic, sampled: %d tokens, %d of them not valid UTF-8 alone, %d chunks\n", g->n_tok, g->n_partial,
+	       g->n_chunks);
+	assert_false(g->bad_utf8);
+	assert_true(utf8_whole((const unsigned char *)g->text, g->len));
+	assert_true(g->n_partial > 0);
+	gseen_free(g);
+	free(g);
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
+/* The same on SmolLM2, sampled after a Chinese prompt: its byte-level BPE
+ * vocabulary has few CJK characters, so they come as several tokens. */
+static void test_gen_utf8_real(void **state)
+{
+	(void)state;
+	struct gfix f;
+	if (!real_fix(&f, "SmolLM2-135M-Instruct.Q4_1.gguf", 256))
+		skip();
+	static const char text[] = "\xe4\xb8\xad\xe6\x96\x87\xef\xbc\x9a\xe5\x8c\x97\xe4\xba\xac\xe7\x9a\x84"
+				   "\xe5\xa4\xa9\xe6\xb0\x94\xe5\xbe\x88\xe5\xa5\xbd\xef\xbc\x8c\xe6\x88\x91"
+				   "\xe4\xbb\xac"; /* 中文：北京的天气很好，我们 */
+	int32_t ids[256];
+	size_t n = 0;
+	tern_err e = {0};
+	assert_int_equal(tok_tokenize(f.v, text, sizeof text - 1, true, true, ids, 256, &n, NULL, &e), 0);
+	struct tern_sample_opts so = tern_sample_opts_default();
+	so.temp = 1.2f;
+	so.top_k = 0;
+	so.top_p = 1;
+	so.min_p = 0;
+	so.seed = 11;
+	struct tern_gen_opts go = {.n_predict = SANITIZED ? 24 : 64, .ignore_eos = true, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	struct gseen *g = calloc(1, sizeof *g);
+	struct tern_gen_stats st;
+	assert_int_equal(gen_run(&f, ids, (int32_t)n, g, &st, &e), 0);
+	print_escaped("smollm2 Chinese, sampled:", g->text, g->len);
+	printf("%d tokens, %d of them not valid UTF-8 alone, %d chunks\n", g->n_tok, g->n_partial, g->n_chunks);
+	assert_false(g->bad_utf8);
+	assert_true(g->n_partial > 0);
+	gseen_free(g);
+	free(g);
+	gfix_close(&f);
+}
+
+/* ignore_eos: with it an end-of-generation token is never drawn (its logit
+ * is -inf), without it the loop stops on it (finish "stop", nothing
+ * printed). After the synthetic qwen2's 24 ids llama.cpp's top-1 is </s>. */
+static void test_gen_ignore_eos(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 256);
+	const int32_t nv = (int32_t)r.n_vocab;
+	const float *last = r.logits + (size_t)23 * nv;
+	int32_t eos = argmax(last, nv);
+	assert_true(tok_is_eog(f.v, eos));
+	assert_true(top2_gap(last, nv) > TOP1_MARGIN_F32);
+	struct tern_sample_opts so = greedy_opts();
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	struct gseen *g = calloc(1, sizeof *g);
+
+	struct tern_gen_opts go = {.n_predict = 8, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 24, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_STOP);
+	assert_string_equal(tern_finish_name(st.finish), "stop");
+	assert_int_equal(st.n_gen, 1); /* the EOG counts, as llama.cpp counts it */
+	assert_int_equal(g->n_tok, 0); /* but is not reported */
+	assert_int_equal(g->len, 0);
+	gseen_free(g);
+
+	/* greedy with ignore_eos: the runner-up, then no EOG */
+	memset(g, 0, sizeof *g);
+	go.ignore_eos = true;
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, r.tok, 24, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+	assert_int_equal(g->n_tok, 8);
+	float second[320];
+	assert_true(nv <= 320);
+	memcpy(second, last, sizeof(float) * (size_t)nv);
+	second[eos] = -INFINITY;
+	assert_int_equal(g->ids[0], argmax(second, nv));
+	for (int i = 0; i < g->n_tok; i++)
+		assert_false(tok_is_eog(f.v, g->ids[i]));
+	gseen_free(g);
+
+	/* sampled at a high temperature, where </s> (probability ~1/320 per
+	 * step or more) would come up in 200 steps: never with ignore_eos */
+	so = tern_sample_opts_default();
+	so.temp = 3.0f;
+	so.top_k = 0;
+	so.top_p = 1;
+	so.min_p = 0;
+	so.seed = 5;
+	int n_eog_free = 0;
+	for (int ign = 0; ign < 2; ign++) {
+		memset(g, 0, sizeof *g);
+		go = (struct tern_gen_opts){.n_predict = 200, .ignore_eos = ign, .n_logprobs = 1};
+		gfix_gen(&f, &so, &go);
+		assert_int_equal(gen_run(&f, r.tok, 8, g, &st, &e), 0);
+		for (int i = 0; i < g->n_tok; i++)
+			assert_false(tok_is_eog(f.v, g->ids[i]));
+		if (ign) {
+			assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+			assert_int_equal(g->n_tok, 200);
+		} else {
+			/* the same seed without ignore_eos does stop on one:
+			 * the 200 steps above would have met it */
+			assert_int_equal(st.finish, TERN_FINISH_STOP);
+			n_eog_free = g->n_tok;
+		}
+		gseen_free(g);
+	}
+	printf("temperature 3: without ignore_eos an EOG after %d tokens; with it 200 tokens, none\n", n_eog_free);
+	free(g);
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
+/* Gemma 3 after the code prompt: llama.cpp's greedy step 32 is <eos>
+ * (gap 6.0) */
+static void test_gen_ignore_eos_real(void **state)
+{
+	(void)state;
+	if (SANITIZED)
+		skip(); /* the synthetic model covers the sanitizers */
+	struct gfix f;
+	if (!real_fix(&f, "gemma-3-270m-q4_k_m.gguf", 200))
+		skip();
+	int32_t ids[200];
+	int32_t n = real_prompt("gemma3", "code", 32, ids, 200);
+	struct tern_sample_opts so = greedy_opts();
+	struct tern_gen_stats st;
+	tern_err e = {0};
+	struct gseen *g = calloc(1, sizeof *g);
+	struct tern_gen_opts go = {.n_predict = 4, .n_logprobs = 1};
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, ids, n, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_STOP);
+	assert_int_equal(st.n_gen, 1);
+	assert_int_equal(g->len, 0);
+	gseen_free(g);
+	memset(g, 0, sizeof *g);
+	go.ignore_eos = true;
+	gfix_gen(&f, &so, &go);
+	assert_int_equal(gen_run(&f, ids, n, g, &st, &e), 0);
+	assert_int_equal(st.finish, TERN_FINISH_LENGTH);
+	assert_int_equal(g->n_tok, 4);
+	for (int i = 0; i < g->n_tok; i++)
+		assert_false(tok_is_eog(f.v, g->ids[i]));
+	gseen_free(g);
+	free(g);
+	gfix_close(&f);
+}
+
+/* --logprobs: for each token, its log-probability and the top N, checked
+ * against log-softmax of the logits it was drawn from (check_logprobs):
+ * values to 1e-5, sorted, ties to the lower id, really the N best. */
+static void test_gen_logprobs(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 64);
+	struct tern_sample_opts so = tern_sample_opts_default();
+	so.seed = 3;
+	static const int32_t ns[] = {1, 10, TERN_GEN_MAX_LOGPROBS};
+	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+		struct gseen *g = calloc(1, sizeof *g);
+		struct tern_gen_opts go = {.n_predict = 16, .ignore_eos = true, .n_logprobs = ns[i]};
+		gfix_gen(&f, &so, &go);
+		g->n_logprobs = ns[i];
+		struct tern_gen_stats st;
+		tern_err e = {0};
+		assert_int_equal(gen_run(&f, r.tok, 12, g, &st, &e), 0);
+		assert_int_equal(g->logprob_checks, 16);
+		assert_false(g->logprob_bad);
+		gseen_free(g);
+		free(g);
+	}
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
+static void test_llm_errors(void **state)
+{
+	(void)state;
+	struct gfix f;
+	struct ref_bin r;
+	synth_fix(&f, &r, 16);
+	tern_err e = {0};
+	const int32_t nv = tern_llm_n_vocab(f.l);
+
+	/* a prompt longer than the context: nothing decoded */
+	struct tern_sample_opts so = greedy_opts();
+	struct tern_gen_opts go = {.n_predict = 4};
+	gfix_gen(&f, &so, &go);
+	struct gseen *g = calloc(1, sizeof *g);
+	struct tern_gen_stats st;
+	assert_int_equal(gen_run(&f, r.tok, 24, g, &st, &e), TERN_ERANGE);
+	assert_non_null(strstr(e.msg, "prompt of 24 tokens does not fit the context of 16"));
+	assert_int_equal(st.finish, TERN_FINISH_NONE);
+	assert_int_equal(tern_llm_n_past(f.l), 0);
+	free(g);
+
+	/* token ids outside the vocabulary */
+	int32_t bad[3] = {1, nv, 5};
+	e = (tern_err){0};
+	assert_int_equal(tern_llm_decode(f.l, bad, 3, &e), TERN_EINVAL);
+	assert_non_null(strstr(e.msg, "outside the vocabulary"));
+	bad[1] = -1;
+	assert_int_equal(tern_llm_decode(f.l, bad, 3, &e), TERN_EINVAL);
+	assert_int_equal(tern_llm_n_past(f.l), 0);
+	assert_int_equal(tern_llm_decode(f.l, bad, 0, &e), TERN_EINVAL);
+
+	/* decoding past the context */
+	decode(f.l, r.tok, 16);
+	assert_int_equal(tern_llm_decode(f.l, r.tok, 1, &e), TERN_ERANGE);
+	assert_int_equal(tern_llm_n_past(f.l), 16);
+	tern_llm_rewind(f.l, 4);
+	assert_int_equal(tern_llm_n_past(f.l), 4);
+	decode(f.l, r.tok + 4, 1);
+
+	/* cache types */
+	assert_int_equal(tern_llm_cache_type("f32"), QT_F32);
+	assert_int_equal(tern_llm_cache_type("f16"), QT_F16);
+	assert_int_equal(tern_llm_cache_type("q8_0"), QT_Q8_0);
+	assert_int_equal(tern_llm_cache_type("q4_0"), -1);
+	assert_int_equal(tern_llm_cache_type(NULL), -1);
+	struct tern_llm_opts o = tern_llm_opts_default();
+	o.n_ctx = 16;
+	o.type_k = QT_Q4_0;
+	struct tern_llm *l = (struct tern_llm *)&e;
+	assert_int_equal(tern_llm_new(&l, f.m, f.be, &o, &e), TERN_EINVAL);
+	assert_null(l);
+	assert_non_null(strstr(e.msg, "KV cache type"));
+	o.type_k = QT_F16;
+	o.type_v = 9999;
+	assert_int_equal(tern_llm_new(&l, f.m, f.be, &o, &e), TERN_EINVAL);
+	assert_null(l);
+	o.type_v = QT_F16;
+	o.n_ubatch = 65; /* the backend takes 64 */
+	assert_int_equal(tern_llm_new(&l, f.m, f.be, &o, &e), TERN_EINVAL);
+	assert_null(l);
+
+	/* generator options */
+	struct tern_gen *gen = NULL;
+	const char *stops[TERN_GEN_MAX_STOP + 1];
+	for (int i = 0; i <= TERN_GEN_MAX_STOP; i++)
+		stops[i] = "x";
+	go = (struct tern_gen_opts){.stop = stops, .n_stop = TERN_GEN_MAX_STOP + 1};
+	assert_int_equal(tern_gen_new(&gen, f.l, f.v, f.s, &go, &e), TERN_EINVAL);
+	assert_null(gen);
+	stops[0] = "";
+	go.n_stop = 1;
+	assert_int_equal(tern_gen_new(&gen, f.l, f.v, f.s, &go, &e), TERN_EINVAL);
+	go = (struct tern_gen_opts){.n_logprobs = TERN_GEN_MAX_LOGPROBS + 1};
+	assert_int_equal(tern_gen_new(&gen, f.l, f.v, f.s, &go, &e), TERN_EINVAL);
+	assert_null(gen);
+	gfix_close(&f);
+	ref_bin_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -926,6 +1609,15 @@ int main(void)
 		cmocka_unit_test(test_threads_synth),
 		cmocka_unit_test(test_threads_real),
 		cmocka_unit_test(test_kv_cache_types),
+		cmocka_unit_test(test_gen_stop_string),
+		cmocka_unit_test(test_gen_stop_string_real),
+		cmocka_unit_test(test_gen_length_cancel),
+		cmocka_unit_test(test_gen_utf8),
+		cmocka_unit_test(test_gen_utf8_real),
+		cmocka_unit_test(test_gen_ignore_eos),
+		cmocka_unit_test(test_gen_ignore_eos_real),
+		cmocka_unit_test(test_gen_logprobs),
+		cmocka_unit_test(test_llm_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -724,11 +724,17 @@ static void real_model(const char *file, const char *prefix)
 			snprintf(what, sizeof what, "p95, %d st. to tie", r.near_tie);
 			check_limit(name, what, r.p95_tie, lim->p95_tie, LP_P95, &ok);
 		}
-		char what[64];
-		snprintf(what, sizeof what, "MAD, all %d steps", r.n_steps);
-		check_limit(name, what, r.mad_all, lim->mad_all, LP_MAD, &ok);
-		snprintf(what, sizeof what, "p95, all %d steps", r.n_steps);
-		check_limit(name, what, r.p95_all, lim->p95_all, LP_P95, &ok);
+		if (r.n_steps == REF_STEPS) {
+			char what[64];
+			snprintf(what, sizeof what, "MAD, all %d steps", r.n_steps);
+			check_limit(name, what, r.mad_all, lim->mad_all, LP_MAD, &ok);
+			snprintf(what, sizeof what, "p95, all %d steps", r.n_steps);
+			check_limit(name, what, r.p95_all, lim->p95_all, LP_P95, &ok);
+		} else {
+			/* the limits above are for all 64 steps */
+			printf("    %-22s first %d steps (not asserted): MAD %.4f p95 %.4f\n", name, r.n_steps,
+			       r.mad_all, r.p95_all);
+		}
 		if (r.nmse_rows >= 0 && !(r.nmse_rows < ROWS_NMSE)) {
 			printf("    %s: full rows NMSE %.2e >= %.0e: FAIL\n", name, r.nmse_rows, ROWS_NMSE);
 			ok = false;
@@ -987,11 +993,12 @@ static void check_logprobs(struct gseen *g, const struct tern_gen_token *t)
 {
 	const float *lg = tern_llm_logits(g->l, -1);
 	int32_t nv = tern_llm_n_vocab(g->l);
+	double lse = lg[t->id] - logprob(lg, nv, t->id); /* log-sum-exp, once */
 	bool bad = false;
-	bad |= fabs(t->logprob - logprob(lg, nv, t->id)) > 1e-5;
+	bad |= fabs(t->logprob - (lg[t->id] - lse)) > 1e-5;
 	bad |= t->n_top != (g->n_logprobs < nv ? g->n_logprobs : nv);
 	for (int32_t i = 0; i < t->n_top; i++) {
-		bad |= fabs(t->top[i].logprob - logprob(lg, nv, t->top[i].id)) > 1e-5;
+		bad |= fabs(t->top[i].logprob - (lg[t->top[i].id] - lse)) > 1e-5;
 		if (i)
 			bad |= t->top[i].logprob > t->top[i - 1].logprob ||
 			       (t->top[i].logprob == t->top[i - 1].logprob && t->top[i].id < t->top[i - 1].id);
@@ -1000,7 +1007,7 @@ static void check_logprobs(struct gseen *g, const struct tern_gen_token *t)
 	double last = t->top[t->n_top - 1].logprob;
 	int32_t higher = 0;
 	for (int32_t id = 0; id < nv; id++)
-		higher += logprob(lg, nv, id) > last + 1e-6;
+		higher += lg[id] - lse > last + 1e-6;
 	bad |= higher > t->n_top;
 	if (bad)
 		g->logprob_bad = true;
@@ -1291,6 +1298,7 @@ static void test_gen_length_cancel(void **state)
 	assert_int_equal(tern_llm_n_past(f.l), 0);
 	assert_int_equal(g->len, 0);
 	gfix_close(&f);
+	ref_bin_free(&r);
 
 	/* a full context: 12 prompt tokens in a context of 20 */
 	synth_fix(&f, &r, 20);

@@ -633,7 +633,16 @@ static const char *const real_prompts[] = {"short", "long", "multilingual", "cod
  *      gemma3 code            0.034 / 0.093 ( 8 st.)    0.038 / 0.102  guard MAD 0.05 (both)
  *
  *    llama.cpp against itself (batched vs token-by-token prompt, README):
- *    SmolLM2 0.014 / 0.079, Gemma 3 0.005 / 0.032. These numbers are
+ *    SmolLM2 0.014 / 0.079, Gemma 3 0.005 / 0.032. But llama.cpp with
+ *    flash attention off (the data has it on: "auto") against itself with
+ *    it on, same build, measured while writing this test (chosen tokens
+ *    up to the first differing one): SmolLM2 short 0.021 / 0.088, long
+ *    0.018, code 0.016 / 0.098; Gemma 3 short 0.027 / 0.094, long 0.031,
+ *    multilingual 0.085, code 0.061 / 0.31 -- the size of our differences.
+ *    Against that flash-attention-off data we measure 0.020 - 0.040 (all
+ *    64 steps; gemma3 long 0.035 / 0.12 instead of 0.072 / 0.235), and one
+ *    greedy token differs where its gap is 0.49 (gemma3 code, step 19).
+ *    These numbers are
  *    sensitive: a change of summation order or cache type moves a
  *    prompt's MAD by up to ~0.02 (an f32 KV cache: gemma3 long 0.064 /
  *    0.148 over all steps, code 0.034 / 0.129), so the values close to

@@ -162,10 +162,14 @@ $(BINDIR)/%: $(OUT)/cmd/%.o $(CLI_OBJ) $(LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 # ---- tests -----------------------------------------------------------------
+# Per-test link flags: TEST_LDFLAGS_<name> (test_llm_alloc interposes the
+# allocator with --wrap to count calls in the decode loop).
+TEST_LDFLAGS_test_llm_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
+
 $(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(LDFLAGS) $(TEST_LDFLAGS_$*) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka
 
 test: all $(TEST_BINS)
 	@test -n "$(HAVE_CMOCKA)" || { echo "cmocka not found: run 'make deps' first" >&2; exit 1; }

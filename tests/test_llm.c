@@ -623,14 +623,28 @@ static const char *const real_prompts[] = {"short", "long", "multilingual", "cod
  *    in the output ("NOT the issue's limit"):
  *
  *      prompt                 up to the near tie        all 64 steps
- *      smollm2 short          0.027 / 0.073 (14 st.)    0.021 / 0.073
- *      smollm2 long           0.006 / 0.010 ( 2 st.)    0.022 / 0.085
- *      smollm2 multilingual   - (tie at step 0)         0.051 / 0.142  guard MAD 0.08
- *      smollm2 code           0.011 / 0.059 ( 6 st.)    0.023 / 0.093
- *      gemma3 short           0.028 / 0.076 ( 4 st.)    0.022 / 0.100
- *      gemma3 long            0.014 / 0.037 ( 3 st.)    0.072 / 0.235  guard 0.10 / 0.30
- *      gemma3 multilingual    0.059 / 0.101 ( 2 st.)    0.025 / 0.115  guard MAD 0.08 (near tie)
- *      gemma3 code            0.034 / 0.093 ( 8 st.)    0.038 / 0.102  guard MAD 0.05 (both)
+ *      smollm2 short          0.033 / 0.100 (14 st.)    0.020 / 0.063  guard MAD 0.05 (near tie)
+ *      smollm2 long           0.005 / 0.008 ( 2 st.)    0.029 / 0.087
+ *      smollm2 multilingual   - (tie at step 0)         0.035 / 0.098  guard MAD 0.08
+ *      smollm2 code           0.009 / 0.053 ( 6 st.)    0.022 / 0.092
+ *      gemma3 short           0.026 / 0.050 ( 4 st.)    0.020 / 0.078
+ *      gemma3 long            0.034 / 0.047 ( 3 st.)    0.068 / 0.163  guard MAD 0.06 (near tie), 0.10 / 0.30
+ *      gemma3 multilingual    0.057 / 0.079 ( 2 st.)    0.018 / 0.079  guard MAD 0.08 (near tie)
+ *      gemma3 code            0.020 / 0.069 ( 8 st.)    0.041 / 0.129  guard MAD 0.05 (both)
+ *
+ *    (after the SIMD rewrite of the CPU ops; the first version of this
+ *    table, with the scalar ops, had smollm2 short 0.027 / 0.073 and
+ *    gemma3 long 0.014 / 0.037 up to the near tie: the same code paths in
+ *    another summation order moved them across 0.03, which is why those
+ *    two carry guards now.) Where the difference comes from, measured by
+ *    dumping both graphs' tensors layer by layer (SmolLM2, short prompt,
+ *    last position): layer 0's norm, Q, K and V agree to 1e-15 (NMSE), its
+ *    attention output to 5e-8 (f32 rounding: exp, summation order); every
+ *    product that quantizes its input to Q8 then multiplies such a
+ *    difference by 10-40 (an element whose rounding flips moves by a whole
+ *    quantization step), so it reaches 1e-3 by layer 12 and stays there.
+ *    No op is wrong; the spread is that of two correct f32 programs
+ *    feeding Q8 quantizers.
  *
  *    llama.cpp against itself (batched vs token-by-token prompt, README):
  *    SmolLM2 0.014 / 0.079, Gemma 3 0.005 / 0.032. But llama.cpp with
@@ -668,12 +682,12 @@ struct real_limits {
 
 #define ISSUE LP_MAD, LP_P95
 static const struct real_limits real_limits[] = {
-	{"smollm2_short", ISSUE, ISSUE},
+	{"smollm2_short", 0.05, LP_P95, ISSUE},
 	{"smollm2_long", ISSUE, ISSUE},
 	{"smollm2_multilingual", ISSUE, 0.08, LP_P95},
 	{"smollm2_code", ISSUE, ISSUE},
 	{"gemma3_short", ISSUE, ISSUE},
-	{"gemma3_long", ISSUE, 0.10, 0.30},
+	{"gemma3_long", 0.06, LP_P95, 0.10, 0.30},
 	{"gemma3_multilingual", 0.08, LP_P95, ISSUE},
 	{"gemma3_code", 0.05, LP_P95, 0.05, LP_P95},
 };
@@ -769,19 +783,6 @@ static void test_real_gemma3(void **state)
 
 /* ---- thread count ------------------------------------------------------------------ */
 
-/* KNOWN DEFECT, lib/cpu/cpu_backend.c (cpu_attention), found by this test:
- * attention takes the KV-group path (cache rows decoded to f32, dot8)
- * when groups = tokens x KV heads >= the thread count, else the per-head
- * path (f16 rows through quant_dot(QT_F16), another summation order). A
- * decode step of a model with 2 KV heads therefore sums differently on 3
- * threads than on 1 or 2 with an f16 cache (f32 and q8_0 caches are not
- * affected: the per-head path decodes those rows and uses dot8 too): the
- * synthetic models' decode logits differ in the last bits (NMSE ~1e-13).
- * lib/cpu is being rewritten elsewhere; until the choice (or the dot)
- * stops depending on the thread count, that one combination is reported,
- * not asserted. Set to 0 when fixed. */
-#define KNOWN_F16_ATTN_THREADS_DEFECT 1
-
 /* The prompt in chunks of n_ubatch (the GEMM path), then n_dec single
  * tokens (mat-vec), on 1, 2 and 3 threads: every logit row bit-identical
  * (llm.h: "the result does not depend on the thread count"). 3 threads on
@@ -805,25 +806,17 @@ static void same_on_threads(const struct tern_model *m, const int32_t *ids, int3
 		tern_llm_free(l);
 		tern_backend_free(be);
 	}
-	bool known = false;
 	for (int t = 1; t < 3; t++)
 		for (int32_t r = 0; r <= n_dec; r++) {
 			if (!memcmp(rows[0] + (size_t)r * nv, rows[t] + (size_t)r * nv, sizeof(float) * (size_t)nv))
 				continue;
 			double d = nmse(rows[t] + (size_t)r * nv, rows[0] + (size_t)r * nv, (size_t)nv);
-			if (KNOWN_F16_ATTN_THREADS_DEFECT && cache == QT_F16 && t == 2 && r > 0) {
-				if (!known)
-					printf("%s: KNOWN DEFECT (f16 cache, 3 threads): decode row %d differs from 1 "
-					       "thread (NMSE %.1e), not asserted\n", what, r, d);
-				known = true;
-				continue;
-			}
 			fail_msg("%s (%s cache): %s row %d differs between 1 and %d threads (NMSE %.2e)", what,
 				 quant_type_name(cache), r ? "decode" : "prefill", r, t + 1, d);
 		}
 	printf("%s (%s cache): prefill of %d tokens (micro-batches of %d) and %d decode steps bit-identical on "
 	       "1, 2%s threads\n",
-	       what, quant_type_name(cache), n_prompt, ubatch, n_dec, known ? "" : ", 3");
+	       what, quant_type_name(cache), n_prompt, ubatch, n_dec, ", 3");
 	for (int t = 0; t < 3; t++)
 		free(rows[t]);
 }

@@ -653,13 +653,20 @@ static inline __attribute__((always_inline)) __m512i getw(const int lay, const i
 	return lut ? _mm512_shuffle_epi8(lutv, x) : x;
 }
 
-/* s[t] += levels x activations over groups e0..e0+3 of the current block */
+/* s[e & 1][t] += levels x activations over groups e0..e0+3 of the current
+ * block: two sets of accumulators, so that 16 independent chains hide the
+ * latency of vpdpbusd (4 cycles at 2 per cycle on Zen 5) */
 #define DOT4(e0)                                                                                             \
 	UNROLL for (int e = e0; e < e0 + 4; e++)                                                             \
 	{                                                                                                    \
 		__m512i w = getw(lay, lut != 0, vals, e, k & 1, lutv);                                        \
-		UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t])); \
+		UNROLL for (int t = 0; t < GT; t++) s[e & 1][t] =                                             \
+			_mm512_dpbusd_epi32(s[e & 1][t], w, _mm512_set1_epi32(aq[GT * e + t]));                \
 	}
+
+/* the two sets summed into s[0] (exact: integers), s[1] cleared */
+#define MERGE() UNROLL for (int t = 0; t < GT; t++) { s[0][t] = _mm512_add_epi32(s[0][t], s[1][t]); s[1][t] = _mm512_setzero_si512(); }
+#define CLEAR() UNROLL for (int t = 0; t < GT; t++) s[0][t] = s[1][t] = _mm512_setzero_si512();
 
 /* bytes of levels per 32-element block (U4B: 512 per pair, after the second) */
 #define VALS_STEP(k) (lay == U8 || lay == S8 ? 512 : lay == U4A ? 256 : ((k) & 1) * 512)
@@ -693,8 +700,11 @@ static inline __attribute__((always_inline)) void close_block(const int asym, __
  * 256), which saves a multiply per scale block. */
 static inline __attribute__((always_inline)) void
 kern(const int g16, const int asym, const int span32, const int lay, const int8_t *lut, int64_t nb,
-     const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
+     const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 out[GT])
 {
+	/* local accumulators: out may alias the float loads, which would keep
+	 * them in memory */
+	__m512 acc[GT];
 	const int32_t *aq = (const int32_t *)tile;
 	const float *ad = (const float *)(tile + cols * GT);
 	const uint8_t *as = tile + cols * GT + (cols / 32) * GT * 4;
@@ -705,11 +715,12 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 	UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_setzero_ps();
 	if (span32 == 1) {
 		for (int64_t k = 0; k < nb; k++) {
-			__m512i s[GT];
-			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			__m512i s[2][GT];
+			CLEAR()
 			DOT4(0)
 			DOT4(4)
-			close_block(asym, s, sc, mn, as, ad, acc);
+			MERGE()
+			close_block(asym, s[0], sc, mn, as, ad, acc);
 			sc += QG_ROWS;
 			mn += QG_ROWS;
 			as += GT * 4;
@@ -717,24 +728,27 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 			vals += VALS_STEP(k);
 			aq += 8 * GT;
 		}
+		UNROLL for (int t = 0; t < GT; t++) out[t] = acc[t];
 		return;
 	}
 	for (int64_t b = 0; b < nb; b += span32) {
 		__m512 part[GT];
 		UNROLL for (int t = 0; t < GT; t++) part[t] = _mm512_setzero_ps();
 		for (int k = 0; k < span32; k++) {
-			__m512i s[GT];
-			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			__m512i s[2][GT];
+			CLEAR()
 			DOT4(0)
 			if (g16) {
-				close_block(asym, s, sc, mn, as, NULL, part);
+				MERGE()
+				close_block(asym, s[0], sc, mn, as, NULL, part);
 				sc += QG_ROWS;
 				mn += QG_ROWS;
 				as += GT * 4;
-				UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+				UNROLL for (int t = 0; t < GT; t++) s[0][t] = _mm512_setzero_si512();
 			}
 			DOT4(4)
-			close_block(asym, s, sc, mn, as, NULL, part);
+			MERGE()
+			close_block(asym, s[0], sc, mn, as, NULL, part);
 			sc += QG_ROWS;
 			mn += QG_ROWS;
 			as += GT * 4;
@@ -744,6 +758,7 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 		UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_fmadd_ps(part[t], _mm512_set1_ps(ad[t]), acc[t]);
 		ad += GT * span32;
 	}
+	UNROLL for (int t = 0; t < GT; t++) out[t] = acc[t];
 }
 
 #define KERN_VARIANT(name, g16, asym, span, lay, lut)                                                         \

@@ -402,8 +402,8 @@ static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 }
 
 /* tmp: panel, then the levels, scales and mins of one block column of 16
- * rows, then a quantized activation row; 64 bytes of slack for the
- * alignment */
+ * rows, then GT quantized activation rows (one tile); 64 bytes of slack
+ * for the alignment */
 static size_t tmp_size(uint32_t t, int64_t cols)
 {
 	const struct gdesc *g = desc(t);
@@ -411,7 +411,7 @@ static size_t tmp_size(uint32_t t, int64_t cols)
 		return 0;
 	const struct quant_type_info *ti = quant_type_info(t);
 	return 64 + panel_bytes(g, cols) + (size_t)QG_ROWS * ti->blck + 2 * QG_ROWS * 16 * sizeof(float) +
-	       quant_row_size(g->at, (uint64_t)cols, NULL);
+	       GT * quant_row_size(g->at, (uint64_t)cols, NULL);
 }
 
 static uint8_t *align64(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -474,15 +474,146 @@ static void clear_token(int64_t cols, const struct gdesc *g, uint8_t *tile, int 
 		memset(s + (j * GT + slot) * 4, 0, 4);
 }
 
+/* 8 rows of 8 dwords -> 8 columns (r[i] lane j -> r[j] lane i) */
+static inline void transpose8x8(__m256i r[8])
+{
+	__m256i a[8], b[8];
+	for (int i = 0; i < 8; i += 2) {
+		a[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+		a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 8; i += 4) {
+		b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
+		b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
+		b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
+		b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
+	}
+	/* b[i] (rows 0..3) and b[i + 4] (rows 4..7) hold columns i and i + 4
+	 * in their low and high halves */
+	for (int i = 0; i < 4; i++) {
+		r[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+		r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+	}
+}
+
+/* 8 fp16 fields, one per row (off bytes into block b of each row) -> floats */
+static inline __m256 h2f8(const uint8_t *const rows[GT], size_t off)
+{
+	__m128i h = _mm_setzero_si128();
+	h = _mm_insert_epi16(h, qrd16(rows[0] + off), 0);
+	h = _mm_insert_epi16(h, qrd16(rows[1] + off), 1);
+	h = _mm_insert_epi16(h, qrd16(rows[2] + off), 2);
+	h = _mm_insert_epi16(h, qrd16(rows[3] + off), 3);
+	h = _mm_insert_epi16(h, qrd16(rows[4] + off), 4);
+	h = _mm_insert_epi16(h, qrd16(rows[5] + off), 5);
+	h = _mm_insert_epi16(h, qrd16(rows[6] + off), 6);
+	h = _mm_insert_epi16(h, qrd16(rows[7] + off), 7);
+	return _mm256_cvtph_ps(h);
+}
+
+/* The offset term of 8 tokens: c * sum (offset types) or the float sum
+ * (mins), stored as one row of the tile's s array. */
+static inline void put_sums(const struct gdesc *g, __m256i sum, uint8_t *dst)
+{
+	if (g->asym)
+		_mm256_storeu_ps((float *)dst, _mm256_cvtepi32_ps(sum));
+	else
+		st256(dst, _mm256_mullo_epi32(sum, _mm256_set1_epi32(g->c)));
+}
+
+/* A whole tile at once from GT quantized rows: pack_token's layout, with
+ * the 4-byte groups of the 8 tokens transposed in registers. */
+static void pack_tile(const struct gdesc *g, int64_t cols, const uint8_t *rows, size_t rsize, uint8_t *tile)
+{
+	int64_t nb = cols / 32;
+	uint8_t *q = tile;
+	float *d = (float *)(tile + cols * GT);
+	uint8_t *s = tile + cols * GT + nb * GT * 4;
+	const uint8_t *rp[GT];
+	for (int i = 0; i < GT; i++)
+		rp[i] = rows + (size_t)i * rsize;
+	if (g->at == QT_Q8_K) {
+		const int per = 32 / g->g;
+		for (int64_t sb = 0; sb < nb / 8; sb++) {
+			const uint8_t *bp[GT];
+			for (int i = 0; i < GT; i++)
+				bp[i] = rp[i] + sb * Q8_K_B;
+			for (int j = 0; j < 8; j++) {
+				__m256i v[8];
+				for (int i = 0; i < GT; i++)
+					v[i] = ld256(bp[i] + 4 + 32 * j);
+				transpose8x8(v);
+				for (int e = 0; e < 8; e++)
+					st256(q + ((sb * 8 + j) * 8 + e) * GT * 4, v[e]);
+			}
+			__m256 dv = _mm256_setr_ps(qrdf32(bp[0]), qrdf32(bp[1]), qrdf32(bp[2]), qrdf32(bp[3]),
+						   qrdf32(bp[4]), qrdf32(bp[5]), qrdf32(bp[6]), qrdf32(bp[7]));
+			for (int j = 0; j < 8; j++)
+				_mm256_storeu_ps(d + (sb * 8 + j) * GT, dv);
+			/* the 16 sums of 16 of each token: pairs added for one sum per
+			 * 32 (per 1), or each kept (per 2, two 8 x 8 transposes) */
+			__m256i lo[8], hi[8];
+			for (int i = 0; i < GT; i++) {
+				__m256i b16 = ld256(bp[i] + 260);
+				if (per == 1) {
+					lo[i] = _mm256_madd_epi16(b16, _mm256_set1_epi16(1));
+				} else {
+					lo[i] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(b16));
+					hi[i] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(b16, 1));
+				}
+			}
+			transpose8x8(lo);
+			uint8_t *sp = s + sb * 8 * per * GT * 4;
+			for (int j = 0; j < 8; j++)
+				put_sums(g, lo[j], sp + j * GT * 4);
+			if (per == 2) {
+				transpose8x8(hi);
+				for (int j = 0; j < 8; j++)
+					put_sums(g, hi[j], sp + (8 + j) * GT * 4);
+			}
+		}
+		return;
+	}
+	/* Q8_0 (offset types, one sum per 32) and Q8_1 (mins) */
+	const size_t bsz = g->at == QT_Q8_1 ? Q8_1_B : Q8_0_B, qo = g->at == QT_Q8_1 ? 4 : 2;
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i v[8];
+		for (int i = 0; i < GT; i++)
+			v[i] = ld256(rp[i] + b * bsz + qo);
+		transpose8x8(v);
+		__m256i sum = _mm256_setzero_si256();
+		for (int e = 0; e < 8; e++) {
+			st256(q + (b * 8 + e) * GT * 4, v[e]);
+			if (!g->asym)
+				sum = _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), v[e]);
+		}
+		_mm256_storeu_ps(d + b * GT, h2f8(rp, (size_t)b * bsz));
+		if (g->asym)
+			_mm256_storeu_ps((float *)(s + b * GT * 4), h2f8(rp, (size_t)b * bsz + 2));
+		else
+			put_sums(g, sum, s + b * GT * 4);
+	}
+}
+
+/* Tokens are quantized a tile at a time into tmp; a tile whose GT tokens
+ * all lie in [t0, t1) is packed by pack_tile, the tokens of a tile shared
+ * with another range one by one. Both give the same bytes. */
 static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int64_t t0, int64_t t1, void *act,
 		     void *tmp)
 {
 	const struct gdesc *g = desc(t);
-	size_t tb = tile_bytes(g, cols);
-	uint8_t *row = align64(tmp) + (tmp_size(t, cols) - 64 - quant_row_size(g->at, (uint64_t)cols, NULL));
-	for (int64_t k = t0; k < t1; k++) {
-		quant_quantize_act(g->at, x + k * cols, row, (uint64_t)cols);
-		pack_token(g, cols, row, (uint8_t *)act + (size_t)(k / GT) * tb, (int)(k % GT));
+	size_t tb = tile_bytes(g, cols), rsize = quant_row_size(g->at, (uint64_t)cols, NULL);
+	uint8_t *rows = align64(tmp) + (tmp_size(t, cols) - 64 - GT * rsize);
+	for (int64_t k0 = t0 - t0 % GT; k0 < t1; k0 += GT) {
+		int64_t a = k0 > t0 ? k0 : t0, b = k0 + GT < t1 ? k0 + GT : t1;
+		uint8_t *tile = (uint8_t *)act + (size_t)(k0 / GT) * tb;
+		for (int64_t k = a; k < b; k++)
+			quant_quantize_act(g->at, x + k * cols, rows + (size_t)(k - k0) * rsize, (uint64_t)cols);
+		if (a == k0 && b == k0 + GT && !(g->at == QT_Q8_0 && g->asym) && !(g->at != QT_Q8_K && g->g != 32))
+			pack_tile(g, cols, rows, rsize, tile);
+		else
+			for (int64_t k = a; k < b; k++)
+				pack_token(g, cols, rows + (size_t)(k - k0) * rsize, tile, (int)(k - k0));
 	}
 	if (t1 == ntok)
 		for (int64_t k = ntok; k % GT; k++)

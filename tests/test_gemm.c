@@ -2,7 +2,8 @@
  * directly: each output equals the scalar reference dot of the weight row
  * with the token quantized as the dot kernels see it, for 1..16 rows,
  * token counts that do and do not fill a tile, activations packed in
- * several ranges over a dirty buffer, unaligned rows with odd strides; a
+ * several ranges over a dirty buffer (the same bytes whether whole tiles or
+ * single tokens are packed), unaligned rows with odd strides; a
  * panel converted once (quant_gemm_pack_panel) gives the same bits. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,6 +54,20 @@ static void check(uint32_t t, int64_t cols, int nr, int64_t ntok, int random_byt
 	quant_gemm_pack_act(t, cols, x, ntok, 0, c1, act, tmp);
 	quant_gemm_pack_act(t, cols, x, ntok, c2, ntok, act, tmp);
 	quant_gemm_pack_act(t, cols, x, ntok, c1, c2, act, tmp);
+	/* whole tiles are packed in registers, tokens of a tile shared between
+	 * ranges one by one: both give the same bytes (one range of all the
+	 * tokens against one range per token, over different garbage) */
+	uint8_t *act1 = malloc(as), *act2 = malloc(as);
+	memset(act1, 0x3C, as);
+	memset(act2, 0xC3, as);
+	quant_gemm_pack_act(t, cols, x, ntok, 0, ntok, act1, tmp);
+	for (int64_t k = ntok - 1; k >= 0; k--)
+		quant_gemm_pack_act(t, cols, x, ntok, k, k + 1, act2, tmp);
+	if (memcmp(act1, act2, as) != 0 || memcmp(act1, act, as) != 0)
+		fail_msg("%s cols %lld, %lld tokens: the packed activations depend on the ranges", quant_type_name(t),
+			 (long long)cols, (long long)ntok);
+	free(act1);
+	free(act2);
 	size_t ystride = (size_t)nr + 5;
 	float *y = malloc(sizeof(float) * ystride * (size_t)ntok);
 	for (size_t i = 0; i < ystride * (size_t)ntok; i++)

@@ -474,15 +474,19 @@ static void clear_token(int64_t cols, const struct gdesc *g, uint8_t *tile, int 
 		memset(s + (j * GT + slot) * 4, 0, 4);
 }
 
+/* the small loops of the transposes, unrolled so that their arrays stay in
+ * registers */
+#define PACK_UNROLL _Pragma("GCC unroll 16")
+
 /* 8 rows of 8 dwords -> 8 columns (r[i] lane j -> r[j] lane i) */
-static inline void transpose8x8(__m256i r[8])
+static inline __attribute__((always_inline)) void transpose8x8(__m256i r[8])
 {
 	__m256i a[8], b[8];
-	for (int i = 0; i < 8; i += 2) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 2) {
 		a[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
 		a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
 	}
-	for (int i = 0; i < 8; i += 4) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 4) {
 		b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
 		b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
 		b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
@@ -490,7 +494,7 @@ static inline void transpose8x8(__m256i r[8])
 	}
 	/* b[i] (rows 0..3) and b[i + 4] (rows 4..7) hold columns i and i + 4
 	 * in their low and high halves */
-	for (int i = 0; i < 4; i++) {
+	PACK_UNROLL for (int i = 0; i < 4; i++) {
 		r[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
 		r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
 	}
@@ -624,17 +628,17 @@ static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int
 
 /* 16 rows of 32 bytes (row r at rp[r] + off) -> 8 x 64 bytes, chunk e
  * holding bytes 4e..4e+3 of every row */
-static inline void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
+static inline __attribute__((always_inline)) void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
 {
 	__m512i z[8], s[8], u[8];
-	for (int i = 0; i < 8; i++)
+	PACK_UNROLL for (int i = 0; i < 8; i++)
 		z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[i] + off))),
 					  _mm256_loadu_si256((const __m256i *)(rp[i + 8] + off)), 1);
-	for (int i = 0; i < 8; i += 2) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 2) {
 		s[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
 		s[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
 	}
-	for (int i = 0; i < 8; i += 4) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 4) {
 		u[i] = _mm512_unpacklo_epi64(s[i], s[i + 2]);
 		u[i + 1] = _mm512_unpackhi_epi64(s[i], s[i + 2]);
 		u[i + 2] = _mm512_unpacklo_epi64(s[i + 1], s[i + 3]);
@@ -644,17 +648,17 @@ static inline void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, 
 	 * j and j+4 in their even and odd 128-bit lanes */
 	const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
 	const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-	for (int j = 0; j < 4; j++) {
+	PACK_UNROLL for (int j = 0; j < 4; j++) {
 		_mm512_store_si512((__m512i *)(dst + j * 64), _mm512_permutex2var_epi64(u[j], lo, u[j + 4]));
 		_mm512_store_si512((__m512i *)(dst + (j + 4) * 64), _mm512_permutex2var_epi64(u[j], hi, u[j + 4]));
 	}
 }
 
 /* 16 rows of 16 bytes -> 4 x 64 bytes, as above */
-static inline void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
+static inline __attribute__((always_inline)) void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
 {
 	__m512i z[4];
-	for (int i = 0; i < 4; i++) {
+	PACK_UNROLL for (int i = 0; i < 4; i++) {
 		z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(rp[i] + off)));
 		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 4] + off)), 1);
 		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 8] + off)), 2);
@@ -671,16 +675,22 @@ static inline void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, 
 
 static const uint8_t zero_block[256];
 
+/* blocks to prefetch ahead in each row: about 512 bytes */
+#define PF_AHEAD(bsize) (512 / (bsize) + 1)
+
 /* Convert nr rows (the rest of the 16 are zero) of a type into the panel.
  * dec decodes one block of a row: its scales (and mins) and, for U8 types,
  * its levels into a 16-row buffer, transposed afterwards; U4 types
  * transpose the file's nibble bytes (qoff into the block) directly. A
  * 32-element block has one scale, written straight into the panel; a
  * super-block's 8 or 16 go into a row-major buffer and are transposed like
- * the levels. Instantiated per type so that the decoder is inlined. */
+ * the levels. Instantiated per type so that the decoder is inlined. hd:
+ * the block holds only an fp16 scale (and min) before the levels the
+ * panel takes as they are (Q4_0, Q4_1, Q8_0, IQ4_NL), which the 16 rows
+ * gather at once. */
 static inline __attribute__((always_inline)) void
-pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int blck, const int bsize, const int g,
-	  const int asym, const int lay, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
+pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int hd, const int blck, const int bsize,
+	  const int g, const int asym, const int lay, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
 	  uint8_t *panel, uint8_t *buf)
 {
 	const int nsb = blck / g;
@@ -699,11 +709,28 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 		memset(srow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
 		memset(mrow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
 	}
+	/* gather offsets of the 16 rows (hd types), if they fit in 32 bits */
+	const bool gidx_ok = hd && wstride <= INT32_MAX / QG_ROWS;
+	const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+						_mm512_set1_epi32(gidx_ok ? (int)wstride : 0));
+	const __mmask16 rmask = (__mmask16)((1u << nr) - 1);
 	for (int64_t blk = 0; blk < cols / blck; blk++, sc += nsb * QG_ROWS, mn += nsb * QG_ROWS) {
 		const uint8_t *rp[QG_ROWS];
 		for (int r = 0; r < QG_ROWS; r++)
 			rp[r] = r < nr ? w + r * wstride + blk * bsize : zero_block;
-		if (blck == 32) {
+		/* 16 rows are 16 streams, more than the hardware prefetchers
+		 * follow: ask for the lines a few hundred bytes ahead */
+		if (blk + PF_AHEAD(bsize) < cols / blck)
+			for (int r = 0; r < nr; r++)
+				_mm_prefetch((const char *)(rp[r] + PF_AHEAD(bsize) * bsize), _MM_HINT_T0);
+		if (hd && gidx_ok) {
+			/* the fp16 scale (and min) at the start of the block of the
+			 * 16 rows in one gather, converted as h2f does */
+			__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rmask, gidx, w + blk * bsize, 1);
+			_mm512_store_ps(sc, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
+			if (asym)
+				_mm512_store_ps(mn, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))));
+		} else if (blck == 32) {
 			for (int r = 0; r < nr; r++)
 				dec(rp[r], buf + r * blck, sc + r, mn + r);
 			for (int r = nr; r < QG_ROWS; r++) {
@@ -738,7 +765,8 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 	static void pack_##name(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel,       \
 				uint8_t *buf)                                                                     \
 	{                                                                                                     \
-		pack_impl(dec, blck, bsize, g, asym, lay, qoff, cols, w, wstride, nr, panel, buf);            \
+		pack_impl(dec, dec == g_d16 || dec == g_q4_1, blck, bsize, g, asym, lay, qoff, cols, w, wstride, \
+			  nr, panel, buf);                                                                    \
 	}
 DEF_PACK(q4_0, g_d16, 32, Q4_0_B, 32, 0, U4A, 2)
 DEF_PACK(q4_1, g_q4_1, 32, Q4_1_B, 32, 1, U4A, 4)

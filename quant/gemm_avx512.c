@@ -402,8 +402,8 @@ static size_t panel_bytes(const struct gdesc *g, int64_t cols)
 }
 
 /* tmp: panel, then the levels, scales and mins of one block column of 16
- * rows, then GT quantized activation rows (one tile); 64 bytes of slack
- * for the alignment */
+ * rows, then a quantized activation row; 64 bytes of slack for the
+ * alignment */
 static size_t tmp_size(uint32_t t, int64_t cols)
 {
 	const struct gdesc *g = desc(t);
@@ -411,7 +411,7 @@ static size_t tmp_size(uint32_t t, int64_t cols)
 		return 0;
 	const struct quant_type_info *ti = quant_type_info(t);
 	return 64 + panel_bytes(g, cols) + (size_t)QG_ROWS * ti->blck + 2 * QG_ROWS * 16 * sizeof(float) +
-	       GT * quant_row_size(g->at, (uint64_t)cols, NULL);
+	       quant_row_size(g->at, (uint64_t)cols, NULL);
 }
 
 static uint8_t *align64(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -525,99 +525,139 @@ static inline void put_sums(const struct gdesc *g, __m256i sum, uint8_t *dst)
 		st256(dst, _mm256_mullo_epi32(sum, _mm256_set1_epi32(g->c)));
 }
 
-/* A whole tile at once from GT quantized rows: pack_token's layout, with
- * the 4-byte groups of the 8 tokens transposed in registers. */
-static void pack_tile(const struct gdesc *g, int64_t cols, const uint8_t *rows, size_t rsize, uint8_t *tile)
+/* 16 floats times m, rounded to nearest even, to int8 with saturation (the
+ * quantizers' _mm256_round_ps, cvtps_epi32 and packs give the same bytes);
+ * Q8_K also clamps at 127 first, as its quantizer does */
+static inline __m128i q8x16(const float *x, __m512 m, const int clamp)
+{
+	__m512i i = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), m),
+					     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	if (clamp)
+		i = _mm512_min_epi32(i, _mm512_set1_epi32(127));
+	return _mm512_cvtsepi32_epi8(i);
+}
+
+/* One 32-element block of the GT tokens of a tile (x[i] + off, factors
+ * m[i]) quantized, transposed and stored at q; returns the sums of the
+ * codes of each token over the first and the second 16 elements. */
+static inline __attribute__((always_inline)) void q8_block(const float *const x[GT], int64_t off, const float *m,
+							   const int clamp, uint8_t *q, __m256i sum[2])
+{
+	__m256i v[8];
+	PACK_UNROLL for (int i = 0; i < GT; i++) {
+		__m512 mi = _mm512_set1_ps(m[i]);
+		v[i] = _mm256_set_m128i(q8x16(x[i] + off + 16, mi, clamp), q8x16(x[i] + off, mi, clamp));
+	}
+	transpose8x8(v);
+	const __m256i ones = _mm256_set1_epi8(1);
+	sum[0] = sum[1] = _mm256_setzero_si256();
+	PACK_UNROLL for (int e = 0; e < 8; e++) {
+		st256(q + e * GT * 4, v[e]);
+		sum[e >> 2] = _mm256_dpbusd_epi32(sum[e >> 2], ones, v[e]);
+	}
+}
+
+/* A whole tile at once from the GT tokens' floats (x, rows cols apart):
+ * quantized exactly as quant_quantize_act() does (Q8_0 / Q8_1: scale
+ * amax / 127 per 32 rounded to fp16; Q8_K: -max / 127 per 256, max the
+ * value of largest magnitude), with the per-block arithmetic done for the
+ * 8 tokens in one vector, then laid out as pack_token() does. The bytes
+ * are those of the quantizer plus pack_token() for finite inputs. */
+static void pack_tile(const struct gdesc *g, int64_t cols, const float *x, uint8_t *tile)
 {
 	int64_t nb = cols / 32;
 	uint8_t *q = tile;
 	float *d = (float *)(tile + cols * GT);
 	uint8_t *s = tile + cols * GT + nb * GT * 4;
-	const uint8_t *rp[GT];
+	const float *xr[GT];
 	for (int i = 0; i < GT; i++)
-		rp[i] = rows + (size_t)i * rsize;
+		xr[i] = x + i * cols;
+	const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+	float m[GT];
+	__m256i sum[2];
 	if (g->at == QT_Q8_K) {
 		const int per = 32 / g->g;
 		for (int64_t sb = 0; sb < nb / 8; sb++) {
-			const uint8_t *bp[GT];
-			for (int i = 0; i < GT; i++)
-				bp[i] = rp[i] + sb * Q8_K_B;
-			for (int j = 0; j < 8; j++) {
-				__m256i v[8];
-				for (int i = 0; i < GT; i++)
-					v[i] = ld256(bp[i] + 4 + 32 * j);
-				transpose8x8(v);
-				for (int e = 0; e < 8; e++)
-					st256(q + ((sb * 8 + j) * 8 + e) * GT * 4, v[e]);
-			}
-			__m256 dv = _mm256_setr_ps(qrdf32(bp[0]), qrdf32(bp[1]), qrdf32(bp[2]), qrdf32(bp[3]),
-						   qrdf32(bp[4]), qrdf32(bp[5]), qrdf32(bp[6]), qrdf32(bp[7]));
-			for (int j = 0; j < 8; j++)
-				_mm256_storeu_ps(d + (sb * 8 + j) * GT, dv);
-			/* the 16 sums of 16 of each token: pairs added for one sum per
-			 * 32 (per 1), or each kept (per 2, two 8 x 8 transposes) */
-			__m256i lo[8], hi[8];
+			float hi[GT], lo[GT];
 			for (int i = 0; i < GT; i++) {
-				__m256i b16 = ld256(bp[i] + 260);
-				if (per == 1) {
-					lo[i] = _mm256_madd_epi16(b16, _mm256_set1_epi16(1));
-				} else {
-					lo[i] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(b16));
-					hi[i] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(b16, 1));
+				const float *xp = xr[i] + sb * 256;
+				__m512 mx = _mm512_loadu_ps(xp), mn = mx;
+				for (int k = 16; k < 256; k += 16) {
+					__m512 v = _mm512_loadu_ps(xp + k);
+					mx = _mm512_max_ps(mx, v);
+					mn = _mm512_min_ps(mn, v);
 				}
+				hi[i] = _mm512_reduce_max_ps(mx);
+				lo[i] = _mm512_reduce_min_ps(mn);
 			}
-			transpose8x8(lo);
-			uint8_t *sp = s + sb * 8 * per * GT * 4;
-			for (int j = 0; j < 8; j++)
-				put_sums(g, lo[j], sp + j * GT * 4);
-			if (per == 2) {
-				transpose8x8(hi);
-				for (int j = 0; j < 8; j++)
-					put_sums(g, hi[j], sp + (8 + j) * GT * 4);
+			__m256 h = _mm256_loadu_ps(hi), l = _mm256_loadu_ps(lo);
+			/* max = hi >= -lo ? hi : lo; a block of zeros gets d = 0 and
+			 * codes 0 */
+			__m256 mx = _mm256_mask_blend_ps(_mm256_cmp_ps_mask(h, _mm256_sub_ps(_mm256_setzero_ps(), l), _CMP_GE_OQ),
+							 l, h);
+			__mmask8 zero = _mm256_cmp_ps_mask(mx, _mm256_setzero_ps(), _CMP_EQ_OQ);
+			__m256 is = _mm256_div_ps(_mm256_set1_ps(-127.f), mx);
+			__m256 dv = _mm256_maskz_mov_ps((__mmask8)~zero, _mm256_div_ps(_mm256_set1_ps(1.f), is));
+			_mm256_storeu_ps(m, _mm256_maskz_mov_ps((__mmask8)~zero, is));
+			for (int j = 0; j < 8; j++) {
+				int64_t b = sb * 8 + j;
+				q8_block(xr, 32 * b, m, 1, q + b * 8 * GT * 4, sum);
+				_mm256_storeu_ps(d + b * GT, dv);
+				if (per == 1) {
+					put_sums(g, _mm256_add_epi32(sum[0], sum[1]), s + b * GT * 4);
+				} else {
+					put_sums(g, sum[0], s + 2 * b * GT * 4);
+					put_sums(g, sum[1], s + (2 * b + 1) * GT * 4);
+				}
 			}
 		}
 		return;
 	}
-	/* Q8_0 (offset types, one sum per 32) and Q8_1 (mins) */
-	const size_t bsz = g->at == QT_Q8_1 ? Q8_1_B : Q8_0_B, qo = g->at == QT_Q8_1 ? 4 : 2;
+	/* Q8_0 (offset types, one sum per 32) and Q8_1 (mins: d * sum) */
 	for (int64_t b = 0; b < nb; b++) {
-		__m256i v[8];
-		for (int i = 0; i < GT; i++)
-			v[i] = ld256(rp[i] + b * bsz + qo);
-		transpose8x8(v);
-		__m256i sum = _mm256_setzero_si256();
-		for (int e = 0; e < 8; e++) {
-			st256(q + (b * 8 + e) * GT * 4, v[e]);
-			if (!g->asym)
-				sum = _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), v[e]);
+		float am[GT];
+		for (int i = 0; i < GT; i++) {
+			const float *xp = xr[i] + 32 * b;
+			am[i] = _mm512_reduce_max_ps(
+				_mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xp), absm), _mm512_and_ps(_mm512_loadu_ps(xp + 16), absm)));
 		}
-		_mm256_storeu_ps(d + b * GT, h2f8(rp, (size_t)b * bsz));
+		__m256 amv = _mm256_loadu_ps(am);
+		__m256 dv = _mm256_div_ps(amv, _mm256_set1_ps(127.f));
+		__mmask8 nz = _mm256_cmp_ps_mask(amv, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+		_mm256_storeu_ps(m, _mm256_maskz_div_ps(nz, _mm256_set1_ps(127.f), amv));
+		q8_block(xr, 32 * b, m, 0, q + b * 8 * GT * 4, sum);
+		_mm256_storeu_ps(d + b * GT, _mm256_cvtph_ps(_mm256_cvtps_ph(dv, _MM_FROUND_TO_NEAREST_INT)));
+		__m256i tot = _mm256_add_epi32(sum[0], sum[1]);
 		if (g->asym)
-			_mm256_storeu_ps((float *)(s + b * GT * 4), h2f8(rp, (size_t)b * bsz + 2));
+			_mm256_storeu_ps((float *)(s + b * GT * 4),
+					 _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_cvtepi32_ps(tot), dv),
+									 _MM_FROUND_TO_NEAREST_INT)));
 		else
-			put_sums(g, sum, s + b * GT * 4);
+			put_sums(g, tot, s + b * GT * 4);
 	}
 }
 
-/* Tokens are quantized a tile at a time into tmp; a tile whose GT tokens
- * all lie in [t0, t1) is packed by pack_tile, the tokens of a tile shared
- * with another range one by one. Both give the same bytes. */
+/* A tile whose GT tokens all lie in [t0, t1) is quantized and packed by
+ * pack_tile straight from the floats; the tokens of a tile shared with
+ * another range are quantized into tmp and packed one by one. Both give
+ * the same bytes. */
 static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int64_t t0, int64_t t1, void *act,
 		     void *tmp)
 {
 	const struct gdesc *g = desc(t);
-	size_t tb = tile_bytes(g, cols), rsize = quant_row_size(g->at, (uint64_t)cols, NULL);
-	uint8_t *rows = align64(tmp) + (tmp_size(t, cols) - 64 - GT * rsize);
+	size_t tb = tile_bytes(g, cols);
+	uint8_t *row = align64(tmp) + (tmp_size(t, cols) - 64 - quant_row_size(g->at, (uint64_t)cols, NULL));
 	for (int64_t k0 = t0 - t0 % GT; k0 < t1; k0 += GT) {
 		int64_t a = k0 > t0 ? k0 : t0, b = k0 + GT < t1 ? k0 + GT : t1;
 		uint8_t *tile = (uint8_t *)act + (size_t)(k0 / GT) * tb;
-		for (int64_t k = a; k < b; k++)
-			quant_quantize_act(g->at, x + k * cols, rows + (size_t)(k - k0) * rsize, (uint64_t)cols);
-		if (a == k0 && b == k0 + GT && !(g->at == QT_Q8_0 && g->asym) && !(g->at != QT_Q8_K && g->g != 32))
-			pack_tile(g, cols, rows, rsize, tile);
-		else
-			for (int64_t k = a; k < b; k++)
-				pack_token(g, cols, rows + (size_t)(k - k0) * rsize, tile, (int)(k - k0));
+		if (a == k0 && b == k0 + GT && !(g->at == QT_Q8_0 && g->asym) && !(g->at != QT_Q8_K && g->g != 32)) {
+			pack_tile(g, cols, x + k0 * cols, tile);
+			continue;
+		}
+		for (int64_t k = a; k < b; k++) {
+			quant_quantize_act(g->at, x + k * cols, row, (uint64_t)cols);
+			pack_token(g, cols, row, tile, (int)(k - k0));
+		}
 	}
 	if (t1 == ntok)
 		for (int64_t k = ntok; k % GT; k++)

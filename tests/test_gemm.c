@@ -45,6 +45,9 @@ static void check(uint32_t t, int64_t cols, int nr, int64_t ntok, int random_byt
 	float *x = malloc(sizeof(float) * (size_t)(cols * ntok));
 	for (int64_t i = 0; i < cols * ntok; i++)
 		x[i] = qu_normal() * (i % 97 == 5 ? 8.0f : 1.0f);
+	/* a block of zeros (scale 0) in the fourth token */
+	if (ntok > 3)
+		memset(x + 3 * cols, 0, sizeof(float) * (size_t)(cols < 256 ? cols : 256));
 	size_t as = quant_gemm_act_size(t, cols, ntok), ts = quant_gemm_tmp_size(t, cols);
 	assert_true(as > 0 && ts > 0);
 	uint8_t *act = malloc(as), *tmp = malloc(ts);

@@ -22,7 +22,15 @@
  *
  * The kernel keeps 16 rows x GT tokens in registers: per 4 k one 64-byte
  * load of levels, then one vpdpbusd per token with the token's 4 bytes
- * broadcast from memory; per G elements the int32 sums become floats. */
+ * broadcast from memory; per G elements the int32 sums become floats.
+ *
+ * Where the time goes (Zen 5, measured): vpdpbusd, vmulps and vfmadd share
+ * two pipes, the conversions, integer ops and loads run beside them, so
+ * the float work per scale block (one multiply and one fma per token, or
+ * two fmas for the min types) bounds the kernel at about 80% of the
+ * vpdpbusd peak; it reaches 67-73%. The panel conversion and the
+ * activation packing (a whole tile quantized in registers) cost a few
+ * percent of the products at 128 tokens and more. */
 #include "quant/gemm.h"
 
 #include "quant/cpu.h"
@@ -474,15 +482,175 @@ static void clear_token(int64_t cols, const struct gdesc *g, uint8_t *tile, int 
 		memset(s + (j * GT + slot) * 4, 0, 4);
 }
 
+/* the small loops of the transposes, unrolled so that their arrays stay in
+ * registers */
+#define PACK_UNROLL _Pragma("GCC unroll 16")
+
+/* 8 rows of 8 dwords -> 8 columns (r[i] lane j -> r[j] lane i) */
+static inline __attribute__((always_inline)) void transpose8x8(__m256i r[8])
+{
+	__m256i a[8], b[8];
+	PACK_UNROLL for (int i = 0; i < 8; i += 2) {
+		a[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+		a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+	}
+	PACK_UNROLL for (int i = 0; i < 8; i += 4) {
+		b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
+		b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
+		b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
+		b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
+	}
+	/* b[i] (rows 0..3) and b[i + 4] (rows 4..7) hold columns i and i + 4
+	 * in their low and high halves */
+	PACK_UNROLL for (int i = 0; i < 4; i++) {
+		r[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+		r[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+	}
+}
+
+/* The offset term of 8 tokens: c * sum (offset types) or the float sum
+ * (mins), stored as one row of the tile's s array. */
+static inline void put_sums(const struct gdesc *g, __m256i sum, uint8_t *dst)
+{
+	if (g->asym)
+		_mm256_storeu_ps((float *)dst, _mm256_cvtepi32_ps(sum));
+	else
+		st256(dst, _mm256_mullo_epi32(sum, _mm256_set1_epi32(g->c)));
+}
+
+/* 16 floats times m, rounded to nearest even, to int8 with saturation (the
+ * quantizers' _mm256_round_ps, cvtps_epi32 and packs give the same bytes);
+ * Q8_K also clamps at 127 first, as its quantizer does */
+static inline __m128i q8x16(const float *x, __m512 m, const int clamp)
+{
+	__m512i i = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), m),
+					     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	if (clamp)
+		i = _mm512_min_epi32(i, _mm512_set1_epi32(127));
+	return _mm512_cvtsepi32_epi8(i);
+}
+
+/* One 32-element block of the GT tokens of a tile (x[i] + off, factors
+ * m[i]) quantized, transposed and stored at q; returns the sums of the
+ * codes of each token over the first and the second 16 elements. */
+static inline __attribute__((always_inline)) void q8_block(const float *const x[GT], int64_t off, const float *m,
+							   const int clamp, uint8_t *q, __m256i sum[2])
+{
+	__m256i v[8];
+	PACK_UNROLL for (int i = 0; i < GT; i++) {
+		__m512 mi = _mm512_set1_ps(m[i]);
+		v[i] = _mm256_set_m128i(q8x16(x[i] + off + 16, mi, clamp), q8x16(x[i] + off, mi, clamp));
+	}
+	transpose8x8(v);
+	const __m256i ones = _mm256_set1_epi8(1);
+	sum[0] = sum[1] = _mm256_setzero_si256();
+	PACK_UNROLL for (int e = 0; e < 8; e++) {
+		st256(q + e * GT * 4, v[e]);
+		sum[e >> 2] = _mm256_dpbusd_epi32(sum[e >> 2], ones, v[e]);
+	}
+}
+
+/* A whole tile at once from the GT tokens' floats (x, rows cols apart):
+ * quantized exactly as quant_quantize_act() does (Q8_0 / Q8_1: scale
+ * amax / 127 per 32 rounded to fp16; Q8_K: -max / 127 per 256, max the
+ * value of largest magnitude), with the per-block arithmetic done for the
+ * 8 tokens in one vector, then laid out as pack_token() does. The bytes
+ * are those of the quantizer plus pack_token() for finite inputs. */
+static void pack_tile(const struct gdesc *g, int64_t cols, const float *x, uint8_t *tile)
+{
+	int64_t nb = cols / 32;
+	uint8_t *q = tile;
+	float *d = (float *)(tile + cols * GT);
+	uint8_t *s = tile + cols * GT + nb * GT * 4;
+	const float *xr[GT];
+	for (int i = 0; i < GT; i++)
+		xr[i] = x + i * cols;
+	const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+	float m[GT];
+	__m256i sum[2];
+	if (g->at == QT_Q8_K) {
+		const int per = 32 / g->g;
+		for (int64_t sb = 0; sb < nb / 8; sb++) {
+			float hi[GT], lo[GT];
+			for (int i = 0; i < GT; i++) {
+				const float *xp = xr[i] + sb * 256;
+				__m512 mx = _mm512_loadu_ps(xp), mn = mx;
+				for (int k = 16; k < 256; k += 16) {
+					__m512 v = _mm512_loadu_ps(xp + k);
+					mx = _mm512_max_ps(mx, v);
+					mn = _mm512_min_ps(mn, v);
+				}
+				hi[i] = _mm512_reduce_max_ps(mx);
+				lo[i] = _mm512_reduce_min_ps(mn);
+			}
+			__m256 h = _mm256_loadu_ps(hi), l = _mm256_loadu_ps(lo);
+			/* max = hi >= -lo ? hi : lo; a block of zeros gets d = 0 and
+			 * codes 0 */
+			__m256 mx = _mm256_mask_blend_ps(_mm256_cmp_ps_mask(h, _mm256_sub_ps(_mm256_setzero_ps(), l), _CMP_GE_OQ),
+							 l, h);
+			__mmask8 zero = _mm256_cmp_ps_mask(mx, _mm256_setzero_ps(), _CMP_EQ_OQ);
+			__m256 is = _mm256_div_ps(_mm256_set1_ps(-127.f), mx);
+			__m256 dv = _mm256_maskz_mov_ps((__mmask8)~zero, _mm256_div_ps(_mm256_set1_ps(1.f), is));
+			_mm256_storeu_ps(m, _mm256_maskz_mov_ps((__mmask8)~zero, is));
+			for (int j = 0; j < 8; j++) {
+				int64_t b = sb * 8 + j;
+				q8_block(xr, 32 * b, m, 1, q + b * 8 * GT * 4, sum);
+				_mm256_storeu_ps(d + b * GT, dv);
+				if (per == 1) {
+					put_sums(g, _mm256_add_epi32(sum[0], sum[1]), s + b * GT * 4);
+				} else {
+					put_sums(g, sum[0], s + 2 * b * GT * 4);
+					put_sums(g, sum[1], s + (2 * b + 1) * GT * 4);
+				}
+			}
+		}
+		return;
+	}
+	/* Q8_0 (offset types, one sum per 32) and Q8_1 (mins: d * sum) */
+	for (int64_t b = 0; b < nb; b++) {
+		float am[GT];
+		for (int i = 0; i < GT; i++) {
+			const float *xp = xr[i] + 32 * b;
+			am[i] = _mm512_reduce_max_ps(
+				_mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xp), absm), _mm512_and_ps(_mm512_loadu_ps(xp + 16), absm)));
+		}
+		__m256 amv = _mm256_loadu_ps(am);
+		__m256 dv = _mm256_div_ps(amv, _mm256_set1_ps(127.f));
+		__mmask8 nz = _mm256_cmp_ps_mask(amv, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+		_mm256_storeu_ps(m, _mm256_maskz_div_ps(nz, _mm256_set1_ps(127.f), amv));
+		q8_block(xr, 32 * b, m, 0, q + b * 8 * GT * 4, sum);
+		_mm256_storeu_ps(d + b * GT, _mm256_cvtph_ps(_mm256_cvtps_ph(dv, _MM_FROUND_TO_NEAREST_INT)));
+		__m256i tot = _mm256_add_epi32(sum[0], sum[1]);
+		if (g->asym)
+			_mm256_storeu_ps((float *)(s + b * GT * 4),
+					 _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_cvtepi32_ps(tot), dv),
+									 _MM_FROUND_TO_NEAREST_INT)));
+		else
+			put_sums(g, tot, s + b * GT * 4);
+	}
+}
+
+/* A tile whose GT tokens all lie in [t0, t1) is quantized and packed by
+ * pack_tile straight from the floats; the tokens of a tile shared with
+ * another range are quantized into tmp and packed one by one. Both give
+ * the same bytes. */
 static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int64_t t0, int64_t t1, void *act,
 		     void *tmp)
 {
 	const struct gdesc *g = desc(t);
 	size_t tb = tile_bytes(g, cols);
 	uint8_t *row = align64(tmp) + (tmp_size(t, cols) - 64 - quant_row_size(g->at, (uint64_t)cols, NULL));
-	for (int64_t k = t0; k < t1; k++) {
-		quant_quantize_act(g->at, x + k * cols, row, (uint64_t)cols);
-		pack_token(g, cols, row, (uint8_t *)act + (size_t)(k / GT) * tb, (int)(k % GT));
+	for (int64_t k0 = t0 - t0 % GT; k0 < t1; k0 += GT) {
+		int64_t a = k0 > t0 ? k0 : t0, b = k0 + GT < t1 ? k0 + GT : t1;
+		uint8_t *tile = (uint8_t *)act + (size_t)(k0 / GT) * tb;
+		if (a == k0 && b == k0 + GT && !(g->at == QT_Q8_0 && g->asym) && !(g->at != QT_Q8_K && g->g != 32)) {
+			pack_tile(g, cols, x + k0 * cols, tile);
+			continue;
+		}
+		for (int64_t k = a; k < b; k++) {
+			quant_quantize_act(g->at, x + k * cols, row, (uint64_t)cols);
+			pack_token(g, cols, row, tile, (int)(k - k0));
+		}
 	}
 	if (t1 == ntok)
 		for (int64_t k = ntok; k % GT; k++)
@@ -493,17 +661,17 @@ static void pack_act(uint32_t t, int64_t cols, const float *x, int64_t ntok, int
 
 /* 16 rows of 32 bytes (row r at rp[r] + off) -> 8 x 64 bytes, chunk e
  * holding bytes 4e..4e+3 of every row */
-static inline void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
+static inline __attribute__((always_inline)) void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
 {
 	__m512i z[8], s[8], u[8];
-	for (int i = 0; i < 8; i++)
+	PACK_UNROLL for (int i = 0; i < 8; i++)
 		z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[i] + off))),
 					  _mm256_loadu_si256((const __m256i *)(rp[i + 8] + off)), 1);
-	for (int i = 0; i < 8; i += 2) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 2) {
 		s[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
 		s[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
 	}
-	for (int i = 0; i < 8; i += 4) {
+	PACK_UNROLL for (int i = 0; i < 8; i += 4) {
 		u[i] = _mm512_unpacklo_epi64(s[i], s[i + 2]);
 		u[i + 1] = _mm512_unpackhi_epi64(s[i], s[i + 2]);
 		u[i + 2] = _mm512_unpacklo_epi64(s[i + 1], s[i + 3]);
@@ -513,17 +681,17 @@ static inline void transpose16x32(const uint8_t *const rp[QG_ROWS], size_t off, 
 	 * j and j+4 in their even and odd 128-bit lanes */
 	const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
 	const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-	for (int j = 0; j < 4; j++) {
+	PACK_UNROLL for (int j = 0; j < 4; j++) {
 		_mm512_store_si512((__m512i *)(dst + j * 64), _mm512_permutex2var_epi64(u[j], lo, u[j + 4]));
 		_mm512_store_si512((__m512i *)(dst + (j + 4) * 64), _mm512_permutex2var_epi64(u[j], hi, u[j + 4]));
 	}
 }
 
 /* 16 rows of 16 bytes -> 4 x 64 bytes, as above */
-static inline void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
+static inline __attribute__((always_inline)) void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, uint8_t *dst)
 {
 	__m512i z[4];
-	for (int i = 0; i < 4; i++) {
+	PACK_UNROLL for (int i = 0; i < 4; i++) {
 		z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(rp[i] + off)));
 		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 4] + off)), 1);
 		z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(rp[i + 8] + off)), 2);
@@ -540,16 +708,22 @@ static inline void transpose16x16(const uint8_t *const rp[QG_ROWS], size_t off, 
 
 static const uint8_t zero_block[256];
 
+/* blocks to prefetch ahead in each row: about 512 bytes */
+#define PF_AHEAD(bsize) (512 / (bsize) + 1)
+
 /* Convert nr rows (the rest of the 16 are zero) of a type into the panel.
  * dec decodes one block of a row: its scales (and mins) and, for U8 types,
  * its levels into a 16-row buffer, transposed afterwards; U4 types
  * transpose the file's nibble bytes (qoff into the block) directly. A
  * 32-element block has one scale, written straight into the panel; a
  * super-block's 8 or 16 go into a row-major buffer and are transposed like
- * the levels. Instantiated per type so that the decoder is inlined. */
+ * the levels. Instantiated per type so that the decoder is inlined. hd:
+ * the block holds only an fp16 scale (and min) before the levels the
+ * panel takes as they are (Q4_0, Q4_1, Q8_0, IQ4_NL), which the 16 rows
+ * gather at once. */
 static inline __attribute__((always_inline)) void
-pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int blck, const int bsize, const int g,
-	  const int asym, const int lay, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
+pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int hd, const int blck, const int bsize,
+	  const int g, const int asym, const int lay, const int qoff, int64_t cols, const uint8_t *w, size_t wstride, int nr,
 	  uint8_t *panel, uint8_t *buf)
 {
 	const int nsb = blck / g;
@@ -568,11 +742,28 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 		memset(srow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
 		memset(mrow + nr * nsb, 0, sizeof(float) * (size_t)(QG_ROWS - nr) * nsb);
 	}
+	/* gather offsets of the 16 rows (hd types), if they fit in 32 bits */
+	const bool gidx_ok = hd && wstride <= INT32_MAX / QG_ROWS;
+	const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+						_mm512_set1_epi32(gidx_ok ? (int)wstride : 0));
+	const __mmask16 rmask = (__mmask16)((1u << nr) - 1);
 	for (int64_t blk = 0; blk < cols / blck; blk++, sc += nsb * QG_ROWS, mn += nsb * QG_ROWS) {
 		const uint8_t *rp[QG_ROWS];
 		for (int r = 0; r < QG_ROWS; r++)
 			rp[r] = r < nr ? w + r * wstride + blk * bsize : zero_block;
-		if (blck == 32) {
+		/* 16 rows are 16 streams, more than the hardware prefetchers
+		 * follow: ask for the lines a few hundred bytes ahead */
+		if (blk + PF_AHEAD(bsize) < cols / blck)
+			for (int r = 0; r < nr; r++)
+				_mm_prefetch((const char *)(rp[r] + PF_AHEAD(bsize) * bsize), _MM_HINT_T0);
+		if (hd && gidx_ok) {
+			/* the fp16 scale (and min) at the start of the block of the
+			 * 16 rows in one gather, converted as h2f does */
+			__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rmask, gidx, w + blk * bsize, 1);
+			_mm512_store_ps(sc, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
+			if (asym)
+				_mm512_store_ps(mn, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))));
+		} else if (blck == 32) {
 			for (int r = 0; r < nr; r++)
 				dec(rp[r], buf + r * blck, sc + r, mn + r);
 			for (int r = nr; r < QG_ROWS; r++) {
@@ -607,7 +798,8 @@ pack_impl(void (*dec)(const uint8_t *, uint8_t *, float *, float *), const int b
 	static void pack_##name(int64_t cols, const uint8_t *w, size_t wstride, int nr, uint8_t *panel,       \
 				uint8_t *buf)                                                                     \
 	{                                                                                                     \
-		pack_impl(dec, blck, bsize, g, asym, lay, qoff, cols, w, wstride, nr, panel, buf);            \
+		pack_impl(dec, dec == g_d16 || dec == g_q4_1, blck, bsize, g, asym, lay, qoff, cols, w, wstride, \
+			  nr, panel, buf);                                                                    \
 	}
 DEF_PACK(q4_0, g_d16, 32, Q4_0_B, 32, 0, U4A, 2)
 DEF_PACK(q4_1, g_q4_1, 32, Q4_1_B, 32, 1, U4A, 4)
@@ -653,13 +845,20 @@ static inline __attribute__((always_inline)) __m512i getw(const int lay, const i
 	return lut ? _mm512_shuffle_epi8(lutv, x) : x;
 }
 
-/* s[t] += levels x activations over groups e0..e0+3 of the current block */
+/* s[e & 1][t] += levels x activations over groups e0..e0+3 of the current
+ * block: two sets of accumulators, so that 16 independent chains hide the
+ * latency of vpdpbusd (4 cycles at 2 per cycle on Zen 5) */
 #define DOT4(e0)                                                                                             \
 	UNROLL for (int e = e0; e < e0 + 4; e++)                                                             \
 	{                                                                                                    \
 		__m512i w = getw(lay, lut != 0, vals, e, k & 1, lutv);                                        \
-		UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(aq[GT * e + t])); \
+		UNROLL for (int t = 0; t < GT; t++) s[e & 1][t] =                                             \
+			_mm512_dpbusd_epi32(s[e & 1][t], w, _mm512_set1_epi32(aq[GT * e + t]));                \
 	}
+
+/* the two sets summed into s[0] (exact: integers), s[1] cleared */
+#define MERGE() UNROLL for (int t = 0; t < GT; t++) { s[0][t] = _mm512_add_epi32(s[0][t], s[1][t]); s[1][t] = _mm512_setzero_si512(); }
+#define CLEAR() UNROLL for (int t = 0; t < GT; t++) s[0][t] = s[1][t] = _mm512_setzero_si512();
 
 /* bytes of levels per 32-element block (U4B: 512 per pair, after the second) */
 #define VALS_STEP(k) (lay == U8 || lay == S8 ? 512 : lay == U4A ? 256 : ((k) & 1) * 512)
@@ -693,8 +892,11 @@ static inline __attribute__((always_inline)) void close_block(const int asym, __
  * 256), which saves a multiply per scale block. */
 static inline __attribute__((always_inline)) void
 kern(const int g16, const int asym, const int span32, const int lay, const int8_t *lut, int64_t nb,
-     const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 acc[GT])
+     const uint8_t *vals, const float *sc, const float *mn, const uint8_t *tile, int64_t cols, __m512 out[GT])
 {
+	/* local accumulators: out may alias the float loads, which would keep
+	 * them in memory */
+	__m512 acc[GT];
 	const int32_t *aq = (const int32_t *)tile;
 	const float *ad = (const float *)(tile + cols * GT);
 	const uint8_t *as = tile + cols * GT + (cols / 32) * GT * 4;
@@ -705,11 +907,12 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 	UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_setzero_ps();
 	if (span32 == 1) {
 		for (int64_t k = 0; k < nb; k++) {
-			__m512i s[GT];
-			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			__m512i s[2][GT];
+			CLEAR()
 			DOT4(0)
 			DOT4(4)
-			close_block(asym, s, sc, mn, as, ad, acc);
+			MERGE()
+			close_block(asym, s[0], sc, mn, as, ad, acc);
 			sc += QG_ROWS;
 			mn += QG_ROWS;
 			as += GT * 4;
@@ -717,24 +920,27 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 			vals += VALS_STEP(k);
 			aq += 8 * GT;
 		}
+		UNROLL for (int t = 0; t < GT; t++) out[t] = acc[t];
 		return;
 	}
 	for (int64_t b = 0; b < nb; b += span32) {
 		__m512 part[GT];
 		UNROLL for (int t = 0; t < GT; t++) part[t] = _mm512_setzero_ps();
 		for (int k = 0; k < span32; k++) {
-			__m512i s[GT];
-			UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+			__m512i s[2][GT];
+			CLEAR()
 			DOT4(0)
 			if (g16) {
-				close_block(asym, s, sc, mn, as, NULL, part);
+				MERGE()
+				close_block(asym, s[0], sc, mn, as, NULL, part);
 				sc += QG_ROWS;
 				mn += QG_ROWS;
 				as += GT * 4;
-				UNROLL for (int t = 0; t < GT; t++) s[t] = _mm512_setzero_si512();
+				UNROLL for (int t = 0; t < GT; t++) s[0][t] = _mm512_setzero_si512();
 			}
 			DOT4(4)
-			close_block(asym, s, sc, mn, as, NULL, part);
+			MERGE()
+			close_block(asym, s[0], sc, mn, as, NULL, part);
 			sc += QG_ROWS;
 			mn += QG_ROWS;
 			as += GT * 4;
@@ -744,6 +950,7 @@ kern(const int g16, const int asym, const int span32, const int lay, const int8_
 		UNROLL for (int t = 0; t < GT; t++) acc[t] = _mm512_fmadd_ps(part[t], _mm512_set1_ps(ad[t]), acc[t]);
 		ad += GT * span32;
 	}
+	UNROLL for (int t = 0; t < GT; t++) out[t] = acc[t];
 }
 
 #define KERN_VARIANT(name, g16, asym, span, lay, lut)                                                         \

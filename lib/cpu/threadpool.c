@@ -23,16 +23,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* A pause costs ~45 ns on current x86 cores (measured 42-52 ns here):
- * workers spin ~6 us for the next job, which covers the gaps between the
- * jobs of a decode step (a norm or a RoPE on the caller, a few us), then
- * sleep; the caller spins ~12 us for the last worker. Longer spins cost
- * dearly when another process wants the core: a worker that spins uses
- * up its share of the core and is then preempted inside a job, which the
- * caller must wait for. SmolLM2-135M's decode step (scripts/bench_decode.c,
- * 2 threads, a busy machine, 3 runs each): 182-215 tok/s with 128
- * iterations, 139-150 with 1024. */
-#define SPIN_ITERS 128
+/* A pause costs ~45 ns on current x86 cores (measured 42-52 ns here).
+ * How long a worker spins for the next job before it sleeps adapts, per
+ * pool, between SPIN_MIN (~6 us) and SPIN_MAX (~180 us): a decode step's
+ * jobs come every few to a hundred microseconds, and a worker asleep at
+ * the next one costs a futex wake-up (tens of microseconds on a VM), many
+ * times per token; but a worker that spins while another process wants
+ * its core uses up its share and is preempted inside jobs. So tp_run_any
+ * watches each job: a worker that was asleep when the job was published
+ * and missed it doubles the spin (the gaps are longer than it); one that
+ * was awake and still missed it (preempted: the core is contended) halves
+ * it. Measured, SmolLM2-135M decode, 2 threads, quiet / with `taskset -c
+ * 1 yes` (tok/s): fixed 128 spins 313 / 230-240, fixed 1024 332 / 186-213,
+ * fixed 4096 381 / 152-163. The caller spins ~12 us for the last worker. */
+#define SPIN_MIN 128
+#define SPIN_MAX 4096
+#define SPIN_ITERS 128 /* the barrier */
 #define SPIN_DONE 256
 
 /* The join word of the current job: which job it is, whether the caller
@@ -63,6 +69,8 @@ struct tp_pool {
 	_Atomic int stop;
 	_Atomic int bar_count;
 	_Atomic uint32_t bar_phase; /* futex word */
+	_Atomic int spin;           /* a worker's spins before it sleeps: SPIN_MIN..SPIN_MAX */
+	bool woke;                  /* the current job found a worker asleep */
 };
 
 struct worker_arg {
@@ -89,10 +97,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Wait until *addr != val: spin, then sleep. */
-static void wait_change(_Atomic uint32_t *addr, uint32_t val, _Atomic int *sleep_count)
+/* Wait until *addr != val: spin `spins` times, then sleep. */
+static void wait_change(_Atomic uint32_t *addr, uint32_t val, _Atomic int *sleep_count, int spins)
 {
-	for (int i = 0; i < SPIN_ITERS; i++) {
+	for (int i = 0; i < spins; i++) {
 		if (atomic_load_explicit(addr, memory_order_acquire) != val)
 			return;
 		cpu_relax();
@@ -125,7 +133,7 @@ static void *worker_main(void *varg)
 	free(wa);
 	uint32_t seen = 0;
 	for (;;) {
-		wait_change(&p->gen, seen, &p->sleepers);
+		wait_change(&p->gen, seen, &p->sleepers, atomic_load_explicit(&p->spin, memory_order_relaxed));
 		seen = atomic_load(&p->gen);
 		if (atomic_load(&p->stop))
 			break;
@@ -150,6 +158,7 @@ int tp_new(struct tp_pool **out, int n_threads, tern_err *err)
 		return tern_errf(err, TERN_ENOMEM, "thread pool: out of memory");
 	p->n = n_threads;
 	atomic_init(&p->join, J_CLOSED); /* generation 0: no job */
+	atomic_init(&p->spin, SPIN_MIN);
 	if (n_threads > 1) {
 		p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
 		if (!p->threads) {
@@ -201,7 +210,8 @@ static void start(struct tp_pool *p, tp_fn fn, void *arg)
 	uint32_t g = atomic_load(&p->gen) + 1;
 	atomic_store(&p->join, J_TAG(g & 0x7FFFFFFFu));
 	atomic_store(&p->gen, g);
-	if (atomic_load(&p->sleepers))
+	p->woke = atomic_load(&p->sleepers) > 0;
+	if (p->woke)
 		futex_wake(&p->gen);
 	fn(arg, 0, p->n);
 }
@@ -213,20 +223,25 @@ static bool finished(uint64_t w, bool all, int n)
 	return J_ACTIVE_OF(w) == 0 && (!all || J_JOINED_OF(w) == (uint64_t)(n - 1));
 }
 
-static void wait_workers(struct tp_pool *p, bool all)
+/* Returns whether the caller had to sleep (a worker took long: preempted). */
+static bool wait_workers(struct tp_pool *p, bool all)
 {
 	for (int i = 0; i < SPIN_DONE; i++) {
 		if (finished(atomic_load(&p->join), all, p->n))
-			return;
+			return false;
 		cpu_relax();
 	}
+	bool slept = false;
 	while (!finished(atomic_load(&p->join), all, p->n)) {
 		atomic_store(&p->main_sleeping, 1);
 		uint32_t d = atomic_load(&p->done);
-		if (!finished(atomic_load(&p->join), all, p->n))
+		if (!finished(atomic_load(&p->join), all, p->n)) {
 			futex_wait(&p->done, d);
+			slept = true;
+		}
 		atomic_store(&p->main_sleeping, 0);
 	}
+	return slept;
 }
 
 void tp_run(struct tp_pool *p, tp_fn fn, void *arg)
@@ -247,8 +262,18 @@ void tp_run_any(struct tp_pool *p, tp_fn fn, void *arg)
 		return;
 	}
 	start(p, fn, arg);
-	atomic_fetch_or(&p->join, J_CLOSED);
-	wait_workers(p, false);
+	uint64_t w = atomic_fetch_or(&p->join, J_CLOSED);
+	bool missed = J_JOINED_OF(w) < (uint64_t)(p->n - 1);
+	bool late = wait_workers(p, false);
+	/* adapt the workers' spin: a worker asleep at a job it then missed
+	 * spins longer; one that was awake and missed it, or that the caller
+	 * had to wait for, was preempted: spin less */
+	if (missed || late) {
+		int s = atomic_load_explicit(&p->spin, memory_order_relaxed);
+		s = missed && p->woke && !late ? (s * 2 < SPIN_MAX ? s * 2 : SPIN_MAX)
+					      : (s / 2 > SPIN_MIN ? s / 2 : SPIN_MIN);
+		atomic_store_explicit(&p->spin, s, memory_order_relaxed);
+	}
 }
 
 void tp_barrier(struct tp_pool *p)
@@ -263,5 +288,5 @@ void tp_barrier(struct tp_pool *p)
 			futex_wake(&p->bar_phase);
 		return;
 	}
-	wait_change(&p->bar_phase, phase, &p->sleepers);
+	wait_change(&p->bar_phase, phase, &p->sleepers, SPIN_ITERS);
 }

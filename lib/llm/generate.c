@@ -38,7 +38,8 @@ struct tern_gen {
 	float *masked;          /* ignore_eos: the logits with every EOG at -inf */
 	int32_t *eog;           /* the EOG ids */
 	int32_t n_eog;
-	struct tern_gen_alt *top; /* n_logprobs, a min-heap while collecting */
+	struct tern_gen_alt *top; /* n_logprobs: the report's alternatives */
+	struct tern_sample_cand *cand; /* n_vocab, to select them */
 };
 
 const char *tern_finish_name(enum tern_finish f)
@@ -68,6 +69,7 @@ void tern_gen_free(struct tern_gen *g)
 	free(g->masked);
 	free(g->eog);
 	free(g->top);
+	free(g->cand);
 	free(g);
 }
 
@@ -112,8 +114,10 @@ int tern_gen_new(struct tern_gen **out, struct tern_llm *llm, const tok_vocab *v
 	g->pend_cap = g->piece_cap + g->max_stop + 8;
 	g->piece = malloc(g->piece_cap);
 	g->pend = malloc(g->pend_cap);
-	if (o->n_logprobs)
+	if (o->n_logprobs) {
 		g->top = calloc((size_t)o->n_logprobs, sizeof *g->top);
+		g->cand = malloc(sizeof *g->cand * (size_t)g->n_vocab);
+	}
 	if (o->ignore_eos) {
 		g->masked = malloc(sizeof(float) * (size_t)g->n_vocab);
 		for (int32_t id = 0; id < g->n_vocab; id++)
@@ -126,7 +130,7 @@ int tern_gen_new(struct tern_gen **out, struct tern_llm *llm, const tok_vocab *v
 					g->eog[k++] = id;
 		}
 	}
-	if (!g->piece || !g->pend || (o->n_logprobs && !g->top) || (o->ignore_eos && (!g->masked || !g->eog))) {
+	if (!g->piece || !g->pend || (o->n_logprobs && (!g->top || !g->cand)) || (o->ignore_eos && (!g->masked || !g->eog))) {
 		tern_gen_free(g);
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
@@ -135,35 +139,6 @@ int tern_gen_new(struct tern_gen **out, struct tern_llm *llm, const tok_vocab *v
 }
 
 /* ---- log-probabilities ------------------------------------------------------- */
-
-/* a before b in the report: higher logprob, then lower id */
-static bool alt_better(const struct tern_gen_alt *a, const struct tern_gen_alt *b)
-{
-	return a->logprob > b->logprob || (a->logprob == b->logprob && a->id < b->id);
-}
-
-static void heap_down(struct tern_gen_alt *h, int32_t n, int32_t i)
-{
-	for (;;) {
-		int32_t w = i, l = 2 * i + 1, r = l + 1;
-		if (l < n && alt_better(&h[w], &h[l]))
-			w = l;
-		if (r < n && alt_better(&h[w], &h[r]))
-			w = r;
-		if (w == i)
-			return;
-		struct tern_gen_alt t = h[i];
-		h[i] = h[w];
-		h[w] = t;
-		i = w;
-	}
-}
-
-static int alt_cmp(const void *pa, const void *pb)
-{
-	const struct tern_gen_alt *a = pa, *b = pb;
-	return alt_better(a, b) ? -1 : alt_better(b, a) ? 1 : 0;
-}
 
 /* the chosen token's log-softmax and the n best alternatives */
 static void logprobs(struct tern_gen *g, const float *lg, int32_t id, struct tern_gen_token *t)
@@ -175,25 +150,16 @@ static void logprobs(struct tern_gen *g, const float *lg, int32_t id, struct ter
 	for (int32_t i = 0; i < g->n_vocab; i++)
 		sum += exp((double)lg[i] - mx);
 	double lse = (double)mx + log(sum);
-	int32_t n = g->o.n_logprobs < g->n_vocab ? g->o.n_logprobs : g->n_vocab, k = 0;
-	struct tern_gen_alt *h = g->top; /* min-heap by alt_better: h[0] the worst kept */
-	for (int32_t i = 0; i < g->n_vocab; i++) {
-		struct tern_gen_alt a = {i, (float)((double)lg[i] - lse)};
-		if (k < n) {
-			h[k++] = a;
-			if (k == n)
-				for (int32_t j = n / 2 - 1; j >= 0; j--)
-					heap_down(h, n, j);
-		} else if (alt_better(&a, &h[0])) {
-			h[0] = a;
-			heap_down(h, n, 0);
-		}
-	}
-	qsort(h, (size_t)k, sizeof *h, alt_cmp);
+	int32_t n = g->o.n_logprobs < g->n_vocab ? g->o.n_logprobs : g->n_vocab;
+	for (int32_t i = 0; i < g->n_vocab; i++)
+		g->cand[i] = (struct tern_sample_cand){i, lg[i]};
+	tern_sample_top(g->cand, g->n_vocab, n); /* the best logits are the best log-probabilities */
+	for (int32_t i = 0; i < n; i++)
+		g->top[i] = (struct tern_gen_alt){g->cand[i].id, (float)((double)g->cand[i].logit - lse)};
 	t->id = id;
 	t->logprob = (float)((double)lg[id] - lse);
-	t->top = h;
-	t->n_top = k;
+	t->top = g->top;
+	t->n_top = n;
 	struct tok_piece p = tok_token_bytes(g->v, id);
 	t->piece = p.ptr;
 	t->piece_len = p.len;

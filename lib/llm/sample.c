@@ -241,7 +241,7 @@ static void sift_down(struct tern_sample_cand *h, int32_t n, int32_t i)
 
 /* Stage 2: move the k best of c[0..n) to c[0..k) in order, by a heap of
  * the k best seen so far whose root is the one to beat. */
-static void top_k(struct tern_sample_cand *c, int32_t n, int32_t k)
+void tern_sample_top(struct tern_sample_cand *c, int32_t n, int32_t k)
 {
 	for (int32_t i = k / 2 - 1; i >= 0; i--)
 		sift_down(c, k, i);
@@ -291,7 +291,7 @@ int32_t tern_sample_candidates(struct tern_sampler *s, const float *logits,
 	}
 
 	if (o->top_k > 0 && o->top_k < n) {
-		top_k(c, n, o->top_k);
+		tern_sample_top(c, n, o->top_k);
 		n = o->top_k;
 	} else {
 		qsort(c, (size_t)n, sizeof *c, cmp_cand);

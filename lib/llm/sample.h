@@ -89,6 +89,11 @@ int tern_sample_accept(struct tern_sampler *s, int32_t token);
 int32_t tern_sample_candidates(struct tern_sampler *s, const float *logits,
 	const struct tern_sample_cand **out);
 
+/* Move the k best of c[0..n) (1 <= k <= n; by logit, ties to the lower
+ * id) to c[0..k), sorted; O(n log k), no allocation. The top-k stage,
+ * also used for reporting alternatives. */
+void tern_sample_top(struct tern_sample_cand *c, int32_t n, int32_t k);
+
 /* The whole chain: the chosen token id, or TERN_ERANGE (negative) when
  * every logit is NaN or -inf. Does not accept the token: the caller does,
  * so that prompt and generated tokens go through one path. */

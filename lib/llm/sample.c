@@ -331,6 +331,24 @@ int32_t tern_sample_candidates(struct tern_sampler *s, const float *logits,
 
 int32_t tern_sample(struct tern_sampler *s, const float *logits)
 {
+	const struct tern_sample_opts *o = &s->o;
+	bool neutral = s->ring_len == 0 || (o->repeat_penalty == 1.0f && o->frequency_penalty == 0.0f &&
+					    o->presence_penalty == 0.0f);
+	if (!(o->temp > 0) && neutral) {
+		/* greedy without penalties: the argmax of the sanitised logits,
+		 * ties to the lower id, as stages 0-5 would give, in one pass
+		 * (Gemma's 262144 logits: no candidate array to fill) */
+		int32_t best = -1;
+		float bl = -INFINITY;
+		for (int32_t i = 0; i < s->n_vocab; i++) {
+			float l = sanitise(logits[i]);
+			if (l != -INFINITY && (best < 0 || l > bl)) {
+				best = i;
+				bl = l;
+			}
+		}
+		return best < 0 ? TERN_ERANGE : best;
+	}
 	const struct tern_sample_cand *c;
 	int32_t n = tern_sample_candidates(s, logits, &c);
 	if (n < 0)

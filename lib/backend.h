@@ -130,6 +130,9 @@ enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
 /* unary: kind */
 enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU };
 
+/* weights one mat_vec_n call takes */
+#define TERN_MAT_VEC_N 4
+
 /* head dimensions the attention takes (its per-row state is fixed) */
 #define TERN_ATTN_MAX_HEAD_DIM 512
 
@@ -174,6 +177,12 @@ struct tern_backend {
 	 * y f32 [rows], both contiguous. */
 	void (*mat_vec)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y);
+	/* y[i] = w[i] x for n (1..TERN_MAT_VEC_N) prepared weights that take
+	 * the same one-token input x (a decode step's Q, K and V; its gate
+	 * and up): the results of n mat_vec calls, bit for bit, in one step
+	 * (the CPU quantizes x once and wakes its threads once). */
+	void (*mat_vec_n)(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
+			  struct tern_buf *const *y);
 	/* y[t][r] = dot(w row r, x row t): x f32 [ntok][cols], y f32
 	 * [ntok][rows], contiguous, ntok = x->ne[1] in 1..max_tokens. */
 	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,

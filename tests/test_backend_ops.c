@@ -1114,6 +1114,84 @@ static void test_ops_contract(void **state)
 /* Results do not depend on the thread count: every op case and the
  * products of several weight types on 1, 2, 3 and 4 threads, under each
  * kernel variant the CPU runs, must give the same bits. */
+/* mat_vec_n: one step for several weights sharing a token's input gives
+ * the bits of separate mat_vec calls, on every backend (weights of mixed
+ * types and activation types, rows not a multiple of the chunks); n out of
+ * range is a violation reported at sync. */
+static void test_mat_vec_n(void **state)
+{
+	(void)state;
+	const uint32_t types[TERN_MAT_VEC_N] = {QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_F32};
+	const int64_t rows[TERN_MAT_VEC_N] = {37, 256, 19, 5};
+	const int64_t cols = 512;
+	for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+		const struct backend_entry *be_e = &backends[bi];
+		if (be_e->isa && quant_cpu_force(be_e->isa) != 0)
+			continue;
+		struct tern_backend *be;
+		tern_err e = {0};
+		if (be_e->make(&be, be_e, &e))
+			fail_msg("%s: %s", be_e->name, e.msg);
+		struct tern_buf w[TERN_MAT_VEC_N], y1[TERN_MAT_VEC_N], yn[TERN_MAT_VEC_N];
+		float *xs = normals((size_t)cols, 1.0f);
+		int64_t xne[1] = {cols};
+		struct tern_buf x = in_buf(be, QT_F32, 1, xne, xs);
+		for (int i = 0; i < TERN_MAT_VEC_N; i++) {
+			float *wf = normals((size_t)(rows[i] * cols), 0.5f);
+			size_t rs = quant_row_size(types[i], (uint64_t)cols, NULL);
+			uint8_t *wq = malloc(rs * (size_t)rows[i]);
+			for (int64_t r = 0; r < rows[i]; r++)
+				quant_quantize_row(types[i], wf + r * cols, wq + rs * (size_t)r, (uint64_t)cols);
+			int64_t wne[2] = {cols, rows[i]}, yne[1] = {rows[i]};
+			w[i] = in_buf(be, types[i], 2, wne, wq);
+			if (be->mat_prepare(be, &w[i], &e))
+				fail_msg("%s: %s", be_e->name, e.msg);
+			assert_int_equal(be->buf_alloc(be, &y1[i], QT_F32, 1, yne, &e), 0);
+			assert_int_equal(be->buf_alloc(be, &yn[i], QT_F32, 1, yne, &e), 0);
+			free(wf);
+			free(wq);
+		}
+		for (int n = 1; n <= TERN_MAT_VEC_N; n++) {
+			const struct tern_buf *wp[TERN_MAT_VEC_N];
+			struct tern_buf *yp[TERN_MAT_VEC_N];
+			for (int i = 0; i < n; i++) {
+				wp[i] = &w[i];
+				yp[i] = &yn[i];
+				be->mat_vec(be, &w[i], &x, &y1[i]);
+			}
+			be->mat_vec_n(be, n, wp, &x, yp);
+			if (be->sync(be, &e))
+				fail_msg("%s: %s", be_e->name, e.msg);
+			for (int i = 0; i < n; i++) {
+				float *a = malloc(sizeof(float) * (size_t)rows[i]), *b = malloc(sizeof(float) * (size_t)rows[i]);
+				be->download(be, &y1[i], 0, a, sizeof(float) * (size_t)rows[i]);
+				be->download(be, &yn[i], 0, b, sizeof(float) * (size_t)rows[i]);
+				assert_int_equal(be->sync(be, &e), 0);
+				if (memcmp(a, b, sizeof(float) * (size_t)rows[i]))
+					fail_msg("%s: mat_vec_n of %d: weight %d (%s) differs from mat_vec", be_e->name, n, i,
+						 quant_type_name(types[i]));
+				free(a);
+				free(b);
+			}
+		}
+		const struct tern_buf *wp[1] = {&w[0]};
+		struct tern_buf *yp[1] = {&yn[0]};
+		be->mat_vec_n(be, 0, wp, &x, yp);
+		assert_int_equal(be->sync(be, &e), TERN_EINVAL);
+		be->mat_vec_n(be, TERN_MAT_VEC_N + 1, wp, &x, yp);
+		assert_int_equal(be->sync(be, &e), TERN_EINVAL);
+		for (int i = 0; i < TERN_MAT_VEC_N; i++) {
+			be->buf_free(be, &w[i]);
+			be->buf_free(be, &y1[i]);
+			be->buf_free(be, &yn[i]);
+		}
+		be->buf_free(be, &x);
+		free(xs);
+		tern_backend_free(be);
+		quant_cpu_force("auto");
+	}
+}
+
 static void test_threads(void **state)
 {
 	(void)state;
@@ -1184,6 +1262,7 @@ int main(void)
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_ops_contract),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_mat_vec_n),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

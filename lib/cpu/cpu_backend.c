@@ -45,15 +45,17 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 		return tern_errf(err, TERN_ENOMEM, "%s: out of memory", be->name);
 	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack};
 	rc = cpu_mm_prepare(mm, c->pool, w->type, tern_buf_host(w), w->nb[1], w->ne[1], w->ne[0], &o, err);
-	if (!rc && mm->scratch_size > c->scratch_size) {
-		void *s = aligned_alloc(64, (mm->scratch_size + 63) & ~(size_t)63);
+	size_t need = rc ? 0 : mm->scratch_size;
+	if (!rc && cpu_mm_vec_n_scratch(mm) > need)
+		need = cpu_mm_vec_n_scratch(mm);
+	if (!rc && need > c->scratch_size) {
+		void *s = aligned_alloc(64, (need + 63) & ~(size_t)63);
 		if (s) {
 			free(c->scratch);
 			c->scratch = s;
-			c->scratch_size = mm->scratch_size;
+			c->scratch_size = need;
 		} else {
-			rc = tern_errf(err, TERN_ENOMEM, "%s: out of memory for %zu bytes of scratch", be->name,
-				       mm->scratch_size);
+			rc = tern_errf(err, TERN_ENOMEM, "%s: out of memory for %zu bytes of scratch", be->name, need);
 		}
 	}
 	if (rc) {
@@ -75,6 +77,25 @@ static void cpu_mat_vec(struct tern_backend *be, const struct tern_buf *w, const
 	struct cpu *c = be->impl;
 	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
 		cpu_mm_run(w->prep, c->pool, tern_buf_host(x), 1, tern_buf_host(y), c->scratch);
+}
+
+static void cpu_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
+			  struct tern_buf *const *y)
+{
+	struct cpu *c = be->impl;
+	if (n < 1 || n > TERN_MAT_VEC_N || n > CPU_MM_VEC_N) {
+		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+		return;
+	}
+	const struct cpu_mm *mm[CPU_MM_VEC_N];
+	float *yd[CPU_MM_VEC_N];
+	for (int i = 0; i < n; i++) {
+		if (!cpu_host_mm_args(be, "mat_vec_n", w[i], x, y[i], true))
+			return;
+		mm[i] = w[i]->prep;
+		yd[i] = tern_buf_host(y[i]);
+	}
+	cpu_mm_run_vec_n(mm, n, c->pool, tern_buf_host(x), yd, c->scratch);
 }
 
 static void cpu_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
@@ -551,6 +572,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.buf_free = cpu_buf_free;
 	c->be.mat_prepare = cpu_mat_prepare;
 	c->be.mat_vec = cpu_mat_vec;
+	c->be.mat_vec_n = cpu_mat_vec_n;
 	c->be.mat_mul = cpu_mat_mul;
 	c->be.get_rows = cpu_get_rows;
 	c->be.norm = cpu_norm;

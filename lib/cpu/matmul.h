@@ -86,4 +86,14 @@ size_t cpu_mm_panel_bytes(const struct cpu_mm *mm);
 void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, int64_t ntok, float *y,
 		void *scratch);
 
+/* One token through n (1..CPU_MM_VEC_N) weights that share the input x
+ * ([cols] of each, the same cols): y[i] = w[i] x, the same bits as n calls
+ * of cpu_mm_run(mm[i], ..., 1, ...), in one pool job with the input
+ * quantized once per activation type (a decode step's Q, K and V, its
+ * gate and up). scratch: cpu_mm_vec_n_scratch() bytes of the widest. */
+#define CPU_MM_VEC_N 4
+size_t cpu_mm_vec_n_scratch(const struct cpu_mm *mm);
+void cpu_mm_run_vec_n(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *x,
+		      float *const *y, void *scratch);
+
 #endif

@@ -77,6 +77,18 @@ static void ref_mat_vec(struct tern_backend *be, const struct tern_buf *w, const
 		ref_products(be, w, x, y);
 }
 
+/* n mat_vec calls: the oracle has no step to save */
+static void ref_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
+			  struct tern_buf *const *y)
+{
+	if (n < 1 || n > TERN_MAT_VEC_N) {
+		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		ref_mat_vec(be, w[i], x, y[i]);
+}
+
 static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y)
 {
@@ -364,6 +376,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.buf_free = ref_buf_free;
 	r->be.mat_prepare = ref_mat_prepare;
 	r->be.mat_vec = ref_mat_vec;
+	r->be.mat_vec_n = ref_mat_vec_n;
 	r->be.mat_mul = ref_mat_mul;
 	r->be.get_rows = ref_get_rows;
 	r->be.norm = ref_norm;

@@ -342,10 +342,16 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
 
-	/* attention */
-	product(be, &L->wq, &h, &q, n);
-	product(be, &L->wk, &h, &k, n);
-	product(be, &L->wv, &h, &v, n);
+	/* attention; one token's Q, K and V in one step */
+	if (n == 1) {
+		const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
+		struct tern_buf *y3[3] = {&q, &k, &v};
+		be->mat_vec_n(be, 3, w3, &h, y3);
+	} else {
+		be->mat_mul(be, &L->wq, &h, &q);
+		be->mat_mul(be, &L->wk, &h, &k);
+		be->mat_mul(be, &L->wv, &h, &v);
+	}
 	if (opt(&L->bq))
 		be->add(be, &q, &L->bq, &q);
 	if (opt(&L->bk))
@@ -387,8 +393,14 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 
 	/* feed-forward */
 	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
-	product(be, &L->ffn_gate, &h, &g, n);
-	product(be, &L->ffn_up, &h, &u, n);
+	if (n == 1) {
+		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
+		struct tern_buf *y2[2] = {&g, &u};
+		be->mat_vec_n(be, 2, w2, &h, y2);
+	} else {
+		be->mat_mul(be, &L->ffn_gate, &h, &g);
+		be->mat_mul(be, &L->ffn_up, &h, &u);
+	}
 	be->glu(be, &g, &u, &g, c->act == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : TERN_GLU_SWIGLU);
 	product(be, &L->ffn_down, &g, &o, n);
 	if (opt(&L->ffn_post_norm))

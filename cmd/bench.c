@@ -1,757 +1,182 @@
-/* bench.c - tern-bench. For now its kernel benchmark (--kernels): the
- * machine's read bandwidth, then mat-vec and mat-mat throughput of every
- * weight type with SIMD kernels, reported as GB/s of weights read (mat-vec
- * also as a fraction of the measured bandwidth) and GFLOPS.
- *
- * Weights are spread over enough copies that the working set exceeds the
- * last-level cache, as a model's layers do. Each figure is the median of
- * several repetitions, each the median of the calls made during --min-ms,
- * and the slowest and fastest repetitions are reported beside it. The read
- * bandwidth is probed again before each type, so that a figure is compared
- * with the machine as it was when the figure was taken (a shared machine
- * drifts).
- *
- * Rows are written as they finish (the run takes minutes); progress goes to
- * stderr when it is a terminal. */
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
+/* bench.c - tern-bench: the options, the manual, and the choice of mode.
+ * The modes live in cmd/bench/ (see bench.h): the model benchmark
+ * (-m MODEL, the default), perplexity (--ppl FILE), and the kernel
+ * benchmark (--kernels). */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "cmd/bench/bench.h"
 #include "cmd/common/cli.h"
-#include "lib/cpu/matmul.h"
-#include "lib/cpu/threadpool.h"
-#include "quant/cpu.h"
-#include "quant/quant.h"
 
-extern const char tern_build_commit[];
-
-static bool o_kernels, o_json, o_quick, o_min_ms_seen;
-static int64_t o_threads = 0, o_min_ms = 100, o_reps = 3;
-static const char *o_types, *o_ops = "matvec,matmul";
+static struct bench_opts o = {.ops = "matvec,matmul", .min_ms = 100, .reps = 3, .warmup = 1};
+static const char *o_output = "table";
+static bool o_json, o_no_warmup, o_reps_seen;
 
 static const struct cli_opt opts[] = {
-	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o_kernels,
-	 .help = "run the kernel benchmark: read bandwidth, then mat-vec and mat-mat of each weight type; rows are "
-		 "written as they finish, progress goes to stderr on a terminal (about 2.5 minutes on 2 cores; --quick: "
-		 "about 5 s)"},
-	{.lng = "quick", .kind = CLI_FLAG, .dst = &o_quick,
-	 .help = "a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50"},
-	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
-	 .help = "one JSON document (commit, CPU, date, settings, then one line per kernel as it finishes) instead of "
-		 "the table"},
-	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
-	 .help = "threads for the all-threads runs (default: the online CPUs)"},
-	{.lng = "types", .kind = CLI_STR, .dst = &o_types, .arg = "LIST",
-	 .help = "comma-separated weight types, e.g. q4_0,q4_K (default: every type with SIMD kernels); q8_1, q8_K, "
-		 "i8, i16, i32, i64 and f64 never hold weights and are refused"},
-	{.lng = "ops", .kind = CLI_STR, .dst = &o_ops, .arg = "LIST", 
-	 .help = "matvec, matmul or both (default: matvec,matmul); only mat-vec gets a %bw, against a bandwidth probe "
-		 "taken before each type, with a warning above 100%"},
-	{.lng = "min-ms", .kind = CLI_INT, .dst = &o_min_ms, .arg = "MS", .min = 1, .max = 600000, .seen = &o_min_ms_seen,
-	 .help = "least time of each repetition of a measurement, in milliseconds (default 100; 50 with --quick)"},
-	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o_reps, .arg = "N", .min = 1, .max = 100,
-	 .help = "repetitions of each measurement; the median is the figure, min and max its spread (default 3)"},
+	{.lng = "model", .shrt = 'm', .kind = CLI_LIST, .dst = &o.models, .arg = "FILE", .ext = "gguf|bin",
+	 .help = "the model to benchmark; repeat for several (each is loaded once and runs every test)"},
+	{.lng = "n-prompt", .shrt = 'p', .kind = CLI_LIST, .dst = &o.n_prompt, .arg = "N[,N...]",
+	 .help = "prefill tests of N prompt tokens (default 512 when no test is given; 0 for none)"},
+	{.lng = "n-gen", .shrt = 'n', .kind = CLI_LIST, .dst = &o.n_gen, .arg = "N[,N...]",
+	 .help = "decode tests of N generated tokens (default 128 when no test is given; 0 for none)"},
+	{.lng = "n-prompt-gen", .alias = "pg", .kind = CLI_LIST, .dst = &o.pg, .arg = "P,N",
+	 .help = "a test of P prompt tokens then N generated ones, timed together (repeatable)"},
+	{.lng = "n-depth", .shrt = 'd', .kind = CLI_LIST, .dst = &o.depth, .arg = "N[,N...]",
+	 .help = "run every test with N tokens already in the KV cache (default 0)"},
+	{.lng = "threads", .shrt = 't', .kind = CLI_LIST, .dst = &o.threads, .arg = "N[,N...]",
+	 .help = "threads (default: the CPUs this process may run on)"},
+	{.lng = "batch-size", .shrt = 'b', .kind = CLI_LIST, .dst = &o.batch, .arg = "N[,N...]",
+	 .help = "logical batch: prompt tokens handed to the model per call (default 2048, as llama-bench)"},
+	{.lng = "ubatch-size", .alias = "ub", .kind = CLI_LIST, .dst = &o.ubatch, .arg = "N[,N...]",
+	 .help = "physical batch: prompt tokens per forward pass (default 512)"},
+	{.lng = "cache-type-k", .alias = "ctk", .kind = CLI_LIST, .dst = &o.type_k, .arg = "TYPE[,TYPE...]",
+	 .help = "K cache type: f32, f16 or q8_0 (default f16)"},
+	{.lng = "cache-type-v", .alias = "ctv", .kind = CLI_LIST, .dst = &o.type_v, .arg = "TYPE[,TYPE...]",
+	 .help = "V cache type: f32, f16 or q8_0 (default f16)"},
+	{.lng = "n-gpu-layers", .alias = "ngl", .kind = CLI_LIST, .dst = &o.ngl, .arg = "N[,N...]",
+	 .help = "layers on the GPU (accepted for llama-bench's spelling; with the CPU backend only 0 runs)"},
+	{.lng = "backend", .kind = CLI_LIST, .dst = &o.backend, .arg = "NAME[,NAME...]",
+	 .help = "backend: cpu (the optimized one, default) or ref (the scalar reference)"},
+	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o.reps, .arg = "N", .min = 1, .max = 1000,
+	 .seen = &o_reps_seen, .help = "measured runs of each test; the median is the figure (default 3)"},
+	{.lng = "warmup", .kind = CLI_INT, .dst = &o.warmup, .arg = "N", .min = 0, .max = 100,
+	 .help = "runs of each test before the measured ones, discarded (default 1)"},
+	{.lng = "no-warmup", .kind = CLI_FLAG, .dst = &o_no_warmup, .excludes = "warmup",
+	 .help = "the same as --warmup 0 (llama-bench's spelling)"},
+	{.lng = "prompt", .kind = CLI_STR, .dst = &o.prompt, .arg = "TEXT",
+	 .help = "text for the prompt instead of random tokens: prefill tests take its first N tokens (repeated "
+		 "when it is shorter), decode tests and the depth start after it"},
+	{.lng = "output", .shrt = 'o', .kind = CLI_CHOICE, .dst = &o_output, .arg = "FORMAT",
+	 .choices = "table|md|json|jsonl|csv", .help = "output format (default table)"},
+	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .excludes = "output", .help = "the same as -o json"},
+	{.lng = "no-probe", .kind = CLI_FLAG, .dst = &o.no_probe,
+	 .help = "skip the read-bandwidth probe (no %% of roofline for decode)"},
+	{.lng = "hash", .kind = CLI_FLAG, .dst = &o.hash, .help = "put each model file's sha256 in the output"},
+	{.lng = "vs", .kind = CLI_FILE, .dst = &o.vs, .arg = "LLAMA_BENCH", .excludes = "ppl|kernels|prompt",
+	 .help = "also run this llama-bench binary on the same model and tests, test by test, and report the "
+		 "ratio tern/llama.cpp"},
+	{.lng = "ppl", .kind = CLI_FILE, .dst = &o.ppl, .arg = "FILE", .needs = "model", .excludes = "kernels",
+	 .help = "perplexity of the model over a text file, as llama-perplexity computes it"},
+	{.lng = "ctx-size", .shrt = 'c', .kind = CLI_INT, .dst = &o.ctx, .arg = "N", .min = 0, .max = 1 << 20,
+	 .needs = "ppl", .help = "--ppl: tokens per chunk (default 512)"},
+	{.lng = "chunks", .kind = CLI_INT, .dst = &o.chunks, .arg = "N", .min = 0, .max = 1 << 30, .needs = "ppl",
+	 .help = "--ppl: score only the first N chunks (default: all)"},
+	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o.kernels, .excludes = "model",
+	 .help = "run the kernel benchmark instead: read bandwidth, then mat-vec and mat-mat of each weight type "
+		 "(about 2.5 minutes on 2 cores; --quick: about 5 s)"},
+	{.lng = "quick", .kind = CLI_FLAG, .dst = &o.quick, .needs = "kernels",
+	 .help = "--kernels: a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50"},
+	{.lng = "types", .kind = CLI_STR, .dst = &o.types, .arg = "LIST", .needs = "kernels",
+	 .help = "--kernels: comma-separated weight types, e.g. q4_0,q4_K (default: every type with SIMD "
+		 "kernels); q8_1, q8_K, i8, i16, i32, i64 and f64 never hold weights and are refused"},
+	{.lng = "ops", .kind = CLI_STR, .dst = &o.ops, .arg = "LIST", .needs = "kernels",
+	 .help = "--kernels: matvec, matmul or both (default: matvec,matmul)"},
+	{.lng = "min-ms", .kind = CLI_INT, .dst = &o.min_ms, .arg = "MS", .min = 1, .max = 600000, .seen = &o.min_ms_seen,
+	 .needs = "kernels", .help = "--kernels: least time of each repetition, in milliseconds (default 100)"},
 	{0},
 };
 
 static const struct cli_section sections[] = {
-	{"OUTPUT",
-	 "Rows are written as soon as they are measured, to a pipe or file as well as to a terminal. When stderr is a "
-	 "terminal (and without -q) a progress line there names the measurement under way (i/N, type, operation, "
-	 "shape) and the time left; nothing is written there otherwise, except warnings.\n"
-	 "\n"
-	 "The table has one line per measurement: weight type, operation, rows x cols, tokens, threads, GB/s of "
-	 "weights read, that rate as a percentage of the read bandwidth probed before the type (mat-vec only: a "
-	 "mat-mat reuses each weight from the cache, so its rate is not bounded by the memory), GFLOPS (2 x rows x "
-	 "cols x tokens per call), and the spread: how much slower the slowest repetition and how much faster the "
-	 "fastest one were than the median. A percentage above 100 is marked with ! and warned about on stderr: "
-	 "either the probe read low or the weights were partly served from the cache. The last lines give the "
-	 "range of the bandwidth probes and whether they drifted (by more than 10%) during the run.\n"
-	 "\n"
-	 "With --json one document is written, in pieces as the run goes: first {\"version\", \"commit\", \"date\" "
-	 "(ISO 8601, UTC), \"cpu\": {\"model\", \"features\", \"kernels\", \"forced\"}, \"threads\", \"settings\": "
-	 "{\"types\", \"ops\", \"shapes\", \"tokens\", \"min_ms\", \"repetitions\", \"quick\"}, \"isa\", "
-	 "\"bandwidth_gbs\", \"bandwidth_1t_gbs\" (the first probe), then \"kernels\": [ with one object per line, "
-	 "written when it is measured (the lines after the first start with a comma): {\"type\", \"op\" (matvec or "
-	 "matmul), \"rows\", \"cols\", \"tokens\", \"threads\", \"ms\", \"ms_min\", \"ms_max\" (per call), \"gbs\", "
-	 "\"gbs_min\", \"gbs_max\", \"gflops\", \"gflops_min\", \"gflops_max\", \"probe_gbs\", \"bandwidth_pct\" "
-	 "(null for matmul), \"over_bandwidth\", \"calls\"}, and at the end \"probes\": [{\"before\", \"gbs\", "
-	 "\"gbs_1t\"}, ...], \"probe_drift_pct\", \"probe_drifted\", \"over_bandwidth\" (a count) and "
-	 "\"duration_s\"."},
+	{"TESTS",
+	 "The options and their meaning are llama-bench's. -p N is a prefill test: N prompt tokens through the "
+	 "model, reported as pp<N>. -n N is a decode test: N tokens generated one at a time, reported as tg<N>. "
+	 "-pg P,N prefills P tokens then generates N, timed together (pp<P>+tg<N>, llama-bench's figure: all "
+	 "tokens over the whole time). -d N runs a test with N tokens already in the KV cache (reported as "
+	 "\"@ d<N>\"). Every list option takes comma-separated values and may be repeated, and every combination "
+	 "of models, tests, depths, threads, batch sizes and cache types is a test: -p 128,512 -t 1,2 is four "
+	 "tests. Without -p, -n and -pg the tests are -p 512 -n 128. A test that does not fit the context or "
+	 "the memory is reported as skipped on stderr and the others still run; a model that cannot be loaded "
+	 "is reported and skipped the same way."},
 	{"METHOD",
-	 "The bandwidth probe times calls that each read a 16 MiB slice of a 512 MiB buffer (split between the "
-	 "threads), as the kernels are timed, and reports the median; it runs with all threads and with one "
-	 "before each type. Mat-vec is measured on 4096x4096, 5632x2048 and 2048x5632 with 1 thread and all "
-	 "threads; mat-mat on the same shapes with 32, 128 and 512 tokens and all threads. Activations are "
-	 "quantized inside each call, as in inference. Each measurement is repeated (--repetitions); a repetition "
-	 "is the median over the calls made during --min-ms (at least one call), and the figure is the median of "
-	 "the repetitions.\n"
+	 "Each model is loaded once, the weights are read once (faulted in) before any test, and the KV cache "
+	 "is made once per cache type, big enough for the largest test. Each test runs --warmup times "
+	 "(discarded), then --repetitions times (measured). Each run starts from the same state: the cache is "
+	 "rewound to the depth (the depth tokens are prefilled once per test, before the warm-up, and kept), so "
+	 "every run sees the same positions. Prompt tokens are random ids drawn from a fixed seed (the same in "
+	 "every run), or the tokens of --prompt.\n"
 	 "\n"
-	 "A full run takes about 2.5 minutes on a 2-core machine (--min-ms 100, 3 repetitions), --quick about 5 "
-	 "seconds; time grows with --min-ms x --repetitions."},
+	 "Prefill (pp) is the time to put the N prompt tokens through the model in batches of -b (each split "
+	 "in forward passes of -ub tokens) until the logits of the last one are ready; throughput is N over that "
+	 "time. Decode (tg) starts after one token (a random one, or the prompt) and counts from the first "
+	 "generated token to the last: N steps of one token, each timed, throughput N over their sum; the "
+	 "per-token latencies give P50, P90 and P99 over every measured step of every run. The time to first "
+	 "token (TTFT) of pp and pg tests is the prefill time plus the first decode step. The token fed back at "
+	 "each step is the greedy choice from the logits, as generation does; sampling is not timed.\n"
+	 "\n"
+	 "The figure reported is the median of the runs' throughputs, with their minimum, maximum and "
+	 "coefficient of variation (standard deviation over mean); when the variation exceeds 5% a warning on "
+	 "stderr says so (a busy or thermally throttled machine). Decode tests also report the bytes read per "
+	 "token: every weight matrix once (the output matrix included, one row of the token embedding), plus "
+	 "the KV cache up to the depth, and the rate that makes at the median against the read bandwidth probed "
+	 "in the same invocation (the median of 16 MiB reads over a 512 MiB buffer, all threads), as a "
+	 "percentage of that roofline. The probe runs once per thread count, before the tests (--no-probe to "
+	 "skip it).\n"
+	 "\n"
+	 "With --vs, the llama-bench binary runs right after tern on each test, with the same model, test, "
+	 "depth, threads, batch sizes, cache types, repetitions and a warm-up (it is given -r R, and --no-warmup "
+	 "when --warmup is 0), and its JSON output is read back; the ratio tern/llama.cpp compares the medians "
+	 "(llama-bench reports a mean: the median is taken over its samples_ts).\n"
+	 "\n"
+	 "Perplexity (--ppl) follows llama-perplexity: the file is tokenized as one text (with the model's BOS "
+	 "token first when its vocabulary adds one), cut into non-overlapping chunks of -c tokens (a remainder "
+	 "shorter than a chunk is dropped), each chunk is run from an empty cache with its first token replaced "
+	 "by BOS, and the tokens of its second half are scored: the negative log-likelihood of each, given every "
+	 "token before it in the chunk. The perplexity is exp of their mean; its uncertainty is propagated from "
+	 "the standard error of the mean."},
+	{"OUTPUT",
+	 "Results go to stdout, everything else to stderr: a progress line when stderr is a terminal (which "
+	 "model, test and run), warnings, and skipped tests. The table (-o table, the default, or -o md for "
+	 "markdown like llama-bench's) has one line per test: model, size, parameters, backend, threads, test, "
+	 "and t/s as the median ± the larger distance to the minimum or maximum run; decode lines add the "
+	 "P50/P99 latency and the %% of the roofline, pp and pg lines the TTFT; with --vs two columns more: "
+	 "llama.cpp's t/s and the ratio. -o csv has one header line and one line per test. -o json is one "
+	 "document, described by docs/bench.schema.json: the build (version, commit, compiler, options), the "
+	 "machine (CPU model and features, cores, memory, OS and kernel), the date, the probe, each model (path, "
+	 "size, sha256 with --hash, architecture, parameter count, weight types), the parameters, and per test "
+	 "the median, min, max, CV and every run's raw figures, the peak RSS, and llama-bench's figures with "
+	 "--vs. -o jsonl writes one such test object per line as each test finishes.\n"
+	 "\n"
+	 "Ctrl-C stops the run: the tests finished so far are printed (a complete document with -o json, with "
+	 "\"interrupted\": true) and the exit status is 130."},
+	{"KERNELS",
+	 "--kernels measures the read bandwidth, then the quantized mat-vec (one token, decode) and mat-mat (a "
+	 "batch of tokens, prompt processing) of each weight type, and reports how close mat-vec comes to the "
+	 "bandwidth limit. Weights are spread over enough copies that the working set exceeds the last-level "
+	 "cache; a figure is the median of --repetitions repetitions, each the median of the calls made during "
+	 "--min-ms. The probe runs with all threads and with one before each type. Mat-vec is measured on "
+	 "4096x4096, 5632x2048 and 2048x5632 with 1 thread and all threads; mat-mat on the same shapes with 32, "
+	 "128 and 512 tokens. --json (or -o json) writes one document, in pieces as the run goes."},
 	{"EXAMPLES",
-	 "  tern-bench --kernels --quick\n"
-	 "  tern-bench --kernels\n"
-	 "  tern-bench --kernels --json --types q4_0,q4_K,q8_0 > kernels.json\n"
-	 "  TERN_CPU=avx2 tern-bench --kernels --ops matvec -r 5"},
+	 "  tern-bench -m model.gguf\n"
+	 "  tern-bench -m model.gguf -p 128,512 -n 64 -t 1,2 -r 5\n"
+	 "  tern-bench -m a.gguf -m b.gguf -n 128 -d 0,1024 -o json > results.json\n"
+	 "  tern-bench -m model.gguf --vs ~/llama.cpp/build/bin/llama-bench\n"
+	 "  tern-bench --ppl wiki.test.raw -m model.gguf -c 512\n"
+	 "  tern-bench --kernels --quick"},
 	{"EXIT STATUS",
-	 "0 on success, 1 on a runtime error (out of memory, a kernel that fails), 2 on a usage error (an unknown "
-	 "option, type or operation, or a type that never holds weights)."},
+	 "0 on success (tests that were skipped are reported on stderr; when every test was skipped the status "
+	 "is 1), 1 on a runtime error (out of memory, a failing llama-bench), 2 on a usage error, 65 when a "
+	 "model or text file is malformed or not supported, 130 when interrupted with Ctrl-C."},
 	{0},
 };
 
 static const struct cli_prog prog = {
 	.name = "bench",
-	.summary = "benchmark tern's kernels (and, later, models) on this machine",
-	.usage = "--kernels [--quick] [OPTIONS]",
+	.summary = "benchmark models (prefill, decode, perplexity) and tern's kernels on this machine",
+	.usage = "-m MODEL [-p N] [-n N] [-pg P,N] [-d N] [OPTIONS] | --ppl FILE -m MODEL [-c N] | --kernels",
 	.description =
-		"tern-bench measures how fast this machine runs tern. With --kernels it measures the read "
-		"bandwidth of the memory, then the quantized mat-vec (one token, decode) and mat-mat (a batch of "
-		"tokens, prompt processing) of each weight type, and reports how close mat-vec comes to the "
-		"bandwidth limit. Each row is written as soon as it is measured; a full run takes minutes, "
-		"--quick seconds.",
+		"tern-bench measures how fast a model runs here, with llama-bench's options and a written-down "
+		"method: prompt processing (prefill) and generation (decode) throughput, time to first token, "
+		"per-token latency percentiles, the median of several runs with its spread, and how close decode "
+		"comes to the memory-bandwidth limit. The output is a table, CSV, or a JSON document with the "
+		"build, the machine and every raw run, for publishing results others can reproduce. --vs runs "
+		"your llama-bench binary side by side; --ppl measures perplexity as llama-perplexity does; "
+		"--kernels benchmarks the quantized products alone.",
 	.opts = opts,
 	.min_pos = 0,
 	.max_pos = 0,
 	.sections = sections,
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = NULL;
-	if (posix_memalign(&p, 64, n ? n : 1) != 0 || !p) {
-		cli_error("out of memory (%zu bytes)", n);
-		exit(EXIT_RUNTIME);
-	}
-	return p;
-}
-
-/* ---- what to run ----------------------------------------------------------- */
-
-enum { MAX_CALLS = 100000 };
-
-struct plan {
-	uint32_t types[QT_COUNT];
-	int ntypes;
-	int64_t shapes[3][2];
-	int nshapes;
-	int64_t toks[4]; /* 1 (mat-vec) and/or the mat-mat batches */
-	int ntoks;
-	bool mv, mm;
-	int nth;
-	double min_s;
-	int reps;
-};
-
-/* Cells of one (type, shape): mat-vec with 1 thread and all threads, each
- * mat-mat batch with all threads. */
-static int cells_per_shape(const struct plan *pl)
-{
-	int n = 0;
-	for (int i = 0; i < pl->ntoks; i++)
-		n += pl->toks[i] == 1 && pl->nth > 1 ? 2 : 1;
-	return n;
-}
-
-/* Types that exist only as activations (q8_1, q8_K) or as integer and
- * double tensors: no model stores a weight matrix in them, and the products
- * have no kernel for them. */
-static bool never_weights(uint32_t t)
-{
-	switch (t) {
-	case QT_Q8_1: case QT_Q8_K: case QT_I8: case QT_I16: case QT_I32: case QT_I64: case QT_F64:
-		return true;
-	}
-	return false;
-}
-
-/* Split a comma-separated list; calls fn on each non-empty item (at most 31
- * bytes, longer items are passed truncated and then fail to match). */
-static void each_item(const char *list, void (*fn)(const char *item, void *ctx), void *ctx)
-{
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[32];
-		if (len) {
-			snprintf(item, sizeof item, "%.*s", (int)len, p);
-			fn(item, ctx);
-		}
-		p = e ? e + 1 : NULL;
-	}
-}
-
-static void add_type(const char *name, void *ctx)
-{
-	struct plan *pl = ctx;
-	int t = quant_type_from_name(name);
-	if (t < 0)
-		cli_usage_error("--types: unknown type '%s'", name);
-	if (never_weights((uint32_t)t))
-		cli_usage_error("--types: %s never holds a weight matrix (q8_1, q8_K, i8, i16, i32, i64 and f64 "
-				"are activation, integer or double types)",
-				quant_type_name((uint32_t)t));
-	for (int i = 0; i < pl->ntypes; i++)
-		if (pl->types[i] == (uint32_t)t)
-			return;
-	pl->types[pl->ntypes++] = (uint32_t)t;
-}
-
-static void add_op(const char *name, void *ctx)
-{
-	struct plan *pl = ctx;
-	if (strcasecmp(name, "matvec") == 0)
-		pl->mv = true;
-	else if (strcasecmp(name, "matmul") == 0)
-		pl->mm = true;
-	else
-		cli_usage_error("--ops: unknown operation '%s' (expected matvec, matmul or both)", name);
-}
-
-static void make_plan(struct plan *pl, int nth)
-{
-	static const uint32_t kernel_types[] = {
-		QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
-		QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ2_XXS, QT_F16, QT_BF16, QT_F32,
-	};
-	static const uint32_t quick_types[] = {QT_Q4_0, QT_Q4_K, QT_Q8_0};
-	static const int64_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
-	static const int64_t toks[] = {1, 32, 128, 512}, quick_toks[] = {1, 128};
-
-	*pl = (struct plan){.nth = nth};
-	each_item(o_ops, add_op, pl);
-	if (!pl->mv && !pl->mm)
-		cli_usage_error("--ops: expected matvec, matmul or both");
-	if (o_types) {
-		each_item(o_types, add_type, pl);
-		if (!pl->ntypes)
-			cli_usage_error("--types: no type in '%s'", o_types);
-	} else if (o_quick) {
-		for (size_t i = 0; i < sizeof quick_types / sizeof *quick_types; i++)
-			pl->types[pl->ntypes++] = quick_types[i];
-	} else {
-		for (size_t i = 0; i < sizeof kernel_types / sizeof *kernel_types; i++)
-			pl->types[pl->ntypes++] = kernel_types[i];
-	}
-	pl->nshapes = o_quick ? 1 : 3;
-	memcpy(pl->shapes, shapes, sizeof pl->shapes);
-	const int64_t *tk = o_quick ? quick_toks : toks;
-	int ntk = o_quick ? 2 : 4;
-	for (int i = 0; i < ntk; i++)
-		if ((tk[i] == 1 && pl->mv) || (tk[i] > 1 && pl->mm))
-			pl->toks[pl->ntoks++] = tk[i];
-	pl->min_s = (double)(o_quick && !o_min_ms_seen ? 50 : o_min_ms) / 1000;
-	pl->reps = (int)o_reps;
-}
-
-/* ---- progress and warnings on stderr ------------------------------------------ */
-
-struct report {
-	bool json, quiet, progress; /* progress: stderr is a terminal and no -q */
-	bool line_shown;            /* a progress line is on the terminal */
-	int done, total;
-	double t_first;             /* when the first cell started */
-	int rows;                   /* rows written so far */
-	int over;                   /* mat-vec figures above their probe */
-};
-
-static void progress_clear(struct report *rp)
-{
-	if (rp->line_shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		rp->line_shown = false;
-	}
-}
-
-/* One line, overwritten in place; kept under 80 columns so that it never
- * wraps (a wrapped line cannot be taken back with \r). */
-static void progress(struct report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress(struct report *rp, const char *fmt, ...)
-{
-	if (!rp->progress)
-		return;
-	char msg[128];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	char left[32] = "";
-	if (rp->done > 0) {
-		double rem = (now_s() - rp->t_first) / rp->done * (rp->total - rp->done);
-		snprintf(left, sizeof left, ", ~%dm%02ds left", (int)rem / 60, (int)rem % 60);
-	}
-	fprintf(stderr, "\r\033[K%.60s%s", msg, left);
-	fflush(stderr);
-	rp->line_shown = true;
-}
-
-static void warn(struct report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct report *rp, const char *fmt, ...)
-{
-	if (rp->quiet)
-		return;
-	progress_clear(rp);
-	char msg[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	cli_warn("%s", msg);
-}
-
-/* ---- bandwidth probe -------------------------------------------------------
- * Measured the way the kernels are: calls that each read a 16 MiB slice
- * (split between the threads), stepping through a 512 MiB buffer so that
- * nothing is served from the cache, timed per call; the median over the
- * time of one measurement (--min-ms x --repetitions). Each thread's read is
- * the f32 dot of its part with itself: one stream through the widest loads
- * the CPU has. */
-
-struct bw_job {
-	const float *buf;
-	int64_t n;
-	float sink[256];
-};
-
-static void bw_body(void *arg, int ith, int nth)
-{
-	struct bw_job *j = arg;
-	int64_t per = (j->n / nth) & ~(int64_t)63;
-	int64_t i0 = per * ith, cnt = ith == nth - 1 ? j->n - i0 : per;
-	j->sink[ith & 255] = quant_dot(QT_F32, cnt, j->buf + i0, j->buf + i0);
-}
-
-static double bandwidth(struct tp_pool *p, const float *buf, int64_t n, double dur, double *times)
-{
-	const int64_t slice = (16 << 20) / 4;
-	int64_t nslices = n / slice;
-	int cnt = 0;
-	struct bw_job j = {.buf = buf, .n = slice};
-	tp_run(p, bw_body, &j); /* warm up: clocks, threads */
-	double start = now_s();
-	for (int64_t k = 0; cnt < MAX_CALLS && (cnt < 5 || now_s() - start < dur); k++) {
-		j.buf = buf + (k % nslices) * slice;
-		double t0 = now_s();
-		tp_run(p, bw_body, &j);
-		times[cnt++] = now_s() - t0;
-	}
-	qsort(times, (size_t)cnt, sizeof *times, cmp_double);
-	return (double)slice * 4 / times[cnt / 2] / 1e9;
-}
-
-struct probe {
-	uint32_t before; /* the type measured after it */
-	double bw, bw1;  /* GB/s with all threads, with one */
-};
-
-/* ---- kernels ----------------------------------------------------------------- */
-
-struct cell {
-	uint32_t type;
-	int64_t rows, cols, tokens;
-	int threads;
-	double t[3];   /* seconds per call: fastest, median, slowest repetition */
-	int reps;
-	long calls;
-	double probe;  /* GB/s of the probe with the same threads, before this type */
-};
-
-/* Weights: quantized random values where the type has a quantizer, else
- * random blocks with a small fp16 scale in every 2-byte slot that holds
- * one (for the IQ types the scale is at offset 0). */
-static void fill_weights(uint32_t t, uint8_t *w, int64_t rows, int64_t cols, size_t rs)
-{
-	float *x = xmalloc((size_t)cols * sizeof *x);
-	uint64_t s = 88172645463325252ull;
-	for (int64_t r = 0; r < rows; r++) {
-		for (int64_t i = 0; i < cols; i++) {
-			s ^= s << 13;
-			s ^= s >> 7;
-			s ^= s << 17;
-			x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
-		}
-		if (quant_can_quantize(t)) {
-			quant_quantize_row(t, x, w + r * rs, (uint64_t)cols);
-		} else {
-			for (size_t i = 0; i < rs; i++) {
-				s ^= s << 13;
-				s ^= s >> 7;
-				s ^= s << 17;
-				w[r * rs + i] = (uint8_t)s;
-			}
-			const struct quant_type_info *ti = quant_type_info(t);
-			for (size_t b = 0; b < rs / ti->size; b++) {
-				uint16_t h = quant_f32_to_fp16(0.01f);
-				memcpy(w + r * rs + b * ti->size, &h, 2);
-			}
-		}
-	}
-	free(x);
-}
-
-/* The buffers of one (type, shape). */
-struct bufs {
-	uint8_t *w;    /* copies x [rows][cols] of the type */
-	size_t rs, mat;
-	int copies;
-	struct cpu_mm *mm; /* [copies] each copy prepared for the products */
-	float *x, *y;  /* [512][cols], [512][rows] */
-	void *scratch; /* the largest scratch_size of the copies */
-};
-
-/* Time one cell: reps repetitions, each the median of the calls made
- * during min_s (at least one, after one warm-up call). */
-static void time_cell(struct tp_pool *p, const struct bufs *b, struct cell *c, const struct plan *pl,
-		      double *times)
-{
-	int64_t nt = c->tokens;
-	cpu_mm_run(&b->mm[0], p, b->x, nt, b->y, b->scratch); /* warm up */
-	double rep[100];
-	int k = 0;
-	c->calls = 0;
-	for (int r = 0; r < pl->reps; r++) {
-		int n = 0;
-		double start = now_s();
-		while (n < MAX_CALLS && (n < 1 || now_s() - start < pl->min_s)) {
-			double t0 = now_s();
-			cpu_mm_run(&b->mm[k], p, b->x, nt, b->y, b->scratch);
-			times[n++] = now_s() - t0;
-			k = (k + 1) % b->copies;
-		}
-		qsort(times, (size_t)n, sizeof *times, cmp_double);
-		rep[r] = times[n / 2];
-		c->calls += n;
-	}
-	qsort(rep, (size_t)pl->reps, sizeof *rep, cmp_double);
-	c->t[0] = rep[0];
-	c->t[1] = rep[pl->reps / 2];
-	c->t[2] = rep[pl->reps - 1];
-	c->reps = pl->reps;
-}
-
-/* ---- output ------------------------------------------------------------------- */
-
-/* "model name" (x86) or "Model"/"Hardware" (Arm) from /proc/cpuinfo. */
-static void cpu_model(char *out, size_t cap)
-{
-	snprintf(out, cap, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		if (strncmp(line, "model name", 10) && strncmp(line, "Model", 5) && strncmp(line, "Hardware", 8))
-			continue;
-		char *v = strchr(line, ':');
-		if (!v)
-			continue;
-		v += strspn(v + 1, " \t") + 1;
-		v[strcspn(v, "\n")] = 0;
-		if (*v) {
-			snprintf(out, cap, "%s", v);
-			break;
-		}
-	}
-	fclose(f);
-}
-
-/* "41.0 GB/s (2 threads), 35.5 GB/s (1 thread)", or ranges "40.1-42.0 GB/s";
- * the all-threads figure alone when there is one thread. */
-static void fmt_bw(char *out, size_t cap, double lo, double hi, double lo1, double hi1, int nth)
-{
-	char a[32], b[32];
-	snprintf(a, sizeof a, lo == hi ? "%.1f" : "%.1f-%.1f", lo, hi);
-	snprintf(b, sizeof b, lo1 == hi1 ? "%.1f" : "%.1f-%.1f", lo1, hi1);
-	if (nth == 1)
-		snprintf(out, cap, "%s GB/s (1 thread)", a);
-	else
-		snprintf(out, cap, "%s GB/s (%d threads), %s GB/s (1 thread)", a, nth, b);
-}
-
-static void json_strz(const char *s) { cli_json_str(stdout, s, strlen(s)); }
-
-static void print_head(const struct plan *pl, const struct probe *p0, struct report *rp)
-{
-	const char *isa = quant_isa_name(quant_isa());
-	progress_clear(rp);
-	if (!rp->json) {
-		char bw[160];
-		fmt_bw(bw, sizeof bw, p0->bw, p0->bw, p0->bw1, p0->bw1, pl->nth);
-		printf("read bandwidth: %s; kernels: %s\n", bw, isa);
-		printf("median of %d repetitions of at least %g ms each\n\n", pl->reps, pl->min_s * 1000);
-		printf("%-8s %-6s %9s %6s %7s %7s %6s %8s  %s\n", "type", "op", "shape", "tokens", "threads", "GB/s", "%bw",
-		       "GFLOPS", "spread");
-		fflush(stdout);
-		return;
-	}
-	char model[128], date[32];
-	cpu_model(model, sizeof model);
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	const char *forced = getenv("TERN_CPU");
-	printf("{\"version\": \"%s\", \"commit\": ", TERN_VERSION);
-	json_strz(tern_build_commit);
-	printf(", \"date\": \"%s\",\n \"cpu\": {\"model\": ", date);
-	json_strz(model);
-	printf(", \"features\": ");
-	json_strz(quant_cpu_features_str());
-	printf(", \"kernels\": \"%s\", \"forced\": ", isa);
-	if (forced && *forced)
-		json_strz(forced);
-	else
-		printf("null");
-	printf("}, \"threads\": %d,\n \"settings\": {\"types\": [", pl->nth);
-	for (int i = 0; i < pl->ntypes; i++)
-		printf("%s\"%s\"", i ? ", " : "", quant_type_name(pl->types[i]));
-	printf("], \"ops\": [%s%s%s], \"shapes\": [", pl->mv ? "\"matvec\"" : "", pl->mv && pl->mm ? ", " : "",
-	       pl->mm ? "\"matmul\"" : "");
-	for (int i = 0; i < pl->nshapes; i++)
-		printf("%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", pl->shapes[i][0], pl->shapes[i][1]);
-	printf("], \"tokens\": [");
-	for (int i = 0; i < pl->ntoks; i++)
-		printf("%s%" PRId64, i ? ", " : "", pl->toks[i]);
-	printf("], \"min_ms\": %g, \"repetitions\": %d, \"quick\": %s},\n", pl->min_s * 1000, pl->reps,
-	       o_quick ? "true" : "false");
-	printf(" \"isa\": \"%s\", \"bandwidth_gbs\": %.2f, \"bandwidth_1t_gbs\": %.2f,\n \"kernels\": [\n", isa, p0->bw,
-	       p0->bw1);
-	fflush(stdout);
-}
-
-static void print_cell(const struct cell *c, struct report *rp)
-{
-	bool mv = c->tokens == 1;
-	size_t bytes = quant_row_size(c->type, (uint64_t)c->cols, NULL) * (size_t)c->rows;
-	double flop = 2.0 * (double)c->rows * (double)c->cols * (double)c->tokens;
-	double gbs = (double)bytes / c->t[1] / 1e9, gfl = flop / c->t[1] / 1e9;
-	double pct = 100 * gbs / c->probe;
-	bool over = mv && pct > 100;
-	const char *op = mv ? "matvec" : "matmul";
-	char shape[48];
-	snprintf(shape, sizeof shape, "%" PRId64 "x%" PRId64, c->rows, c->cols);
-	if (over) {
-		rp->over++;
-		warn(rp, "%s %s, %d thread%s: %.0f%% of the probe (%.1f GB/s)", quant_type_name(c->type), shape,
-		     c->threads, c->threads == 1 ? "" : "s", pct, c->probe);
-	}
-	progress_clear(rp);
-	if (rp->json) {
-		printf("%s{\"type\": \"%s\", \"op\": \"%s\", \"rows\": %" PRId64 ", \"cols\": %" PRId64
-		       ", \"tokens\": %" PRId64 ", \"threads\": %d, \"ms\": %.6g, \"ms_min\": %.6g, \"ms_max\": %.6g"
-		       ", \"gbs\": %.2f, \"gbs_min\": %.2f, \"gbs_max\": %.2f, \"gflops\": %.2f, \"gflops_min\": %.2f"
-		       ", \"gflops_max\": %.2f, \"probe_gbs\": %.2f, \"bandwidth_pct\": ",
-		       rp->rows ? ", " : "  ", quant_type_name(c->type), op, c->rows, c->cols, c->tokens, c->threads,
-		       c->t[1] * 1e3, c->t[0] * 1e3, c->t[2] * 1e3, gbs, (double)bytes / c->t[2] / 1e9,
-		       (double)bytes / c->t[0] / 1e9, gfl, flop / c->t[2] / 1e9, flop / c->t[0] / 1e9, c->probe);
-		if (mv)
-			printf("%.1f", pct);
-		else
-			printf("null");
-		printf(", \"over_bandwidth\": %s, \"calls\": %ld}\n", over ? "true" : "false", c->calls);
-	} else {
-		char pcts[16] = "-", spread[32] = "-";
-		if (mv)
-			snprintf(pcts, sizeof pcts, "%.0f%%%s", pct, over ? "!" : "");
-		/* the slowest and fastest repetitions relative to the median */
-		if (c->reps > 1)
-			snprintf(spread, sizeof spread, "-%.1f/+%.1f%%", 100 * (1 - c->t[1] / c->t[2]),
-				 100 * (c->t[1] / c->t[0] - 1));
-		printf("%-8s %-6s %9s %6" PRId64 " %7d %7.1f %6s %8.1f  %s\n", quant_type_name(c->type), op, shape,
-		       c->tokens, c->threads, gbs, pcts, gfl, spread);
-	}
-	rp->rows++;
-	fflush(stdout);
-}
-
-/* Largest relative distance of a probe from the first one, in percent. */
-static double probe_drift(const struct probe *pr, int n, bool one)
-{
-	double d = 0, ref = one ? pr[0].bw1 : pr[0].bw;
-	for (int i = 1; i < n; i++) {
-		double v = fabs((one ? pr[i].bw1 : pr[i].bw) / ref - 1) * 100;
-		d = v > d ? v : d;
-	}
-	return d;
-}
-
-enum { DRIFT_PCT = 10 };
-
-static void print_tail(const struct plan *pl, const struct probe *pr, int npr, double dur, struct report *rp)
-{
-	double drift = fmax(probe_drift(pr, npr, false), probe_drift(pr, npr, true));
-	bool drifted = drift > DRIFT_PCT;
-	if (rp->json) {
-		printf("], \"probes\": [");
-		for (int i = 0; i < npr; i++)
-			printf("%s{\"before\": \"%s\", \"gbs\": %.2f, \"gbs_1t\": %.2f}", i ? ", " : "",
-			       quant_type_name(pr[i].before), pr[i].bw, pr[i].bw1);
-		printf("],\n \"probe_drift_pct\": %.1f, \"probe_drifted\": %s, \"over_bandwidth\": %d, \"duration_s\": %.1f}\n",
-		       drift, drifted ? "true" : "false", rp->over, dur);
-	} else {
-		double lo = pr[0].bw, hi = lo, lo1 = pr[0].bw1, hi1 = lo1;
-		for (int i = 1; i < npr; i++) {
-			lo = fmin(lo, pr[i].bw), hi = fmax(hi, pr[i].bw);
-			lo1 = fmin(lo1, pr[i].bw1), hi1 = fmax(hi1, pr[i].bw1);
-		}
-		char bw[160];
-		fmt_bw(bw, sizeof bw, lo, hi, lo1, hi1, pl->nth);
-		printf("\nread bandwidth, %d probe%s: %s\n", npr, npr == 1 ? "" : "s", bw);
-		if (npr > 1)
-			printf("the probe %s %.0f%% %s the first\n", drifted ? "drifted by up to" : "was steady: within",
-			       drift, drifted ? "from" : "of");
-		if (rp->over)
-			printf("%d mat-vec figure%s above the probe (marked !)\n", rp->over, rp->over == 1 ? "" : "s");
-		printf("%d measurement%s in %.0f s\n", rp->rows, rp->rows == 1 ? "" : "s", dur);
-	}
-	fflush(stdout);
-}
-
-/* ---- the run ------------------------------------------------------------------ */
-
-struct bench {
-	struct plan pl;
-	struct report rp;
-	struct tp_pool *pool1, *pooln;
-	double *times;      /* [MAX_CALLS] per-call times of one repetition */
-	float *buf;         /* [nbw] the bandwidth probe's buffer */
-	int64_t nbw;
-	struct probe *pr;   /* [pl.ntypes] one before each type */
-	double warned_drift;
-	bool verbose;
-};
-
-static void bufs_free(struct bufs *b);
-
-/* Weights (enough copies to leave the caches), activations and outputs of
- * one (type, shape), each copy prepared for the products on pooln. */
-static int bufs_new(struct bufs *b, struct tp_pool *pooln, uint32_t t, int64_t rows, int64_t cols, tern_err *e)
-{
-	b->rs = quant_row_size(t, (uint64_t)cols, NULL);
-	b->mat = b->rs * (size_t)rows;
-	b->copies = (int)((256u << 20) / b->mat) + 1;
-	b->w = xmalloc(b->mat * (size_t)b->copies);
-	fill_weights(t, b->w, rows, cols, b->rs);
-	for (int c = 1; c < b->copies; c++)
-		memcpy(b->w + (size_t)c * b->mat, b->w, b->mat);
-	b->x = xmalloc((size_t)cols * 512 * sizeof *b->x);
-	for (int64_t i = 0; i < cols * 512; i++)
-		b->x[i] = sinf((float)i * 0.37f);
-	b->y = xmalloc((size_t)rows * 512 * sizeof *b->y);
-	b->mm = xmalloc(sizeof *b->mm * (size_t)b->copies);
-	struct cpu_mm_opts mo = {.max_tokens = 512};
-	size_t ss = 1;
-	for (int c = 0; c < b->copies; c++) {
-		int rc = cpu_mm_prepare(&b->mm[c], pooln, t, b->w + (size_t)c * b->mat, b->rs, rows, cols, &mo, e);
-		if (rc) {
-			b->copies = c;
-			bufs_free(b);
-			return rc;
-		}
-		ss = b->mm[c].scratch_size > ss ? b->mm[c].scratch_size : ss;
-	}
-	b->scratch = xmalloc(ss);
-	return 0;
-}
-
-static void bufs_free(struct bufs *b)
-{
-	for (int c = 0; c < b->copies; c++)
-		cpu_mm_release(&b->mm[c]);
-	free(b->mm);
-	free(b->scratch);
-	free(b->y);
-	free(b->x);
-	free(b->w);
-}
-
-/* Probe the bandwidth before type k; the first probe opens the output,
- * the others are compared with it (-v: each is printed on stderr). */
-static void probe(struct bench *b, int k)
-{
-	const struct plan *pl = &b->pl;
-	uint32_t t = pl->types[k];
-	struct probe *p = &b->pr[k], *p0 = &b->pr[0];
-	double dur = pl->min_s * pl->reps;
-	char bw[160];
-	progress(&b->rp, "probing the read bandwidth before %s", quant_type_name(t));
-	p->before = t;
-	p->bw = bandwidth(b->pooln, b->buf, b->nbw, dur, b->times);
-	/* one thread: the all-threads probe is already the one-thread one */
-	p->bw1 = pl->nth == 1 ? p->bw : bandwidth(b->pool1, b->buf, b->nbw, dur, b->times);
-	fmt_bw(bw, sizeof bw, p->bw, p->bw, p->bw1, p->bw1, pl->nth);
-	if (k == 0)
-		print_head(pl, p0, &b->rp);
-	/* warned when the drift first passes the threshold, and when it grows */
-	double d = fabs(p->bw / p0->bw - 1) * 100, d1 = fabs(p->bw1 / p0->bw1 - 1) * 100;
-	bool one = d1 > d;
-	if (fmax(d, d1) > fmax(DRIFT_PCT, b->warned_drift)) {
-		b->warned_drift = fmax(d, d1);
-		warn(&b->rp, "probe drifted %.0f%% before %s: %.1f vs %.1f GB/s", b->warned_drift, quant_type_name(t),
-		     one ? p->bw1 : p->bw, one ? p0->bw1 : p0->bw);
-	} else if (b->verbose) {
-		progress_clear(&b->rp);
-		fprintf(stderr, "%s: read bandwidth before %s: %s\n", cli_progname(), quant_type_name(t), bw);
-	}
-}
-
-/* Every cell of type k, shape by shape; rows are written as they finish. */
-static int run_type(struct bench *bn, int k, tern_err *e)
-{
-	const struct plan *pl = &bn->pl;
-	struct report *rp = &bn->rp;
-	uint32_t t = pl->types[k];
-	for (int s = 0; s < pl->nshapes; s++) {
-		int64_t rows = pl->shapes[s][0], cols = pl->shapes[s][1];
-		progress(rp, "[%d/%d] %s: preparing %" PRId64 "x%" PRId64 " weights", rp->done + 1, rp->total,
-			 quant_type_name(t), rows, cols);
-		struct bufs b = {0};
-		int rc = bufs_new(&b, bn->pooln, t, rows, cols, e);
-		if (rc)
-			return rc;
-		for (int ti = 0; ti < pl->ntoks; ti++) {
-			int64_t nt = pl->toks[ti];
-			for (int pi = nt == 1 ? 0 : 1; pi < 2; pi++) {
-				struct tp_pool *p = pi ? bn->pooln : bn->pool1;
-				if (pi && nt == 1 && pl->nth == 1)
-					continue;
-				int th = tp_threads(p);
-				progress(rp, "[%d/%d] %s %s %" PRId64 "x%" PRId64 ", %" PRId64 " token%s, %d thread%s",
-					 rp->done + 1, rp->total, quant_type_name(t), nt == 1 ? "matvec" : "matmul", rows,
-					 cols, nt, nt == 1 ? "" : "s", th, th == 1 ? "" : "s");
-				if (!rp->done)
-					rp->t_first = now_s();
-				struct cell c = {.type = t, .rows = rows, .cols = cols, .tokens = nt, .threads = th,
-						 .probe = th == 1 ? bn->pr[k].bw1 : bn->pr[k].bw};
-				time_cell(p, &b, &c, pl, bn->times);
-				rp->done++;
-				print_cell(&c, rp);
-			}
-		}
-		bufs_free(&b);
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -760,43 +185,28 @@ int main(int argc, char **argv)
 	int npos;
 	cli_parse(&prog, argc, argv, &common, &pos, &npos);
 	free(pos);
-	if (!o_kernels)
-		cli_usage_error("only the kernel benchmark exists so far: use --kernels (--quick for a short run)");
-	int nth = o_threads ? (int)o_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	struct bench b = {.verbose = common.verbose};
-	make_plan(&b.pl, nth < 1 ? 1 : nth);
-	b.rp = (struct report){.json = o_json, .quiet = common.quiet, .progress = !common.quiet && isatty(2),
-			       .total = b.pl.ntypes * b.pl.nshapes * cells_per_shape(&b.pl)};
-	double t_start = now_s();
-
-	tern_err e = {0};
-	int rc = tp_new(&b.pool1, 1, &e);
-	if (!rc)
-		rc = tp_new(&b.pooln, b.pl.nth, &e);
-	if (rc)
-		return cli_fail(NULL, rc, &e);
-	b.times = xmalloc(sizeof(double) * MAX_CALLS);
-	b.nbw = (int64_t)(512u << 20) / 4;
-	b.buf = xmalloc((size_t)b.nbw * 4);
-	for (int64_t i = 0; i < b.nbw; i++)
-		b.buf[i] = 1.0f / (float)(1 + (i & 1023));
-	b.pr = xmalloc(sizeof *b.pr * (size_t)b.pl.ntypes);
-
-	for (int k = 0; k < b.pl.ntypes && !rc; k++) {
-		probe(&b, k);
-		rc = run_type(&b, k, &e);
+	o.verbose = common.verbose;
+	o.quiet = common.quiet;
+	if (o_no_warmup)
+		o.warmup = 0;
+	static const char *const outs[] = {"table", "md", "json", "jsonl", "csv"};
+	for (int i = 0; i < 5; i++)
+		if (strcmp(o_output, outs[i]) == 0)
+			o.out = (enum bench_out)i;
+	if (o_json)
+		o.out = BENCH_OUT_JSON;
+	if (o.kernels) {
+		if (o.threads.n > 1 || (o.threads.n == 1 && strchr(o.threads.v[0], ',')))
+			cli_usage_error("--kernels takes one thread count (-t N)");
+		if (o.out != BENCH_OUT_TABLE && o.out != BENCH_OUT_JSON)
+			cli_usage_error("--kernels writes a table or JSON (-o json)");
+		return bench_kernels(&o);
 	}
-	progress_clear(&b.rp);
-	if (rc) {
-		cli_fail(NULL, rc, &e);
-		rc = EXIT_RUNTIME; /* a kernel that fails is tern's fault, not the input's */
-	} else {
-		print_tail(&b.pl, b.pr, b.pl.ntypes, now_s() - t_start, &b.rp);
-	}
-	free(b.pr);
-	free(b.buf);
-	free(b.times);
-	tp_free(b.pool1);
-	tp_free(b.pooln);
-	return rc;
+	if (!o.models.n)
+		cli_usage_error("no model: give -m MODEL (or --kernels for the kernel benchmark)");
+	bench_catch_sigint();
+	if (o.ppl)
+		return bench_ppl(&o);
+	(void)o_reps_seen;
+	return bench_models(&o);
 }

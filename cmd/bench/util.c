@@ -1,0 +1,267 @@
+/* util.c - what the modes of tern-bench share: time, memory, facts about
+ * the machine, the progress line and warnings on stderr, the read-bandwidth
+ * probe, and Ctrl-C. */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/bench/bench.h"
+#include "lib/cpu/threadpool.h"
+#include "quant/quant.h"
+
+volatile sig_atomic_t bench_interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	/* a second Ctrl-C while the partial report is written kills at once */
+	if (bench_interrupted)
+		_exit(130);
+	bench_interrupted = 1;
+}
+
+void bench_catch_sigint(void)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void *bench_xmalloc(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 64, n ? n : 1) != 0 || !p) {
+		cli_error("out of memory (%zu bytes)", n);
+		exit(EXIT_RUNTIME);
+	}
+	return p;
+}
+
+int bench_default_threads(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set) > 256 ? 256 : CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+void bench_cpu_model(char *out, size_t cap)
+{
+	snprintf(out, cap, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "model name", 10) && strncmp(line, "Model", 5) && strncmp(line, "Hardware", 8))
+			continue;
+		char *v = strchr(line, ':');
+		if (!v)
+			continue;
+		v += strspn(v + 1, " \t") + 1;
+		v[strcspn(v, "\n")] = 0;
+		if (*v) {
+			snprintf(out, cap, "%s", v);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static uint64_t meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	size_t kl = strlen(key);
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%llu", &kb) == 1)
+			break;
+	fclose(f);
+	return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+}
+
+uint64_t bench_mem_total(void) { return meminfo("MemTotal"); }
+
+uint64_t bench_mem_available(void)
+{
+	const char *env = getenv("TERN_MEM_AVAILABLE");
+	if (env && *env)
+		return strtoull(env, NULL, 10);
+	return meminfo("MemAvailable");
+}
+
+uint64_t bench_peak_rss(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+}
+
+void bench_date(char *out, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void bench_json_strz(const char *s) { cli_json_str(stdout, s, strlen(s)); }
+
+/* ---- progress and warnings on stderr ---------------------------------------- */
+
+void bench_progress_clear(struct bench_report *rp)
+{
+	if (rp->line_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		rp->line_shown = false;
+	}
+}
+
+/* One line, overwritten in place; kept under 80 columns so that it never
+ * wraps (a wrapped line cannot be taken back with \r). */
+void bench_progress(struct bench_report *rp, const char *fmt, ...)
+{
+	if (!rp->progress)
+		return;
+	char msg[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char left[32] = "";
+	if (rp->done > 0 && rp->total > rp->done) {
+		double rem = (bench_now() - rp->t_first) / rp->done * (rp->total - rp->done);
+		snprintf(left, sizeof left, ", ~%dm%02ds left", (int)rem / 60, (int)rem % 60);
+	}
+	fprintf(stderr, "\r\033[K%.60s%s", msg, left);
+	fflush(stderr);
+	rp->line_shown = true;
+}
+
+void bench_warn(struct bench_report *rp, const char *fmt, ...)
+{
+	if (rp->quiet)
+		return;
+	bench_progress_clear(rp);
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cli_warn("%s", msg);
+}
+
+/* ---- bandwidth probe -------------------------------------------------------
+ * Measured the way the kernels are: calls that each read a 16 MiB slice
+ * (split between the threads), stepping through a large buffer so that
+ * nothing is served from the cache, timed per call; the median. Each
+ * thread's read is the f32 dot of its part with itself: one stream through
+ * the widest loads the CPU has. */
+
+struct bw_job {
+	const float *buf;
+	int64_t n;
+	float sink[256];
+};
+
+static void bw_body(void *arg, int ith, int nth)
+{
+	struct bw_job *j = arg;
+	int64_t per = (j->n / nth) & ~(int64_t)63;
+	int64_t i0 = per * ith, cnt = ith == nth - 1 ? j->n - i0 : per;
+	j->sink[ith & 255] = quant_dot(QT_F32, cnt, j->buf + i0, j->buf + i0);
+}
+
+double bench_bandwidth(struct tp_pool *p, const float *buf, int64_t n, double dur, double *times)
+{
+	const int64_t slice = (16 << 20) / 4;
+	int64_t nslices = n / slice;
+	int cnt = 0;
+	struct bw_job j = {.buf = buf, .n = slice};
+	tp_run(p, bw_body, &j); /* warm up: clocks, threads */
+	double start = bench_now();
+	for (int64_t k = 0; cnt < BENCH_MAX_CALLS && (cnt < 5 || bench_now() - start < dur); k++) {
+		j.buf = buf + (k % nslices) * slice;
+		double t0 = bench_now();
+		tp_run(p, bw_body, &j);
+		times[cnt++] = bench_now() - t0;
+	}
+	qsort(times, (size_t)cnt, sizeof *times, bench_cmp_double);
+	return (double)slice * 4 / times[cnt / 2] / 1e9;
+}
+
+/* ---- list options ------------------------------------------------------------ */
+
+int bench_int_list(const struct cli_list *l, const char *opt, int64_t min, int64_t max, int64_t *out, int cap)
+{
+	int n = 0;
+	for (int i = 0; i < l->n; i++) {
+		const char *p = l->v[i];
+		for (;;) {
+			char *end;
+			errno = 0;
+			long long v = strtoll(p, &end, 10);
+			if (end == p || (*end && *end != ',') || errno || v < min || v > max)
+				cli_usage_error("%s: '%s' is not a list of integers in %lld..%lld", opt, l->v[i],
+						(long long)min, (long long)max);
+			if (n == cap)
+				cli_usage_error("%s: more than %d values", opt, cap);
+			out[n++] = v;
+			if (!*end)
+				break;
+			p = end + 1;
+		}
+	}
+	return n;
+}
+
+int bench_str_list(const struct cli_list *l, const char *opt, const char **out, char *store, size_t store_cap,
+		   int cap)
+{
+	int n = 0;
+	size_t used = 0;
+	for (int i = 0; i < l->n; i++) {
+		for (const char *p = l->v[i];;) {
+			size_t len = strcspn(p, ",");
+			if (!len)
+				cli_usage_error("%s: an empty value in '%s'", opt, l->v[i]);
+			if (n == cap || used + len + 1 > store_cap)
+				cli_usage_error("%s: too many values", opt);
+			memcpy(store + used, p, len);
+			store[used + len] = 0;
+			out[n++] = store + used;
+			used += len + 1;
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
+	}
+	return n;
+}

@@ -61,6 +61,7 @@ HAVE_UTF8PROC := $(call have_pc,libutf8proc)
 HAVE_SNDFILE := $(call have_pc,sndfile)
 HAVE_EDIT := $(call have_pc,libedit)
 HAVE_JANSSON := $(call have_pc,jansson)
+HAVE_LIBMD := $(call have_pc,libmd)
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
 ifneq ($(NO_CUDA),1)
 NVCC := $(shell command -v nvcc 2>/dev/null)
@@ -83,6 +84,7 @@ PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(HAVE_PCRE2),-DTERN_HAVE_PCRE2=1) $(if $(HAVE_UTF8PROC),-DTERN_HAVE_UTF8PROC=1) \
 	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) $(if $(HAVE_JANSSON),-DTERN_HAVE_JANSSON=1) \
+	$(if $(HAVE_LIBMD),-DTERN_HAVE_LIBMD=1) \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
 CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
@@ -110,7 +112,7 @@ CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.
 # A program's own extra sources live in cmd/<name>/ (cmd/bench/*.c is linked
 # into tern-bench only), its own libraries in PROG_LIBS_<name>.
 prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
-PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson))
+PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson)) $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
@@ -221,7 +223,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libedit-dev libjansson-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
@@ -270,6 +272,8 @@ $(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
 $(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)
 $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input)
+$(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
+$(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
 $(info $(empty)  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests)
 $(info $(empty)  $(call yn,$(NVCC)) nvcc          $(if $(NVCC),$(shell nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') $(CUDA_ARCH),$(if $(NO_CUDA),disabled by NO_CUDA,not found))$(if $(NVCC),$(if $(CUDA_SRC),, (no CUDA sources in the tree yet))))

@@ -1,0 +1,641 @@
+/* out.c - the model benchmark's writers: the table (-o table, md), CSV,
+ * JSON lines (one test object per line, as each test finishes) and the
+ * JSON document of docs/bench.schema.json (written at the end, also after
+ * Ctrl-C). Everything here goes to stdout; warnings went to stderr in
+ * model.c. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cmd/bench/model.h"
+#include "cmd/bench/vs.h"
+#include "quant/cpu.h"
+
+extern const char tern_build_commit[], tern_build_compiler[], tern_build_flags[];
+
+static void fmt_size(char *out, size_t cap, uint64_t b)
+{
+	if (b >= (1ull << 30))
+		snprintf(out, cap, "%.2f GiB", (double)b / (1ull << 30));
+	else
+		snprintf(out, cap, "%.2f MiB", (double)b / (1ull << 20));
+}
+
+static void fmt_count(char *out, size_t cap, uint64_t n)
+{
+	if (n >= 1000000000ull)
+		snprintf(out, cap, "%.2f B", (double)n / 1e9);
+	else if (n >= 1000000ull)
+		snprintf(out, cap, "%.2f M", (double)n / 1e6);
+	else
+		snprintf(out, cap, "%.2f K", (double)n / 1e3);
+}
+
+/* The larger distance from the median to the slowest or fastest run. */
+static double spread(const struct bench_stats *s)
+{
+	return fmax(s->median - s->min, s->max - s->median);
+}
+
+static bool has_latency(const struct bench_test *t) { return t->kind != BENCH_PP && t->nlat > 0; }
+static bool has_ttft(const struct bench_ctx *bc, const struct bench_test *t)
+{
+	return t->nruns && (t->kind != BENCH_TG || bc->o->prompt);
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
+/* Optional columns: the parameters the user gave (llama-bench shows the
+ * ones that differ from its defaults). */
+struct col {
+	const char *name;
+	int width;
+	bool right;
+};
+
+static bool show_batch(const struct bench_ctx *bc) { return bc->o->batch.n > 0; }
+static bool show_ubatch(const struct bench_ctx *bc) { return bc->o->ubatch.n > 0; }
+static bool show_ctk(const struct bench_ctx *bc) { return bc->o->type_k.n > 0; }
+static bool show_ctv(const struct bench_ctx *bc) { return bc->o->type_v.n > 0; }
+static bool show_ngl(const struct bench_ctx *bc) { return bc->o->ngl.n > 0; }
+
+/* printf pads by bytes: widen by the UTF-8 continuation bytes ("±") */
+static void cell(const struct bench_ctx *bc, int width, bool right, const char *v)
+{
+	(void)bc;
+	for (const char *p = v; *p; p++)
+		width += ((unsigned char)*p & 0xc0) == 0x80;
+	printf(right ? " %*s |" : " %-*s |", width, v);
+}
+
+static void table_header(const struct bench_ctx *bc)
+{
+	struct col cols[24];
+	int n = 0;
+	cols[n++] = (struct col){"model", 30, false};
+	cols[n++] = (struct col){"size", 10, true};
+	cols[n++] = (struct col){"params", 10, true};
+	cols[n++] = (struct col){"backend", 7, false};
+	cols[n++] = (struct col){"threads", 7, true};
+	if (show_ngl(bc))
+		cols[n++] = (struct col){"ngl", 4, true};
+	if (show_batch(bc))
+		cols[n++] = (struct col){"n_batch", 7, true};
+	if (show_ubatch(bc))
+		cols[n++] = (struct col){"n_ubatch", 8, true};
+	if (show_ctk(bc))
+		cols[n++] = (struct col){"type_k", 6, false};
+	if (show_ctv(bc))
+		cols[n++] = (struct col){"type_v", 6, false};
+	cols[n++] = (struct col){"test", 16, false};
+	cols[n++] = (struct col){"t/s", 18, true};
+	cols[n++] = (struct col){"TTFT ms", 9, true};
+	cols[n++] = (struct col){"p50 ms", 8, true};
+	cols[n++] = (struct col){"p99 ms", 8, true};
+	cols[n++] = (struct col){"% roof", 6, true};
+	if (bc->o->vs) {
+		cols[n++] = (struct col){"llama.cpp t/s", 18, true};
+		cols[n++] = (struct col){"ratio", 6, true};
+	}
+	printf("|");
+	for (int i = 0; i < n; i++)
+		printf(cols[i].right ? " %*s |" : " %-*s |", cols[i].width, cols[i].name);
+	printf("\n|");
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < cols[i].width + 1; k++)
+			putchar('-');
+		printf(cols[i].right ? ":|" : " |");
+	}
+	printf("\n");
+}
+
+static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
+{
+	const struct bench_model *bm = &bc->models[t->model];
+	char b[64];
+	printf("|");
+	cell(bc, 30, false, bm->label);
+	fmt_size(b, sizeof b, bm->weights_size);
+	cell(bc, 10, true, b);
+	fmt_count(b, sizeof b, bm->n_params);
+	cell(bc, 10, true, b);
+	cell(bc, 7, false, t->backend);
+	snprintf(b, sizeof b, "%" PRId64, t->threads);
+	cell(bc, 7, true, b);
+	if (show_ngl(bc)) {
+		snprintf(b, sizeof b, "%" PRId64, t->ngl);
+		cell(bc, 4, true, b);
+	}
+	if (show_batch(bc)) {
+		snprintf(b, sizeof b, "%" PRId64, t->batch);
+		cell(bc, 7, true, b);
+	}
+	if (show_ubatch(bc)) {
+		snprintf(b, sizeof b, "%" PRId64, t->ubatch);
+		cell(bc, 8, true, b);
+	}
+	if (show_ctk(bc))
+		cell(bc, 6, false, t->type_k);
+	if (show_ctv(bc))
+		cell(bc, 6, false, t->type_v);
+	cell(bc, 16, false, t->name);
+	if (t->nruns)
+		snprintf(b, sizeof b, "%.2f ± %.2f", t->tps.median, spread(&t->tps));
+	else
+		snprintf(b, sizeof b, "%s", t->skipped[0] ? "skipped" : t->error[0] ? "error" : "interrupted");
+	cell(bc, 18, true, b);
+	if (has_ttft(bc, t))
+		snprintf(b, sizeof b, "%.2f", t->ttft.median * 1e3);
+	else
+		snprintf(b, sizeof b, "-");
+	cell(bc, 9, true, b);
+	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p50 * 1e3);
+	cell(bc, 8, true, b);
+	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p99 * 1e3);
+	cell(bc, 8, true, b);
+	snprintf(b, sizeof b, t->roofline_pct > 0 ? "%.0f%%" : "-", t->roofline_pct);
+	cell(bc, 6, true, b);
+	if (bc->o->vs) {
+		if (t->vs)
+			snprintf(b, sizeof b, "%.2f ± %.2f", t->vs->median_ts, t->vs->stddev_ts);
+		else
+			snprintf(b, sizeof b, "%s", t->nruns ? "error" : "-");
+		cell(bc, 18, true, b);
+		double r = bench_vs_ratio(t);
+		snprintf(b, sizeof b, r > 0 ? "%.2f" : "-", r);
+		cell(bc, 6, true, b);
+	}
+	printf("\n");
+}
+
+/* ---- CSV ------------------------------------------------------------------------- */
+
+static void csv_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void csv_header(void)
+{
+	printf("model,model_type,model_size,model_n_params,backend,n_threads,n_gpu_layers,n_batch,n_ubatch,type_k,"
+	       "type_v,n_depth,n_prompt,n_gen,test,status,repetitions,warmup,ts_median,ts_min,ts_max,ts_mean,ts_stddev,"
+	       "ts_cv,ttft_ms_median,latency_ms_p50,latency_ms_p90,latency_ms_p99,bytes_per_token,probe_gbs,"
+	       "roofline_pct,samples_ts,llama_ts_median,llama_ts_mean,ratio\n");
+}
+
+static const char *status_of(const struct bench_test *t)
+{
+	return t->skipped[0] ? "skipped" : t->error[0] ? "error" : t->interrupted ? "interrupted" : "ok";
+}
+
+static void csv_num(double v, bool have)
+{
+	if (have)
+		printf(",%.6g", v);
+	else
+		printf(",");
+}
+
+static void csv_row(const struct bench_ctx *bc, const struct bench_test *t)
+{
+	const struct bench_model *bm = &bc->models[t->model];
+	csv_str(bm->path);
+	putchar(',');
+	csv_str(bm->label);
+	printf(",%" PRIu64 ",%" PRIu64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64
+	       ",%" PRId64 ",",
+	       bm->weights_size, bm->n_params, t->backend, t->threads, t->ngl, t->batch, t->ubatch, t->type_k, t->type_v,
+	       t->depth, t->n_prompt, t->n_gen);
+	csv_str(t->name);
+	printf(",%s,%d,%d", status_of(t), t->nruns, t->warmup);
+	bool r = t->nruns > 0;
+	csv_num(t->tps.median, r);
+	csv_num(t->tps.min, r);
+	csv_num(t->tps.max, r);
+	csv_num(t->tps.mean, r);
+	csv_num(t->tps.stddev, r);
+	csv_num(t->tps.cv, r);
+	csv_num(t->ttft.median * 1e3, has_ttft(bc, t));
+	csv_num(t->latency.p50 * 1e3, has_latency(t));
+	csv_num(t->latency.p90 * 1e3, has_latency(t));
+	csv_num(t->latency.p99 * 1e3, has_latency(t));
+	csv_num(t->bytes_per_token, t->bytes_per_token > 0);
+	csv_num(t->probe_gbs, t->probe_gbs > 0);
+	csv_num(t->roofline_pct, t->roofline_pct > 0);
+	printf(",\"");
+	for (int i = 0; i < t->nruns; i++)
+		printf("%s%.6g", i ? ";" : "", t->runs[i].tps);
+	printf("\"");
+	csv_num(t->vs ? t->vs->median_ts : 0, t->vs != NULL);
+	csv_num(t->vs ? t->vs->avg_ts : 0, t->vs != NULL);
+	double ratio = bench_vs_ratio(t);
+	csv_num(ratio, ratio > 0);
+	printf("\n");
+}
+
+/* ---- JSON --------------------------------------------------------------------------- */
+
+static void jnum(double v) { cli_json_num(stdout, v); }
+static void jnum_or_null(double v, bool have)
+{
+	if (have)
+		jnum(v);
+	else
+		printf("null");
+}
+
+static void jstats(const struct bench_stats *s, double scale)
+{
+	printf("{\"median\": ");
+	jnum(s->median * scale);
+	printf(", \"min\": ");
+	jnum(s->min * scale);
+	printf(", \"max\": ");
+	jnum(s->max * scale);
+	printf(", \"mean\": ");
+	jnum(s->mean * scale);
+	printf(", \"stddev\": ");
+	jnum(s->stddev * scale);
+	printf(", \"cv\": ");
+	jnum(s->cv);
+	printf("}");
+}
+
+static void jstr_or_null(const char *s)
+{
+	if (s && *s)
+		bench_json_strz(s);
+	else
+		printf("null");
+}
+
+static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bool line)
+{
+	const struct bench_model *bm = &bc->models[t->model];
+	static const char *const kinds[] = {"pp", "tg", "pg"};
+	printf("{\"model\": %d, ", t->model);
+	if (line) {
+		/* a JSON line stands alone: what it was measured with */
+		printf("\"model_path\": ");
+		bench_json_strz(bm->path);
+		printf(", \"commit\": ");
+		bench_json_strz(tern_build_commit);
+		printf(", \"date\": \"%s\", ", bc->date);
+	}
+	printf("\"name\": ");
+	bench_json_strz(t->name);
+	printf(", \"kind\": \"%s\", \"n_prompt\": %" PRId64 ", \"n_gen\": %" PRId64 ", \"n_depth\": %" PRId64
+	       ", \"backend\": \"%s\", \"n_threads\": %" PRId64 ", \"n_gpu_layers\": %" PRId64 ", \"n_batch\": %" PRId64
+	       ", \"n_ubatch\": %" PRId64 ", \"type_k\": \"%s\", \"type_v\": \"%s\",\n   \"status\": \"%s\", \"skipped\": ",
+	       kinds[t->kind], t->n_prompt, t->n_gen, t->depth, t->backend, t->threads, t->ngl, t->batch, t->ubatch,
+	       t->type_k, t->type_v, status_of(t));
+	jstr_or_null(t->skipped);
+	printf(", \"error\": ");
+	jstr_or_null(t->error);
+	printf(", \"warmup_runs\": %d, \"runs\": [", t->warmup);
+	for (int i = 0; i < t->nruns; i++) {
+		const struct bench_run *r = &t->runs[i];
+		printf("%s{\"tokens_per_s\": ", i ? ", " : "");
+		jnum(r->tps);
+		printf(", \"total_s\": ");
+		jnum(r->total_s);
+		printf(", \"prefill_s\": ");
+		jnum(r->prefill_s);
+		printf(", \"decode_s\": ");
+		jnum(r->decode_s);
+		printf(", \"ttft_s\": ");
+		jnum(r->ttft_s);
+		printf("}");
+	}
+	printf("],\n   \"tokens_per_s\": ");
+	if (t->nruns)
+		jstats(&t->tps, 1);
+	else
+		printf("null");
+	printf(", \"ttft_ms\": ");
+	if (has_ttft(bc, t))
+		jstats(&t->ttft, 1e3);
+	else
+		printf("null");
+	printf(",\n   \"latency_ms\": ");
+	if (has_latency(t)) {
+		printf("{\"n\": %d, \"p50\": ", t->latency.n);
+		jnum(t->latency.p50 * 1e3);
+		printf(", \"p90\": ");
+		jnum(t->latency.p90 * 1e3);
+		printf(", \"p99\": ");
+		jnum(t->latency.p99 * 1e3);
+		printf(", \"min\": ");
+		jnum(t->latency.min * 1e3);
+		printf(", \"max\": ");
+		jnum(t->latency.max * 1e3);
+		printf(", \"mean\": ");
+		jnum(t->latency.mean * 1e3);
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(", \"bytes_per_token\": ");
+	jnum_or_null(t->bytes_per_token, t->bytes_per_token > 0);
+	printf(", \"probe_gbs\": ");
+	jnum_or_null(t->probe_gbs, t->probe_gbs > 0);
+	printf(", \"roofline_pct\": ");
+	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
+	printf(", \"peak_rss_bytes\": %" PRIu64 ",\n   \"llama_bench\": ", t->peak_rss);
+	if (t->vs) {
+		const struct vs_result *v = t->vs;
+		printf("{\"tokens_per_s\": {\"median\": ");
+		jnum(v->median_ts);
+		printf(", \"mean\": ");
+		jnum(v->avg_ts);
+		printf(", \"stddev\": ");
+		jnum(v->stddev_ts);
+		printf("}, \"samples_ts\": [");
+		for (int i = 0; i < v->n; i++) {
+			printf("%s", i ? ", " : "");
+			jnum(v->ts[i]);
+		}
+		printf("], \"build_commit\": ");
+		bench_json_strz(v->build_commit);
+		printf(", \"build_number\": %" PRId64 ", \"backends\": ", v->build_number);
+		bench_json_strz(v->backends);
+		printf(", \"model_type\": ");
+		bench_json_strz(v->model_type);
+		printf(", \"command\": ");
+		bench_json_strz(v->argv_line);
+		printf("}, \"ratio\": ");
+		jnum(bench_vs_ratio(t));
+	} else {
+		printf("null, \"ratio\": null");
+	}
+	if (bc->o->vs) {
+		printf(", \"llama_bench_error\": ");
+		jstr_or_null(t->vs_error);
+	}
+	printf("}");
+}
+
+static void json_model(const struct bench_model *bm, int i)
+{
+	printf("%s  {\"path\": ", i ? ",\n" : "");
+	bench_json_strz(bm->path);
+	printf(", \"error\": ");
+	jstr_or_null(bm->error);
+	if (!bm->m) {
+		printf("}");
+		return;
+	}
+	const struct tern_model_config *c = &bm->m->cfg;
+	printf(", \"file_size\": %" PRIu64 ", \"weights_size\": %" PRIu64 ", \"sha256\": ", bm->file_size,
+	       bm->weights_size);
+	jstr_or_null(bm->sha256);
+	printf(", \"label\": ");
+	bench_json_strz(bm->label);
+	printf(",\n   \"architecture\": ");
+	bench_json_strz(c->arch);
+	printf(", \"n_params\": %" PRIu64 ", \"n_layer\": %u, \"n_embd\": %u, \"n_vocab\": %u, \"n_ctx_train\": %u"
+	       ", \"decode_weight_bytes\": %" PRIu64 ",\n   \"weight_types\": {",
+	       bm->n_params, c->n_layer, c->n_embd, c->n_vocab, c->n_ctx_train, bm->step_weight_bytes);
+	bool first = true;
+	for (int t = 0; t < QT_COUNT; t++)
+		if (bm->type_tensors[t]) {
+			printf("%s\"%s\": {\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", first ? "" : ", ",
+			       quant_type_name((uint32_t)t), bm->type_tensors[t], bm->type_bytes[t]);
+			first = false;
+		}
+	printf("}}");
+}
+
+static void json_int_list(const char *key, const int64_t *v, int n)
+{
+	printf("\"%s\": [", key);
+	for (int i = 0; i < n; i++)
+		printf("%s%" PRId64, i ? ", " : "", v[i]);
+	printf("]");
+}
+
+static void json_str_list(const char *key, const char *const *v, int n)
+{
+	printf("\"%s\": [", key);
+	for (int i = 0; i < n; i++) {
+		printf("%s", i ? ", " : "");
+		bench_json_strz(v[i]);
+	}
+	printf("]");
+}
+
+static void os_release(char *out, size_t cap)
+{
+	snprintf(out, cap, "unknown");
+	FILE *f = fopen("/etc/os-release", "r");
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "PRETTY_NAME=", 12) == 0) {
+			char *v = line + 12;
+			v[strcspn(v, "\n")] = 0;
+			size_t n = strlen(v);
+			if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+				v[n - 1] = 0;
+				v++;
+			}
+			snprintf(out, cap, "%s", v);
+			break;
+		}
+	fclose(f);
+}
+
+static void json_head(const struct bench_ctx *bc)
+{
+	const struct bench_opts *o = bc->o;
+	const struct bench_matrix *mx = &bc->mx;
+	char cpu[128], os[256];
+	bench_cpu_model(cpu, sizeof cpu);
+	os_release(os, sizeof os);
+	struct utsname u = {0};
+	uname(&u);
+	printf("{\"schema\": \"tern-bench/1\",\n \"tern\": {\"version\": \"%s\", \"commit\": ", TERN_VERSION);
+	bench_json_strz(tern_build_commit);
+	printf(", \"compiler\": ");
+	bench_json_strz(tern_build_compiler);
+	printf(", \"build\": ");
+	bench_json_strz(tern_build_flags);
+	printf(", \"options\": {\"jansson\": %s, \"libmd\": %s, \"cuda\": %s, \"vulkan\": %s}, \"kernels\": \"%s\"},\n",
+#ifdef TERN_HAVE_JANSSON
+	       "true",
+#else
+	       "false",
+#endif
+#ifdef TERN_HAVE_LIBMD
+	       "true",
+#else
+	       "false",
+#endif
+#ifdef TERN_HAVE_CUDA
+	       "true",
+#else
+	       "false",
+#endif
+#ifdef TERN_HAVE_VULKAN
+	       "true",
+#else
+	       "false",
+#endif
+	       quant_isa_name(quant_isa()));
+	const char *forced = getenv("TERN_CPU");
+	printf(" \"date\": \"%s\",\n \"system\": {\"cpu\": ", bc->date);
+	bench_json_strz(cpu);
+	printf(", \"cpu_features\": ");
+	bench_json_strz(quant_cpu_features_str());
+	printf(", \"kernels_forced\": ");
+	jstr_or_null(forced);
+	printf(", \"cores\": %ld, \"threads_available\": %d, \"memory_bytes\": %" PRIu64
+	       ", \"memory_available_bytes\": %" PRIu64 ",\n  \"os\": ",
+	       sysconf(_SC_NPROCESSORS_ONLN), bench_default_threads(), bench_mem_total(), bench_mem_available());
+	bench_json_strz(os);
+	printf(", \"kernel\": ");
+	char kern[200];
+	snprintf(kern, sizeof kern, "%s %s", u.sysname, u.release);
+	bench_json_strz(kern);
+	printf(", \"machine\": ");
+	bench_json_strz(u.machine);
+	printf("},\n \"probe\": ");
+	if (o->no_probe) {
+		printf("null");
+	} else {
+		printf("[");
+		for (int i = 0; i < bc->nprobe; i++) {
+			printf("%s{\"threads\": %" PRId64 ", \"gbs\": ", i ? ", " : "", bc->probe_threads[i]);
+			jnum(bc->probe_gbs[i]);
+			printf("}");
+		}
+		printf("]");
+	}
+	printf(",\n \"params\": {");
+	json_str_list("models", o->models.v, o->models.n);
+	printf(", ");
+	json_int_list("n_prompt", mx->n_prompt, mx->nn_prompt);
+	printf(", ");
+	json_int_list("n_gen", mx->n_gen, mx->nn_gen);
+	printf(", \"pg\": [");
+	for (int i = 0; i < mx->npg; i++)
+		printf("%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", mx->pg[i][0], mx->pg[i][1]);
+	printf("], ");
+	json_int_list("n_depth", mx->depth, mx->ndepth);
+	printf(",\n  ");
+	json_int_list("n_threads", mx->threads, mx->nthreads);
+	printf(", ");
+	json_int_list("n_batch", mx->batch, mx->nbatch);
+	printf(", ");
+	json_int_list("n_ubatch", mx->ubatch, mx->nubatch);
+	printf(", ");
+	json_str_list("type_k", mx->type_k, mx->ntype_k);
+	printf(", ");
+	json_str_list("type_v", mx->type_v, mx->ntype_v);
+	printf(", ");
+	json_int_list("n_gpu_layers", mx->ngl, mx->nngl);
+	printf(", ");
+	json_str_list("backends", mx->backend, mx->nbackend);
+	printf(",\n  \"repetitions\": %" PRId64 ", \"warmup\": %" PRId64 ", \"prompt\": ", o->reps, o->warmup);
+	jstr_or_null(o->prompt);
+	printf(", \"prompt_tokens\": ");
+	jnum_or_null((double)bc->stream.np, o->prompt && bc->stream.np);
+	printf(", \"probe\": %s, \"hash\": %s, \"vs\": ", o->no_probe ? "false" : "true", o->hash ? "true" : "false");
+	jstr_or_null(o->vs);
+	printf("},\n");
+}
+
+/* ---- the writers -------------------------------------------------------------------- */
+
+void bench_out_begin(struct bench_ctx *bc)
+{
+	switch (bc->o->out) {
+	case BENCH_OUT_CSV:
+		csv_header();
+		break;
+	case BENCH_OUT_TABLE:
+	case BENCH_OUT_MD:
+		/* the header waits for the first row: a run where every model
+		 * fails prints none */
+		break;
+	default:
+		break;
+	}
+	fflush(stdout);
+}
+
+void bench_out_test(struct bench_ctx *bc, const struct bench_test *t)
+{
+	bench_progress_clear(&bc->rp);
+	switch (bc->o->out) {
+	case BENCH_OUT_TABLE:
+	case BENCH_OUT_MD:
+		if (!bc->header_done) {
+			table_header(bc);
+			bc->header_done = true;
+		}
+		table_row(bc, t);
+		break;
+	case BENCH_OUT_CSV:
+		csv_row(bc, t);
+		break;
+	case BENCH_OUT_JSONL:
+		json_test(bc, t, true);
+		printf("\n");
+		break;
+	case BENCH_OUT_JSON:
+		break; /* written at the end */
+	}
+	bc->written++;
+	fflush(stdout);
+}
+
+void bench_out_end(struct bench_ctx *bc)
+{
+	const struct bench_opts *o = bc->o;
+	if (o->out == BENCH_OUT_JSON) {
+		/* the model facts are known only once loaded: the document is
+		 * written whole, at the end */
+		json_head(bc);
+		printf(" \"models\": [\n");
+		for (int i = 0; i < bc->nmodels; i++)
+			json_model(&bc->models[i], i);
+		printf("],\n \"tests\": [\n");
+		for (int i = 0; i < bc->ntests; i++) {
+			printf("%s  ", i ? ",\n" : "");
+			json_test(bc, &bc->tests[i], false);
+		}
+		printf("],\n \"peak_rss_bytes\": %" PRIu64 ", \"device_memory_bytes\": null, \"interrupted\": %s"
+		       ", \"duration_s\": ",
+		       bench_peak_rss(), bench_interrupted ? "true" : "false");
+		jnum(bc->duration_s);
+		printf("}\n");
+	} else if (o->out == BENCH_OUT_TABLE) {
+		/* what the figures mean, after the table */
+		printf("\n");
+		if (!o->no_probe && bc->nprobe) {
+			printf("read bandwidth:");
+			for (int i = 0; i < bc->nprobe; i++)
+				printf("%s %.1f GB/s (%" PRId64 " thread%s)", i ? "," : "", bc->probe_gbs[i],
+				       bc->probe_threads[i], bc->probe_threads[i] == 1 ? "" : "s");
+			printf("\n");
+		}
+		printf("t/s: median of %" PRId64 " run%s ± the larger distance to the slowest or fastest; %" PRId64
+		       " warm-up run%s discarded\n",
+		       o->reps, o->reps == 1 ? "" : "s", o->warmup, o->warmup == 1 ? "" : "s");
+		printf("peak RSS %.1f MiB; tern %s (%s)%s\n", (double)bench_peak_rss() / 1048576.0, TERN_VERSION,
+		       tern_build_commit, bench_interrupted ? "; interrupted" : "");
+	}
+	fflush(stdout);
+}

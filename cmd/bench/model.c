@@ -738,8 +738,12 @@ int bench_models(const struct bench_opts *o)
 			rc = prompt_tokens(&bc, bm, &e);
 		if (rc) {
 			bench_progress_clear(&bc.rp);
-			snprintf(bm->error, sizeof bm->error, "%s", e.msg);
-			cli_error("%s: skipped: %s", bm->path, e.msg);
+			/* the model's messages start with its path; the vocabulary's may not */
+			if (strncmp(e.msg, bm->path, strlen(bm->path)) == 0)
+				snprintf(bm->error, sizeof bm->error, "%s", e.msg);
+			else
+				snprintf(bm->error, sizeof bm->error, "%s: %.*s", bm->path, 400, e.msg);
+			cli_error("%s (model skipped)", bm->error);
 			status = status ? status : cli_exit_status(rc);
 			tok_vocab_free(bm->v);
 			tern_model_free(bm->m);

@@ -283,6 +283,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 {
 	const struct bench_model *bm = &bc->models[t->model];
 	static const char *const kinds[] = {"pp", "tg", "pg"};
+	const char *nl = line ? " " : "\n   "; /* a JSON line has no line break */
 	printf("{\"model\": %d, ", t->model);
 	if (line) {
 		/* a JSON line stands alone: what it was measured with */
@@ -296,9 +297,9 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	bench_json_strz(t->name);
 	printf(", \"kind\": \"%s\", \"n_prompt\": %" PRId64 ", \"n_gen\": %" PRId64 ", \"n_depth\": %" PRId64
 	       ", \"backend\": \"%s\", \"n_threads\": %" PRId64 ", \"n_gpu_layers\": %" PRId64 ", \"n_batch\": %" PRId64
-	       ", \"n_ubatch\": %" PRId64 ", \"type_k\": \"%s\", \"type_v\": \"%s\",\n   \"status\": \"%s\", \"skipped\": ",
+	       ", \"n_ubatch\": %" PRId64 ", \"type_k\": \"%s\", \"type_v\": \"%s\",%s\"status\": \"%s\", \"skipped\": ",
 	       kinds[t->kind], t->n_prompt, t->n_gen, t->depth, t->backend, t->threads, t->ngl, t->batch, t->ubatch,
-	       t->type_k, t->type_v, status_of(t));
+	       t->type_k, t->type_v, nl, status_of(t));
 	jstr_or_null(t->skipped);
 	printf(", \"error\": ");
 	jstr_or_null(t->error);
@@ -317,7 +318,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 		jnum(r->ttft_s);
 		printf("}");
 	}
-	printf("],\n   \"tokens_per_s\": ");
+	printf("],%s\"tokens_per_s\": ", nl);
 	if (t->nruns)
 		jstats(&t->tps, 1);
 	else
@@ -327,7 +328,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 		jstats(&t->ttft, 1e3);
 	else
 		printf("null");
-	printf(",\n   \"latency_ms\": ");
+	printf(",%s\"latency_ms\": ", nl);
 	if (has_latency(t)) {
 		printf("{\"n\": %d, \"p50\": ", t->latency.n);
 		jnum(t->latency.p50 * 1e3);
@@ -351,7 +352,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	jnum_or_null(t->probe_gbs, t->probe_gbs > 0);
 	printf(", \"roofline_pct\": ");
 	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
-	printf(", \"peak_rss_bytes\": %" PRIu64 ",\n   \"llama_bench\": ", t->peak_rss);
+	printf(", \"peak_rss_bytes\": %" PRIu64 ",%s\"llama_bench\": ", t->peak_rss, nl);
 	if (t->vs) {
 		const struct vs_result *v = t->vs;
 		printf("{\"tokens_per_s\": {\"median\": ");
@@ -621,7 +622,7 @@ void bench_out_end(struct bench_ctx *bc)
 		       bench_peak_rss(), bench_interrupted ? "true" : "false");
 		jnum(bc->duration_s);
 		printf("}\n");
-	} else if (o->out == BENCH_OUT_TABLE) {
+	} else if (o->out == BENCH_OUT_TABLE && bc->written) {
 		/* what the figures mean, after the table */
 		printf("\n");
 		if (!o->no_probe && bc->nprobe) {

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# cli_bench_model.sh - tern-bench -m MODEL as a person publishing results
+# uses it: the JSON document validated against docs/bench.schema.json and
+# read back by a script; its figures checked against the raw runs they come
+# from (median, min, max, CV, percentiles, tokens over time) and against
+# independent facts about the model read with gguf-py (parameter count,
+# tensor bytes, sha256, the bytes a decode step reads); the test matrix and
+# its order; csv and jsonl; tests that do not fit (context, memory) skipped
+# with the others still run; a model that cannot be loaded; --prompt;
+# Ctrl-C; usage errors. No timing is asserted (that is the benchmarks' job).
+# The parts that need the real models are skipped when models/ is absent.
+. "$(dirname "$0")/lib.sh"
+B=$BIN/bench
+M=${TERN_MODELS:-models}
+S=$M/SmolLM2-135M-Instruct.Q4_1.gguf
+G=$M/gemma-3-270m-q4_k_m.gguf
+SCHEMA=docs/bench.schema.json
+unset TERN_MEM_AVAILABLE
+TO="timeout 300"
+
+# ---- usage errors: nothing is loaded ----------------------------------------------
+expect 2 $B -p 8 && check "no model" one_line_err "tern-bench: no model: give -m MODEL"
+expect 2 $B -m x.gguf -p 8,abc && check "bad -p list" one_line_err "tern-bench: -p: '8,abc' is not a list of integers"
+expect 2 $B -m x.gguf -pg 5 && check "-pg needs P,N" one_line_err "tern-bench: -pg: '5' is not P,N"
+expect 2 $B -m x.gguf -ctk q4_0 && check "cache type named" one_line_err "tern-bench: -ctk: unknown cache type 'q4_0'"
+expect 2 $B -m x.gguf --backend tpu && check "backend named" one_line_err "tern-bench: --backend: unknown backend 'tpu'"
+expect 2 $B -m x.gguf -p 0 -n 0 && check "no test" one_line_err "tern-bench: no test"
+expect 2 $B -m x.gguf -r 0
+expect 2 $B -m x.gguf -t 0
+expect 2 $B -m x.gguf -o xml
+expect 2 $B -m x.gguf --kernels
+expect 2 $B -m x.gguf -c 128 && check "-c needs --ppl" grep -q "needs" "$T/err"
+expect 1 $TO $B -m "$T/nonexistent.gguf" -p 8 --no-probe
+check "a missing model: one line naming it" one_line_err "tern-bench: $T/nonexistent.gguf: cannot open: .* (model skipped)$"
+check "nothing on stdout" [ ! -s "$T/out" ]
+printf 'GGUF\003\000\000\000garbage' >"$T/bad.gguf"
+expect 65 $TO $B -m "$T/bad.gguf" -p 8 --no-probe -o json
+check "a malformed model: exit 65, a JSON document naming the error" "$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["models"][0]["error"] and d["tests"] == [], d["models"]
+' "$T/out"
+
+if [ ! -f "$S" ] || [ ! -f "$G" ]; then
+	echo "SKIP: real models absent ($M); run make models"
+	finish
+fi
+
+# ---- the JSON document --------------------------------------------------------------
+expect 0 $TO $B -m "$S" -p 16 -n 4 -pg 8,2 -d 0,8 -r 2 --warmup 1 -t 1 -o json --hash
+cp "$T/out" "$T/doc.json"
+check "no warning needed on stdout" "$PYTHON" -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/doc.json"
+check "the document follows docs/bench.schema.json" "$PYTHON" -c '
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(s)
+jsonschema.validate(json.load(open(sys.argv[2])), s, cls=jsonschema.Draft202012Validator)
+' "$SCHEMA" "$T/doc.json"
+check "figures agree with the runs they come from" "$PYTHON" -c '
+import json, math, statistics, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is False and d["params"]["repetitions"] == 2 and d["params"]["warmup"] == 1
+names = [t["name"] for t in d["tests"]]
+assert names == ["pp16", "tg4", "pp8+tg2", "pp16 @ d8", "tg4 @ d8", "pp8+tg2 @ d8"], names
+for t in d["tests"]:
+    assert t["status"] == "ok" and t["warmup_runs"] == 1 and len(t["runs"]) == 2, t
+    assert t["n_threads"] == 1 and t["n_batch"] == 2048 and t["n_ubatch"] == 512, t
+    ts = [r["tokens_per_s"] for r in t["runs"]]
+    st = t["tokens_per_s"]
+    assert math.isclose(st["median"], statistics.median(ts), rel_tol=1e-12), (st, ts)
+    assert st["min"] == min(ts) and st["max"] == max(ts), st
+    assert math.isclose(st["stddev"], statistics.stdev(ts), rel_tol=1e-9), st
+    assert math.isclose(st["cv"], statistics.stdev(ts) / statistics.mean(ts), rel_tol=1e-9), st
+    for r in t["runs"]:
+        n = {"pp": t["n_prompt"], "tg": t["n_gen"], "pg": t["n_prompt"] + t["n_gen"]}[t["kind"]]
+        s = {"pp": r["prefill_s"], "tg": r["decode_s"], "pg": r["prefill_s"] + r["decode_s"]}[t["kind"]]
+        assert math.isclose(r["tokens_per_s"], n / s, rel_tol=1e-9), (t["name"], r)
+        assert math.isclose(r["total_s"], r["prefill_s"] + r["decode_s"], rel_tol=1e-9), r
+        assert (r["decode_s"] > 0) == (t["kind"] != "pp"), r
+    lat = t["latency_ms"]
+    if t["kind"] == "pp":
+        assert lat is None and t["ttft_ms"] is not None and t["bytes_per_token"] is None, t
+    else:
+        assert lat["n"] == 2 * t["n_gen"], lat
+        assert lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"], lat
+        # the decode steps of a run sum to its decode time
+        total = sum(r["decode_s"] for r in t["runs"]) * 1e3
+        assert math.isclose(lat["mean"] * lat["n"], total, rel_tol=1e-6), (lat, total)
+    assert (t["ttft_ms"] is None) == (t["kind"] == "tg"), t
+    p = [x["gbs"] for x in d["probe"] if x["threads"] == 1]
+    assert len(p) == 1 and p[0] > 0, d["probe"]
+    if t["kind"] == "tg":
+        assert t["probe_gbs"] == p[0], t
+        pct = 100 * t["bytes_per_token"] * st["median"] / (p[0] * 1e9)
+        assert math.isclose(t["roofline_pct"], pct, rel_tol=1e-9), t
+assert d["peak_rss_bytes"] >= max(t["peak_rss_bytes"] for t in d["tests"]) > 0
+' "$T/doc.json"
+check "the model as gguf-py reads it; bytes per decode token" "$PYTHON" -c '
+import hashlib, json, sys
+import numpy as np
+from gguf import GGUFReader
+d = json.load(open(sys.argv[1]))
+m = d["models"][0]
+r = GGUFReader(sys.argv[2])
+assert m["n_params"] == sum(int(t.n_elements) for t in r.tensors), m["n_params"]
+assert m["weights_size"] == sum(int(t.n_bytes) for t in r.tensors), m["weights_size"]
+h = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+assert m["sha256"] == h, (m["sha256"], h)
+assert m["file_size"] == len(open(sys.argv[2], "rb").read())
+def kv(key):
+    f = r.fields[key]
+    return f.parts[f.data[0]][0].item()
+assert m["architecture"] == "llama" and m["n_layer"] == kv("llama.block_count")
+types = {}
+for t in r.tensors:
+    n = t.tensor_type.name.lower()
+    types.setdefault(n, [0, 0]); types[n][0] += 1; types[n][1] += int(t.n_bytes)
+assert {k: [v["tensors"], v["bytes"]] for k, v in m["weight_types"].items()} == types, (m["weight_types"], types)
+# SmolLM2 ties its output to the token embedding: a decode step reads every tensor
+assert not any(t.name == "output.weight" for t in r.tensors)
+assert m["decode_weight_bytes"] == m["weights_size"]
+n_layer, n_kv = kv("llama.block_count"), kv("llama.attention.head_count_kv")
+head = kv("llama.embedding_length") // kv("llama.attention.head_count")
+per_pos = n_layer * 2 * n_kv * head * 2            # K and V rows in f16
+for t in d["tests"]:
+    if t["kind"] != "tg":
+        continue
+    # positions in the cache, averaged over the steps: depth + the start
+    # token at the first step, one more at each next one
+    ctx = t["n_depth"] + 1 + (t["n_gen"] - 1) / 2 + 1
+    want = m["decode_weight_bytes"] + per_pos * ctx
+    assert abs(t["bytes_per_token"] - want) < 1, (t["name"], t["bytes_per_token"], want)
+' "$T/doc.json" "$S"
+check "stdout is only the document" "$PYTHON" -c '
+import json, sys
+s = open(sys.argv[1]).read()
+json.loads(s)
+assert s.endswith("}\n") and s.startswith("{")
+' "$T/doc.json"
+
+# ---- the matrix and its order (llama-bench's): parameters outside, pp, tg, pg inside
+expect 0 $TO $B -m "$S" -p 8,4 -n 2 -t 1,2 -r 1 --warmup 0 --no-probe -o jsonl
+check "jsonl: one test per line, each valid alone" "$PYTHON" -c '
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+test = dict(s["$defs"]["test"]); test["$defs"] = s["$defs"]
+rows = [json.loads(l) for l in open(sys.argv[2])]
+for r in rows:
+    jsonschema.validate(r, test, cls=jsonschema.Draft202012Validator)
+    assert r["model_path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf") and r["commit"], r
+got = [(r["n_threads"], r["name"]) for r in rows]
+assert got == [(1, "pp8"), (1, "pp4"), (1, "tg2"), (2, "pp8"), (2, "pp4"), (2, "tg2")], got
+assert all(r["probe_gbs"] is None and r["roofline_pct"] is None for r in rows)
+' "$SCHEMA" "$T/out"
+expect 0 $TO $B -m "$S" -n 3 -ctk f16,q8_0 -ub 4 -b 8 -r 1 --warmup 0 --no-probe -o csv
+check "csv: a header and a row per test, as a csv reader sees them" "$PYTHON" -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["test"], r["type_k"], r["n_batch"], r["n_ubatch"], r["status"]) for r in rows] == [
+    ("tg3", "f16", "8", "4", "ok"), ("tg3", "q8_0", "8", "4", "ok")], rows
+for r in rows:
+    assert float(r["ts_median"]) > 0 and len(r["samples_ts"].split(";")) == int(r["repetitions"]) == 1, r
+    assert r["roofline_pct"] == "" and r["ratio"] == "", r
+' "$T/out"
+
+# ---- the table ----------------------------------------------------------------------
+expect 0 $TO $B -m "$S" -m "$G" -p 8 -n 2 -r 1 --warmup 0 --no-probe
+check "table: header, one row per test" [ "$(grep -c '^| ' "$T/out")" -eq 5 ]
+check "table: the t/s column as median ± spread" grep -qE '^\| llama 134.52M Q4_1 +\| +92.10 MiB \| +134.52 M \| cpu .*\| pp8 +\| +[0-9.]+ ± [0-9.]+ \|' "$T/out"
+check "table: gemma named by its file type" grep -q '^| gemma3 268.10M Q4_K_M ' "$T/out"
+check "table: the method under it" grep -q '^t/s: median of 1 run ± ' "$T/out"
+expect 0 $TO $B -m "$S" -n 2 -r 1 --warmup 0 --no-probe -o md
+check "md: only the table" [ "$(grep -vc '^|' "$T/out")" -eq 0 ]
+
+# ---- what does not fit is skipped, the rest runs --------------------------------------
+expect 0 $TO $B -m "$S" -n 2 -d 0,9000 -r 1 --warmup 0 --no-probe -o json
+check "a depth past the model's context is skipped, the rest runs" "$PYTHON" -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["tests"]
+assert [(x["name"], x["status"]) for x in t] == [("tg2", "ok"), ("tg2 @ d9000", "skipped")], t
+assert "8192" in t[1]["skipped"] and t[1]["runs"] == [] and t[1]["tokens_per_s"] is None, t[1]
+' "$T/out"
+check "the skip is said on stderr" grep -q "tg2 @ d9000, .*skipped: it needs 9003 positions and the model's context is 8192" "$T/err"
+TERN_MEM_AVAILABLE=1000000 expect 1 $TO $B -m "$S" -n 2 -r 1 --no-probe
+check "nothing fits in memory: every test skipped, exit 1" grep -q "skipped: its KV cache and buffers need" "$T/err"
+expect 1 $TO $B -m "$T/nonexistent.gguf" -m "$S" -n 2 -r 1 --warmup 0 --no-probe -o jsonl
+check "a model that cannot be loaded: the next one still runs" [ "$(wc -l <"$T/out")" -eq 1 ]
+check "and the failure is named on stderr" grep -q "nonexistent.gguf: cannot open: .* (model skipped)" "$T/err"
+
+# ---- --prompt: the prompt's tokens, a decode after it ---------------------------------
+expect 0 $TO $B -m "$S" -p 8 -n 2 -r 1 --warmup 0 --no-probe -o json --prompt "The capital of France is"
+check "--prompt: its tokens, TTFT for the decode test" "$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["params"]["prompt"] == "The capital of France is" and d["params"]["prompt_tokens"] == 5, d["params"]
+tg = d["tests"][1]
+assert tg["name"] == "tg2" and tg["ttft_ms"] is not None, tg
+' "$T/out"
+
+# ---- Ctrl-C: what was measured, a whole document, exit 130 -----------------------------
+$B -m "$S" -p 8 -n 8000 -r 1 --warmup 0 --no-probe -o jsonl >"$T/int.out" 2>"$T/int.err" &
+pid=$!
+for _ in $(seq 600); do [ -s "$T/int.out" ] && break; sleep 0.1; done
+sleep 0.5
+kill -INT $pid
+wait $pid
+st=$?
+check "Ctrl-C: exit 130" [ "$st" -eq 130 ]
+check "Ctrl-C: the finished test and the interrupted one" "$PYTHON" -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["name"], r["status"]) for r in rows] == [("pp8", "ok"), ("tg8000", "interrupted")], rows
+' "$T/int.out"
+$B -m "$S" -n 8000 -r 1 --warmup 0 --no-probe -o json >"$T/int.out" 2>"$T/int.err" &
+pid=$!
+sleep 3
+kill -INT $pid
+wait $pid
+st=$?
+check "Ctrl-C with -o json: exit 130" [ "$st" -eq 130 ]
+check "Ctrl-C with -o json: a whole document saying so" "$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True, d
+' "$T/int.out"
+finish

@@ -34,7 +34,8 @@ static const struct cli_opt opts[] = {
 	{.lng = "cache-type-v", .alias = "ctv", .kind = CLI_LIST, .dst = &o.type_v, .arg = "TYPE[,TYPE...]",
 	 .help = "V cache type: f32, f16 or q8_0 (default f16)"},
 	{.lng = "n-gpu-layers", .alias = "ngl", .kind = CLI_LIST, .dst = &o.ngl, .arg = "N[,N...]",
-	 .help = "layers on the GPU (accepted for llama-bench's spelling; with the CPU backend only 0 runs)"},
+	 .help = "layers on the GPU, for the GPU backends to come and for --vs (the CPU backends run every "
+		 "layer on the CPU; default 0)"},
 	{.lng = "backend", .kind = CLI_LIST, .dst = &o.backend, .arg = "NAME[,NAME...]",
 	 .help = "backend: cpu (the optimized one, default) or ref (the scalar reference)"},
 	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o.reps, .arg = "N", .min = 1, .max = 1000,
@@ -44,13 +45,13 @@ static const struct cli_opt opts[] = {
 	{.lng = "no-warmup", .kind = CLI_FLAG, .dst = &o_no_warmup, .excludes = "warmup",
 	 .help = "the same as --warmup 0 (llama-bench's spelling)"},
 	{.lng = "prompt", .kind = CLI_STR, .dst = &o.prompt, .arg = "TEXT",
-	 .help = "text for the prompt instead of random tokens: prefill tests take its first N tokens (repeated "
-		 "when it is shorter), decode tests and the depth start after it"},
+	 .help = "tokens from this text instead of random ids: depth and prefill tests take its tokens in order "
+		 "(repeated as needed); a decode test starts from the whole text"},
 	{.lng = "output", .shrt = 'o', .kind = CLI_CHOICE, .dst = &o_output, .arg = "FORMAT",
 	 .choices = "table|md|json|jsonl|csv", .help = "output format (default table)"},
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .excludes = "output", .help = "the same as -o json"},
 	{.lng = "no-probe", .kind = CLI_FLAG, .dst = &o.no_probe,
-	 .help = "skip the read-bandwidth probe (no %% of roofline for decode)"},
+	 .help = "skip the read-bandwidth probe (no % of roofline for decode)"},
 	{.lng = "hash", .kind = CLI_FLAG, .dst = &o.hash, .help = "put each model file's sha256 in the output"},
 	{.lng = "vs", .kind = CLI_FILE, .dst = &o.vs, .arg = "LLAMA_BENCH", .excludes = "ppl|kernels|prompt",
 	 .help = "also run this llama-bench binary on the same model and tests, test by test, and report the "
@@ -88,29 +89,30 @@ static const struct cli_section sections[] = {
 	 "the memory is reported as skipped on stderr and the others still run; a model that cannot be loaded "
 	 "is reported and skipped the same way."},
 	{"METHOD",
-	 "Each model is loaded once, the weights are read once (faulted in) before any test, and the KV cache "
-	 "is made once per cache type, big enough for the largest test. Each test runs --warmup times "
-	 "(discarded), then --repetitions times (measured). Each run starts from the same state: the cache is "
-	 "rewound to the depth (the depth tokens are prefilled once per test, before the warm-up, and kept), so "
-	 "every run sees the same positions. Prompt tokens are random ids drawn from a fixed seed (the same in "
-	 "every run), or the tokens of --prompt.\n"
+	 "Each model is loaded once and every page of its weights is read once before any test. A backend and a "
+	 "KV cache are made for each parameter set (backend, threads, -ub, cache types), sized for its largest "
+	 "test. Each test runs --warmup times (discarded), then --repetitions times (measured). Each run starts "
+	 "from the same state: the depth tokens are put in the cache once per test (untimed) and every run "
+	 "rewinds the cache to the depth, so every run sees the same positions and tokens. Prompt and depth "
+	 "tokens are ids from a fixed-seed generator (the same in every run and every invocation), or the tokens "
+	 "of --prompt, repeated as needed.\n"
 	 "\n"
-	 "Prefill (pp) is the time to put the N prompt tokens through the model in batches of -b (each split "
-	 "in forward passes of -ub tokens) until the logits of the last one are ready; throughput is N over that "
-	 "time. Decode (tg) starts after one token (a random one, or the prompt) and counts from the first "
-	 "generated token to the last: N steps of one token, each timed, throughput N over their sum; the "
-	 "per-token latencies give P50, P90 and P99 over every measured step of every run. The time to first "
-	 "token (TTFT) of pp and pg tests is the prefill time plus the first decode step. The token fed back at "
-	 "each step is the greedy choice from the logits, as generation does; sampling is not timed.\n"
+	 "Prefill (pp) is the time from handing the first prompt token to the model (in calls of -b tokens, each "
+	 "split in forward passes of -ub tokens) until the logits of the last one are ready; throughput is N over "
+	 "that time, and it is also the time to first token (TTFT). Decode (tg) starts after one token (a random "
+	 "id, or the whole of --prompt, untimed) and counts from the first generated token to the last: N steps "
+	 "of one token, each timed, throughput N over their sum. The token fed back at each step is the greedy "
+	 "choice from the logits; picking it is not timed. The per-token latencies P50, P90 and P99 are "
+	 "nearest-rank percentiles over every timed step of every measured run.\n"
 	 "\n"
 	 "The figure reported is the median of the runs' throughputs, with their minimum, maximum and "
 	 "coefficient of variation (standard deviation over mean); when the variation exceeds 5% a warning on "
 	 "stderr says so (a busy or thermally throttled machine). Decode tests also report the bytes read per "
-	 "token: every weight matrix once (the output matrix included, one row of the token embedding), plus "
-	 "the KV cache up to the depth, and the rate that makes at the median against the read bandwidth probed "
-	 "in the same invocation (the median of 16 MiB reads over a 512 MiB buffer, all threads), as a "
+	 "token: every tensor once (one row of the token embedding, all of it when it is also the output), plus "
+	 "the K and V rows each layer attends to, averaged over the steps, and the rate that makes at the median against the read bandwidth probed "
+	 "in the same invocation (the median of 16 MiB reads over a 512 MiB buffer, in a child process), as a "
 	 "percentage of that roofline. The probe runs once per thread count, before the tests (--no-probe to "
-	 "skip it).\n"
+	 "skip it). docs/bench.md gives the method in full.\n"
 	 "\n"
 	 "With --vs, the llama-bench binary runs right after tern on each test, with the same model, test, "
 	 "depth, threads, batch sizes, cache types, repetitions and a warm-up (it is given -r R, and --no-warmup "
@@ -154,9 +156,10 @@ static const struct cli_section sections[] = {
 	 "  tern-bench --ppl wiki.test.raw -m model.gguf -c 512\n"
 	 "  tern-bench --kernels --quick"},
 	{"EXIT STATUS",
-	 "0 on success (tests that were skipped are reported on stderr; when every test was skipped the status "
-	 "is 1), 1 on a runtime error (out of memory, a failing llama-bench), 2 on a usage error, 65 when a "
-	 "model or text file is malformed or not supported, 130 when interrupted with Ctrl-C."},
+	 "0 on success, including when some tests were skipped (each is reported on stderr and in the output); "
+	 "1 when no test could run, on a runtime error (out of memory, a model file that cannot be read) and "
+	 "when --vs cannot run llama-bench; 2 on a usage error; 65 when a model or text file is malformed or not "
+	 "supported (the other models still run); 130 when interrupted with Ctrl-C."},
 	{0},
 };
 

@@ -700,6 +700,21 @@ int bench_models(const struct bench_opts *o)
 	bc.rp = (struct bench_report){.quiet = o->quiet, .progress = !o->quiet && cli_isatty(stderr)};
 	bench_date(bc.date, sizeof bc.date);
 
+#ifndef TERN_HAVE_LIBMD
+	if (o->hash) {
+		cli_error("--hash: this tern-bench was built without libmd (install libmd-dev and rebuild)");
+		return EXIT_RUNTIME;
+	}
+#endif
+	for (int i = 0; i < bc.mx.nngl; i++)
+		if (bc.mx.ngl[i] > 0) {
+			bool gpu = false;
+			for (int k = 0; k < bc.mx.nbackend; k++)
+				gpu |= !strcmp(bc.mx.backend[k], "cuda") || !strcmp(bc.mx.backend[k], "vulkan");
+			if (!gpu)
+				bench_warn(&bc.rp, "-ngl %" PRId64 ": the CPU backends run every layer on the CPU", bc.mx.ngl[i]);
+			break;
+		}
 	/* --vs: the binary must run before anything is measured */
 	if (o->vs) {
 		char err[512];

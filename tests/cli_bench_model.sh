@@ -197,6 +197,17 @@ tg = d["tests"][1]
 assert tg["name"] == "tg2" and tg["ttft_ms"] is not None, tg
 ' "$T/out"
 
+# ---- progress on a terminal (through script(1)): which test, which run -------------------
+if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
+	script -qec "$B -m $S -p 8 -n 2 -r 2 -t 1 --no-probe >$T/tty.out" "$T/tty" >/dev/null 2>&1 </dev/null
+	check "progress: model, test, run" grep -q '\[1/2\] llama 134.52M Q4_1 pp8, 1t: run 2/2' "$T/tty"
+	check "progress: the warm-up named" grep -q '\[2/2\] llama 134.52M Q4_1 tg2, 1t: warm-up 1/1' "$T/tty"
+	check "progress: the table still on stdout" grep -q '^| llama 134.52M Q4_1 .* tg2 ' "$T/tty.out"
+	script -qec "$B -m $S -p 8 -r 1 -t 1 --no-probe -q >$T/tty.out" "$T/tty" >/dev/null 2>&1 </dev/null
+	check "no progress with -q" [ "$(grep -c '\[1/1\]' "$T/tty")" -eq 0 ]
+fi
+check "no progress when stderr is not a terminal" [ "$(grep -c 'run 1/' "$T/err")" -eq 0 ]
+
 # ---- Ctrl-C: what was measured, a whole document, exit 130 -----------------------------
 $B -m "$S" -p 8 -n 8000 -r 1 --warmup 0 --no-probe -o jsonl >"$T/int.out" 2>"$T/int.err" &
 pid=$!

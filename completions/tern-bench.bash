@@ -5,7 +5,64 @@ _tern_bench()
 	cur="${COMP_WORDS[COMP_CWORD]}"
 	prev="${COMP_WORDS[COMP_CWORD-1]}"
 	case "$prev" in
+	-m|--model)
+		COMPREPLY=()
+		return ;;
+	-p|--n-prompt)
+		COMPREPLY=()
+		return ;;
+	-n|--n-gen)
+		COMPREPLY=()
+		return ;;
+	-pg|--n-prompt-gen)
+		COMPREPLY=()
+		return ;;
+	-d|--n-depth)
+		COMPREPLY=()
+		return ;;
 	-t|--threads)
+		COMPREPLY=()
+		return ;;
+	-b|--batch-size)
+		COMPREPLY=()
+		return ;;
+	-ub|--ubatch-size)
+		COMPREPLY=()
+		return ;;
+	-ctk|--cache-type-k)
+		COMPREPLY=()
+		return ;;
+	-ctv|--cache-type-v)
+		COMPREPLY=()
+		return ;;
+	-ngl|--n-gpu-layers)
+		COMPREPLY=()
+		return ;;
+	--backend)
+		COMPREPLY=()
+		return ;;
+	-r|--repetitions)
+		COMPREPLY=()
+		return ;;
+	--warmup)
+		COMPREPLY=()
+		return ;;
+	--prompt)
+		COMPREPLY=()
+		return ;;
+	-o|--output)
+		COMPREPLY=($(compgen -W "table md json jsonl csv" -- "$cur"))
+		return ;;
+	--vs)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--ppl)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	-c|--ctx-size)
+		COMPREPLY=()
+		return ;;
+	--chunks)
 		COMPREPLY=()
 		return ;;
 	--types)
@@ -17,9 +74,6 @@ _tern_bench()
 	--min-ms)
 		COMPREPLY=()
 		return ;;
-	-r|--repetitions)
-		COMPREPLY=()
-		return ;;
 	--color)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
 		return ;;
@@ -28,7 +82,7 @@ _tern_bench()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "--kernels --quick --json -t --threads --types --ops --min-ms -r --repetitions -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -p --n-prompt -n --n-gen -pg --n-prompt-gen -d --n-depth -t --threads -b --batch-size -ub --ubatch-size -ctk --cache-type-k -ctv --cache-type-v -ngl --n-gpu-layers --backend -r --repetitions --warmup --no-warmup --prompt -o --output --json --no-probe --hash --vs --ppl -c --ctx-size --chunks --kernels --quick --types --ops --min-ms -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

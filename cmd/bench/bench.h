@@ -83,6 +83,8 @@ uint64_t bench_peak_rss(void);
 /* Date as ISO 8601 UTC. */
 void bench_date(char *out, size_t cap);
 void bench_json_strz(const char *s); /* a JSON string on stdout */
+/* A count as llama-bench prints parameters: "134.52 M", "1.10 B". */
+void bench_fmt_count(char *out, size_t cap, uint64_t n);
 
 /* The values of a list option (comma-separated, repeatable): integers in
  * min..max, or non-empty strings (copied into store); a usage error (exit 2)

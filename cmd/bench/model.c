@@ -138,16 +138,6 @@ static double probe_bandwidth(int nth)
 
 /* ---- models -------------------------------------------------------------------- */
 
-static void fmt_params(char *out, size_t cap, uint64_t n)
-{
-	if (n >= 1000000000ull)
-		snprintf(out, cap, "%.2f B", (double)n / 1e9);
-	else if (n >= 1000000ull)
-		snprintf(out, cap, "%.2f M", (double)n / 1e6);
-	else
-		snprintf(out, cap, "%.2f K", (double)n / 1e3);
-}
-
 /* general.file_type as users know it from file names (llama.cpp's
  * llama_ftype numbering), NULL when unknown. */
 static const char *ftype_name(uint32_t ft)
@@ -204,7 +194,7 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 			bm->main_type = (uint32_t)t;
 		}
 	char p[32];
-	fmt_params(p, sizeof p, bm->n_params);
+	bench_fmt_count(p, sizeof p, bm->n_params);
 	p[strcspn(p, " ")] = 0;
 	const char *unit = bm->n_params >= 1000000000ull ? "B" : bm->n_params >= 1000000ull ? "M" : "K";
 	/* named by the file's type (Q4_K_M), else by its largest weight type */

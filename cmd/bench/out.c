@@ -25,16 +25,6 @@ static void fmt_size(char *out, size_t cap, uint64_t b)
 		snprintf(out, cap, "%.2f MiB", (double)b / (1ull << 20));
 }
 
-static void fmt_count(char *out, size_t cap, uint64_t n)
-{
-	if (n >= 1000000000ull)
-		snprintf(out, cap, "%.2f B", (double)n / 1e9);
-	else if (n >= 1000000ull)
-		snprintf(out, cap, "%.2f M", (double)n / 1e6);
-	else
-		snprintf(out, cap, "%.2f K", (double)n / 1e3);
-}
-
 /* The larger distance from the median to the slowest or fastest run. */
 static double spread(const struct bench_stats *s)
 {
@@ -121,7 +111,7 @@ static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
 	cell(bc, 30, false, bm->label);
 	fmt_size(b, sizeof b, bm->weights_size);
 	cell(bc, 10, true, b);
-	fmt_count(b, sizeof b, bm->n_params);
+	bench_fmt_count(b, sizeof b, bm->n_params);
 	cell(bc, 10, true, b);
 	cell(bc, 7, false, t->backend);
 	snprintf(b, sizeof b, "%" PRId64, t->threads);
@@ -457,6 +447,12 @@ static void os_release(char *out, size_t cap)
 	fclose(f);
 }
 
+/* "true" when the build defined the feature macro m as 1: the macro
+ * expands to 1 before it is turned into a string, an undefined one stays
+ * its own name */
+#define BUILT_STR(v) #v
+#define BUILT(m) (BUILT_STR(m)[0] == '1' ? "true" : "false")
+
 static void json_head(const struct bench_ctx *bc)
 {
 	const struct bench_opts *o = bc->o;
@@ -473,26 +469,7 @@ static void json_head(const struct bench_ctx *bc)
 	printf(", \"build\": ");
 	bench_json_strz(tern_build_flags);
 	printf(", \"options\": {\"jansson\": %s, \"libmd\": %s, \"cuda\": %s, \"vulkan\": %s}, \"kernels\": \"%s\"},\n",
-#ifdef TERN_HAVE_JANSSON
-	       "true",
-#else
-	       "false",
-#endif
-#ifdef TERN_HAVE_LIBMD
-	       "true",
-#else
-	       "false",
-#endif
-#ifdef TERN_HAVE_CUDA
-	       "true",
-#else
-	       "false",
-#endif
-#ifdef TERN_HAVE_VULKAN
-	       "true",
-#else
-	       "false",
-#endif
+	       BUILT(TERN_HAVE_JANSSON), BUILT(TERN_HAVE_LIBMD), BUILT(TERN_HAVE_CUDA), BUILT(TERN_HAVE_VULKAN),
 	       quant_isa_name(quant_isa()));
 	const char *forced = getenv("TERN_CPU");
 	printf(" \"date\": \"%s\",\n \"system\": {\"cpu\": ", bc->date);

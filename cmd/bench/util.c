@@ -133,6 +133,16 @@ void bench_date(char *out, size_t cap)
 
 void bench_json_strz(const char *s) { cli_json_str(stdout, s, strlen(s)); }
 
+void bench_fmt_count(char *out, size_t cap, uint64_t n)
+{
+	if (n >= 1000000000ull)
+		snprintf(out, cap, "%.2f B", (double)n / 1e9);
+	else if (n >= 1000000ull)
+		snprintf(out, cap, "%.2f M", (double)n / 1e6);
+	else
+		snprintf(out, cap, "%.2f K", (double)n / 1e3);
+}
+
 /* ---- progress and warnings on stderr ---------------------------------------- */
 
 void bench_progress_clear(struct bench_report *rp)

@@ -31,9 +31,9 @@ volatile sig_atomic_t bench_interrupted;
 #define FAKE "tests/data/bench/fake-llama-bench"
 #define DATA "tests/data/bench/"
 
-static char log_path[64];
-
 #ifdef TERN_HAVE_JANSSON
+
+static char log_path[64];
 
 static int setup(void **state)
 {

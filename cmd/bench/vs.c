@@ -21,12 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef TERN_HAVE_JANSSON
-#include <jansson.h>
-#endif
-
 #include "cmd/bench/bench.h"
 #include "cmd/bench/vs.h"
+
+#ifdef TERN_HAVE_JANSSON
+#include <jansson.h>
 
 extern char **environ;
 
@@ -354,8 +353,6 @@ static bool child_failed(const char *what, const struct vs_capture *c, char *err
 
 /* ---- its JSON ------------------------------------------------------------------ */
 
-#ifdef TERN_HAVE_JANSSON
-
 static void copy_str(json_t *o, const char *key, char *out, size_t cap)
 {
 	const char *s = json_string_value(json_object_get(o, key));
@@ -537,18 +534,10 @@ out:
 	return rc;
 }
 
-#endif /* TERN_HAVE_JANSSON */
-
 /* ---- the interface --------------------------------------------------------------- */
 
 int vs_probe(const char *path, char *err, size_t cap)
 {
-#ifndef TERN_HAVE_JANSSON
-	(void)path;
-	snprintf(err, cap, "--vs: tern-bench was built without jansson (libjansson-dev; make deps), which it "
-			   "needs to read llama-bench's JSON");
-	return EXIT_RUNTIME;
-#else
 	const char *argv[] = {path, "--help", NULL};
 	struct vs_capture c = {0};
 	int rc = run_child(argv, 1 << 20, &c, err, cap);
@@ -561,7 +550,6 @@ int vs_probe(const char *path, char *err, size_t cap)
 	}
 	free(c.out);
 	return rc;
-#endif
 }
 
 int vs_run(const char *path, const struct vs_test *t, struct vs_result *r, char *err, size_t cap)
@@ -574,11 +562,6 @@ int vs_run(const char *path, const struct vs_test *t, struct vs_result *r, char 
 	size_t len = 0;
 	for (int i = 0; i < a.n; i++)
 		append_quoted(r->argv_line, sizeof r->argv_line, &len, a.v[i]);
-#ifndef TERN_HAVE_JANSSON
-	snprintf(err, cap, "--vs: tern-bench was built without jansson (libjansson-dev; make deps), which it "
-			   "needs to read llama-bench's JSON");
-	return EXIT_RUNTIME;
-#else
 	struct vs_capture c = {0};
 	rc = run_child(a.v, VS_OUT_MAX, &c, err, cap);
 	if (rc == 0 && child_failed("llama-bench", &c, err, cap))
@@ -587,5 +570,28 @@ int vs_run(const char *path, const struct vs_test *t, struct vs_result *r, char 
 		rc = parse_output(c.out ? c.out : "", c.n_out, t, r, err, cap);
 	free(c.out);
 	return rc;
-#endif
 }
+
+#else /* !TERN_HAVE_JANSSON */
+
+static const char no_jansson[] =
+	"--vs: tern-bench was built without jansson (libjansson-dev, installed by make deps), which it needs to "
+	"read llama-bench's JSON";
+
+int vs_probe(const char *path, char *err, size_t cap)
+{
+	(void)path;
+	snprintf(err, cap, "%s", no_jansson);
+	return EXIT_RUNTIME;
+}
+
+int vs_run(const char *path, const struct vs_test *t, struct vs_result *r, char *err, size_t cap)
+{
+	(void)path;
+	(void)t;
+	memset(r, 0, sizeof *r);
+	snprintf(err, cap, "%s", no_jansson);
+	return EXIT_RUNTIME;
+}
+
+#endif

@@ -342,13 +342,14 @@ static void on_alarm(int sig)
 	bench_interrupted = 1;
 }
 
-static void test_interrupted(void **state)
+/* Ctrl-C (bench_interrupted, set here by an alarm) while llama-bench runs:
+ * it is stopped, not waited for (the fake sleeps 60 s), and vs_run says so. */
+static void expect_interrupted(const char *mode)
 {
-	(void)state;
 	struct vs_test t = base_test();
 	t.n_gen = 4;
 	char err[512] = "";
-	fake_env("sleep", NULL, NULL);
+	fake_env(mode, NULL, NULL);
 	struct sigaction sa = {0}, old;
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, &old);
@@ -356,11 +357,34 @@ static void test_interrupted(void **state)
 	double t0 = now_s();
 	int rc = vs_run(FAKE, &t, &res, err, sizeof err);
 	double dt = now_s() - t0;
+	alarm(0);
 	sigaction(SIGALRM, &old, NULL);
-	expect_error(rc, 130, err, "interrupted");
-	/* stopped, not waited for: the fake sleeps 60 s */
+	expect_error(rc, 130, err, "interrupted while llama-bench was running");
 	assert_true(dt < 30);
 	bench_interrupted = 0;
+}
+
+static void test_interrupted(void **state)
+{
+	(void)state;
+	expect_interrupted("sleep");
+	/* its pipes closed: vs_run is waiting for it to exit */
+	expect_interrupted("detach");
+
+	/* interrupted before: llama-bench is not started */
+	struct vs_test t = base_test();
+	t.n_gen = 4;
+	char err[512] = "";
+	fake_env(NULL, NULL, NULL);
+	FILE *f = fopen(log_path, "w");
+	assert_non_null(f);
+	fclose(f);
+	bench_interrupted = 1;
+	expect_error(vs_run(FAKE, &t, &res, err, sizeof err), 130, err, "interrupted before llama-bench was run");
+	bench_interrupted = 0;
+	size_t n = 1;
+	free(test_read_file(log_path, &n));
+	assert_int_equal(n, 0);
 }
 
 static void test_probe(void **state)

@@ -44,7 +44,7 @@ static void append_quoted(char *buf, size_t cap, size_t *len, const char *s)
 {
 	bool plain = *s != 0;
 	for (const char *p = s; *p; p++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=.,/:@%", *p))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+.,/:@%", *p))
 			plain = false;
 	char tmp[2048];
 	size_t n = 0;
@@ -175,7 +175,6 @@ struct vs_capture {
 	char err[VS_ERR_TAIL];  /* the last bytes of stderr */
 	size_t n_err;
 	int status;             /* as from waitpid */
-	bool interrupted;
 };
 
 static void keep_err_tail(struct vs_capture *c, const char *p, size_t n)
@@ -279,7 +278,6 @@ static int run_child(const char *const *argv, size_t out_limit, struct vs_captur
 			/* our child: stop it, whatever it was doing */
 			kill(pid, SIGKILL);
 			killed = true;
-			c->interrupted = bench_interrupted != 0;
 			break;
 		}
 		/* a timeout, so that bench_interrupted is seen even when the
@@ -308,13 +306,15 @@ static int run_child(const char *const *argv, size_t out_limit, struct vs_captur
 		if (pfd[i].fd >= 0)
 			close(pfd[i].fd);
 	while (waitpid(pid, &c->status, 0) < 0) {
-		if (errno != EINTR) {
+		if (errno == EINTR && bench_interrupted && !killed) {
+			kill(pid, SIGKILL);
+			killed = true;
+		} else if (errno != EINTR) {
 			snprintf(err, cap, "--vs: waitpid: %s", strerror(errno));
 			return EXIT_RUNTIME;
 		}
 	}
 	if (bench_interrupted) {
-		c->interrupted = true;
 		snprintf(err, cap, "--vs: interrupted while llama-bench was running");
 		return VS_EXIT_INTERRUPTED;
 	}
@@ -345,9 +345,9 @@ static bool child_failed(const char *what, const struct vs_capture *c, char *err
 	else
 		snprintf(how, sizeof how, "ended with status %#x", (unsigned)c->status);
 	if (*line)
-		snprintf(err, cap, "%s %s: %s", what, how, line);
+		snprintf(err, cap, "--vs: %s %s: %s", what, how, line);
 	else
-		snprintf(err, cap, "%s %s (nothing on stderr)", what, how);
+		snprintf(err, cap, "--vs: %s %s (nothing on stderr)", what, how);
 	return true;
 }
 
@@ -544,7 +544,7 @@ int vs_probe(const char *path, char *err, size_t cap)
 	if (rc == 0 && child_failed(path, &c, err, cap))
 		rc = EXIT_RUNTIME;
 	if (rc == 0 && (!c.out || !strstr(c.out, "-pg") || !strstr(c.out, "--n-prompt"))) {
-		snprintf(err, cap, "--vs: %s does not look like llama-bench (its --help names neither -pg nor "
+		snprintf(err, cap, "--vs: %s does not look like llama-bench (its --help does not name -pg and "
 				   "--n-prompt)", path);
 		rc = EXIT_RUNTIME;
 	}
@@ -562,6 +562,10 @@ int vs_run(const char *path, const struct vs_test *t, struct vs_result *r, char 
 	size_t len = 0;
 	for (int i = 0; i < a.n; i++)
 		append_quoted(r->argv_line, sizeof r->argv_line, &len, a.v[i]);
+	if (bench_interrupted) {
+		snprintf(err, cap, "--vs: interrupted before llama-bench was run");
+		return VS_EXIT_INTERRUPTED;
+	}
 	struct vs_capture c = {0};
 	rc = run_child(a.v, VS_OUT_MAX, &c, err, cap);
 	if (rc == 0 && child_failed("llama-bench", &c, err, cap))

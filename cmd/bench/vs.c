@@ -49,7 +49,7 @@ static void append_quoted(char *buf, size_t cap, size_t *len, const char *s)
 	char tmp[2048];
 	size_t n = 0;
 	if (plain) {
-		n = (size_t)snprintf(tmp, sizeof tmp, "%s", s);
+		snprintf(tmp, sizeof tmp, "%s", s);
 	} else {
 		tmp[n++] = '\'';
 		for (const char *p = s; *p && n + 5 < sizeof tmp; p++) {
@@ -90,11 +90,12 @@ static void test_name(const struct vs_test *t, char *out, size_t cap)
 		snprintf(out, cap, "pp%lld+tg%lld%s", (long long)t->n_prompt, (long long)t->n_gen, d);
 }
 
-/* The argument vector for t; strings live in store (numbers) and t. */
+/* The argument vector for a test: pointers to the test's strings and to
+ * the numbers written out in num. */
 struct vs_argv {
 	const char *v[VS_ARGC_MAX + 1];
 	int n;
-	char num[16][24];
+	char num[16][48];
 	int nnum;
 };
 

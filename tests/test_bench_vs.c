@@ -219,6 +219,20 @@ static void test_real_outputs(void **state)
 	assert_true(res.ts[0] == 156.835 && res.ts[1] == 164.677);
 	assert_true(res.avg_ts == 160.755728 && res.stddev_ts == 5.545196);
 	assert_true(fabs(res.median_ts - (156.835 + 164.677) / 2) < 1e-9);
+
+	/* llama-bench escapes each byte of a non-ASCII path as "\\uffff" and
+	 * a stray character (a signed char through "%04x"): the document is still
+	 * JSON, and the model file's name is not among the fields compared */
+	t = base_test();
+	t.model = "/tmp/vs-\xc3\xbc/m.gguf";
+	t.n_prompt = 8;
+	t.threads = 1;
+	t.ngl = -1;
+	t.reps = 1;
+	run_fixture(DATA "real-pp8-nonascii-path.json", &t);
+	assert_int_equal(res.n, 1);
+	assert_true(res.ts[0] == 189.234 && res.median_ts == 189.234);
+	assert_true(res.avg_ts == 189.233763 && res.stddev_ts == 0);
 }
 
 static void test_median(void **state)

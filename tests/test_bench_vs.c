@@ -12,7 +12,8 @@
  * is an error with a one-line message.
  *
  * VS_REAL_LLAMA_BENCH=/path/to/llama-bench VS_REAL_MODEL=model.gguf also
- * runs the real one (-p 64, -n 16, -r 2) and prints its figures. */
+ * runs the real one (pp64, tg16, pp64+tg16, -r 2, -t VS_REAL_THREADS or 2)
+ * and prints its figures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -431,6 +432,8 @@ static void test_real_llama_bench(void **state)
 	for (int k = 0; k < 3; k++) {
 		struct vs_test t = base_test();
 		t.model = model;
+		if (getenv("VS_REAL_THREADS"))
+			t.threads = atoi(getenv("VS_REAL_THREADS"));
 		t.n_prompt = k != 1 ? 64 : 0;
 		t.n_gen = k != 0 ? 16 : 0;
 		t.reps = 2;

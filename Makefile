@@ -173,11 +173,13 @@ $(BINDIR)/%: $(OUT)/cmd/%.o $$(call prog_obj,$$*) $(CLI_OBJ) $(LIB)
 # Per-test link flags: TEST_LDFLAGS_<name> (test_llm_alloc interposes the
 # allocator with --wrap to count calls in the decode loop).
 TEST_LDFLAGS_test_llm_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
+# test_bench_vs includes cmd/bench/vs.c, which reads llama-bench's JSON with jansson.
+TEST_LDLIBS_test_bench_vs := $(PROG_LIBS_bench)
 
 $(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) $(TEST_LDFLAGS_$*) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(LDFLAGS) $(TEST_LDFLAGS_$*) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDLIBS_$*)
 
 test: all $(TEST_BINS)
 	@test -n "$(HAVE_CMOCKA)" || { echo "cmocka not found: run 'make deps' first" >&2; exit 1; }

@@ -197,6 +197,52 @@ tg = d["tests"][1]
 assert tg["name"] == "tg2" and tg["ttft_ms"] is not None, tg
 ' "$T/out"
 
+# ---- --vs: llama-bench (a stand-in that speaks its options and JSON) after each test
+FAKE=$PWD/tests/data/bench/fake-llama-bench
+cat >"$T/lb" <<EOF
+#!/bin/sh
+# records each call and how many tests tern had written when it came
+[ "\$1" = --help ] || echo "\$(wc -l <"$T/vs.out") \$*" >>"$T/vs.log"
+exec "$FAKE" "\$@"
+EOF
+chmod +x "$T/lb"
+: >"$T/vs.log"
+FAKE_LLAMA_BENCH_TS=50,60,70 $TO $B -m "$S" -p 8 -n 2 -pg 4,2 -d 0,4 -r 3 -t 1 \
+	-ctk q8_0 --no-probe -o jsonl --vs "$T/lb" >"$T/vs.out" 2>"$T/vs.err"
+check "--vs: exit 0" [ $? -eq 0 ]
+check "--vs: llama-bench ran after each test, with the equivalent options" diff -u - "$T/vs.log" <<EOF
+0 -m $S -p 8 -n 0 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+1 -m $S -p 0 -n 2 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+2 -m $S -p 0 -n 0 -pg 4,2 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+3 -m $S -p 8 -n 0 -d 4 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+4 -m $S -p 0 -n 2 -d 4 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+5 -m $S -p 0 -n 0 -pg 4,2 -d 4 -t 1 -b 2048 -ub 512 -ctk q8_0 -ctv f16 -ngl 0 -r 3 -o json
+EOF
+check "--vs: both figures and the ratio of the medians" "$PYTHON" -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 6
+for r in rows:
+    lb = r["llama_bench"]
+    assert lb["samples_ts"] == [50, 60, 70] and lb["tokens_per_s"]["median"] == 60, lb
+    assert abs(r["ratio"] - r["tokens_per_s"]["median"] / 60) < 1e-12, r
+    assert lb["command"].endswith("-r 3 -o json") and r["llama_bench_error"] is None, lb
+' "$T/vs.out"
+$TO $B -m "$S" -p 8 -n 2 -r 2 -t 1 --warmup 0 --no-probe --vs "$T/lb" >"$T/out" 2>"$T/err"
+check "--vs table: llama.cpp's column and the ratio" grep -qE '^\| llama 134.52M Q4_1 .* pp8 .*\| +[0-9.]+ ± [0-9.]+ \| +[0-9.]+ \|$' "$T/out"
+check "--vs: --warmup 0 is --no-warmup" grep -q -- "--no-warmup -o json" "$T/vs.log"
+FAKE_LLAMA_BENCH_MODE=fail $TO $B -m "$S" -p 8 -r 1 -t 1 --no-probe -o json --vs "$T/lb" >"$T/out" 2>"$T/err"
+check "--vs: a failing llama-bench is reported, tern's figure kept" "$PYTHON" -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["tests"][0]
+assert t["status"] == "ok" and t["llama_bench"] is None and t["ratio"] is None, t
+assert t["llama_bench_error"].startswith("--vs: llama-bench exited 1"), t
+' "$T/out"
+check "--vs: and said on stderr" grep -q "warning: llama 134.52M Q4_1 pp8: --vs: llama-bench exited 1" "$T/err"
+expect 1 $TO $B -m "$S" -p 8 --vs "$T/nonexistent-llama-bench"
+check "--vs: a binary that does not run: one line, nothing measured" one_line_err "tern-bench: --vs: "
+check "--vs: nothing on stdout" [ ! -s "$T/out" ]
+
 # ---- progress on a terminal (through script(1)): which test, which run -------------------
 if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
 	script -qec "$B -m $S -p 8 -n 2 -r 2 -t 1 --no-probe >$T/tty.out" "$T/tty" >/dev/null 2>&1 </dev/null

@@ -26,7 +26,7 @@ void bench_vs_test(struct bench_ctx *bc, struct bench_test *t)
 	if (vs_run(bc->o->vs, &vt, r, err, sizeof err)) {
 		free(r);
 		snprintf(t->vs_error, sizeof t->vs_error, "%s", err);
-		bench_warn(&bc->rp, "--vs: %s %s: %s", bm->label, t->name, err);
+		bench_warn(&bc->rp, "%s %s: %s", bm->label, t->name, err);
 		return;
 	}
 	t->vs = r;

@@ -710,7 +710,7 @@ int bench_models(const struct bench_opts *o)
 		char err[512];
 		int rc = bench_vs_probe(o->vs, err, sizeof err);
 		if (rc) {
-			cli_error("--vs: %s", err);
+			cli_error("%s", err);
 			return rc;
 		}
 	}

@@ -150,8 +150,12 @@ static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
 	snprintf(b, sizeof b, t->roofline_pct > 0 ? "%.0f%%" : "-", t->roofline_pct);
 	cell(bc, 6, true, b);
 	if (bc->o->vs) {
-		if (t->vs)
-			snprintf(b, sizeof b, "%.2f ± %.2f", t->vs->median_ts, t->vs->stddev_ts);
+		if (t->vs) {
+			/* the same figure as tern's: the median ± the larger distance to a run */
+			struct bench_stats vst;
+			bench_stats(t->vs->ts, t->vs->n, &vst);
+			snprintf(b, sizeof b, "%.2f ± %.2f", t->vs->median_ts, spread(&vst));
+		}
 		else
 			snprintf(b, sizeof b, "%s", t->nruns ? "error" : "-");
 		cell(bc, 18, true, b);

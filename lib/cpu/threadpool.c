@@ -56,9 +56,18 @@
 #define J_TAG(g) ((uint64_t)(g) << J_GEN_SHIFT)
 #define J_TAG_MASK (~0ull << J_GEN_SHIFT)
 
+struct worker_arg {
+	struct tp_pool *p;
+	int ith;
+};
+
 struct tp_pool {
 	int n;
 	pthread_t *threads; /* [n - 1] */
+	struct worker_arg *args; /* [n - 1], owned by the pool: a worker that
+				  * freed its own would call the allocator
+				  * whenever it first runs, possibly in the
+				  * middle of a decode loop */
 	tp_fn fn;
 	void *arg;
 	_Atomic uint32_t gen;       /* bumped to start a job (futex word) */
@@ -73,10 +82,6 @@ struct tp_pool {
 	bool woke;                  /* the current job found a worker asleep */
 };
 
-struct worker_arg {
-	struct tp_pool *p;
-	int ith;
-};
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
 {
@@ -130,7 +135,6 @@ static void *worker_main(void *varg)
 	struct worker_arg *wa = varg;
 	struct tp_pool *p = wa->p;
 	int ith = wa->ith;
-	free(wa);
 	uint32_t seen = 0;
 	for (;;) {
 		wait_change(&p->gen, seen, &p->sleepers, atomic_load_explicit(&p->spin, memory_order_relaxed));
@@ -161,20 +165,20 @@ int tp_new(struct tp_pool **out, int n_threads, tern_err *err)
 	atomic_init(&p->spin, SPIN_MIN);
 	if (n_threads > 1) {
 		p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
-		if (!p->threads) {
+		p->args = calloc((size_t)n_threads - 1, sizeof *p->args);
+		if (!p->threads || !p->args) {
+			free(p->threads);
+			free(p->args);
 			free(p);
 			return tern_errf(err, TERN_ENOMEM, "thread pool: out of memory");
 		}
 	}
 	for (int i = 1; i < n_threads; i++) {
-		struct worker_arg *wa = malloc(sizeof *wa);
-		if (wa) {
-			wa->p = p;
-			wa->ith = i;
-		}
-		int rc = wa ? pthread_create(&p->threads[i - 1], NULL, worker_main, wa) : -1;
+		struct worker_arg *wa = &p->args[i - 1];
+		wa->p = p;
+		wa->ith = i;
+		int rc = pthread_create(&p->threads[i - 1], NULL, worker_main, wa);
 		if (rc != 0) {
-			free(wa);
 			p->n = i; /* stop the ones that started */
 			tp_free(p);
 			return tern_errf(err, TERN_ENOMEM, "thread pool: cannot start thread %d", i);
@@ -196,6 +200,7 @@ void tp_free(struct tp_pool *p)
 			pthread_join(p->threads[i], NULL);
 	}
 	free(p->threads);
+	free(p->args);
 	free(p);
 }
 

@@ -64,7 +64,7 @@ static void test_nll(void **state)
 	srand(7);
 	for (int r = 0; r < 20; r++) {
 		for (int i = 0; i < 1000; i++)
-			x[i] = (float)rand() / RAND_MAX * 30.0f - 15.0f;
+			x[i] = (float)((double)rand() / RAND_MAX * 30.0 - 15.0);
 		int t = rand() % 1000;
 		assert_true(fabs(tern_ppl_nll(x, 1000, t) - nll_ref(x, 1000, t)) < 1e-5);
 	}

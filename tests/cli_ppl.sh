@@ -4,8 +4,9 @@
 # several settings, against the values llama-perplexity printed for the same
 # file and settings (tests/data/ppl/ref.json, how they were made in
 # tests/data/ppl/README.md): the final value within 0.5%, each running
-# estimate within 2% (one chunk scores 63 or 255 tokens: its value moves
-# more between evaluation paths than the total). Also the JSON document's
+# estimate within 1/sqrt(n) relative after n scored tokens (a few chunks
+# move more between evaluation paths than the total: llama.cpp's own paths
+# differ by up to 0.62/sqrt(n) on these texts). Also the JSON document's
 # fields, stdout carrying only the result and stderr the running estimates,
 # --chunks, the thread count (bit-identical), usage and data errors, Ctrl-C.
 # The model runs are skipped when models/ is absent; under SANITIZE=1 (ASan,
@@ -50,8 +51,8 @@ san() { [ "${SANITIZE:-}" = 1 ]; }
 # compare JSON_FILE TEXT MODEL "LLAMA ARGS": tern's document against
 # llama-perplexity's run of TEXT with these arguments and -fa auto (its
 # default): the final value within 0.5% and its +/- within 2%, or, for a run
-# cut short by --chunks N, llama's running estimate after N chunks within 2%;
-# every running estimate within 2%
+# cut short by --chunks N, llama's running estimate after N chunks; every
+# running estimate within 1/sqrt(tokens scored so far)
 compare() {
 	$PYTHON - "$REF" "$@" <<'EOF'
 import json, sys
@@ -66,11 +67,12 @@ want = r["running"][n - 1] if partial else r["ppl"]
 rel = d["ppl"] / want - 1
 print(f"{text} {model} {args}: {n} chunks, tern {d['ppl']:.4f} +/- {d['ppl_err']:.5f}, "
       f"llama-perplexity {want:.4f} ({100 * rel:+.3f}%)")
-assert abs(rel) < (0.02 if partial else 0.005), rel
 if not partial:
+    assert abs(rel) < 0.005, rel
     assert abs(d["ppl_err"] / r["ppl_err"] - 1) < 0.02, (d["ppl_err"], r["ppl_err"])
 for i, c in enumerate(d["chunks"]):
-    assert abs(c["running_ppl"] / r["running"][i] - 1) < 0.02, (i, c["running_ppl"], r["running"][i])
+    tol = ((i + 1) * d["scored_per_chunk"]) ** -0.5
+    assert abs(c["running_ppl"] / r["running"][i] - 1) < tol, (i, c["running_ppl"], r["running"][i], tol)
 EOF
 }
 # ppl NAME MODEL ARGS...: tern-bench -m MODEL ARGS -o json -q into $T/NAME.json
@@ -116,8 +118,8 @@ assert d["seconds"] > 0 and d["tokens_per_second"] > 0 and d["peak_rss"] > 0
 assert isinstance(d["version"], str) and isinstance(d["cpu"]["model"], str)' "$T/s128.json" $TXT $S
 
 # the forward pass is bit-identical across thread counts: so is the value
-ppl t1 $S --ppl $TXT -c 128 --chunks 4 -t 1
-ppl t3 $S --ppl $TXT -c 128 --chunks 4 -t 3
+expect 0 $TO $B -m $S --ppl $TXT -c 128 --chunks 4 -t 1 -o json -q && cp "$T/out" "$T/t1.json"
+expect 0 $TO $B -m $S --ppl $TXT -c 128 --chunks 4 -t 3 -o json -q && cp "$T/out" "$T/t3.json"
 check "--chunks 4, -t 1 and -t 3: the same figures as the first 4 chunks of -t 2" $PYTHON -c 'import json, sys
 a, b, c = (json.load(open(p)) for p in sys.argv[1:])
 assert b["n_chunks"] == 4 and b["n_chunks_available"] == 59 and b["n_scored"] == 4 * 63
@@ -133,12 +135,13 @@ assert open(sys.argv[2]).read() == "Final estimate: PPL = %.4f +/- %.5f\n" % (d[
 ppl sq8 $S --ppl $TXT -c 128 -ctk q8_0 -ctv q8_0 $(few 8)
 check "SmolLM2 -c 128, q8_0 cache: within 0.5%" compare "$T/sq8.json" gpl-3.txt smollm2 "-c 128 -ctk q8_0 -ctv q8_0"
 if ! san; then
-	ppl s512 $S --ppl $TXT
-	check "SmolLM2 -c 512 (the default): within 0.5%" compare "$T/s512.json" gpl-3.txt smollm2 "-c 512"
-	ppl s512b $S --ppl $TXT -c 512 -b 128
-	check "SmolLM2 -c 512 -b 128: within 0.5%" compare "$T/s512b.json" gpl-3.txt smollm2 "-c 512 -b 128"
-	check "-c 512 -b 128: batch 128" $PYTHON -c 'import json, sys
-assert json.load(open(sys.argv[1]))["settings"]["batch"] == 128' "$T/s512b.json"
+	# the default -c (512) with a batch smaller than a chunk
+	ppl s512 $S --ppl $TXT -b 128
+	check "-b 128: -c 512, batch 128" $PYTHON -c 'import json, sys
+s = json.load(open(sys.argv[1]))["settings"]
+assert (s["n_ctx"], s["batch"], s["ubatch"]) == (512, 128, 128), s' "$T/s512.json"
+	check "SmolLM2 -c 512 -b 128: within 0.5%" compare "$T/s512.json" gpl-3.txt smollm2 "-c 512 -b 128"
+	check "SmolLM2 -c 512: within 0.5%" compare "$T/s512.json" gpl-3.txt smollm2 "-c 512"
 	ppl h128 $S --ppl $HELD -c 128
 	check "SmolLM2 -c 128 on the held-out text: within 0.5%" compare "$T/h128.json" heldout.txt smollm2 "-c 128"
 fi
@@ -164,7 +167,7 @@ fi
 printf '' >"$T/empty.txt"
 expect 65 $B --ppl "$T/empty.txt" -m $S && check "an empty text: one line, exit 65" \
 	one_line_err "tern-bench: $T/empty.txt: 0 tokens with this model's vocabulary; -c 512 needs at least 1024 (two chunks)"
-head -c 1200 $TXT >"$T/short.txt"
+head -c 600 $TXT >"$T/short.txt"
 expect 65 $B --ppl "$T/short.txt" -m $G -c 128 && check "a text shorter than two chunks" \
 	one_line_err "tern-bench: $T/short.txt: [0-9]* tokens with this model's vocabulary; -c 128 needs at least 256 (two chunks)"
 expect 2 $B --ppl $TXT -m $S -c 10000 && check "-c past the trained context" \
@@ -180,6 +183,13 @@ expect 0 $TO $B --ppl $TXT -m $S -c 64 --chunks 2 -t 2 -o md -q
 check "md: a table" test "$(grep -c '^|' "$T/out")" -eq 3
 expect 0 $TO $B --ppl $TXT -m $S -c 64 --chunks 2 -t 2 -o jsonl -q
 check "jsonl: the document on one line" test "$(wc -l <"$T/out")" -eq 1
+
+if [ -w /dev/full ]; then
+	$B --ppl $TXT -m $S -c 64 --chunks 2 -t 2 -q >/dev/full 2>"$T/err"
+	st=$?
+	check "stdout on a full disk: exit 1 (got $st)" test "$st" -eq 1
+	check "stdout on a full disk: one line" one_line_err "tern-bench: standard output: No space left on device"
+fi
 
 # ---- Ctrl-C: the estimate over the chunks done, exit 130 ----------------------------------------
 for _ in 1 2 3 4 5 6 7 8; do cat $TXT; done >"$T/long.txt"

@@ -263,7 +263,6 @@ static void print_result(const struct ppl_run *r, enum bench_out out)
 		       r->done, r->total.count, ppl, err);
 		break;
 	}
-	fflush(stdout);
 }
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -364,6 +363,10 @@ int bench_ppl(const struct bench_opts *o)
 	if (r.interrupted && !o->quiet)
 		fprintf(stderr, "interrupted: the estimate is over the %" PRId64 " chunks done\n", r.done);
 	print_result(&r, o->out);
+	if (fflush(stdout) || ferror(stdout)) {
+		cli_error("standard output: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
 
 	free(r.chunks);
 	free(ids);

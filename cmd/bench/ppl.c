@@ -106,22 +106,19 @@ static void settings_of(const struct bench_opts *o, struct ppl_settings *s)
 /* ---- the text ----------------------------------------------------------------- */
 
 /* The whole file (NUL-terminated, *len without it), one trailing newline
- * dropped as llama.cpp's -f does. Exits 1 when it cannot be read, 65 when
- * it holds a NUL byte (not text). */
-static char *read_text(const char *path, size_t *len, uint64_t *file_bytes)
+ * dropped as llama.cpp's -f does; NULL with *status 1 when it cannot be
+ * read, 65 when it holds a NUL byte (not text), the message printed. */
+static char *read_text(const char *path, size_t *len, uint64_t *file_bytes, int *status)
 {
+	*status = EXIT_RUNTIME;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		cli_error("%s: cannot open: %s", path, strerror(errno));
-		exit(EXIT_RUNTIME);
+		return NULL;
 	}
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
-	for (;;) {
-		if (!buf) {
-			cli_error("%s: out of memory reading it", path);
-			exit(EXIT_RUNTIME);
-		}
+	while (buf) {
 		n += fread(buf + n, 1, cap - n - 1, f);
 		if (n < cap - 1)
 			break;
@@ -131,38 +128,45 @@ static char *read_text(const char *path, size_t *len, uint64_t *file_bytes)
 			free(buf);
 		buf = nb;
 	}
-	if (ferror(f)) {
-		cli_error("%s: cannot read: %s", path, strerror(errno));
-		exit(EXIT_RUNTIME);
-	}
+	int err = errno;
+	bool bad = ferror(f);
 	fclose(f);
+	if (!buf) {
+		cli_error("%s: out of memory reading it", path);
+		return NULL;
+	}
+	if (bad) {
+		cli_error("%s: cannot read: %s", path, strerror(err));
+		free(buf);
+		return NULL;
+	}
 	const char *nul = memchr(buf, 0, n);
 	if (nul) {
 		cli_error("%s: a NUL byte at offset %zu: not a text file", path, (size_t)(nul - buf));
-		exit(EXIT_DATAERR);
+		free(buf);
+		*status = EXIT_DATAERR;
+		return NULL;
 	}
 	*file_bytes = n;
 	if (n && buf[n - 1] == '\n')
 		n--;
 	buf[n] = 0;
 	*len = n;
+	*status = EXIT_OK;
 	return buf;
 }
 
-static int32_t *tokenize(const tok_vocab *v, const char *model, const char *text, size_t len, size_t *n_out)
+static int32_t *tokenize(const tok_vocab *v, const char *text, size_t len, size_t *n_out, tern_err *e, int *rc)
 {
-	tern_err e = {0};
 	size_t cap = len + 8, n = 0;
 	int32_t *ids = malloc(cap * sizeof *ids);
-	int rc = ids ? tok_tokenize(v, text, len, true, false, ids, cap, &n, NULL, &e) : TERN_ENOMEM;
-	if (!rc && n > cap) { /* more ids than bytes: only special pieces could do it */
+	*rc = ids ? tok_tokenize(v, text, len, true, false, ids, cap, &n, NULL, e) : TERN_ENOMEM;
+	if (!*rc && n > cap) { /* more ids than bytes: only special pieces could do it */
 		free(ids);
 		cap = n;
 		ids = malloc(cap * sizeof *ids);
-		rc = ids ? tok_tokenize(v, text, len, true, false, ids, cap, &n, NULL, &e) : TERN_ENOMEM;
+		*rc = ids ? tok_tokenize(v, text, len, true, false, ids, cap, &n, NULL, e) : TERN_ENOMEM;
 	}
-	if (rc)
-		exit(cli_fail(model, rc, &e));
 	*n_out = n;
 	return ids;
 }
@@ -267,55 +271,84 @@ static void print_result(const struct ppl_run *r, enum bench_out out)
 
 /* ---- the run ---------------------------------------------------------------------- */
 
+/* Everything a run holds, freed on every way out (the sanitizer build
+ * counts a leak on an error path as a failure). */
+struct ppl_res {
+	char *text;
+	struct tern_model *m;
+	tok_vocab *v;
+	int32_t *ids;
+	struct tern_backend *be;
+	struct tern_llm *l;
+	struct chunk_result *chunks;
+};
+
+static int release(struct ppl_res *x, int status)
+{
+	free(x->chunks);
+	tern_llm_free(x->l);
+	tern_backend_free(x->be);
+	free(x->ids);
+	tok_vocab_free(x->v);
+	tern_model_free(x->m);
+	free(x->text);
+	return status;
+}
+
 int bench_ppl(const struct bench_opts *o)
 {
 	struct ppl_settings s = {0};
 	settings_of(o, &s);
 	struct ppl_run r = {.s = &s, .path = o->ppl};
+	struct ppl_res x = {0};
 	size_t len;
-	char *text = read_text(o->ppl, &len, &r.file_bytes);
+	int status;
+	x.text = read_text(o->ppl, &len, &r.file_bytes, &status);
+	if (!x.text)
+		return status;
 
 	tern_err e = {0};
-	struct tern_model *m = NULL;
-	int rc = tern_model_open(&m, s.model, &e);
+	int rc = tern_model_open(&x.m, s.model, &e);
 	if (rc)
-		return cli_fail(NULL, rc, &e);
-	r.m = m;
-	const gguf_file *gf = tern_mf_gguf(m->mf);
-	tok_vocab *v = NULL;
-	rc = gf ? tok_vocab_load(&v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file: no vocabulary");
+		return release(&x, cli_fail(NULL, rc, &e));
+	r.m = x.m;
+	const gguf_file *gf = tern_mf_gguf(x.m->mf);
+	rc = gf ? tok_vocab_load(&x.v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file: no vocabulary");
 	if (rc)
-		return cli_fail(s.model, rc, &e);
-	if (!o->quiet && tok_vocab_warning(v))
-		cli_warn("%s: %s", s.model, tok_vocab_warning(v));
-	if (m->cfg.n_ctx_train && (uint32_t)s.n_ctx > m->cfg.n_ctx_train)
-		cli_usage_error("-c %d: larger than the context the model was trained on (%u)", s.n_ctx,
-				m->cfg.n_ctx_train);
-	if (tok_add_eos(v)) {
-		cli_error("%s: the vocabulary adds EOS to every text: llama-perplexity refuses such models", s.model);
-		return EXIT_DATAERR;
+		return release(&x, cli_fail(s.model, rc, &e));
+	if (!o->quiet && tok_vocab_warning(x.v))
+		cli_warn("%s: %s", s.model, tok_vocab_warning(x.v));
+	if (x.m->cfg.n_ctx_train && (uint32_t)s.n_ctx > x.m->cfg.n_ctx_train) {
+		uint32_t train = x.m->cfg.n_ctx_train;
+		release(&x, 0);
+		cli_usage_error("-c %d: larger than the context the model was trained on (%u)", s.n_ctx, train);
 	}
-	r.add_bos = tok_add_bos(v);
-	int32_t bos = r.add_bos ? tok_special_id(v, TOK_BOS) : -1;
+	if (tok_add_eos(x.v)) {
+		cli_error("%s: the vocabulary adds EOS to every text: llama-perplexity refuses such models", s.model);
+		return release(&x, EXIT_DATAERR);
+	}
+	r.add_bos = tok_add_bos(x.v);
+	int32_t bos = r.add_bos ? tok_special_id(x.v, TOK_BOS) : -1;
 	if (r.add_bos && bos < 0) {
 		cli_error("%s: the vocabulary adds BOS but names no BOS token", s.model);
-		return EXIT_DATAERR;
+		return release(&x, EXIT_DATAERR);
 	}
 
-	int32_t *ids = tokenize(v, s.model, text, len, &r.n_tokens);
-	free(text);
+	x.ids = tokenize(x.v, x.text, len, &r.n_tokens, &e, &rc);
+	if (rc)
+		return release(&x, cli_fail(s.model, rc, &e));
+	free(x.text);
+	x.text = NULL;
 	r.n_avail = tern_ppl_n_chunks((int64_t)r.n_tokens, s.n_ctx);
 	if (!r.n_avail) {
 		cli_error("%s: %zu tokens with this model's vocabulary; -c %d needs at least %" PRId64
 			  " (two chunks)", o->ppl, r.n_tokens, s.n_ctx, 2 * (int64_t)s.n_ctx);
-		return EXIT_DATAERR;
+		return release(&x, EXIT_DATAERR);
 	}
 	r.n_chunks = o->chunks && o->chunks < r.n_avail ? o->chunks : r.n_avail;
 
-	struct tern_backend *be = NULL;
 	struct cpu_backend_opts bo = {.n_threads = s.threads, .max_tokens = s.n_ubatch};
-	rc = strcmp(s.backend, "ref") ? cpu_backend_new(&be, &bo, &e) : cpu_ref_backend_new(&be, &bo, &e);
-	struct tern_llm *l = NULL;
+	rc = strcmp(s.backend, "ref") ? cpu_backend_new(&x.be, &bo, &e) : cpu_ref_backend_new(&x.be, &bo, &e);
 	if (!rc) {
 		struct tern_llm_opts lo = tern_llm_opts_default();
 		lo.n_ctx = s.n_ctx;
@@ -323,10 +356,10 @@ int bench_ppl(const struct bench_opts *o)
 		lo.type_k = (uint32_t)tern_llm_cache_type(s.type_k);
 		lo.type_v = (uint32_t)tern_llm_cache_type(s.type_v);
 		lo.logits_all = true;
-		rc = tern_llm_new(&l, m, be, &lo, &e);
+		rc = tern_llm_new(&x.l, x.m, x.be, &lo, &e);
 	}
 	if (rc)
-		return cli_fail(s.model, rc, &e);
+		return release(&x, cli_fail(s.model, rc, &e));
 
 	if (!o->quiet)
 		fprintf(stderr,
@@ -335,18 +368,18 @@ int bench_ppl(const struct bench_opts *o)
 			s.model, o->ppl, r.n_tokens, r.add_bos ? " (BOS first)" : "", r.n_chunks, r.n_avail, s.n_ctx,
 			tern_ppl_scored(s.n_ctx), s.n_batch, s.n_ubatch, s.threads, s.backend, s.type_k, s.type_v);
 
-	r.chunks = calloc((size_t)r.n_chunks, sizeof *r.chunks);
+	r.chunks = x.chunks = calloc((size_t)r.n_chunks, sizeof *r.chunks);
 	if (!r.chunks) {
 		cli_error("out of memory");
-		return EXIT_RUNTIME;
+		return release(&x, EXIT_RUNTIME);
 	}
 	double t0 = bench_now();
 	for (int64_t i = 0; i < r.n_chunks && !bench_interrupted; i++) {
 		struct chunk_result *c = &r.chunks[i];
 		double tc = bench_now();
-		rc = tern_ppl_chunk(l, ids + i * s.n_ctx, s.n_ctx, bos, s.n_batch, s.n_ubatch, &c->sum, &e);
+		rc = tern_ppl_chunk(x.l, x.ids + i * s.n_ctx, s.n_ctx, bos, s.n_batch, s.n_ubatch, &c->sum, &e);
 		if (rc)
-			return cli_fail(s.model, rc, &e);
+			return release(&x, cli_fail(s.model, rc, &e));
 		c->seconds = bench_now() - tc;
 		tern_ppl_add(&r.total, &c->sum);
 		c->ppl = tern_ppl_value(&c->sum, NULL);
@@ -365,14 +398,7 @@ int bench_ppl(const struct bench_opts *o)
 	print_result(&r, o->out);
 	if (fflush(stdout) || ferror(stdout)) {
 		cli_error("standard output: %s", strerror(errno));
-		return EXIT_RUNTIME;
+		return release(&x, EXIT_RUNTIME);
 	}
-
-	free(r.chunks);
-	free(ids);
-	tern_llm_free(l);
-	tern_backend_free(be);
-	tok_vocab_free(v);
-	tern_model_free(m);
-	return r.interrupted ? 130 : EXIT_OK;
+	return release(&x, r.interrupted ? 130 : EXIT_OK);
 }

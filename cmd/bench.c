@@ -56,10 +56,12 @@ static const struct cli_opt opts[] = {
 	{.lng = "vs", .kind = CLI_FILE, .dst = &o.vs, .arg = "LLAMA_BENCH", .excludes = "ppl|kernels|prompt",
 	 .help = "also run this llama-bench binary on the same model and tests, test by test, and report the "
 		 "ratio tern/llama.cpp"},
-	{.lng = "ppl", .kind = CLI_FILE, .dst = &o.ppl, .arg = "FILE", .needs = "model", .excludes = "kernels",
+	{.lng = "ppl", .kind = CLI_FILE, .dst = &o.ppl, .arg = "FILE", .needs = "model",
+	 .excludes = "kernels|n-prompt|n-gen|n-prompt-gen|n-depth|prompt|repetitions|warmup|no-warmup|hash|no-probe",
 	 .help = "perplexity of the model over a text file, as llama-perplexity computes it"},
 	{.lng = "ctx-size", .shrt = 'c', .kind = CLI_INT, .dst = &o.ctx, .arg = "N", .min = 0, .max = 1 << 20,
-	 .needs = "ppl", .help = "--ppl: tokens per chunk (default 512)"},
+	 .needs = "ppl",
+	 .help = "--ppl: tokens per chunk (default 512; 3 to the model's trained context)"},
 	{.lng = "chunks", .kind = CLI_INT, .dst = &o.chunks, .arg = "N", .min = 0, .max = 1 << 30, .needs = "ppl",
 	 .help = "--ppl: score only the first N chunks (default: all)"},
 	{.lng = "kernels", .kind = CLI_FLAG, .dst = &o.kernels, .excludes = "model",
@@ -119,12 +121,20 @@ static const struct cli_section sections[] = {
 	 "when --warmup is 0), and its JSON output is read back; the ratio tern/llama.cpp compares the medians "
 	 "(llama-bench reports a mean: the median is taken over its samples_ts).\n"
 	 "\n"
-	 "Perplexity (--ppl) follows llama-perplexity: the file is tokenized as one text (with the model's BOS "
-	 "token first when its vocabulary adds one), cut into non-overlapping chunks of -c tokens (a remainder "
-	 "shorter than a chunk is dropped), each chunk is run from an empty cache with its first token replaced "
-	 "by BOS, and the tokens of its second half are scored: the negative log-likelihood of each, given every "
-	 "token before it in the chunk. The perplexity is exp of their mean; its uncertainty is propagated from "
-	 "the standard error of the mean."},
+	 "Perplexity (--ppl FILE) follows llama-perplexity. The file is read whole (one trailing newline dropped, "
+	 "as llama.cpp's -f does; a NUL byte is refused) and tokenized as one text, with the model's BOS token "
+	 "first when its vocabulary adds one; special-token text in the file is read as plain text. The tokens "
+	 "are cut into non-overlapping chunks of -c tokens (default 512); a remainder shorter than a chunk is "
+	 "dropped, and the text must give at least two chunks. --chunks N scores only the first N. Each chunk "
+	 "runs from an empty cache, its first token replaced by BOS when the vocabulary adds one, in batches of "
+	 "-b tokens (a batch never spans two chunks: values above -c act as -c, where llama-perplexity puts b/c "
+	 "chunks side by side, the same sums up to rounding), each split into forward passes of -ub tokens. Only "
+	 "the second half is scored: the logits at positions c/2 to c-2 predict the token one further, "
+	 "c - c/2 - 1 tokens per chunk (255 for -c 512), each by its negative log-likelihood (log-softmax with "
+	 "the maximum subtracted in single precision and the exponentials summed in double, as llama.cpp does). "
+	 "The perplexity is exp of the mean over all scored tokens; its uncertainty is the perplexity times the "
+	 "standard error of that mean, sqrt((mean of squares - square of mean)/(n - 1)). One model per run; -t, "
+	 "-b, -ub, -ctk, -ctv and --backend take one value each."},
 	{"OUTPUT",
 	 "Results go to stdout, everything else to stderr: a progress line when stderr is a terminal (which "
 	 "model, test and run), warnings, and skipped tests. The table (-o table, the default, or -o md for "
@@ -139,7 +149,17 @@ static const struct cli_section sections[] = {
 	 "--vs. -o jsonl writes one such test object per line as each test finishes.\n"
 	 "\n"
 	 "Ctrl-C stops the run: the tests finished so far are printed (a complete document with -o json, with "
-	 "\"interrupted\": true) and the exit status is 130."},
+	 "\"interrupted\": true) and the exit status is 130.\n"
+	 "\n"
+	 "With --ppl, stderr gets a line on what runs, then after each chunk the running estimate and its ± over "
+	 "the chunks so far, that chunk's own perplexity and its time (\"[3/59] PPL 24.4195 +/- 4.12 (chunk "
+	 "16.12, 0.05 s)\"); -q silences them. stdout gets only the result: llama-perplexity's line \"Final "
+	 "estimate: PPL = X +/- Y\" (-o table), a markdown table (-o md), a CSV header and line (-o csv), or one "
+	 "JSON document (-o json; -o jsonl writes the same document on one line) with the build, CPU, date, file, "
+	 "model, settings, token and chunk counts, the perplexity and its ±, the mean NLL, the time, the peak "
+	 "RSS, and per chunk its NLL sum, its own perplexity, the running estimate with its ± and its time. Ctrl-C "
+	 "stops after the chunk in progress and prints the estimate over the chunks done (JSON: \"interrupted\": "
+	 "true), exit 130."},
 	{"KERNELS",
 	 "--kernels measures the read bandwidth, then the quantized mat-vec (one token, decode) and mat-mat (a "
 	 "batch of tokens, prompt processing) of each weight type, and reports how close mat-vec comes to the "
@@ -159,7 +179,9 @@ static const struct cli_section sections[] = {
 	 "0 on success, including when some tests were skipped (each is reported on stderr and in the output); "
 	 "1 when no test could run, on a runtime error (out of memory, a model file that cannot be read) and "
 	 "when --vs cannot run llama-bench; 2 on a usage error; 65 when a model or text file is malformed or not "
-	 "supported (the other models still run); 130 when interrupted with Ctrl-C."},
+	 "supported (the other models still run); 130 when interrupted with Ctrl-C. With --ppl: 1 when the text "
+	 "cannot be read; 2 also for -c below 3 or above the model's trained context; 65 also for a text with a "
+	 "NUL byte or fewer than two chunks."},
 	{0},
 };
 

@@ -21,7 +21,7 @@ complete -c tern-bench -l no-probe -d 'skip the read-bandwidth probe (no % of ro
 complete -c tern-bench -l hash -d 'put each model file\'s sha256 in the output'
 complete -c tern-bench -l vs -r -F -d 'also run this llama-bench binary on the same model and tests, test by test, and report the ratio tern/llama.cpp'
 complete -c tern-bench -l ppl -r -F -d 'perplexity of the model over a text file, as llama-perplexity computes it'
-complete -c tern-bench -s c -l ctx-size -x -d '--ppl: tokens per chunk (default 512)'
+complete -c tern-bench -s c -l ctx-size -x -d '--ppl: tokens per chunk (default 512; 3 to the model\'s trained context)'
 complete -c tern-bench -l chunks -x -d '--ppl: score only the first N chunks (default: all)'
 complete -c tern-bench -l kernels -d 'run the kernel benchmark instead: read bandwidth, then mat-vec and mat-mat of each weight type (about 2.5 minutes on 2 cores; --quick: about 5 s)'
 complete -c tern-bench -l quick -d '--kernels: a short run: q4_0, q4_K, q8_0 on 4096x4096, 1 and 128 tokens, --min-ms 50'

@@ -29,7 +29,8 @@ expect 2 $B --ppl $TXT -m a.gguf -m b.gguf && check "one model" one_line_err "te
 expect 2 $B --ppl $TXT -m x.gguf -t 1,2 && check "one thread count" one_line_err "tern-bench: --ppl takes one value of -t"
 expect 2 $B --ppl $TXT -m x.gguf -b 64 -b 32 && check "one batch size" one_line_err "tern-bench: --ppl takes one value of -b"
 expect 2 $B --ppl $TXT -m x.gguf -c 2 && check "-c 2 scores nothing" one_line_err "tern-bench: -c 2: a chunk of fewer than 3"
-expect 2 $B --ppl $TXT -m x.gguf -p 128 && check "no prefill tests with --ppl" one_line_err "tern-bench: --ppl does not take -p"
+expect 2 $B --ppl $TXT -m x.gguf -p 128 && check "no prefill tests with --ppl" one_line_err "tern-bench: --n-prompt cannot be combined with --ppl"
+expect 2 $B --ppl $TXT -m x.gguf -r 3 && check "no repetitions with --ppl" one_line_err "tern-bench: --repetitions cannot be combined with --ppl"
 expect 2 $B --ppl $TXT -m x.gguf -ctk q4_0 && check "cache types" one_line_err "tern-bench: -ctk 'q4_0': the cache types are"
 expect 2 $B --ppl $TXT -m x.gguf --backend gpu && check "backends" one_line_err "tern-bench: --backend 'gpu': cpu or ref"
 expect 2 $B --ppl $TXT -m x.gguf --kernels

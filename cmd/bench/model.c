@@ -92,6 +92,17 @@ static void parse_matrix(const struct bench_opts *o, struct bench_matrix *mx)
 		cli_usage_error("no test: -p and -n are all 0 and there is no -pg");
 }
 
+static void matrix_free(struct bench_matrix *mx)
+{
+	free(mx->n_prompt);
+	free(mx->n_gen);
+	free(mx->depth);
+	free(mx->threads);
+	free(mx->batch);
+	free(mx->ubatch);
+	free(mx->ngl);
+}
+
 /* ---- the machine: the bandwidth probe, in a child --------------------------
  * The probe reads a 512 MiB buffer: run in a forked child so that neither
  * its memory nor its threads stay in the process whose peak RSS is
@@ -693,6 +704,7 @@ int bench_models(const struct bench_opts *o)
 #ifndef TERN_HAVE_LIBMD
 	if (o->hash) {
 		cli_error("--hash: this tern-bench was built without libmd (install libmd-dev and rebuild)");
+		matrix_free(&bc.mx);
 		return EXIT_RUNTIME;
 	}
 #endif
@@ -711,13 +723,16 @@ int bench_models(const struct bench_opts *o)
 		int rc = bench_vs_probe(o->vs, err, sizeof err);
 		if (rc) {
 			cli_error("%s", err);
+			matrix_free(&bc.mx);
 			return rc;
 		}
 	}
 	bc.nmodels = o->models.n;
 	bc.models = calloc((size_t)bc.nmodels, sizeof *bc.models);
-	if (!bc.models)
+	if (!bc.models) {
+		matrix_free(&bc.mx);
 		return EXIT_RUNTIME;
+	}
 	for (int i = 0; i < bc.nmodels; i++) {
 		bc.models[i].path = o->models.v[i];
 		snprintf(bc.models[i].label, sizeof bc.models[i].label, "%s", o->models.v[i]);
@@ -830,12 +845,6 @@ int bench_models(const struct bench_opts *o)
 	free(bc.prompt_tok);
 	free_models(&bc);
 	free(bc.models);
-	free(bc.mx.n_prompt);
-	free(bc.mx.n_gen);
-	free(bc.mx.depth);
-	free(bc.mx.threads);
-	free(bc.mx.batch);
-	free(bc.mx.ubatch);
-	free(bc.mx.ngl);
+	matrix_free(&bc.mx);
 	return status;
 }

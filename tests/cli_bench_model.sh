@@ -87,10 +87,13 @@ for t in d["tests"]:
         total = sum(r["decode_s"] for r in t["runs"]) * 1e3
         assert math.isclose(lat["mean"] * lat["n"], total, rel_tol=1e-6), (lat, total)
     assert (t["ttft_ms"] is None) == (t["kind"] == "tg"), t
-    p = [x["gbs"] for x in d["probe"] if x["threads"] == 1]
-    assert len(p) == 1 and p[0] > 0, d["probe"]
-    if t["kind"] == "tg":
-        assert t["probe_gbs"] == p[0], t
+    # a probe right before each decode test, none before the others
+    p = [x["gbs"] for x in d["probe"] if d["tests"][x["test"]] is t]
+    assert len(p) == (t["kind"] == "tg") and all(x["threads"] == 1 for x in d["probe"]), d["probe"]
+    if t["kind"] != "tg":
+        assert t["probe_gbs"] is None and t["roofline_pct"] is None, t
+    else:
+        assert t["probe_gbs"] == p[0] > 0, t
         pct = 100 * t["bytes_per_token"] * st["median"] / (p[0] * 1e9)
         assert math.isclose(t["roofline_pct"], pct, rel_tol=1e-9), t
 assert d["peak_rss_bytes"] >= max(t["peak_rss_bytes"] for t in d["tests"]) > 0

@@ -104,9 +104,11 @@ static void matrix_free(struct bench_matrix *mx)
 }
 
 /* ---- the machine: the bandwidth probe, in a child --------------------------
- * The probe reads a 512 MiB buffer: run in a forked child so that neither
- * its memory nor its threads stay in the process whose peak RSS is
- * reported. */
+ * Right before each decode test, so that its roofline compares it with the
+ * machine as it was then (a shared machine's bandwidth moves by half from
+ * one minute to the next). The probe reads a 256 MiB buffer for half a
+ * second: in a forked child, so that neither its memory nor its threads
+ * stay in the process whose peak RSS is reported. */
 
 static double probe_bandwidth(int nth)
 {
@@ -124,13 +126,13 @@ static double probe_bandwidth(int nth)
 		double gbs = 0;
 		struct tp_pool *p = NULL;
 		tern_err e = {0};
-		int64_t n = (int64_t)(512u << 20) / 4;
+		int64_t n = (int64_t)(256u << 20) / 4;
 		float *buf = NULL;
 		double *times = malloc(sizeof(double) * BENCH_MAX_CALLS);
 		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 4) == 0) {
 			for (int64_t i = 0; i < n; i++)
 				buf[i] = 1.0f / (float)(1 + (i & 1023));
-			gbs = bench_bandwidth(p, buf, n, 1.0, times);
+			gbs = bench_bandwidth(p, buf, n, 0.5, times);
 		}
 		if (write(fd[1], &gbs, sizeof gbs) != (ssize_t)sizeof gbs)
 			_exit(1);
@@ -443,7 +445,6 @@ static void summarize(struct bench_test *t, const struct bench_model *bm, const 
 		 * tokens at the first step and one more at each next one */
 		double ctx = (double)(t->depth + start) + (double)(t->n_gen - 1) / 2 + 1;
 		t->bytes_per_token = (double)bm->step_weight_bytes + kv_read_bytes(c, tk, tv, ctx);
-		t->probe_gbs = bench_probe_for(bc, t->threads);
 		if (t->probe_gbs > 0)
 			t->roofline_pct = 100 * t->bytes_per_token * t->tps.median / (t->probe_gbs * 1e9);
 	}
@@ -451,14 +452,6 @@ static void summarize(struct bench_test *t, const struct bench_model *bm, const 
 }
 
 /* ---- the run ------------------------------------------------------------------------ */
-
-double bench_probe_for(const struct bench_ctx *bc, int64_t threads)
-{
-	for (int i = 0; i < bc->nprobe; i++)
-		if (bc->probe_threads[i] == threads)
-			return bc->probe_gbs[i];
-	return 0;
-}
 
 static void test_name(struct bench_test *t)
 {
@@ -738,16 +731,6 @@ int bench_models(const struct bench_opts *o)
 		snprintf(bc.models[i].label, sizeof bc.models[i].label, "%s", o->models.v[i]);
 	}
 
-	/* the probe, once per thread count, before the models take memory */
-	if (!o->no_probe) {
-		for (int i = 0; i < bc.mx.nthreads && !bench_interrupted; i++) {
-			bench_progress(&bc.rp, "probing the read bandwidth with %" PRId64 " thread%s", bc.mx.threads[i],
-				       bc.mx.threads[i] == 1 ? "" : "s");
-			bc.probe_threads[bc.nprobe] = bc.mx.threads[i];
-			bc.probe_gbs[bc.nprobe++] = probe_bandwidth((int)bc.mx.threads[i]);
-		}
-	}
-
 	int status = 0;
 	bench_out_begin(&bc);
 	for (int mi = 0; mi < bc.nmodels && !bench_interrupted; mi++) {
@@ -799,6 +782,11 @@ int bench_models(const struct bench_opts *o)
 				}
 				made_for = t;
 			}
+			if (t->kind == BENCH_TG && !o->no_probe) {
+				bench_progress(&bc.rp, "[%d/%d] probing the read bandwidth with %" PRId64 " thread%s",
+					       bc.rp.done + 1, bc.rp.total, t->threads, t->threads == 1 ? "" : "s");
+				t->probe_gbs = probe_bandwidth((int)t->threads);
+			}
 			rc = run_test(&bc, &en, t, &e);
 			if (rc == BENCH_CANCELED || (rc && bench_interrupted)) {
 				t->interrupted = true;
@@ -818,6 +806,10 @@ int bench_models(const struct bench_opts *o)
 				bench_warn(&bc.rp, "%s %s: the runs vary by %.1f%% (coefficient of variation): the machine "
 						   "is busy or throttling; try more -r",
 					   bm->label, t->name, 100 * t->tps.cv);
+			if (!rc && t->roofline_pct > 100)
+				bench_warn(&bc.rp, "%s %s: %.0f%% of the bandwidth probed before it: the probe read low "
+						   "(the machine's bandwidth moved) or the weights were partly cached",
+					   bm->label, t->name, t->roofline_pct);
 			if (o->vs && !bench_interrupted && !rc && t->nruns)
 				bench_vs_test(&bc, t);
 			bc.rp.done++;

@@ -71,7 +71,7 @@ struct bench_test {
 	double *lat;            /* [nlat] every decode step of every measured run, seconds */
 	int nlat;
 	struct bench_stats tps, ttft, latency;
-	double bytes_per_token, probe_gbs, roofline_pct; /* tg only (0: none) */
+	double bytes_per_token, probe_gbs, roofline_pct; /* tg only (0: none); the probe right before it */
 	uint64_t peak_rss;
 	struct vs_result *vs; /* --vs: llama-bench's figures, or NULL */
 	char vs_error[512];
@@ -92,9 +92,6 @@ struct bench_ctx {
 	int nmodels;
 	struct bench_test *tests;
 	int ntests, captests, nskipped;
-	int64_t probe_threads[BENCH_MAX_LIST];
-	double probe_gbs[BENCH_MAX_LIST];
-	int nprobe;
 	struct bench_stream stream;
 	int32_t *prompt_tok;
 	char date[32];
@@ -107,8 +104,6 @@ struct bench_ctx {
 /* Median, min, max, mean, sample standard deviation, CV and nearest-rank
  * percentiles of x[n]. */
 void bench_stats(const double *x, int n, struct bench_stats *st);
-/* The probe's GB/s for a thread count, 0 when not probed. */
-double bench_probe_for(const struct bench_ctx *bc, int64_t threads);
 
 /* out.c: the writers. begin before the first test, test as each finishes
  * (or is skipped), end at the end (also after Ctrl-C). */

@@ -497,11 +497,14 @@ static void json_head(const struct bench_ctx *bc)
 		printf("null");
 	} else {
 		printf("[");
-		for (int i = 0; i < bc->nprobe; i++) {
-			printf("%s{\"threads\": %" PRId64 ", \"gbs\": ", i ? ", " : "", bc->probe_threads[i]);
-			jnum(bc->probe_gbs[i]);
-			printf("}");
-		}
+		int k = 0;
+		for (int i = 0; i < bc->ntests; i++)
+			if (bc->tests[i].probe_gbs > 0) {
+				printf("%s{\"test\": %d, \"threads\": %" PRId64 ", \"gbs\": ", k++ ? ", " : "", i,
+				       bc->tests[i].threads);
+				jnum(bc->tests[i].probe_gbs);
+				printf("}");
+			}
 		printf("]");
 	}
 	printf(",\n \"params\": {");
@@ -606,12 +609,28 @@ void bench_out_end(struct bench_ctx *bc)
 	} else if (o->out == BENCH_OUT_TABLE && bc->written) {
 		/* what the figures mean, after the table */
 		printf("\n");
-		if (!o->no_probe && bc->nprobe) {
-			printf("read bandwidth:");
-			for (int i = 0; i < bc->nprobe; i++)
-				printf("%s %.1f GB/s (%" PRId64 " thread%s)", i ? "," : "", bc->probe_gbs[i],
-				       bc->probe_threads[i], bc->probe_threads[i] == 1 ? "" : "s");
-			printf("\n");
+		/* the probes' range per thread count */
+		for (int i = 0; i < bc->ntests; i++) {
+			const struct bench_test *t = &bc->tests[i];
+			bool seen = false;
+			for (int j = 0; j < i; j++)
+				seen |= bc->tests[j].probe_gbs > 0 && bc->tests[j].threads == t->threads;
+			if (t->probe_gbs <= 0 || seen)
+				continue;
+			double lo = t->probe_gbs, hi = lo;
+			int n = 0;
+			for (int j = i; j < bc->ntests; j++)
+				if (bc->tests[j].probe_gbs > 0 && bc->tests[j].threads == t->threads) {
+					lo = fmin(lo, bc->tests[j].probe_gbs);
+					hi = fmax(hi, bc->tests[j].probe_gbs);
+					n++;
+				}
+			char range[64], a[32], b[32];
+			snprintf(a, sizeof a, "%.1f", lo);
+			snprintf(b, sizeof b, "%.1f", hi);
+			snprintf(range, sizeof range, strcmp(a, b) ? "%s-%s" : "%s", a, b);
+			printf("read bandwidth before the decode test%s, %" PRId64 " thread%s: %s GB/s\n", n == 1 ? "" : "s",
+			       t->threads, t->threads == 1 ? "" : "s", range);
 		}
 		printf("t/s: median of %" PRId64 " run%s ± the larger distance to the slowest or fastest; %" PRId64
 		       " warm-up run%s discarded\n",

@@ -411,17 +411,18 @@ static void json_model(const struct bench_model *bm, int i)
 	printf("}}");
 }
 
-static void json_int_list(const char *key, const int64_t *v, int n)
+/* `PRE"key": [...]`: pre separates it from the previous member */
+static void json_int_list(const char *pre, const char *key, const int64_t *v, int n)
 {
-	printf("\"%s\": [", key);
+	printf("%s\"%s\": [", pre, key);
 	for (int i = 0; i < n; i++)
 		printf("%s%" PRId64, i ? ", " : "", v[i]);
 	printf("]");
 }
 
-static void json_str_list(const char *key, const char *const *v, int n)
+static void json_str_list(const char *pre, const char *key, const char *const *v, int n)
 {
-	printf("\"%s\": [", key);
+	printf("%s\"%s\": [", pre, key);
 	for (int i = 0; i < n; i++) {
 		printf("%s", i ? ", " : "");
 		bench_json_strz(v[i]);
@@ -508,30 +509,21 @@ static void json_head(const struct bench_ctx *bc)
 		printf("]");
 	}
 	printf(",\n \"params\": {");
-	json_str_list("models", o->models.v, o->models.n);
-	printf(", ");
-	json_int_list("n_prompt", mx->n_prompt, mx->nn_prompt);
-	printf(", ");
-	json_int_list("n_gen", mx->n_gen, mx->nn_gen);
+	json_str_list("", "models", o->models.v, o->models.n);
+	json_int_list(", ", "n_prompt", mx->n_prompt, mx->nn_prompt);
+	json_int_list(", ", "n_gen", mx->n_gen, mx->nn_gen);
 	printf(", \"pg\": [");
 	for (int i = 0; i < mx->npg; i++)
 		printf("%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", mx->pg[i][0], mx->pg[i][1]);
-	printf("], ");
-	json_int_list("n_depth", mx->depth, mx->ndepth);
-	printf(",\n  ");
-	json_int_list("n_threads", mx->threads, mx->nthreads);
-	printf(", ");
-	json_int_list("n_batch", mx->batch, mx->nbatch);
-	printf(", ");
-	json_int_list("n_ubatch", mx->ubatch, mx->nubatch);
-	printf(", ");
-	json_str_list("type_k", mx->type_k, mx->ntype_k);
-	printf(", ");
-	json_str_list("type_v", mx->type_v, mx->ntype_v);
-	printf(", ");
-	json_int_list("n_gpu_layers", mx->ngl, mx->nngl);
-	printf(", ");
-	json_str_list("backends", mx->backend, mx->nbackend);
+	printf("]");
+	json_int_list(", ", "n_depth", mx->depth, mx->ndepth);
+	json_int_list(",\n  ", "n_threads", mx->threads, mx->nthreads);
+	json_int_list(", ", "n_batch", mx->batch, mx->nbatch);
+	json_int_list(", ", "n_ubatch", mx->ubatch, mx->nubatch);
+	json_str_list(", ", "type_k", mx->type_k, mx->ntype_k);
+	json_str_list(", ", "type_v", mx->type_v, mx->ntype_v);
+	json_int_list(", ", "n_gpu_layers", mx->ngl, mx->nngl);
+	json_str_list(", ", "backends", mx->backend, mx->nbackend);
 	printf(",\n  \"repetitions\": %" PRId64 ", \"warmup\": %" PRId64 ", \"prompt\": ", o->reps, o->warmup);
 	jstr_or_null(o->prompt);
 	printf(", \"prompt_tokens\": ");

@@ -26,6 +26,7 @@ expect 2 $B -m x.gguf -ctk q4_0 && check "cache type named" one_line_err "tern-b
 expect 2 $B -m x.gguf --backend tpu && check "backend named" one_line_err "tern-bench: --backend: unknown backend 'tpu'"
 expect 2 $B -m x.gguf -p 0 -n 0 && check "no test" one_line_err "tern-bench: no test"
 expect 2 $B -m x.gguf -r 0
+expect 2 $B -m x.gguf --prompt "" && check "empty --prompt" one_line_err "tern-bench: --prompt: the text is empty"
 expect 2 $B -m x.gguf -t 0
 expect 2 $B -m x.gguf -o xml
 expect 2 $B -m x.gguf --kernels

@@ -83,6 +83,8 @@ static void parse_matrix(const struct bench_opts *o, struct bench_matrix *mx)
 		if (strcmp(mx->backend[i], "cpu") && strcmp(mx->backend[i], "ref") && strcmp(mx->backend[i], "cuda") &&
 		    strcmp(mx->backend[i], "vulkan"))
 			cli_usage_error("--backend: unknown backend '%s' (cpu, ref, cuda or vulkan)", mx->backend[i]);
+	if (o->prompt && !*o->prompt)
+		cli_usage_error("--prompt: the text is empty");
 	int kinds = 0;
 	for (int i = 0; i < mx->nn_prompt; i++)
 		kinds += mx->n_prompt[i] > 0;

@@ -458,25 +458,6 @@ struct session {
 	double load_ms;
 };
 
-/* MemAvailable of /proc/meminfo in bytes (or TERN_MEM_AVAILABLE); 0 when
- * unknown, which turns the check off. */
-static uint64_t mem_available(void)
-{
-	const char *env = getenv("TERN_MEM_AVAILABLE");
-	if (env && *env)
-		return strtoull(env, NULL, 10);
-	FILE *f = fopen("/proc/meminfo", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	unsigned long long kb = 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
-}
-
 /* The context the llm will get for -c (its rule: -1 is the trained
  * context up to TERN_LLM_DEFAULT_CTX, 0 the trained context). */
 static int64_t context_of(const struct tern_model_config *c)
@@ -494,18 +475,11 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
  * cache and an estimate of the activations and logits. */
 static void check_memory(const struct tern_model *m, int64_t n_ctx, uint32_t tk, uint32_t tv)
 {
-	const struct tern_model_config *c = &m->cfg;
-	double kv = 0;
-	for (uint32_t il = 0; il < c->n_layer; il++) {
-		const struct tern_model_layer_config *lc = &c->layer[il];
-		kv += (double)quant_row_size(tk, (uint64_t)c->head_dim * lc->n_head_kv, NULL) * (double)n_ctx;
-		kv += (double)quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL) * (double)n_ctx;
-	}
-	double act = 4.0 * (double)o_ubatch *
-		     (4.0 * c->n_embd + 2.0 * c->n_head * c->head_dim + 2.0 * c->n_head_kv * c->head_dim + 3.0 * c->n_ff) +
-		     8.0 * c->n_vocab;
+	uint64_t kvb = 0;
+	double all = (double)tern_llm_memory_estimate(&m->cfg, n_ctx, o_ubatch, tk, tv, false, &kvb);
+	double kv = (double)kvb, act = all - kv;
 	double file = (double)tern_mf_file_size(m->mf);
-	uint64_t avail = mem_available();
+	uint64_t avail = cli_mem_available();
 	if (!avail)
 		return;
 	double need = file + kv + act;
@@ -515,16 +489,6 @@ static void check_memory(const struct tern_model *m, int64_t n_ctx, uint32_t tk,
 	    "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
 	    " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
 	    model_path, need / 1048576.0, file / 1048576.0, kv / 1048576.0, n_ctx, act / 1048576.0, mib(avail));
-}
-
-/* The CPUs this process may run on. */
-static int default_threads(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set) > 256 ? 256 : CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
 static uint64_t random_seed(void)
@@ -566,7 +530,7 @@ static void load(struct session *ss)
 	uint32_t tk = (uint32_t)tern_llm_cache_type(o_ctk), tv = (uint32_t)tern_llm_cache_type(o_ctv);
 	check_memory(ss->m, n_ctx, tk, tv);
 
-	struct cpu_backend_opts bo = {.n_threads = o_threads ? (int)o_threads : default_threads(),
+	struct cpu_backend_opts bo = {.n_threads = o_threads ? (int)o_threads : cli_default_threads(),
 				      .max_tokens = o_ubatch};
 	o_threads = bo.n_threads;
 	rc = cpu_backend_new(&ss->be, &bo, &e);

@@ -148,6 +148,10 @@ static void test_decode_no_alloc(void **state)
 			start();
 			assert_int_equal(tern_llm_new(&l, m, be, &o, &e), 0);
 			assert_true(stop() > 0); /* libtern.a's calls are counted too */
+			/* the estimate callers check memory with: the cache exactly as made */
+			uint64_t kv = 0, all = tern_llm_memory_estimate(&m->cfg, 64, 16, caches[c], caches[c], false, &kv);
+			assert_int_equal(kv, tern_llm_kv_bytes(l));
+			assert_true(all > kv);
 			assert_int_equal(tern_llm_decode(l, prompt_ids, 12, &e), 0);
 			int32_t t = 5;
 			assert_int_equal(tern_llm_decode(l, &t, 1, &e), 0); /* the first decoded token */

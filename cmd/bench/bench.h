@@ -70,14 +70,8 @@ void bench_catch_sigint(void);
 double bench_now(void);                      /* monotonic seconds */
 int bench_cmp_double(const void *a, const void *b);
 void *bench_xmalloc(size_t n);               /* 64-byte aligned; exits 1 when out of memory */
-/* The CPUs this process may run on (1..256). */
-int bench_default_threads(void);
 /* "model name" (x86) or "Model"/"Hardware" (Arm) from /proc/cpuinfo. */
 void bench_cpu_model(char *out, size_t cap);
-/* MemTotal / MemAvailable of /proc/meminfo in bytes (0 when unknown;
- * TERN_MEM_AVAILABLE overrides the second, as in tern-run). */
-uint64_t bench_mem_total(void);
-uint64_t bench_mem_available(void);
 /* Peak resident set of this process, in bytes. */
 uint64_t bench_peak_rss(void);
 /* Date as ISO 8601 UTC. */

@@ -526,7 +526,7 @@ static int run_type(struct bench *bn, int k, tern_err *e)
 int bench_kernels(const struct bench_opts *o)
 {
 	O = o;
-	int64_t t = bench_default_threads();
+	int64_t t = cli_default_threads();
 	bench_int_list(&O->threads, "-t", 1, 256, &t, 1);
 	int nth = (int)t;
 	struct bench b = {.verbose = o->verbose};

@@ -59,7 +59,7 @@ static void parse_matrix(const struct bench_opts *o, struct bench_matrix *mx)
 		mx->pg[mx->npg++][1] = n;
 	}
 	mx->depth = int_list(&o->depth, "-d", 0, 1 << 20, 0, &mx->ndepth);
-	mx->threads = int_list(&o->threads, "-t", 1, 256, bench_default_threads(), &mx->nthreads);
+	mx->threads = int_list(&o->threads, "-t", 1, 256, cli_default_threads(), &mx->nthreads);
 	mx->batch = int_list(&o->batch, "-b", 1, 1 << 20, 2048, &mx->nbatch);
 	mx->ubatch = int_list(&o->ubatch, "-ub", 1, 1 << 20, 512, &mx->nubatch);
 	mx->ngl = int_list(&o->ngl, "-ngl", 0, 1 << 20, 0, &mx->nngl);
@@ -235,22 +235,6 @@ static double kv_read_bytes(const struct tern_model_config *c, uint32_t tk, uint
 				  quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL));
 	}
 	return b;
-}
-
-/* Bytes of the KV cache for n positions, plus the activations of one
- * forward pass (estimate), for the memory check. */
-static double run_bytes(const struct tern_model_config *c, uint32_t tk, uint32_t tv, int64_t n, int64_t ub)
-{
-	double act = 4.0 * (double)ub *
-		     (4.0 * c->n_embd + 2.0 * c->n_head * c->head_dim + 2.0 * c->n_head_kv * c->head_dim + 3.0 * c->n_ff) +
-		     8.0 * c->n_vocab;
-	double kv = 0;
-	for (uint32_t il = 0; il < c->n_layer; il++) {
-		const struct tern_model_layer_config *lc = &c->layer[il];
-		kv += (double)n * (double)(quant_row_size(tk, (uint64_t)c->head_dim * lc->n_head_kv, NULL) +
-					   quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL));
-	}
-	return kv + act;
 }
 
 /* ---- the token streams ---------------------------------------------------------
@@ -550,8 +534,8 @@ static bool unfit(const struct bench_ctx *bc, const struct bench_test *t, char *
 			 c->head_dim);
 		return true;
 	}
-	double bytes = run_bytes(c, tk, tv, need, t->ubatch);
-	uint64_t avail = bench_mem_available();
+	double bytes = (double)tern_llm_memory_estimate(c, need, t->ubatch, tk, tv, false, NULL);
+	uint64_t avail = cli_mem_available();
 	if (avail && bytes > (double)avail) {
 		snprintf(why, cap, "its KV cache and buffers need %.0f MiB and %.0f MiB are available",
 			 bytes / 1048576.0, (double)avail / 1048576.0);

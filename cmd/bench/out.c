@@ -485,7 +485,7 @@ static void json_head(const struct bench_ctx *bc)
 	jstr_or_null(forced);
 	printf(", \"cores\": %ld, \"threads_available\": %d, \"memory_bytes\": %" PRIu64
 	       ", \"memory_available_bytes\": %" PRIu64 ",\n  \"os\": ",
-	       sysconf(_SC_NPROCESSORS_ONLN), bench_default_threads(), bench_mem_total(), bench_mem_available());
+	       sysconf(_SC_NPROCESSORS_ONLN), cli_default_threads(), cli_meminfo("MemTotal"), cli_mem_available());
 	bench_json_strz(os);
 	printf(", \"kernel\": ");
 	char kern[200];

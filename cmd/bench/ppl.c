@@ -83,7 +83,7 @@ static void settings_of(const struct bench_opts *o, struct ppl_settings *s)
 	if (s->n_ctx < TERN_PPL_MIN_CTX)
 		cli_usage_error("-c %d: a chunk of fewer than %d tokens scores none (it scores its second half "
 				"after the first token of it)", s->n_ctx, TERN_PPL_MIN_CTX);
-	s->threads = (int)one_int(&o->threads, "-t", 1, 256, bench_default_threads());
+	s->threads = (int)one_int(&o->threads, "-t", 1, 256, cli_default_threads());
 	s->n_batch = (int32_t)one_int(&o->batch, "-b", 1, 1 << 30, PPL_DEFAULT_BATCH);
 	s->n_ubatch = (int32_t)one_int(&o->ubatch, "-ub", 1, 1 << 30, PPL_DEFAULT_UBATCH);
 	s->backend = one_str(&o->backend, "--backend", st_be, sizeof st_be, "cpu");

@@ -58,15 +58,6 @@ void *bench_xmalloc(size_t n)
 	return p;
 }
 
-int bench_default_threads(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set) > 256 ? 256 : CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
-
 void bench_cpu_model(char *out, size_t cap)
 {
 	snprintf(out, cap, "unknown");
@@ -88,31 +79,6 @@ void bench_cpu_model(char *out, size_t cap)
 		}
 	}
 	fclose(f);
-}
-
-static uint64_t meminfo(const char *key)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	size_t kl = strlen(key);
-	unsigned long long kb = 0;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%llu", &kb) == 1)
-			break;
-	fclose(f);
-	return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
-}
-
-uint64_t bench_mem_total(void) { return meminfo("MemTotal"); }
-
-uint64_t bench_mem_available(void)
-{
-	const char *env = getenv("TERN_MEM_AVAILABLE");
-	if (env && *env)
-		return strtoull(env, NULL, 10);
-	return meminfo("MemAvailable");
 }
 
 uint64_t bench_peak_rss(void)

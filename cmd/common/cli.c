@@ -4,6 +4,7 @@
 #include "cmd/common/cli.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1146,4 +1147,38 @@ void cli_json_f32(FILE *f, float v)
 	}
 	cli_fmt_f32(b, sizeof b, v);
 	fputs(b, f);
+}
+
+/* ---- the host ------------------------------------------------------------------ */
+
+int cli_default_threads(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set) > 256 ? 256 : CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+uint64_t cli_meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	size_t kl = strlen(key);
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%llu", &kb) == 1)
+			break;
+	fclose(f);
+	return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+}
+
+uint64_t cli_mem_available(void)
+{
+	const char *env = getenv("TERN_MEM_AVAILABLE");
+	if (env && *env)
+		return strtoull(env, NULL, 10);
+	return cli_meminfo("MemAvailable");
 }

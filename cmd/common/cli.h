@@ -120,6 +120,16 @@ int cli_width(FILE *f);
 /* Whether f is a terminal. */
 bool cli_isatty(FILE *f);
 
+/* The CPUs this process may run on (its affinity mask), 1..256: the
+ * default thread count. */
+int cli_default_threads(void);
+/* A /proc/meminfo entry ("MemTotal", "MemAvailable") in bytes, 0 when
+ * unknown. */
+uint64_t cli_meminfo(const char *key);
+/* The memory a model may take: TERN_MEM_AVAILABLE (bytes) when set, else
+ * MemAvailable; 0 when unknown, which turns the memory checks off. */
+uint64_t cli_mem_available(void);
+
 /* JSON string output: always valid UTF-8 JSON. Each maximal ill-formed
  * subsequence of the input becomes one U+FFFD (the policy Python's
  * decode(errors="replace") follows), control characters are escaped. */

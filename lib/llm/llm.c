@@ -139,6 +139,36 @@ static uint64_t cache_bytes(uint32_t type, uint64_t head_dim, uint64_t n_head_kv
 	return row * n_head_kv * n_ctx;
 }
 
+uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
+				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv)
+{
+	double cache = 0; /* in double: a hostile size must not wrap */
+	uint64_t nq = 0, nkv = 0, nv = 0, no = 0, nff = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		const struct tern_model_layer_config *lc = &c->layer[il];
+		cache += (double)n_ctx * (double)lc->n_head_kv *
+			 (double)(quant_row_size(type_k, c->head_dim, NULL) + quant_row_size(type_v, c->head_dim_v, NULL));
+		uint64_t q = (uint64_t)lc->n_head * c->head_dim, k = (uint64_t)lc->n_head_kv * c->head_dim;
+		uint64_t v = (uint64_t)lc->n_head_kv * c->head_dim_v, a = (uint64_t)lc->n_head * c->head_dim_v;
+		nq = q > nq ? q : nq;
+		nkv = k > nkv ? k : nkv;
+		nv = v > nv ? v : nv;
+		no = a > no ? a : no;
+		nff = lc->n_ff > nff ? lc->n_ff : nff;
+	}
+	/* as tern_llm_new makes them: ids and positions (on the host and the
+	 * backend), x, h, q, k, v, a, out, gate, up, and the logits on both
+	 * sides */
+	double rows = logits_all ? (double)n_ubatch : 1;
+	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)nq + (double)nkv + (double)nv +
+						      (double)no + 2.0 * (double)nff)) +
+		     8.0 * rows * c->n_vocab;
+	double cap = (double)UINT64_MAX / 2;
+	if (kv)
+		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
+	return cache + act < cap ? (uint64_t)(cache + act) : (uint64_t)cap;
+}
+
 static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 {
 	const struct tern_model_config *c = &l->m->cfg;

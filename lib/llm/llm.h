@@ -72,6 +72,15 @@ const struct tern_model *tern_llm_model(const struct tern_llm *l);
 /* Bytes of the KV cache (for reports and memory checks). */
 uint64_t tern_llm_kv_bytes(const struct tern_llm *l);
 
+/* Bytes tern_llm_new allocates for a context of n_ctx positions and
+ * forward passes of n_ubatch tokens (both as resolved: > 0), from the
+ * shapes alone, so that a caller can refuse what does not fit before
+ * anything is allocated: the KV cache (also in *kv when kv is not NULL),
+ * the activations and the logits (n_ubatch rows with logits_all). The
+ * backend's own scratch is not counted. */
+uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
+				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv);
+
 /* Forget positions n_past.. (0 <= n_past <= current): the next decode
  * continues from there (chat reuses a common prefix this way). */
 void tern_llm_rewind(struct tern_llm *l, int32_t n_past);

@@ -97,6 +97,12 @@ check "stderr: the last estimate is the final one" \
 ppl s128 $S --ppl $TXT -c 128 $(few 8)
 check "-q: nothing on stderr" test ! -s "$T/err"
 check "SmolLM2 -c 128: within 0.5% of llama-perplexity" compare "$T/s128.json" gpl-3.txt smollm2 "-c 128"
+check "the JSON document follows docs/bench-ppl.schema.json" "$PYTHON" -c '
+import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(s)
+jsonschema.validate(json.load(open(sys.argv[2])), s, cls=jsonschema.Draft202012Validator)
+' docs/bench-ppl.schema.json "$T/s128.json"
 check "the JSON document" $PYTHON -c 'import json, math, sys
 d = json.load(open(sys.argv[1]))
 n = d["n_chunks"]

@@ -176,7 +176,6 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 	const tern_mf *mf = bm->m->mf;
 	const struct tern_model_config *c = &bm->m->cfg;
 	bm->file_size = tern_mf_file_size(mf);
-	uint64_t step = 0;
 	volatile uint8_t sink = 0;
 	long page = sysconf(_SC_PAGESIZE);
 	if (page <= 0)
@@ -192,15 +191,14 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 		const uint8_t *d = t->data;
 		for (uint64_t off = 0; off < t->nbytes; off += (uint64_t)page)
 			sink ^= d[off];
-		step += t->nbytes;
 	}
 	(void)sink;
 	/* a decode step reads every tensor once, except the token embedding
 	 * (one row) unless it is also the output */
 	const struct tern_tensor_view *te = bm->m->w.token_embd;
+	bm->step_weight_bytes = bm->weights_size;
 	if (te && !c->tied_output && te->ne[1])
-		step -= te->nbytes - te->nbytes / te->ne[1];
-	bm->step_weight_bytes = step;
+		bm->step_weight_bytes -= te->nbytes - te->nbytes / te->ne[1];
 	/* the largest type by bytes names the model, as llama-bench's "Q4_K" */
 	uint64_t best = 0;
 	for (int t = 0; t < QT_COUNT; t++)
@@ -208,16 +206,17 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 			best = bm->type_bytes[t];
 			bm->main_type = (uint32_t)t;
 		}
-	char p[32];
+	char p[32]; /* "134.52 M" -> "134.52M" */
 	bench_fmt_count(p, sizeof p, bm->n_params);
-	p[strcspn(p, " ")] = 0;
-	const char *unit = bm->n_params >= 1000000000ull ? "B" : bm->n_params >= 1000000ull ? "M" : "K";
+	char *sp = strchr(p, ' ');
+	if (sp)
+		memmove(sp, sp + 1, strlen(sp));
 	/* named by the file's type (Q4_K_M), else by its largest weight type */
 	const gguf_file *gf = tern_mf_gguf(mf);
 	uint32_t ft = 0;
 	tern_err e = {0};
 	const char *ftn = gf && gguf_get_u32(gf, "general.file_type", &ft, &e) == 0 ? ftype_name(ft) : NULL;
-	snprintf(bm->label, sizeof bm->label, "%s %s%s %s", c->arch, p, unit,
+	snprintf(bm->label, sizeof bm->label, "%s %s %s", c->arch, p,
 		 ftn ? ftn : quant_type_name(bm->main_type));
 	if (o->hash)
 		bench_sha256_file(bm->path, bm->sha256, sizeof bm->sha256);
@@ -510,7 +509,6 @@ static void skip(struct bench_ctx *bc, struct bench_test *t, const char *fmt, ..
 	va_end(ap);
 	bench_warn(&bc->rp, "%s %s, %" PRId64 " thread%s: skipped: %s", bc->models[t->model].label, t->name,
 		   t->threads, t->threads == 1 ? "" : "s", t->skipped);
-	bc->nskipped++;
 }
 
 /* Why test t cannot run, whatever the engine (the backend, the context,

@@ -91,7 +91,7 @@ struct bench_ctx {
 	struct bench_model *models;
 	int nmodels;
 	struct bench_test *tests;
-	int ntests, captests, nskipped;
+	int ntests, captests;
 	struct bench_stream stream;
 	int32_t *prompt_tok;
 	char date[32];

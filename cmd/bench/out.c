@@ -54,9 +54,8 @@ static bool show_ctv(const struct bench_ctx *bc) { return bc->o->type_v.n > 0; }
 static bool show_ngl(const struct bench_ctx *bc) { return bc->o->ngl.n > 0; }
 
 /* printf pads by bytes: widen by the UTF-8 continuation bytes ("±") */
-static void cell(const struct bench_ctx *bc, int width, bool right, const char *v)
+static void cell(int width, bool right, const char *v)
 {
-	(void)bc;
 	for (const char *p = v; *p; p++)
 		width += ((unsigned char)*p & 0xc0) == 0x80;
 	printf(right ? " %*s |" : " %-*s |", width, v);
@@ -108,47 +107,47 @@ static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
 	const struct bench_model *bm = &bc->models[t->model];
 	char b[64];
 	printf("|");
-	cell(bc, 30, false, bm->label);
+	cell(30, false, bm->label);
 	fmt_size(b, sizeof b, bm->weights_size);
-	cell(bc, 10, true, b);
+	cell(10, true, b);
 	bench_fmt_count(b, sizeof b, bm->n_params);
-	cell(bc, 10, true, b);
-	cell(bc, 7, false, t->backend);
+	cell(10, true, b);
+	cell(7, false, t->backend);
 	snprintf(b, sizeof b, "%" PRId64, t->threads);
-	cell(bc, 7, true, b);
+	cell(7, true, b);
 	if (show_ngl(bc)) {
 		snprintf(b, sizeof b, "%" PRId64, t->ngl);
-		cell(bc, 4, true, b);
+		cell(4, true, b);
 	}
 	if (show_batch(bc)) {
 		snprintf(b, sizeof b, "%" PRId64, t->batch);
-		cell(bc, 7, true, b);
+		cell(7, true, b);
 	}
 	if (show_ubatch(bc)) {
 		snprintf(b, sizeof b, "%" PRId64, t->ubatch);
-		cell(bc, 8, true, b);
+		cell(8, true, b);
 	}
 	if (show_ctk(bc))
-		cell(bc, 6, false, t->type_k);
+		cell(6, false, t->type_k);
 	if (show_ctv(bc))
-		cell(bc, 6, false, t->type_v);
-	cell(bc, 16, false, t->name);
+		cell(6, false, t->type_v);
+	cell(16, false, t->name);
 	if (t->nruns)
 		snprintf(b, sizeof b, "%.2f ± %.2f", t->tps.median, spread(&t->tps));
 	else
 		snprintf(b, sizeof b, "%s", t->skipped[0] ? "skipped" : t->error[0] ? "error" : "interrupted");
-	cell(bc, 18, true, b);
+	cell(18, true, b);
 	if (has_ttft(bc, t))
 		snprintf(b, sizeof b, "%.2f", t->ttft.median * 1e3);
 	else
 		snprintf(b, sizeof b, "-");
-	cell(bc, 9, true, b);
+	cell(9, true, b);
 	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p50 * 1e3);
-	cell(bc, 8, true, b);
+	cell(8, true, b);
 	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p99 * 1e3);
-	cell(bc, 8, true, b);
+	cell(8, true, b);
 	snprintf(b, sizeof b, t->roofline_pct > 0 ? "%.0f%%" : "-", t->roofline_pct);
-	cell(bc, 6, true, b);
+	cell(6, true, b);
 	if (bc->o->vs) {
 		if (t->vs) {
 			/* the same figure as tern's: the median ± the larger distance to a run */
@@ -158,10 +157,10 @@ static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
 		}
 		else
 			snprintf(b, sizeof b, "%s", t->nruns ? "error" : "-");
-		cell(bc, 18, true, b);
+		cell(18, true, b);
 		double r = bench_vs_ratio(t);
 		snprintf(b, sizeof b, r > 0 ? "%.2f" : "-", r);
-		cell(bc, 6, true, b);
+		cell(6, true, b);
 	}
 	printf("\n");
 }
@@ -537,18 +536,10 @@ static void json_head(const struct bench_ctx *bc)
 
 void bench_out_begin(struct bench_ctx *bc)
 {
-	switch (bc->o->out) {
-	case BENCH_OUT_CSV:
+	/* the table's header waits for its first row (a run where every model
+	 * fails prints none); JSON is written whole at the end */
+	if (bc->o->out == BENCH_OUT_CSV)
 		csv_header();
-		break;
-	case BENCH_OUT_TABLE:
-	case BENCH_OUT_MD:
-		/* the header waits for the first row: a run where every model
-		 * fails prints none */
-		break;
-	default:
-		break;
-	}
 	fflush(stdout);
 }
 

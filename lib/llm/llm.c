@@ -139,29 +139,42 @@ static uint64_t cache_bytes(uint32_t type, uint64_t head_dim, uint64_t n_head_kv
 	return row * n_head_kv * n_ctx;
 }
 
+/* The widest activations over the layers: they size the buffers of one
+ * forward pass. */
+struct act_widths {
+	int64_t nq, nkv, nv, no, nff;
+};
+
+static struct act_widths widest(const struct tern_model_config *c)
+{
+	struct act_widths w = {0};
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		const struct tern_model_layer_config *lc = &c->layer[il];
+		int64_t q = (int64_t)lc->n_head * c->head_dim, k = (int64_t)lc->n_head_kv * c->head_dim;
+		int64_t v = (int64_t)lc->n_head_kv * c->head_dim_v, a = (int64_t)lc->n_head * c->head_dim_v;
+		w.nq = q > w.nq ? q : w.nq;
+		w.nkv = k > w.nkv ? k : w.nkv;
+		w.nv = v > w.nv ? v : w.nv;
+		w.no = a > w.no ? a : w.no;
+		w.nff = lc->n_ff > w.nff ? lc->n_ff : w.nff;
+	}
+	return w;
+}
+
 uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
 				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv)
 {
 	double cache = 0; /* in double: a hostile size must not wrap */
-	uint64_t nq = 0, nkv = 0, nv = 0, no = 0, nff = 0;
-	for (uint32_t il = 0; il < c->n_layer; il++) {
-		const struct tern_model_layer_config *lc = &c->layer[il];
-		cache += (double)n_ctx * (double)lc->n_head_kv *
+	for (uint32_t il = 0; il < c->n_layer; il++)
+		cache += (double)n_ctx * (double)c->layer[il].n_head_kv *
 			 (double)(quant_row_size(type_k, c->head_dim, NULL) + quant_row_size(type_v, c->head_dim_v, NULL));
-		uint64_t q = (uint64_t)lc->n_head * c->head_dim, k = (uint64_t)lc->n_head_kv * c->head_dim;
-		uint64_t v = (uint64_t)lc->n_head_kv * c->head_dim_v, a = (uint64_t)lc->n_head * c->head_dim_v;
-		nq = q > nq ? q : nq;
-		nkv = k > nkv ? k : nkv;
-		nv = v > nv ? v : nv;
-		no = a > no ? a : no;
-		nff = lc->n_ff > nff ? lc->n_ff : nff;
-	}
+	struct act_widths w = widest(c);
 	/* as tern_llm_new makes them: ids and positions (on the host and the
 	 * backend), x, h, q, k, v, a, out, gate, up, and the logits on both
 	 * sides */
 	double rows = logits_all ? (double)n_ubatch : 1;
-	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)nq + (double)nkv + (double)nv +
-						      (double)no + 2.0 * (double)nff)) +
+	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)w.nq + (double)w.nkv + (double)w.nv +
+						      (double)w.no + 2.0 * (double)w.nff)) +
 		     8.0 * rows * c->n_vocab;
 	double cap = (double)UINT64_MAX / 2;
 	if (kv)
@@ -261,29 +274,19 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		rc = load_layer(l, il, e);
 
 	/* activations: the widest layer decides */
-	int64_t nq = 0, nkv = 0, nv = 0, no = 0, nff = 0;
-	for (uint32_t il = 0; il < c->n_layer; il++) {
-		const struct tern_model_layer_config *lc = &c->layer[il];
-		int64_t q = (int64_t)lc->n_head * c->head_dim, k = (int64_t)lc->n_head_kv * c->head_dim;
-		int64_t v = (int64_t)lc->n_head_kv * c->head_dim_v, a = (int64_t)lc->n_head * c->head_dim_v;
-		nq = q > nq ? q : nq;
-		nkv = k > nkv ? k : nkv;
-		nv = v > nv ? v : nv;
-		no = a > no ? a : no;
-		nff = lc->n_ff > nff ? lc->n_ff : nff;
-	}
+	struct act_widths w = widest(c);
 	int64_t one[1] = {n_ub};
 	rc = rc ? rc : be->buf_alloc(be, &l->ids, QT_I32, 1, one, e);
 	rc = rc ? rc : be->buf_alloc(be, &l->pos, QT_I32, 1, one, e);
 	rc = rc ? rc : alloc2(l, &l->x, QT_F32, c->n_embd, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->h, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->q, QT_F32, nq, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->k, QT_F32, nkv, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->v, QT_F32, nv, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->a, QT_F32, no, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->q, QT_F32, w.nq, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->k, QT_F32, w.nkv, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->v, QT_F32, w.nv, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->a, QT_F32, w.no, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->out, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, nff, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->up, QT_F32, nff, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, w.nff, n_ub, e);
+	rc = rc ? rc : alloc2(l, &l->up, QT_F32, w.nff, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->logits, QT_F32, c->n_vocab, out_rows, e);
 	if (rc) {
 		tern_llm_free(l);

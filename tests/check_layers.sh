@@ -7,7 +7,7 @@
 #   0 lib/core    errors, UTF-8, file mapping, byte cursor, name map
 #   1 quant       block formats and kernels
 #   2 lib/format  GGUF and legacy ggml readers, the model-file view, arch keys
-#   3 tokenizer
+#   3 tokenizer lib/jinja lib/audio  (each on its own)
 #   4 lib         the engine's interfaces (backend.h)
 #   5 lib/cpu gpu backends (each on its own: no backend includes another)
 #   6 lib/llm lib/speech  models (through backend.h, never a backend's files)
@@ -24,6 +24,8 @@ layer() { # path -> "rank group", or nothing for unranked paths
 	quant/*) echo "1 quant" ;;
 	lib/format/*) echo "2 format" ;;
 	tokenizer/*) echo "3 tokenizer" ;;
+	lib/jinja/*) echo "3 jinja" ;;
+	lib/audio/*) echo "3 audio" ;;
 	lib/cpu/*) echo "5 cpu" ;;
 	gpu/cuda/*) echo "5 cuda" ;;
 	gpu/vulkan/*) echo "5 vulkan" ;;

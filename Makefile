@@ -62,6 +62,7 @@ HAVE_SNDFILE := $(call have_pc,sndfile)
 HAVE_EDIT := $(call have_pc,libedit)
 HAVE_JANSSON := $(call have_pc,jansson)
 HAVE_LIBMD := $(call have_pc,libmd)
+HAVE_FFTW3F := $(call have_pc,fftw3f)
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
 ifneq ($(NO_CUDA),1)
 NVCC := $(shell command -v nvcc 2>/dev/null)
@@ -77,7 +78,9 @@ VK_SRC := $(wildcard gpu/vulkan/*.c)
 BUILD_CUDA := $(if $(and $(NVCC),$(CUDA_SRC)),1)
 BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
 
-PKGS := $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
+# Required by the library (make deps installs it; see the check below): FFTW3
+# for Whisper's mel front end.
+PKGS := $(if $(HAVE_FFTW3F),fftw3f) $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
 PKG_CFLAGS := $(if $(strip $(PKGS)),$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 
@@ -225,7 +228,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libfftw3-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
@@ -274,6 +277,7 @@ $(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
 $(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)
 $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input)
+$(info $(empty)  $(call yn,$(HAVE_FFTW3F)) fftw3f        Whisper mel front end (required))
 $(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
@@ -281,6 +285,9 @@ $(info $(empty)  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests)
 $(info $(empty)  $(call yn,$(NVCC)) nvcc          $(if $(NVCC),$(shell nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') $(CUDA_ARCH),$(if $(NO_CUDA),disabled by NO_CUDA,not found))$(if $(NVCC),$(if $(CUDA_SRC),, (no CUDA sources in the tree yet))))
 $(info $(empty)  $(call yn,$(and $(HAVE_VULKAN),$(GLSLC))) vulkan+glslc  $(if $(NO_VULKAN),disabled by NO_VULKAN,$(if $(and $(HAVE_VULKAN),$(GLSLC)),found$(if $(VK_SRC),, (no Vulkan sources in the tree yet)),not found)))
 $(info $(empty)  building: libtern.a $(CMD_NAMES))
+ifeq ($(HAVE_FFTW3F),)
+$(error FFTW3 (pkg-config fftw3f, Debian libfftw3-dev) not found: run 'make deps' first)
+endif
 endif
 
 FORCE:

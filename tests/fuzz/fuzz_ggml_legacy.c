@@ -1,11 +1,14 @@
 /* fuzz_ggml_legacy.c - libFuzzer target for the legacy ggml reader: open any
  * bytes, then touch everything a caller may touch (hyperparameters, filter
- * bank, every token, every tensor's name, shape and first/last data byte). */
+ * bank, every token, every tensor's name, shape and first/last data byte);
+ * then the Whisper model checks over the same bytes (every tensor they
+ * accept lies inside the input, a refusal is one line). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "lib/format/ggml_legacy.h"
+#include "lib/speech/whisper.h"
 
 static volatile uint64_t sink;
 
@@ -55,5 +58,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	sink = acc;
 	ggml_legacy_close(m);
+
+	struct whisper_model *w = NULL;
+	if (whisper_model_load_mem(&w, data, size, &e) != 0) {
+		if (w || !e.msg[0] || memchr(e.msg, '\n', strlen(e.msg)))
+			__builtin_trap();
+		return 0;
+	}
+	const struct tern_tensor_view *last = w->dec[w->hp.n_text_layer - 1].xattn_ln_b;
+	if ((const uint8_t *)last->data + last->nbytes > data + size || w->ids.beg >= w->hp.n_vocab)
+		__builtin_trap();
+	whisper_model_free(w);
 	return 0;
 }

@@ -1,0 +1,88 @@
+/* whisper.h - a Whisper model from whisper.cpp's legacy ggml file: the
+ * hyperparameters, the mel filter bank, the vocabulary's special tokens and
+ * every weight as a view into the file's mapping, checked against the
+ * shapes the hyperparameters imply.
+ *
+ * Sizes: tiny (4 layers, width 384) to large-v3 and large-v3-turbo (32
+ * encoder layers, 4 decoder layers in turbo, width 1280, 128 mel bins).
+ * The 2-D weights may be f32, f16 or any quantized type quant/ can dot
+ * (whisper.cpp's quantizer writes q4_0 ... q8_0 and the K-quants); biases,
+ * norms and positional embeddings are f32, the convolutions f16 or f32.
+ *
+ * Special tokens are placed as whisper.cpp places them: from the end of the
+ * 50,256 text tokens of the English-only vocabulary (n_vocab 51864) or the
+ * 50,257 of the multilingual one (51865; large-v3: 51866 with one more
+ * language), so <|endoftext|>, <|startoftranscript|>, the languages, the
+ * task tokens, <|notimestamps|> and the first timestamp <|0.00|> follow. */
+#ifndef TERN_WHISPER_H
+#define TERN_WHISPER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/core/error.h"
+#include "lib/format/ggml_legacy.h"
+#include "lib/format/tensor.h"
+
+struct whisper_hparams {
+	int32_t n_vocab;
+	int32_t n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
+	int32_t n_text_ctx, n_text_state, n_text_head, n_text_layer;
+	int32_t n_mels;
+	int32_t ftype; /* as stored: the weight type (and a quantization version * 1000) */
+};
+
+/* The special token ids of the model's vocabulary. */
+struct whisper_vocab_ids {
+	bool multilingual;
+	int32_t n_langs; /* languages with a token: 99 (100 for large-v3) */
+	int32_t eot, sot, translate, transcribe, solm, prev, nosp, not_, beg;
+	int32_t lang0; /* <|en|>, the first language token (sot + 1) */
+};
+
+struct whisper_enc_layer {
+	const struct tern_tensor_view *attn_ln_w, *attn_ln_b;
+	const struct tern_tensor_view *q_w, *q_b, *k_w, *v_w, *v_b, *o_w, *o_b;
+	const struct tern_tensor_view *mlp_ln_w, *mlp_ln_b;
+	const struct tern_tensor_view *mlp0_w, *mlp0_b, *mlp2_w, *mlp2_b;
+};
+
+struct whisper_dec_layer {
+	struct whisper_enc_layer self; /* the same tensors as an encoder block */
+	const struct tern_tensor_view *xattn_ln_w, *xattn_ln_b;
+	const struct tern_tensor_view *xq_w, *xq_b, *xk_w, *xv_w, *xv_b, *xo_w, *xo_b;
+};
+
+struct whisper_model {
+	ggml_legacy *file; /* owned; every view below points into its mapping */
+	struct whisper_hparams hp;
+	struct whisper_vocab_ids ids;
+	uint32_t n_mel_filters, n_fft_bins;
+	const void *mel_filters; /* LE f32 [n_mel_filters][n_fft_bins], possibly unaligned */
+
+	const struct tern_tensor_view *e_pe;           /* f32 [n_audio_ctx][n_audio_state] */
+	const struct tern_tensor_view *conv1_w, *conv1_b; /* [n_audio_state][n_mels][3], [n_audio_state] */
+	const struct tern_tensor_view *conv2_w, *conv2_b; /* [n_audio_state][n_audio_state][3] */
+	const struct tern_tensor_view *e_ln_w, *e_ln_b;
+	struct whisper_enc_layer *enc; /* [n_audio_layer] */
+
+	const struct tern_tensor_view *d_pe; /* f32 [n_text_ctx][n_text_state] */
+	const struct tern_tensor_view *d_te; /* [n_vocab][n_text_state], also the output projection */
+	const struct tern_tensor_view *d_ln_w, *d_ln_b;
+	struct whisper_dec_layer *dec; /* [n_text_layer] */
+};
+
+/* Open and check a Whisper file. Errors: TERN_EIO, TERN_EFORMAT (not a
+ * Whisper file; a hyperparameter out of range; a tensor missing or of the
+ * wrong shape or type, named), TERN_EUNSUPPORTED, TERN_ENOMEM. The caller
+ * prefixes the path. */
+int whisper_model_load(struct whisper_model **out, const char *path, tern_err *e);
+/* The same over a caller-owned buffer (kept, not copied): the fuzz entry. */
+int whisper_model_load_mem(struct whisper_model **out, const void *buf, size_t size, tern_err *e);
+void whisper_model_free(struct whisper_model *m);
+
+/* "tiny", "base", "small", "medium", "large" (by the encoder's layer
+ * count, as whisper.cpp names them), with ".en" for English-only models. */
+const char *whisper_model_size_name(const struct whisper_model *m);
+
+#endif

@@ -12,7 +12,8 @@
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
  * window, soft-cap; online softmax, memory linear in the prompt), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),
- * scale, softmax and copy. A new op is one more function pointer below,
+ * scale, softmax and copy; for Whisper's encoder the rows of a 1-D
+ * convolution (im2col). A new op is one more function pointer below,
  * with the same contract, and one more check in tests/test_backend_ops.c.
  *
  * Shapes: ne[0] is the row; "rows" are everything above it, contiguous
@@ -125,6 +126,13 @@ struct tern_attn {
 	float softcap;  /* logits become softcap * tanh(logit / softcap); 0: none */
 };
 
+/* im2col: a 1-D convolution's geometry */
+struct tern_conv {
+	int k;      /* kernel width, 1..64 */
+	int stride; /* 1..64 */
+	int pad;    /* zeros on each side, 0..k-1 */
+};
+
 /* glu: kind */
 enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
 /* unary: kind */
@@ -221,6 +229,13 @@ struct tern_backend {
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);
+	/* The rows of a 1-D convolution's input: y[t][c * k + j] = x[t *
+	 * stride + j - pad][c], 0 where that falls outside x; x f32 [len][n_ch]
+	 * (ne = {n_ch, len}), y f32 [n_out][n_ch * k] (ne = {n_ch * k, n_out}),
+	 * n_out = (len + 2 pad - k) / stride + 1. The convolution is then one
+	 * mat_mul with the kernel as [out_ch][n_ch * k], k fastest, the layout
+	 * of ggml files' conv1d kernels (Whisper's encoder). */
+	void (*im2col)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p);
 	/* y = act(gate) * up, act TERN_GLU_SWIGLU (silu) or TERN_GLU_GEGLU
 	 * (gelu, tanh form); f32, same shapes; y may be gate or up. */
 	void (*glu)(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up, struct tern_buf *y,

@@ -947,8 +947,46 @@ static bool case_copy(struct tern_backend *be, int ci, float **out, size_t *n, c
 	return true;
 }
 
+/* im2col: rows of a convolution's input over channels, lengths and
+ * geometries (Whisper's two: kernel 3, stride 1 and 2, padding 1), against
+ * the definition written out here */
+static bool case_im2col(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const int geoms[][5] = {/* n_ch, len, k, stride, pad */
+				       {80, 300, 3, 1, 1}, {384, 101, 3, 2, 1}, {7, 11, 3, 2, 1}, {13, 50, 5, 3, 2},
+				       {1, 1, 1, 1, 0},    {5, 4, 3, 1, 2},    {3, 2, 3, 5, 1},   {64, 9, 4, 2, 0}};
+	if (ci >= (int)(sizeof geoms / sizeof *geoms))
+		return false;
+	const int *c = geoms[ci];
+	struct tern_conv p = {.k = c[2], .stride = c[3], .pad = c[4]};
+	int64_t n_ch = c[0], len = c[1], n_out = (len + 2 * p.pad - p.k) / p.stride + 1, rl = n_ch * p.k;
+	snprintf(desc, dn, "im2col %lldx%lld k%d s%d p%d", (long long)n_ch, (long long)len, p.k, p.stride, p.pad);
+	float *x = malloc(sizeof(float) * (size_t)(n_ch * len));
+	for (int64_t i = 0; i < n_ch * len; i++)
+		x[i] = (float)(i % 1000) * 0.25f - 100;
+	int64_t xne[2] = {n_ch, len}, yne[2] = {rl, n_out};
+	struct tern_buf xb = in_buf(be, QT_F32, 2, xne, x), yw, yv;
+	out_buf(be, &yw, &yv, QT_F32, rl, n_out, 2, yne, NULL);
+	be->im2col(be, &xb, &yv, &p);
+	*out = take_out(be, &yw, desc);
+	*n = (size_t)(rl * n_out);
+	for (int64_t t = 0; t < n_out; t++)
+		for (int64_t ch = 0; ch < n_ch; ch++)
+			for (int j = 0; j < p.k; j++) {
+				int64_t src = t * p.stride + j - p.pad;
+				float want = src >= 0 && src < len ? x[src * n_ch + ch] : 0.0f;
+				if ((*out)[t * rl + ch * p.k + j] != want)
+					fail_msg("%s: %s: row %lld, channel %lld, tap %d", be->name, desc, (long long)t,
+						 (long long)ch, j);
+			}
+	free(x);
+	be->buf_free(be, &xb);
+	return true;
+}
+
 /* NMSE of each op against the reference, which sums in double:
  *   - get_rows, kv_store, copy: the same decoder and encoder: exact (0);
+ *   - im2col moves values: exact;
  *   - element-wise, norm, softmax: f32 arithmetic and libm's f32
  *     functions, a relative error of a few 1e-7 per element: NMSE ~1e-13;
  *     a sum of 4096 f32 terms in a norm adds ~1e-6 relative at worst;
@@ -966,7 +1004,7 @@ static const struct op_check {
 } op_checks[] = {
 	{"get_rows", case_get_rows, 0},   {"norm", case_norm, 1e-10},         {"rope", case_rope, 1e-6},
 	{"kv_store", case_kv_store, 0},   {"attention", case_attention, 1e-9}, {"eltwise", case_eltwise, 1e-10},
-	{"copy", case_copy, 0},
+	{"copy", case_copy, 0},           {"im2col", case_im2col, 0},
 };
 
 static void test_ops(void **state)
@@ -1084,6 +1122,12 @@ static void check_ops_contract(struct tern_backend *be)
 	expect_fail(be, "glu");
 	be->copy(be, &cb, &wb);
 	expect_fail(be, "copy");
+	/* im2col: a padding as wide as the kernel, an output of the wrong length */
+	be->im2col(be, &wb, &yb, &(struct tern_conv){.k = 3, .stride = 1, .pad = 3});
+	expect_fail(be, "im2col");
+	struct tern_buf y2 = tern_buf_reshape(&yb, 2, (int64_t[2]){64, 4});
+	be->im2col(be, &wb, &y2, &(struct tern_conv){.k = 1, .stride = 1, .pad = 0});
+	expect_fail(be, "im2col");
 	/* nothing above wrote to y */
 	be->download(be, &yb, 0, y, sizeof y);
 	assert_int_equal(be->sync(be, &e), 0);

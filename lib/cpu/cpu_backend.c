@@ -491,6 +491,34 @@ static void cpu_softmax(struct tern_backend *be, const struct tern_buf *x, struc
 		eltwise(be, x, NULL, y, EW_SOFTMAX, 0, 2);
 }
 
+/* output rows t0..t1: for each, the k source rows it reads are gathered
+ * channel by channel (the destination is written in order) */
+static void im2col_rows(void *arg, int64_t t0, int64_t t1)
+{
+	struct ops_args *o = arg;
+	const struct tern_conv *p = o->p;
+	const float *xd = tern_buf_host(o->a);
+	float *yd = tern_buf_host(o->y);
+	int64_t n_ch = o->a->ne[0], len = o->a->ne[1];
+	for (int64_t t = t0; t < t1; t++) {
+		float *row = yd + t * n_ch * p->k;
+		for (int j = 0; j < p->k; j++) {
+			int64_t s = t * p->stride + j - p->pad;
+			const float *src = s >= 0 && s < len ? xd + s * n_ch : NULL;
+			for (int64_t c = 0; c < n_ch; c++)
+				row[c * p->k + j] = src ? src[c] : 0.0f;
+		}
+	}
+}
+
+static void cpu_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
+{
+	if (!cpu_host_im2col_args(be, x, y, p))
+		return;
+	struct ops_args o = {.be = be, .a = x, .y = y, .p = p};
+	par_rows(be, im2col_rows, &o, y->ne[1], y->ne[1] * y->ne[0]);
+}
+
 static void copy_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
@@ -583,6 +611,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.unary = cpu_unary;
 	c->be.add = cpu_add;
 	c->be.scale = cpu_scale;
+	c->be.im2col = cpu_im2col;
 	c->be.softmax = cpu_softmax;
 	c->be.copy = cpu_copy;
 	*out = &c->be;

@@ -333,6 +333,24 @@ bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, con
 	return ok;
 }
 
+bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y,
+			  const struct tern_conv *p)
+{
+	char s1[96], s2[96];
+	if (p->k < 1 || p->k > 64 || p->stride < 1 || p->stride > 64 || p->pad < 0 || p->pad >= p->k) {
+		cpu_host_fail(be, "im2col: kernel %d, stride %d, padding %d", p->k, p->stride, p->pad);
+		return false;
+	}
+	bool ok = x->be == be && x->mem && contiguous(x) && x->type == QT_F32 && y->be == be && y->mem &&
+		  contiguous(y) && writable(y) && y->type == QT_F32 && x->ne[2] == 1 && x->ne[3] == 1 &&
+		  y->ne[2] == 1 && y->ne[3] == 1 && x->ne[1] + 2 * p->pad >= p->k &&
+		  y->ne[0] == x->ne[0] * p->k && y->ne[1] == (x->ne[1] + 2 * p->pad - p->k) / p->stride + 1;
+	if (!ok)
+		cpu_host_fail(be, "im2col: %s does not fit %s (kernel %d, stride %d, padding %d)",
+			      shape(s1, sizeof s1, x), shape(s2, sizeof s2, y), p->k, p->stride, p->pad);
+	return ok;
+}
+
 bool cpu_host_pos_ok(struct tern_backend *be, const char *op, int32_t p, int64_t n)
 {
 	if (p < 0 || p >= n) {

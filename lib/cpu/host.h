@@ -68,6 +68,9 @@ bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, 
  * softmax (b NULL): f32 operands of y's shape. */
 bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
 			   const struct tern_buf *b, const struct tern_buf *y, bool b_row);
+/* im2col: x, y f32 2-D of the shapes lib/backend.h gives; *n_out set */
+bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y,
+			  const struct tern_conv *p);
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst);
 
 /* A position read from a device buffer at run time: in 0..n-1, else the

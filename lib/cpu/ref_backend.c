@@ -304,6 +304,21 @@ static void ref_add(struct tern_backend *be, const struct tern_buf *a, const str
 		yd[i] = ad[i] + bd[i % bn];
 }
 
+static void ref_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
+{
+	if (!cpu_host_im2col_args(be, x, y, p))
+		return;
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	int64_t n_ch = x->ne[0], len = x->ne[1];
+	for (int64_t t = 0; t < y->ne[1]; t++)
+		for (int64_t c = 0; c < n_ch; c++)
+			for (int j = 0; j < p->k; j++) {
+				int64_t s = t * p->stride + j - p->pad;
+				yd[(t * n_ch + c) * p->k + j] = s >= 0 && s < len ? xd[s * n_ch + c] : 0.0f;
+			}
+}
+
 static void ref_scale(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s)
 {
 	if (!cpu_host_eltwise_args(be, "scale", x, NULL, y, false))
@@ -387,6 +402,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.unary = ref_unary;
 	r->be.add = ref_add;
 	r->be.scale = ref_scale;
+	r->be.im2col = ref_im2col;
 	r->be.softmax = ref_softmax;
 	r->be.copy = ref_copy;
 	*out = &r->be;

@@ -15,7 +15,6 @@
 #include <cmocka.h>
 
 #include <math.h>
-#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +46,10 @@ static float *jfk(size_t *n)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
-	SF_INFO info = {0};
-	SNDFILE *f = sf_open(path, SFM_READ, &info);
-	assert_non_null(f);
-	assert_int_equal(info.channels, 1);
-	assert_int_equal(info.samplerate, 16000);
-	float *pcm = malloc((size_t)info.frames * sizeof(float));
+	int rate = 0;
+	float *pcm = test_read_audio(path, n, &rate);
 	assert_non_null(pcm);
-	/* s16 / 32768, as whisper.cpp's reader scales them */
-	sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
-	assert_int_equal(sf_readf_float(f, pcm, info.frames), info.frames);
-	sf_close(f);
-	*n = (size_t)info.frames;
+	assert_int_equal(rate, 16000);
 	return pcm;
 }
 

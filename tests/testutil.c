@@ -1,6 +1,7 @@
 /* testutil.c - helpers shared by the cmocka tests (see testutil.h). */
 #include "tests/testutil.h"
 
+#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,4 +28,24 @@ char *test_read_file(const char *path, size_t *size)
 	}
 	fclose(f);
 	return p;
+}
+
+float *test_read_audio(const char *path, size_t *n, int *rate)
+{
+	SF_INFO info = {0};
+	SNDFILE *f = sf_open(path, SFM_READ, &info);
+	if (!f)
+		return NULL;
+	float *pcm = NULL;
+	if (info.channels == 1 && info.frames > 0 && (pcm = malloc((size_t)info.frames * sizeof(float))) &&
+	    sf_readf_float(f, pcm, info.frames) == info.frames) {
+		*n = (size_t)info.frames;
+		if (rate)
+			*rate = info.samplerate;
+	} else {
+		free(pcm);
+		pcm = NULL;
+	}
+	sf_close(f);
+	return pcm;
 }

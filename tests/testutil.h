@@ -11,4 +11,9 @@ const char *test_data_dir(void);
  * files are C strings); *size gets the byte count. NULL if unreadable. */
 char *test_read_file(const char *path, size_t *size);
 
+/* Samples of a mono audio file (libsndfile, scaled to [-1, 1): s16 / 32768
+ * as whisper.cpp reads them) in a malloc'd buffer; NULL if unreadable or
+ * not mono. *rate gets the sample rate when rate is not NULL. */
+float *test_read_audio(const char *path, size_t *n, int *rate);
+
 #endif

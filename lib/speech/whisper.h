@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/backend.h"
 #include "lib/core/error.h"
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/tensor.h"
@@ -84,5 +85,28 @@ void whisper_model_free(struct whisper_model *m);
 /* "tiny", "base", "small", "medium", "large" (by the encoder's layer
  * count, as whisper.cpp names them), with ".en" for English-only models. */
 const char *whisper_model_size_name(const struct whisper_model *m);
+
+/* ---- the encoder ----------------------------------------------------------
+ * Two convolutions with GELU (kernel 3; stride 1, then 2: 2 n_audio_ctx
+ * mel frames become n_audio_ctx positions), the positional embedding,
+ * n_audio_layer pre-norm blocks (layer norm, attention over every position,
+ * layer norm, GELU MLP) and a last layer norm, as whisper.cpp's graph
+ * computes them, over the backend operation table. */
+struct whisper_encoder;
+
+/* An encoder of m (borrowed) on be (borrowed): the weights become backend
+ * buffers, and everything a window needs is allocated here. Errors: what
+ * the backend reports (a weight type it cannot multiply), TERN_ENOMEM. */
+int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model *m, struct tern_backend *be,
+			tern_err *e);
+void whisper_encoder_free(struct whisper_encoder *enc);
+
+/* Encode the window of 2 n_audio_ctx frames that starts at frame f0 of a
+ * normalised spectrogram mel[n_mels][n_len] (lib/speech/mel.h); frames
+ * past n_len are zeros, as whisper.cpp pads them. The result stays on the
+ * backend: whisper_encoder_output(), f32 {n_audio_state, n_audio_ctx}.
+ * Errors: what the backend's sync reports. */
+int whisper_encode(struct whisper_encoder *enc, const float *mel, size_t n_len, size_t f0, tern_err *e);
+const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *enc);
 
 #endif

@@ -10,7 +10,11 @@ padding and frame count as whisper.cpp lays them out) and the encoder's output
 for the first 30 s window, all in float64, and writes the selected positions
 in the format of tests/data/whisper/README.md ("TENC").
 
-usage: whisper_ref.py MODEL WAV OUT.enc64
+With TOKENS (comma-separated ids) it also runs the decoder over them on
+that window and writes the logits of the last one as OUT.logits64 (uint32
+count, n_vocab, then the count token ids, then f32[n_vocab]).
+
+usage: whisper_ref.py MODEL WAV OUT.enc64 [TOKENS OUT.logits64]
 """
 import struct
 import sys
@@ -103,7 +107,42 @@ def encode(hp, t, mel):
     return layer_norm(x, t["encoder.ln_post.weight"], t["encoder.ln_post.bias"])
 
 
-def main(model, wav, out):
+def decode(hp, t, enc, tokens):
+    n_state, n_head, n_layer = hp[6], hp[7], hp[8]
+    hd = n_state // n_head
+    n = len(tokens)
+    x = t["decoder.token_embedding.weight"][tokens] + t["decoder.positional_embedding"][:n]
+    causal = np.triu(np.full((n, n), -np.inf), 1)
+
+    def attention(q, k, v, mask):
+        o = np.zeros_like(q)
+        for h in range(n_head):
+            s = slice(h * hd, (h + 1) * hd)
+            a = q[:, s] @ k[:, s].T / np.sqrt(hd) + mask
+            a = np.exp(a - a.max(-1, keepdims=True))
+            o[:, s] = (a / a.sum(-1, keepdims=True)) @ v[:, s]
+        return o
+
+    for i in range(n_layer):
+        p = "decoder.blocks.%d." % i
+        y = layer_norm(x, t[p + "attn_ln.weight"], t[p + "attn_ln.bias"])
+        q = y @ t[p + "attn.query.weight"].T + t[p + "attn.query.bias"]
+        k = y @ t[p + "attn.key.weight"].T
+        v = y @ t[p + "attn.value.weight"].T + t[p + "attn.value.bias"]
+        x = x + attention(q, k, v, causal) @ t[p + "attn.out.weight"].T + t[p + "attn.out.bias"]
+        y = layer_norm(x, t[p + "cross_attn_ln.weight"], t[p + "cross_attn_ln.bias"])
+        q = y @ t[p + "cross_attn.query.weight"].T + t[p + "cross_attn.query.bias"]
+        k = enc @ t[p + "cross_attn.key.weight"].T
+        v = enc @ t[p + "cross_attn.value.weight"].T + t[p + "cross_attn.value.bias"]
+        x = x + attention(q, k, v, 0.0) @ t[p + "cross_attn.out.weight"].T + t[p + "cross_attn.out.bias"]
+        y = layer_norm(x, t[p + "mlp_ln.weight"], t[p + "mlp_ln.bias"])
+        h1 = gelu(y @ t[p + "mlp.0.weight"].T + t[p + "mlp.0.bias"])
+        x = x + h1 @ t[p + "mlp.2.weight"].T + t[p + "mlp.2.bias"]
+    y = layer_norm(x[-1], t["decoder.ln.weight"], t["decoder.ln.bias"])
+    return t["decoder.token_embedding.weight"] @ y
+
+
+def main(model, wav, out, tokens=None, out_logits=None):
     hp, filters, tensors = read_model(model)
     w = wave.open(wav)
     assert w.getnchannels() == 1 and w.getframerate() == 16000 and w.getsampwidth() == 2
@@ -115,7 +154,13 @@ def main(model, wav, out):
         for p in positions:
             f.write(struct.pack("<I", p))
             f.write(enc[p].astype("<f4").tobytes())
+    if tokens:
+        ids = [int(v) for v in tokens.split(",")]
+        logits = decode(hp, tensors, enc, ids)
+        with open(out_logits, "wb") as f:
+            f.write(struct.pack("<%dI" % (2 + len(ids)), len(ids), len(logits), *ids))
+            f.write(logits.astype("<f4").tobytes())
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:6])

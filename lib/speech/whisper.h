@@ -109,4 +109,31 @@ void whisper_encoder_free(struct whisper_encoder *enc);
 int whisper_encode(struct whisper_encoder *enc, const float *mel, size_t n_len, size_t f0, tern_err *e);
 const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *enc);
 
+/* ---- the decoder ----------------------------------------------------------
+ * Token and positional embeddings, n_text_layer blocks (layer norm, causal
+ * self-attention over the sequence's cache, layer norm, attention over the
+ * window's audio, layer norm, GELU MLP), a last layer norm and the logits
+ * through the token embedding, as whisper.cpp computes them. The audio's
+ * keys and values are computed once per window (whisper_decoder_set_audio);
+ * the self-attention cache holds one sequence of up to n_text_ctx tokens. */
+struct whisper_decoder;
+
+/* A decoder of m (borrowed) on be (borrowed); everything it needs is
+ * allocated here (be->max_tokens bounds the tokens of one call). */
+int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
+			tern_err *e);
+void whisper_decoder_free(struct whisper_decoder *dec);
+
+/* Cross-attention keys and values of a window: enc is an encoder's output
+ * {n_audio_state, n_audio_ctx} on the same backend. */
+int whisper_decoder_set_audio(struct whisper_decoder *dec, const struct tern_buf *enc, tern_err *e);
+
+/* Feed tokens[n] at positions n_past .. n_past + n - 1 (the cache keeps
+ * positions below n_past; n_past + n <= n_text_ctx, n <= the backend's
+ * max_tokens) and write the logits of the last one into logits[n_vocab].
+ * Errors: TERN_ERANGE (past the text context or the batch, an id outside
+ * the vocabulary), what the backend's sync reports. */
+int whisper_decode(struct whisper_decoder *dec, const int32_t *tokens, int n, int n_past, float *logits,
+		   tern_err *e);
+
 #endif

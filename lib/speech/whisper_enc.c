@@ -18,12 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/speech/whisper_impl.h"
 #include "quant/quant.h"
-
-struct enc_layer {
-	struct tern_buf attn_ln_w, attn_ln_b, q_w, q_b, k_w, v_w, v_b, o_w, o_b;
-	struct tern_buf mlp_ln_w, mlp_ln_b, mlp0_w, mlp0_b, mlp2_w, mlp2_b;
-};
 
 struct whisper_encoder {
 	const struct whisper_model *m;
@@ -32,41 +28,10 @@ struct whisper_encoder {
 	float *host_mel;    /* [2 n_ctx][n_mels]: the window, frame-major */
 	int32_t *host_pos;  /* [n_ctx] */
 	struct tern_buf conv1_w, conv1_b, conv2_w, conv2_b, pe, ln_w, ln_b;
-	struct enc_layer *layers;
+	struct whisper_block_bufs *layers;
 	/* activations */
 	struct tern_buf mel, col1, h1, col2, x, y, q, t, a, ff, kc, vc, pos, last, out;
 };
-
-/* the weights as buffers: matrices prepared for the products; conv
- * kernels seen as [out][in * k]; biases stored as [1][n] seen as [n] */
-static int weight(struct whisper_encoder *w, struct tern_buf *b, const struct tern_tensor_view *t, bool matrix,
-		  tern_err *e)
-{
-	struct tern_tensor_view v = *t;
-	if (matrix && t->ne[2] > 1) { /* conv kernel {k, in, out} */
-		v.ne[0] = t->ne[0] * t->ne[1];
-		v.ne[1] = t->ne[2];
-		v.ne[2] = 1;
-		v.n_dims = 2;
-	} else if (!matrix && t->ne[1] > 1 && t->ne[0] == 1) { /* bias {1, n} */
-		v.ne[0] = t->ne[1];
-		v.ne[1] = 1;
-		v.n_dims = 1;
-	}
-	int rc = w->be->buf_weight(w->be, b, &v, e);
-	if (!rc && matrix)
-		rc = w->be->mat_prepare(w->be, b, e);
-	if (rc)
-		tern_err_prefixf(e, "%.*s", (int)t->name.len, t->name.ptr);
-	return rc;
-}
-
-static int act(struct whisper_encoder *w, struct tern_buf *b, uint32_t type, int n_dims, int64_t a0, int64_t a1,
-	       int64_t a2, tern_err *e)
-{
-	int64_t ne[3] = {a0, a1, a2};
-	return w->be->buf_alloc(w->be, b, type, n_dims, ne, e);
-}
 
 int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model *m, struct tern_backend *be,
 			tern_err *e)
@@ -89,46 +54,30 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 		whisper_encoder_free(w);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the encoder");
 	}
-	int rc = weight(w, &w->conv1_w, m->conv1_w, true, e);
-	if (!rc) rc = weight(w, &w->conv1_b, m->conv1_b, false, e);
-	if (!rc) rc = weight(w, &w->conv2_w, m->conv2_w, true, e);
-	if (!rc) rc = weight(w, &w->conv2_b, m->conv2_b, false, e);
-	if (!rc) rc = weight(w, &w->pe, m->e_pe, false, e);
-	if (!rc) rc = weight(w, &w->ln_w, m->e_ln_w, false, e);
-	if (!rc) rc = weight(w, &w->ln_b, m->e_ln_b, false, e);
-	for (int l = 0; !rc && l < m->hp.n_audio_layer; l++) {
-		const struct whisper_enc_layer *s = &m->enc[l];
-		struct enc_layer *t = &w->layers[l];
-		const struct {
-			struct tern_buf *b;
-			const struct tern_tensor_view *v;
-			bool matrix;
-		} ws[] = {{&t->attn_ln_w, s->attn_ln_w, false}, {&t->attn_ln_b, s->attn_ln_b, false},
-			  {&t->q_w, s->q_w, true},		{&t->q_b, s->q_b, false},
-			  {&t->k_w, s->k_w, true},		{&t->v_w, s->v_w, true},
-			  {&t->v_b, s->v_b, false},		{&t->o_w, s->o_w, true},
-			  {&t->o_b, s->o_b, false},		{&t->mlp_ln_w, s->mlp_ln_w, false},
-			  {&t->mlp_ln_b, s->mlp_ln_b, false},	{&t->mlp0_w, s->mlp0_w, true},
-			  {&t->mlp0_b, s->mlp0_b, false},	{&t->mlp2_w, s->mlp2_w, true},
-			  {&t->mlp2_b, s->mlp2_b, false}};
-		for (size_t i = 0; !rc && i < sizeof(ws) / sizeof(ws[0]); i++)
-			rc = weight(w, ws[i].b, ws[i].v, ws[i].matrix, e);
-	}
-	if (!rc) rc = act(w, &w->mel, QT_F32, 2, w->n_mels, 2 * n, 1, e);
-	if (!rc) rc = act(w, &w->col1, QT_F32, 2, 3 * (int64_t)w->n_mels, 2 * n, 1, e);
-	if (!rc) rc = act(w, &w->h1, QT_F32, 2, d, 2 * n, 1, e);
-	if (!rc) rc = act(w, &w->col2, QT_F32, 2, 3 * d, n, 1, e);
-	if (!rc) rc = act(w, &w->x, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->y, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->q, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->t, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->a, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->ff, QT_F32, 2, 4 * d, n, 1, e);
-	if (!rc) rc = act(w, &w->out, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = act(w, &w->kc, QT_F16, 3, hd, w->n_head, n, e);
-	if (!rc) rc = act(w, &w->vc, QT_F16, 3, hd, w->n_head, n, e);
-	if (!rc) rc = act(w, &w->pos, QT_I32, 1, n, 1, 1, e);
-	if (!rc) rc = act(w, &w->last, QT_I32, 1, n, 1, 1, e);
+	int rc = whisper_buf_weight(be, &w->conv1_w, m->conv1_w, true, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->conv1_b, m->conv1_b, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->conv2_w, m->conv2_w, true, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->conv2_b, m->conv2_b, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->pe, m->e_pe, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->ln_w, m->e_ln_w, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &w->ln_b, m->e_ln_b, false, e);
+	for (int l = 0; !rc && l < m->hp.n_audio_layer; l++)
+		rc = whisper_block_load(be, &w->layers[l], &m->enc[l], e);
+	if (!rc) rc = whisper_buf_act(be, &w->mel, QT_F32, 2, w->n_mels, 2 * n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->col1, QT_F32, 2, 3 * (int64_t)w->n_mels, 2 * n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->h1, QT_F32, 2, d, 2 * n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->col2, QT_F32, 2, 3 * d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->x, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->y, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->q, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->t, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->a, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->ff, QT_F32, 2, 4 * d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->out, QT_F32, 2, d, n, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->kc, QT_F16, 3, hd, w->n_head, n, e);
+	if (!rc) rc = whisper_buf_act(be, &w->vc, QT_F16, 3, hd, w->n_head, n, e);
+	if (!rc) rc = whisper_buf_act(be, &w->pos, QT_I32, 1, n, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &w->last, QT_I32, 1, n, 1, 1, e);
 	if (rc) {
 		whisper_encoder_free(w);
 		return rc;
@@ -156,37 +105,17 @@ void whisper_encoder_free(struct whisper_encoder *w)
 	if (!w)
 		return;
 	struct tern_backend *be = w->be;
-	struct tern_buf *bufs[] = {&w->conv1_w, &w->conv1_b, &w->conv2_w, &w->conv2_b, &w->pe,	 &w->ln_w,
-				   &w->ln_b,	&w->mel,     &w->col1,	  &w->h1,      &w->col2, &w->x,
-				   &w->y,	&w->q,	     &w->t,	  &w->a,       &w->ff,	 &w->kc,
-				   &w->vc,	&w->pos,     &w->last,	  &w->out};
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-		if (bufs[i]->be)
-			be->buf_free(be, bufs[i]);
-	for (int l = 0; w->layers && l < w->m->hp.n_audio_layer; l++) {
-		struct enc_layer *t = &w->layers[l];
-		struct tern_buf *lb[] = {&t->attn_ln_w, &t->attn_ln_b, &t->q_w,	   &t->q_b,	&t->k_w,
-					 &t->v_w,	&t->v_b,       &t->o_w,	   &t->o_b,	&t->mlp_ln_w,
-					 &t->mlp_ln_b,	&t->mlp0_w,    &t->mlp0_b, &t->mlp2_w, &t->mlp2_b};
-		for (size_t i = 0; i < sizeof(lb) / sizeof(lb[0]); i++)
-			if (lb[i]->be)
-				be->buf_free(be, lb[i]);
-	}
+	struct tern_buf *const bufs[] = {&w->conv1_w, &w->conv1_b, &w->conv2_w, &w->conv2_b, &w->pe,	&w->ln_w,
+					 &w->ln_b,    &w->mel,	   &w->col1,	&w->h1,	     &w->col2, &w->x,
+					 &w->y,	      &w->q,	   &w->t,	&w->a,	     &w->ff,   &w->kc,
+					 &w->vc,      &w->pos,	   &w->last,	&w->out};
+	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
+	for (int l = 0; w->layers && l < w->m->hp.n_audio_layer; l++)
+		whisper_block_free(be, &w->layers[l]);
 	free(w->layers);
 	free(w->host_mel);
 	free(w->host_pos);
 	free(w);
-}
-
-/* y = w x over x's rows, in batches the backend takes */
-static void mm(struct whisper_encoder *w, const struct tern_buf *wt, const struct tern_buf *x, struct tern_buf *y)
-{
-	int64_t n = x->ne[1], step = w->be->max_tokens;
-	for (int64_t r = 0; r < n; r += step) {
-		int64_t k = n - r < step ? n - r : step;
-		struct tern_buf xv = tern_buf_rows(x, r, k), yv = tern_buf_rows(y, r, k);
-		w->be->mat_mul(w->be, wt, &xv, &yv);
-	}
 }
 
 int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, size_t f0, tern_err *e)
@@ -204,11 +133,11 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 	be->upload(be, &w->mel, 0, w->host_mel, sizeof(float) * (size_t)(2 * n * w->n_mels));
 
 	be->im2col(be, &w->mel, &w->col1, &(struct tern_conv){.k = 3, .stride = 1, .pad = 1});
-	mm(w, &w->conv1_w, &w->col1, &w->h1);
+	whisper_mm(be, &w->conv1_w, &w->col1, &w->h1);
 	be->add(be, &w->h1, &w->conv1_b, &w->h1);
 	be->unary(be, &w->h1, &w->h1, TERN_UNARY_GELU);
 	be->im2col(be, &w->h1, &w->col2, &(struct tern_conv){.k = 3, .stride = 2, .pad = 1});
-	mm(w, &w->conv2_w, &w->col2, &w->x);
+	whisper_mm(be, &w->conv2_w, &w->col2, &w->x);
 	be->add(be, &w->x, &w->conv2_b, &w->x);
 	be->unary(be, &w->x, &w->x, TERN_UNARY_GELU);
 	be->add(be, &w->x, &w->pe, &w->x);
@@ -219,23 +148,23 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
 	const struct tern_buf *r = NULL; /* the residual still to add into x */
 	for (int l = 0; l < w->m->hp.n_audio_layer; l++) {
-		const struct enc_layer *L = &w->layers[l];
+		const struct whisper_block_bufs *L = &w->layers[l];
 		be->norm(be, &w->x, r, &L->attn_ln_w, &L->attn_ln_b, &w->y, &ln);
-		mm(w, &L->q_w, &w->y, &w->q);
+		whisper_mm(be, &L->q_w, &w->y, &w->q);
 		be->add(be, &w->q, &L->q_b, &w->q);
-		mm(w, &L->k_w, &w->y, &w->t);
+		whisper_mm(be, &L->k_w, &w->y, &w->t);
 		be->kv_store(be, &w->kc, &t3, &w->pos);
-		mm(w, &L->v_w, &w->y, &w->t);
+		whisper_mm(be, &L->v_w, &w->y, &w->t);
 		be->add(be, &w->t, &L->v_b, &w->t);
 		be->kv_store(be, &w->vc, &t3, &w->pos);
 		be->attention(be, &q3, &w->kc, &w->vc, &w->last, &a3, &at);
-		mm(w, &L->o_w, &w->a, &w->t);
+		whisper_mm(be, &L->o_w, &w->a, &w->t);
 		be->add(be, &w->t, &L->o_b, &w->t);
 		be->norm(be, &w->x, &w->t, &L->mlp_ln_w, &L->mlp_ln_b, &w->y, &ln);
-		mm(w, &L->mlp0_w, &w->y, &w->ff);
+		whisper_mm(be, &L->mlp0_w, &w->y, &w->ff);
 		be->add(be, &w->ff, &L->mlp0_b, &w->ff);
 		be->unary(be, &w->ff, &w->ff, TERN_UNARY_GELU);
-		mm(w, &L->mlp2_w, &w->ff, &w->t);
+		whisper_mm(be, &L->mlp2_w, &w->ff, &w->t);
 		be->add(be, &w->t, &L->mlp2_b, &w->t);
 		r = &w->t;
 	}

@@ -1,0 +1,230 @@
+/* whisper_dec.c - Whisper's text decoder over the backend operation table
+ * (whisper.h). The graph is whisper.cpp's:
+ *
+ *   x = token_embedding[tok] + positional_embedding[pos]
+ *   per block:  x += W_o selfattn(LN(x)) + b_o          (causal, cached)
+ *               x += W_xo crossattn(LN(x), audio) + b_xo (every audio position)
+ *               x += W_2 gelu(W_1 LN(x) + b_1) + b_2
+ *   logits = token_embedding . LN(x)      (the last token only)
+ *
+ * Keys and values of the audio (W_xk enc, W_xv enc + b_xv) are computed
+ * once per window into f16 caches of n_audio_ctx rows; the self-attention
+ * keeps f16 caches of n_text_ctx rows. Queries of the cross attention are
+ * given the last audio position, so that none of it is masked. */
+#include "lib/speech/whisper.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/speech/whisper_impl.h"
+#include "quant/quant.h"
+
+struct dec_layer {
+	struct whisper_block_bufs self;
+	struct tern_buf xln_w, xln_b, xq_w, xq_b, xk_w, xv_w, xv_b, xo_w, xo_b;
+	struct tern_buf kc, vc;   /* self-attention cache {hd, n_head, n_text_ctx} f16 */
+	struct tern_buf xkc, xvc; /* the audio's {hd, n_head, n_audio_ctx} f16 */
+};
+
+struct whisper_decoder {
+	const struct whisper_model *m;
+	struct tern_backend *be;
+	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
+	struct dec_layer *layers;
+	struct tern_buf te, pe, ln_w, ln_b;
+	struct tern_buf ids, pos, audio_pos, audio_last;
+	struct tern_buf x, y, q, t, a, ff, xt, yl, logits;
+	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
+};
+
+int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
+			tern_err *e)
+{
+	*out = NULL;
+	struct whisper_decoder *d = calloc(1, sizeof(*d));
+	if (!d)
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
+	d->m = m;
+	d->be = be;
+	d->n_state = m->hp.n_text_state;
+	d->n_head = m->hp.n_text_head;
+	d->n_text_ctx = m->hp.n_text_ctx;
+	d->n_audio_ctx = m->hp.n_audio_ctx;
+	d->n_vocab = m->hp.n_vocab;
+	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
+	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
+	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
+	d->host = malloc(sizeof(int32_t) * (size_t)(nb > na ? nb : na));
+	if (!d->layers || !d->host) {
+		whisper_decoder_free(d);
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
+	}
+	int rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
+	if (!rc) rc = whisper_buf_weight(be, &d->pe, m->d_pe, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &d->ln_w, m->d_ln_w, false, e);
+	if (!rc) rc = whisper_buf_weight(be, &d->ln_b, m->d_ln_b, false, e);
+	for (int l = 0; !rc && l < m->hp.n_text_layer; l++) {
+		const struct whisper_dec_layer *s = &m->dec[l];
+		struct dec_layer *L = &d->layers[l];
+		rc = whisper_block_load(be, &L->self, &s->self, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xln_w, s->xattn_ln_w, false, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xln_b, s->xattn_ln_b, false, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xq_w, s->xq_w, true, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xq_b, s->xq_b, false, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xk_w, s->xk_w, true, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xv_w, s->xv_w, true, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xv_b, s->xv_b, false, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xo_w, s->xo_w, true, e);
+		if (!rc) rc = whisper_buf_weight(be, &L->xo_b, s->xo_b, false, e);
+		if (!rc) rc = whisper_buf_act(be, &L->kc, QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
+		if (!rc) rc = whisper_buf_act(be, &L->vc, QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, na, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, na, e);
+	}
+	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->pos, QT_I32, 1, nb, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->audio_pos, QT_I32, 1, na, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->audio_last, QT_I32, 1, nb, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->x, QT_F32, 2, ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->y, QT_F32, 2, ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->q, QT_F32, 2, ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->t, QT_F32, 2, ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->a, QT_F32, 2, ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->ff, QT_F32, 2, 4 * ns, nb, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->xt, QT_F32, 2, ns, na, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->yl, QT_F32, 1, ns, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->logits, QT_F32, 1, d->n_vocab, 1, 1, e);
+	if (!rc) {
+		for (int64_t i = 0; i < na; i++)
+			d->host[i] = (int32_t)i;
+		be->upload(be, &d->audio_pos, 0, d->host, sizeof(int32_t) * (size_t)na);
+		rc = be->sync(be, e);
+	}
+	if (!rc) {
+		for (int64_t i = 0; i < nb; i++)
+			d->host[i] = (int32_t)(na - 1);
+		be->upload(be, &d->audio_last, 0, d->host, sizeof(int32_t) * (size_t)nb);
+		rc = be->sync(be, e);
+	}
+	if (rc) {
+		whisper_decoder_free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+void whisper_decoder_free(struct whisper_decoder *d)
+{
+	if (!d)
+		return;
+	struct tern_backend *be = d->be;
+	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos,
+					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
+					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits};
+	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
+	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		whisper_block_free(be, &L->self);
+		struct tern_buf *const lb[] = {&L->xln_w, &L->xln_b, &L->xq_w, &L->xq_b, &L->xk_w, &L->xv_w, &L->xv_b,
+					       &L->xo_w,  &L->xo_b,  &L->kc,   &L->vc,	 &L->xkc,  &L->xvc};
+		whisper_bufs_free(be, lb, sizeof(lb) / sizeof(lb[0]));
+	}
+	free(d->layers);
+	free(d->host);
+	free(d);
+}
+
+int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *enc, tern_err *e)
+{
+	struct tern_backend *be = d->be;
+	const int64_t ns = d->n_state, hd = ns / d->n_head, na = d->n_audio_ctx;
+	if (enc->ne[0] != ns || enc->ne[1] != na)
+		return tern_errf(e, TERN_EINVAL, "audio of %lldx%lld for a decoder of %lldx%lld", (long long)enc->ne[0],
+				 (long long)enc->ne[1], (long long)ns, (long long)na);
+	const int64_t heads[3] = {hd, d->n_head, na};
+	struct tern_buf t3 = tern_buf_reshape(&d->xt, 3, heads);
+	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		whisper_mm(be, &L->xk_w, enc, &d->xt);
+		be->kv_store(be, &L->xkc, &t3, &d->audio_pos);
+		whisper_mm(be, &L->xv_w, enc, &d->xt);
+		be->add(be, &d->xt, &L->xv_b, &d->xt);
+		be->kv_store(be, &L->xvc, &t3, &d->audio_pos);
+	}
+	return be->sync(be, e);
+}
+
+int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int n_past, float *logits, tern_err *e)
+{
+	struct tern_backend *be = d->be;
+	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
+		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
+				 n, n_past, d->n_text_ctx, d->n_batch);
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
+			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
+					 d->n_vocab);
+	const int64_t ns = d->n_state, hd = ns / d->n_head;
+	const struct tern_norm ln = {.kind = TERN_NORM_LAYER, .eps = 1e-5f};
+	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
+
+	/* views of n tokens */
+	struct tern_buf ids = tern_buf_reshape(&d->ids, 1, (int64_t[1]){n});
+	struct tern_buf pos = tern_buf_reshape(&d->pos, 1, (int64_t[1]){n});
+	struct tern_buf alast = tern_buf_reshape(&d->audio_last, 1, (int64_t[1]){n});
+	struct tern_buf x = tern_buf_rows(&d->x, 0, n), y = tern_buf_rows(&d->y, 0, n);
+	struct tern_buf q = tern_buf_rows(&d->q, 0, n), t = tern_buf_rows(&d->t, 0, n);
+	struct tern_buf a = tern_buf_rows(&d->a, 0, n), ff = tern_buf_rows(&d->ff, 0, n);
+	const int64_t heads[3] = {hd, d->n_head, n};
+	struct tern_buf q3 = tern_buf_reshape(&q, 3, heads), t3 = tern_buf_reshape(&t, 3, heads);
+	struct tern_buf a3 = tern_buf_reshape(&a, 3, heads);
+
+	be->upload(be, &ids, 0, tokens, sizeof(int32_t) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		d->host[i] = n_past + i;
+	be->upload(be, &pos, 0, d->host, sizeof(int32_t) * (size_t)n);
+	be->get_rows(be, &d->te, &ids, &x);
+	be->get_rows(be, &d->pe, &pos, &y);
+	be->add(be, &x, &y, &x);
+
+	const struct tern_buf *r = NULL; /* the residual still to add into x */
+	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		const struct whisper_block_bufs *S = &L->self;
+		/* self-attention, causal over the cache */
+		be->norm(be, &x, r, &S->attn_ln_w, &S->attn_ln_b, &y, &ln);
+		whisper_mm(be, &S->q_w, &y, &q);
+		be->add(be, &q, &S->q_b, &q);
+		whisper_mm(be, &S->k_w, &y, &t);
+		be->kv_store(be, &L->kc, &t3, &pos);
+		whisper_mm(be, &S->v_w, &y, &t);
+		be->add(be, &t, &S->v_b, &t);
+		be->kv_store(be, &L->vc, &t3, &pos);
+		be->attention(be, &q3, &L->kc, &L->vc, &pos, &a3, &at);
+		whisper_mm(be, &S->o_w, &a, &t);
+		be->add(be, &t, &S->o_b, &t);
+		/* attention over the audio */
+		be->norm(be, &x, &t, &L->xln_w, &L->xln_b, &y, &ln);
+		whisper_mm(be, &L->xq_w, &y, &q);
+		be->add(be, &q, &L->xq_b, &q);
+		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at);
+		whisper_mm(be, &L->xo_w, &a, &t);
+		be->add(be, &t, &L->xo_b, &t);
+		/* MLP */
+		be->norm(be, &x, &t, &S->mlp_ln_w, &S->mlp_ln_b, &y, &ln);
+		whisper_mm(be, &S->mlp0_w, &y, &ff);
+		be->add(be, &ff, &S->mlp0_b, &ff);
+		be->unary(be, &ff, &ff, TERN_UNARY_GELU);
+		whisper_mm(be, &S->mlp2_w, &ff, &t);
+		be->add(be, &t, &S->mlp2_b, &t);
+		r = &t;
+	}
+	/* the last token only: its residual, its norm, its logits */
+	struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
+	be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
+	be->mat_vec(be, &d->te, &d->yl, &d->logits);
+	be->download(be, &d->logits, 0, logits, sizeof(float) * (size_t)d->n_vocab);
+	return be->sync(be, e);
+}

@@ -51,3 +51,22 @@ print(json.dumps(doc, indent=1))
 PY
 	echo "$name: $(grep -c . "$T/seg.txt") lines from whisper-vad-speech-segments"
 done
+
+# jfk.wav with other segment parameters: tern-vad's options against
+# whisper_vad_params (tests/data/vad/cli_params.json)
+{
+	echo '['
+	sep=
+	for args in "--threshold 0.7 --min-speech-ms 500 --min-silence-ms 300 --speech-pad-ms 0" \
+		"--threshold 0.3 --min-silence-ms 50 --speech-pad-ms 100" "--max-speech-s 1.5" \
+		"--threshold 0.9 --min-speech-ms 1000"; do
+		"$VAD_REF" audio "$MODEL" ../shared/data/audio/jfk.wav $args >"$T/p.json"
+		printf '%s' "$sep"
+		$PYTHON -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(json.dumps({"ref_args": sys.argv[2], "params": r["params"], "segments_cs": r["segments"]}), end="")' "$T/p.json" "$args"
+		sep=$',\n'
+	done
+	printf '\n]\n'
+} >tests/data/vad/cli_params.json
+cat tests/data/vad/cli_params.json

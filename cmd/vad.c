@@ -29,7 +29,7 @@
 
 static const char *o_model;
 static bool o_json, o_csv, o_probs, o_oj, o_ocsv, o_osrt, o_max_seen;
-static struct cli_list o_of;
+static struct cli_list o_of, o_files;
 static int64_t o_threads = 1, o_min_speech = 250, o_min_silence = 100, o_pad = 30;
 static double o_threshold = 0.5, o_max_speech = 0, o_overlap = 0.1;
 static struct cli_common common;
@@ -37,6 +37,8 @@ static struct cli_common common;
 static const struct cli_opt opts[] = {
 	{.lng = "model", .shrt = 'm', .alias = "vm", .kind = CLI_FILE, .dst = &o_model, .arg = "FILE", .ext = "bin",
 	 .help = "the Silero VAD model, whisper.cpp's ggml file (default: $TERN_VAD_MODEL)"},
+	{.lng = "file", .shrt = 'f', .kind = CLI_LIST, .dst = &o_files, .arg = "FILE",
+	 .help = "an input file, as whisper-cli spells it (repeatable; these come before the FILE arguments)"},
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json, .excludes = "csv",
 	 .help = "print one JSON document: files, parameters, segments in seconds and samples, speech ratio, timings"},
 	{.lng = "csv", .kind = CLI_FLAG, .dst = &o_csv, .help = "print CSV: a header, then file,start,end per segment"},
@@ -141,7 +143,7 @@ static const struct cli_prog prog = {
 	.opts = opts,
 	.pos_name = "FILE",
 	.pos_ext = "wav|flac|ogg|opus|mp3|aiff|au",
-	.min_pos = 1,
+	.min_pos = 0,
 	.max_pos = -1,
 	.sections = sections,
 };
@@ -546,9 +548,23 @@ static void check_options(int npos, const char **pos)
 
 int main(int argc, char **argv)
 {
-	const char **pos;
-	int npos;
-	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	const char **args;
+	int nargs;
+	cli_parse(&prog, argc, argv, &common, &args, &nargs);
+	/* the inputs: -f FILE ones, then the FILE arguments */
+	int npos = o_files.n + nargs;
+	const char **pos = calloc((size_t)npos + 1, sizeof *pos);
+	if (!pos) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	for (int i = 0; i < o_files.n; i++)
+		pos[i] = o_files.v[i];
+	for (int i = 0; i < nargs; i++)
+		pos[o_files.n + i] = args[i];
+	free(args);
+	if (npos == 0)
+		cli_usage_error("no FILE: give the audio files to read (- for standard input)");
 	check_options(npos, pos);
 	const char *model_path = o_model;
 	if (!model_path) {

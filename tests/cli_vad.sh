@@ -21,7 +21,7 @@ expect 0 $R --help && check "help shows usage" grep -q '^usage: tern-vad \[-m MO
 check "help lists whisper-cli's spellings" grep -q -- '-vspd, --vad-min-speech-duration-ms MS' "$T/out"
 expect 2 $R "$J" && check "no model: one line naming -m and TERN_VAD_MODEL" \
 	one_line_err "tern-vad: no model: give -m FILE or set TERN_VAD_MODEL"
-expect 2 $R -m "$M" && check "no FILE: usage error" grep -q "^tern-vad: " "$T/err"
+expect 2 $R -m "$M" && check "no FILE: usage error" one_line_err "tern-vad: no FILE: give the audio files to read"
 expect 2 $R -m "$M" --bogus "$J" && check "unknown option" one_line_err "tern-vad: unknown option '--bogus'"
 expect 2 $R -m "$M" -vt 1.5 "$J" && check "threshold above 1" one_line_err "tern-vad: option '--vad-threshold': 1.5 is not in 0..1"
 expect 2 $R -m "$M" -vt -0.1 "$J" && check "threshold below 0" one_line_err "tern-vad: option '--vad-threshold'"
@@ -60,6 +60,7 @@ assert got == [32, 227, 327, 441, 538, 768, 816, 1062], got' "$T/out"
 check "nothing on stderr without -v" test ! -s "$T/err"
 cp "$T/out" "$T/jfk.txt"
 TERN_VAD_MODEL=$M expect 0 $TO $R "$J" && check "TERN_VAD_MODEL supplies -m" cmp -s "$T/out" "$T/jfk.txt"
+expect 0 $TO $R -vm "$M" -f "$J" && check "-vm and -f, as whisper-cli spells them" cmp -s "$T/out" "$T/jfk.txt"
 expect 0 $TO $R -m "$M" -t 2 -v "$J" && check "-v: the RTF line on stderr" \
 	grep -q "^tern-vad: $J: 11.000 s of audio (WAV (PCM 16-bit), 16000 Hz, 1 channel): 4 segments, .* RTF " "$T/err"
 expect 0 $TO $R -m "$M" -q "$J" && check "-q: nothing on stderr" test ! -s "$T/err"
@@ -152,6 +153,7 @@ $J: 5.378 --> 7.678
 $J: 8.162 --> 10.622
 $A/jfk_pad.flac: 1.794 --> 3.774"
 cp "$T/out" "$T/two.txt"
+expect 0 $TO $R -m "$M" -f "$J" "$A/jfk_pad.flac" && check "-f FILE before the FILE arguments" cmp -s "$T/out" "$T/two.txt"
 expect 0 $TO $R -m "$M" -t 2 "$J" "$A/jfk_pad.flac" && check "-t 2: the same output, in order" cmp -s "$T/out" "$T/two.txt"
 expect 0 $TO $R -m "$M" --probs "$J" "$A/silence.flac"
 check "--probs with several files: # FILE headers, blocks apart" test "$(grep -c '^# ' "$T/out")" -eq 2 -a "$(grep -c '^$' "$T/out")" -eq 1

@@ -1,7 +1,7 @@
 # fish completion for tern-vad; generated from its option table.
 complete -c tern-vad -k -a '(__fish_complete_suffix .wav) (__fish_complete_suffix .flac) (__fish_complete_suffix .ogg) (__fish_complete_suffix .opus) (__fish_complete_suffix .mp3) (__fish_complete_suffix .aiff) (__fish_complete_suffix .au)'
 complete -c tern-vad -s m -o vm -l model -r -k -a '(__fish_complete_suffix .bin)' -d 'the Silero VAD model, whisper.cpp\'s ggml file (default: $TERN_VAD_MODEL)'
-complete -c tern-vad -s f -l file -x -d 'an input file, as whisper-cli spells it (repeatable; these come before the FILE arguments)'
+complete -c tern-vad -s f -l file -x -d 'an input file, as whisper-cli spells it; these come before the FILE arguments'
 complete -c tern-vad -l json -d 'print one JSON document: files, parameters, segments in seconds and samples, speech ratio, timings'
 complete -c tern-vad -l csv -d 'print CSV: a header, then file,start,end per segment'
 complete -c tern-vad -l probs -d 'print each window\'s speech probability with its time instead of the segments (--json: both)'
@@ -12,7 +12,7 @@ complete -c tern-vad -o osrt -l output-srt -d 'also write BASE.srt for each FILE
 complete -c tern-vad -o vt -l vad-threshold -x -d 'speech probability that starts a segment, 0..1 (default: 0.5; it ends below X - 0.15)'
 complete -c tern-vad -o vspd -l vad-min-speech-duration-ms -x -d 'drop segments shorter than this (default: 250)'
 complete -c tern-vad -o vsd -l vad-min-silence-duration-ms -x -d 'silence that ends a segment (default: 100)'
-complete -c tern-vad -o vmsd -l vad-max-speech-duration-s -x -d 'split segments longer than this, at a silence when there is one (default: no limit)'
+complete -c tern-vad -o vmsd -l vad-max-speech-duration-s -x -d 'cut segments longer than this, as whisper.cpp does (default: no limit)'
 complete -c tern-vad -o vp -l vad-speech-pad-ms -x -d 'widen each segment by this on both sides (default: 30)'
 complete -c tern-vad -o vo -l vad-samples-overlap -x -d 'overlap in seconds when segments are cut out for transcription; reported, not used here (default: 0.1)'
 complete -c tern-vad -s t -l threads -x -d 'files processed at once (default: 1; the model runs one window after another)'

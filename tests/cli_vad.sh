@@ -189,6 +189,11 @@ import json, sys
 f = json.load(open(sys.argv[1]))["files"]
 assert set(f[0]) == {"file", "error"} and f[0]["error"].startswith("not audio"), f[0]
 assert len(f[1]["segments"]) == 4' "$T/out"
+$PYTHON -c 'import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[5000:6000] = bytes(1000)
+open(sys.argv[2], "wb").write(d)' "$A/jfk_noise.mp3" "$T/damaged.mp3"
+expect 0 $TO $R -m "$M" "$T/damaged.mp3" && check "a damaged MP3: segments, and libmpg123 kept quiet" test -s "$T/out" -a ! -s "$T/err"
 head -c 100000 "$J" >"$T/cut.wav"
 expect 0 $TO $R -m "$M" --json "$T/cut.wav" && check "a WAV cut in its data: what is there" $PYTHON -c '
 import json, sys

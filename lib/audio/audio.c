@@ -10,8 +10,10 @@
  * block sizes below whatever the length of the audio. */
 #include "lib/audio/audio.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <math.h>
 #include <samplerate.h>
 #include <sndfile.h>
@@ -59,6 +61,45 @@ struct tern_audio {
 	bool eof_in;   /* libsndfile has no more frames */
 	bool done;     /* the resampler is flushed too */
 };
+
+/* ---- a quiet MP3 decoder ------------------------------------------------------ */
+
+/* libsndfile decodes MP3 with libmpg123 without asking it to be quiet, so
+ * a damaged MP3 makes libmpg123 print "Note: Illegal Audio-MPEG-Header ..."
+ * lines on stderr, and the library must never print. libsndfile makes its
+ * decoder with mpg123_new(): this definition takes that call (the
+ * program's own definition comes first in the dynamic symbol lookup; this
+ * file is linked whenever audio is read), gets the handle from libmpg123's
+ * mpg123_new and sets MPG123_QUIET on it. The only symbol here without the
+ * module prefix, on purpose. Values from mpg123.h (API 47, unchanged since
+ * the flag exists): MPG123_ADD_FLAGS 2, MPG123_QUIET 0x20. */
+void *mpg123_new(const char *decoder, int *error);
+
+static void *(*mpg_new)(const char *, int *);
+static int (*mpg_param)(void *, int, long, double);
+static pthread_once_t mpg_once = PTHREAD_ONCE_INIT;
+
+static void mpg_resolve(void)
+{
+	*(void **)&mpg_new = dlsym(RTLD_NEXT, "mpg123_new");
+	*(void **)&mpg_param = dlsym(RTLD_NEXT, "mpg123_param2"); /* what mpg123_param is since API 47 */
+	if (!mpg_param)
+		*(void **)&mpg_param = dlsym(RTLD_NEXT, "mpg123_param");
+}
+
+void *mpg123_new(const char *decoder, int *error)
+{
+	pthread_once(&mpg_once, mpg_resolve);
+	if (!mpg_new) {
+		if (error)
+			*error = -1; /* MPG123_ERR: no libmpg123 in the process */
+		return NULL;
+	}
+	void *h = mpg_new(decoder, error);
+	if (h && mpg_param)
+		mpg_param(h, 2 /* MPG123_ADD_FLAGS */, 0x20 /* MPG123_QUIET */, 0);
+	return h;
+}
 
 /* ---- virtual I/O over memory --------------------------------------------- */
 

@@ -21,7 +21,7 @@
  * steps are whisper.cpp's, operation for operation (this file is compiled
  * as ISO C: no FMA contraction).
  *
- * Where it runs: on the CPU, in plain C with an AVX2 table of the three
+ * Where it runs: on the CPU, in plain C with an AVX2 table of the two
  * kernels (silero_kern.h), not on the backend operation table. The table
  * has no reflection pad, im2col conv, ReLU, sigmoid, tanh or LSTM cell,
  * vad.h's API takes no backend (models reach a backend only through one

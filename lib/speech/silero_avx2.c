@@ -13,23 +13,27 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* s[base] over 16 rows: (p[b] + p[b+32]) + (p[b+16] + p[b+48]). */
+/* s[base] over 16 rows: (p[b] + p[b+32]) + (p[b+16] + p[b+48]); the
+ * eight accumulators are spelled out so that they stay in registers. */
 static inline __attribute__((always_inline)) void leaf(const float *w, int ni, const float *x, int base, __m256 *s0,
 						       __m256 *s1)
 {
-	__m256 a[4][2];
-	for (int q = 0; q < 4; q++)
-		a[q][0] = a[q][1] = _mm256_setzero_ps();
-	for (int i = 0; i < ni; i++) {
-		for (int q = 0; q < 4; q++) {
-			size_t k = (size_t)(SILERO_DOT_PARTS * i + base + 16 * q);
-			__m256 b = _mm256_broadcast_ss(x + k);
-			a[q][0] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * k), b, a[q][0]);
-			a[q][1] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * k + 8), b, a[q][1]);
-		}
+	__m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+	const float *xp = x + base, *wp = w + 16 * (size_t)base;
+	for (int i = 0; i < ni; i++, xp += SILERO_DOT_PARTS, wp += 16 * SILERO_DOT_PARTS) {
+		__m256 b0 = _mm256_broadcast_ss(xp), b1 = _mm256_broadcast_ss(xp + 16);
+		__m256 b2 = _mm256_broadcast_ss(xp + 32), b3 = _mm256_broadcast_ss(xp + 48);
+		a00 = _mm256_fmadd_ps(_mm256_load_ps(wp), b0, a00);
+		a01 = _mm256_fmadd_ps(_mm256_load_ps(wp + 8), b0, a01);
+		a10 = _mm256_fmadd_ps(_mm256_load_ps(wp + 256), b1, a10);
+		a11 = _mm256_fmadd_ps(_mm256_load_ps(wp + 264), b1, a11);
+		a20 = _mm256_fmadd_ps(_mm256_load_ps(wp + 512), b2, a20);
+		a21 = _mm256_fmadd_ps(_mm256_load_ps(wp + 520), b2, a21);
+		a30 = _mm256_fmadd_ps(_mm256_load_ps(wp + 768), b3, a30);
+		a31 = _mm256_fmadd_ps(_mm256_load_ps(wp + 776), b3, a31);
 	}
-	*s0 = _mm256_add_ps(_mm256_add_ps(a[0][0], a[2][0]), _mm256_add_ps(a[1][0], a[3][0]));
-	*s1 = _mm256_add_ps(_mm256_add_ps(a[0][1], a[2][1]), _mm256_add_ps(a[1][1], a[3][1]));
+	*s0 = _mm256_add_ps(_mm256_add_ps(a00, a20), _mm256_add_ps(a10, a30));
+	*s1 = _mm256_add_ps(_mm256_add_ps(a01, a21), _mm256_add_ps(a11, a31));
 }
 
 /* The ggml dots of one token with the 16 rows of a panel block. */

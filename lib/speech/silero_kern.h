@@ -6,8 +6,8 @@
  * Weights are panels: a [rows][cols] matrix stored as ceil(rows / 16)
  * blocks of [cols][16] f32 (16 consecutive rows interleaved, the pad rows
  * zero), 32-byte aligned, so that one k step of a block is two 8-lane
- * loads. Activations are rows given by pointers: a conv's im2col rows are
- * overlapping slices of one padded buffer, never copied. */
+ * loads. Activations are rows given by pointers, so that the STFT's
+ * frames are overlapping slices of the padded window, never copied. */
 #ifndef TERN_SILERO_KERN_H
 #define TERN_SILERO_KERN_H
 

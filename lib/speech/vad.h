@@ -22,18 +22,21 @@
 #define TERN_VAD_WINDOW 512
 
 struct tern_silero; /* the model, immutable once loaded */
-struct tern_vad;    /* one stream's state (LSTM state, context samples) */
+struct tern_vad;    /* one stream's state (the LSTM state) and its work buffers */
 
 /* Load a Silero ggml file. Errors: TERN_EIO, TERN_EFORMAT (not a Silero
- * file, a missing or mis-shaped tensor, named), TERN_EUNSUPPORTED. */
+ * file, a missing, unknown or mis-shaped tensor, named), TERN_EUNSUPPORTED
+ * (a version other than 5 or 6, other hyperparameters), TERN_ENOMEM. */
 int tern_silero_load(struct tern_silero **out, const char *path, tern_err *e);
 /* The same from a file's bytes in memory (not kept after the call). */
 int tern_silero_load_mem(struct tern_silero **out, const void *buf, size_t size, tern_err *e);
 void tern_silero_free(struct tern_silero *m);
 const char *tern_silero_version(const struct tern_silero *m); /* "v5", "v6" */
 
+/* A stream over m (which must outlive it); several streams may share a
+ * model, each driven by one thread at a time. Errors: TERN_ENOMEM. */
 int tern_vad_new(struct tern_vad **out, const struct tern_silero *m, tern_err *e);
-void tern_vad_reset(struct tern_vad *v);   /* a new stream: zero state and context */
+void tern_vad_reset(struct tern_vad *v);   /* a new stream: zero state */
 void tern_vad_free(struct tern_vad *v);
 
 /* The speech probability of the next window of 512 samples (streaming:
@@ -42,8 +45,8 @@ float tern_vad_window(struct tern_vad *v, const float window[TERN_VAD_WINDOW]);
 
 /* Probabilities of n samples from the start of a stream (resets v):
  * ceil(n / 512) windows into probs, the last one zero-padded, as
- * whisper.cpp does. The same values as tern_vad_window window after
- * window up to the order of float sums (the windows are batched here).
+ * whisper.cpp does. The same bits as tern_vad_window window after window
+ * (the windows are batched here, but every sum keeps its order).
  * Errors: TERN_EINVAL (n > 0 without pcm or probs). */
 int tern_vad_probs(struct tern_vad *v, const float *pcm, size_t n, float *probs, tern_err *e);
 
@@ -52,7 +55,9 @@ struct tern_vad_params {
 	float threshold;          /* 0.5; the negative threshold is threshold - 0.15 */
 	int32_t min_speech_ms;    /* 250 */
 	int32_t min_silence_ms;   /* 100 */
-	float max_speech_s;       /* no limit: FLT_MAX */
+	float max_speech_s;       /* FLT_MAX: no limit; as whisper.cpp, truncated to whole
+				   * seconds, and one too short for a window and the two
+				   * paddings (under 1 s) means no limit too */
 	int32_t speech_pad_ms;    /* 30 */
 	float samples_overlap;    /* 0.1 s, used when segments are cut out for transcription */
 };

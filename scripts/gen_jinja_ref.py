@@ -12,6 +12,7 @@ and the {% generation %} block of its AssistantTracker. Writes:
   cases.txt   records (format below) for
               - every real template (../shared/data/templates/*.jinja and
                 the ones embedded in the real models, copied to models/)
+                and the templates written for these tests (own/)
                 x every conversation x add_generation_prompt 0/1, with the
                 bos/eos texts of the template's model family
               - small engine cases, one or a few features each
@@ -327,6 +328,11 @@ def main():
         with open(os.path.join(DATA, "models", name), "w", encoding="utf-8", newline="") as f:
             f.write(text)
         temps.append(("local:models/" + name, name, text, bos, eos))
+    # templates written for these tests (tests/data/jinja/own): the
+    # constructs of recent templates that the shared ones lack
+    for fn in sorted(os.listdir(os.path.join(DATA, "own"))):
+        text = open(os.path.join(DATA, "own", fn), encoding="utf-8").read()
+        temps.append(("local:own/" + fn, fn, text, "<s>", "</s>"))
 
     with open(os.path.join(DATA, "cases.txt"), "wb") as f:
         record(f, f"now t={calendar.timegm(FIXED_NOW.timetuple())}", "")
@@ -334,9 +340,13 @@ def main():
             # tool-use templates get tools in every conversation, the
             # others in the conversations with tool calls
             always = "tool_use" in fn or "functionary" in fn or "firefunction" in fn
+            if "local:own/" in src:
+                always = True
             for conv, msgs in CONVS:
                 for ag in (0, 1):
                     ctx = ctx_for(conv, msgs, ag, bos, eos, always or conv in TOOL_CONVS)
+                    if "local:own/" in src and conv not in TOOL_CONVS and conv != "multi":
+                        ctx["tools"] = None
                     case(f, f"{fn.rsplit('.', 1)[0]}/{conv}/{ag}", src, text, ctx)
             # the template without tools/documents in the context at all
             ctx = ctx_for("user", CONVS[1][1], 1, bos, eos, False)

@@ -213,6 +213,7 @@ ENGINE = [
     ("tests_defined", "{{ x is defined }} {{ y is defined }} {{ y is undefined }} {{ x.k is defined }} {{ x.z is defined }} {{ x is not defined }}", {"x": {"k": 1}}),
     ("tests_types", "{{ none is none }} {{ 's' is string }} {{ {} is mapping }} {{ [] is iterable }} {{ 's' is iterable }} {{ 1 is number }} {{ 1.5 is number }} {{ 1 is integer }} {{ 1.0 is float }} {{ true is boolean }} {{ 1 is boolean }} {{ true is true }} {{ 1 is true }} {{ false is false }} {{ [] is sequence }} {{ 1 is iterable }} {{ u is iterable }}", {}),
     ("tests_values", "{{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(4) }} {{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 'a' is in 'cat' }} {{ 1 is equalto 1 }} {{ 1 is eq 2 }} {{ 1 is ne 2 }} {{ 2 is gt 1 }} {{ 2 is lessthan 1 }} {{ 1 is ge 1 }} {{ none is sameas none }}", {}),
+    ("tests_float_parity", "{{ 2.0 is even }} {{ 3.0 is odd }} {{ 4.5 is divisibleby 1.5 }} {{ (1, 2) * 2 }} {{ u is callable }}", {}),
     ("tests_callable", "{% macro m() %}{% endmacro %}{{ m is callable }} {{ 1 is callable }} {{ range is callable }}", {}),
     # filters
     ("f_trim", "[{{ '  a b \\n'|trim }}] [{{ '--a--'|trim('-') }}] [{{ none|trim }}] [{{ '\\u00a0x\\u3000'|trim }}]", {}),
@@ -287,6 +288,7 @@ ENGINE = [
     ("err_tojson_undefined", "{{ u|tojson }}", {}),
     ("err_not_iterable", "{% for x in 5 %}{% endfor %}", {}),
     ("err_unpack", "{% for a, b in [[1, 2, 3]] %}{% endfor %}", {}),
+    ("err_indent_int", "{{ 5|indent }}", {}),
     ("err_raise_in_macro", "{% macro m() %}{{ raise_exception('from macro') }}{% endmacro %}{{ m() }}", {}),
 ]
 

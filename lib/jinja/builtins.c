@@ -845,7 +845,7 @@ int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *
 	else if (!strcmp(t, "true") || !strcmp(t, "false"))
 		*out = v.t == JV_BOOL && v.u.b == (t[0] == 't');
 	else if (!strcmp(t, "callable"))
-		*out = v.t == JV_MACRO || v.t == JV_FUNC;
+		*out = v.t == JV_MACRO || v.t == JV_FUNC || v.t == JV_UNDEF; /* Undefined has __call__ */
 	else if (!strcmp(t, "escaped"))
 		*out = false;
 	else if (!strcmp(t, "filter") || !strcmp(t, "test")) {
@@ -853,6 +853,19 @@ int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *
 			return rc;
 		*out = t[0] == 'f' ? jj_filter_exists(v.u.s.p) : jj_test_exists(v.u.s.p);
 	} else if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) {
+		if (v.t == JV_FLOAT || (t[0] == 'd' && has && x.t == JV_FLOAT)) {
+			/* Python's % on floats: value % 2 == 1, value % num == 0 */
+			double a0 = jv_num(v), b0 = t[0] == 'd' ? (has ? jv_num(x) : 0) : 2;
+			if (!has && t[0] == 'd')
+				return jj_fail(c, TERN_EFORMAT, "divisibleby needs an argument");
+			if (b0 == 0 || !jv_is_num(v) || (t[0] == 'd' && !jv_is_num(x)))
+				return jj_fail(c, TERN_EFORMAT, "float modulo");
+			double m = fmod(a0, b0);
+			if (m != 0 && ((m < 0) != (b0 < 0)))
+				m += b0;
+			*out = t[0] == 'o' ? m == 1 : m == 0;
+			return 0;
+		}
 		if (v.t != JV_INT && v.t != JV_BOOL)
 			return jj_fail(c, TERN_EFORMAT, "test '%s' needs an integer, not %s", t, jv_type_name(v));
 		int64_t i = v.t == JV_INT ? v.u.i : v.u.b, d = 2;
@@ -1352,6 +1365,8 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 	    !strcmp(f, "capitalize") || !strcmp(f, "title") || !strcmp(f, "replace") || !strcmp(f, "e") ||
 	    !strcmp(f, "escape") || !strcmp(f, "forceescape") || !strcmp(f, "center") || !strcmp(f, "indent") ||
 	    !strcmp(f, "wordcount") || !strcmp(f, "truncate") || !strcmp(f, "striptags")) {
+		if ((!strcmp(f, "indent") || !strcmp(f, "truncate")) && v.t != JV_STR)
+			return jj_fail(c, TERN_EFORMAT, "%s needs a string, not %s", f, jv_type_name(v));
 		if ((rc = jv_to_str(c, v, &s)))
 			return rc;
 		if (!strcmp(f, "string")) {

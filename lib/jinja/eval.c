@@ -523,6 +523,7 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 		for (int64_t i = 0; i < k; i++)
 			for (size_t j = 0; j < l.u.l->n; j++)
 				out->u.l->v[out->u.l->n++] = l.u.l->v[j];
+		out->tuple = l.tuple;
 		return 0;
 	}
 	if (op == JO_MUL && (r.t == JV_STR || r.t == JV_LIST) && (l.t == JV_INT || l.t == JV_BOOL))

@@ -233,11 +233,13 @@ int jj_iter_list(struct jj_ctx *c, struct jv v, struct jv *list)
 			list->u.l->v[list->u.l->n++] = v.u.d->k[i];
 		return 0;
 	case JV_STR: {
-		size_t n = jj_utf8_count(v.u.s.p, v.u.s.n);
+		/* one piece per lead byte; a stray continuation byte at the start
+		 * (invalid UTF-8 in a template) is a piece of its own */
+		size_t n = jj_utf8_count(v.u.s.p, v.u.s.n) + 1;
 		if ((rc = jv_new_list(c, n, list)))
 			return rc;
 		size_t i = 0;
-		while (i < v.u.s.n) {
+		while (i < v.u.s.n && list->u.l->n < n) {
 			size_t j = i + 1;
 			while (j < v.u.s.n && ((unsigned char)v.u.s.p[j] & 0xC0) == 0x80)
 				j++;

@@ -471,9 +471,11 @@ int jj_lex(struct jj_arena *a, const char *src, size_t len, struct jj_token **ou
 		if (kind == '%') {
 			char esign = 0;
 			size_t body = match_word_tag(s, L.n, L.pos, "raw", &esign);
-			if (body) {
+			if (body && esign != '+') {
+				/* jinja2 takes no "+" there, and trims no newline after
+				 * the opening tag (only after {% endraw %}) */
 				advance_to(&L, body);
-				after_end(&L, esign, true);
+				after_end(&L, esign, false);
 				/* the body runs to the first {% endraw %} */
 				size_t j = L.pos, endtag = 0;
 				char osign = 0;

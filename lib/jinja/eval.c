@@ -31,12 +31,39 @@ static void at(struct jj_ctx *c, const struct jj_node *x)
 }
 
 /* ---- frames -------------------------------------------------------------- */
+static bool stores_has(const struct jj_nodes *s, const char *name, size_t n)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->v[i]->name_n == n && memcmp(s->v[i]->name, name, n) == 0)
+			return true;
+	return false;
+}
+
 static struct jv *frame_find(struct jj_frame *f, const char *name, size_t n)
 {
 	for (; f; f = f->parent)
 		for (size_t i = f->n; i-- > 0;)
 			if (f->v[i].n == n && memcmp(f->v[i].name, name, n) == 0)
 				return &f->v[i].v;
+	return NULL;
+}
+
+/* A name as jinja2 resolves it: the innermost binding, but a scope that
+ * assigns the name somewhere hides the context from the scopes inside it
+ * until it has assigned it (jinja2 compiles such a name to a local that
+ * starts undefined); in its own code the name falls back to the context. */
+static const struct jv *lookup(struct jj_frame *start, const char *name, size_t n, bool *hidden)
+{
+	*hidden = false;
+	for (struct jj_frame *f = start; f; f = f->parent) {
+		for (size_t i = f->n; i-- > 0;)
+			if (f->v[i].n == n && memcmp(f->v[i].name, name, n) == 0)
+				return &f->v[i].v;
+		if (f != start && stores_has(f->stores, name, n)) {
+			*hidden = true;
+			return NULL;
+		}
+	}
 	return NULL;
 }
 
@@ -289,6 +316,7 @@ static int call_macro(struct jj_ctx *c, const struct jj_macro *m, const struct j
 	struct jj_frame *f = frame_new(c, m->closure);
 	if (!f)
 		return jj_oom(c);
+	f->stores = &def->stores;
 	int rc = 0;
 	size_t np = def->targets.n;
 	struct jv varargs, kwargs;
@@ -662,12 +690,13 @@ static int eval(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 		*out = x->lit;
 		return 0;
 	case JN_NAME: {
-		const struct jv *v = frame_find(c->frame, x->name, x->name_n);
+		bool hidden;
+		const struct jv *v = lookup(c->frame, x->name, x->name_n, &hidden);
 		if (v) {
 			*out = *v;
 			return 0;
 		}
-		if (jj_global_lookup(x->name, x->name_n, out) == 0)
+		if (!hidden && jj_global_lookup(x->name, x->name_n, out) == 0)
 			return 0;
 		*out = jv_undef(x->name);
 		return 0;
@@ -871,6 +900,7 @@ static int exec_for(struct jj_ctx *c, const struct jj_node *x, struct jj_frame *
 	struct jj_frame *lf = frame_new(c, f);
 	if (!lf)
 		return jj_oom(c);
+	lf->stores = &x->stores;
 	struct jj_frame *saved = c->frame;
 	c->frame = lf;
 	if (x->filter) {
@@ -923,12 +953,17 @@ out:
 	return rc;
 }
 
-/* text rendered by body, into a string value */
-static int capture(struct jj_ctx *c, const struct jj_nodes *body, struct jj_frame *f, struct jv *out)
+/* text rendered by the body of x (a block set or filter block: a scope of
+ * its own, as in jinja2), into a string value */
+static int capture(struct jj_ctx *c, const struct jj_node *x, struct jj_frame *parent, struct jv *out)
 {
+	struct jj_frame *f = frame_new(c, parent);
+	if (!f)
+		return jj_oom(c);
+	f->stores = &x->stores;
 	struct jj_buf buf = {0}, *saved = c->out;
 	c->out = &buf;
-	int rc = exec_body(c, body, f);
+	int rc = exec_body(c, &x->body, f);
 	c->out = saved;
 	if (rc)
 		return rc;
@@ -976,7 +1011,7 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 			return rc;
 		return assign(c, f, &x->targets, v, x);
 	case JN_SETBLOCK:
-		if ((rc = capture(c, &x->body, f, &v)))
+		if ((rc = capture(c, x, f, &v)))
 			return rc > 0 ? 0 : rc;
 		if (x->filter && (rc = apply_block_filters(c, x->filter, v, &v)))
 			return rc;
@@ -1004,7 +1039,7 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 		return jv_write_str(c, c->out, v);
 	}
 	case JN_FILTERBLOCK:
-		if ((rc = capture(c, &x->body, f, &v)))
+		if ((rc = capture(c, x, f, &v)))
 			return rc;
 		if ((rc = apply_block_filters(c, x->filter, v, &v)))
 			return rc;
@@ -1013,12 +1048,16 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 		/* {% generation %}: transformers renders it through a call block,
 		 * so its assignments stay inside */
 		struct jj_frame *gf = frame_new(c, f);
-		return gf ? exec_body(c, &x->body, gf) : jj_oom(c);
+		if (!gf)
+			return jj_oom(c);
+		gf->stores = &x->stores;
+		return exec_body(c, &x->body, gf);
 	}
 	case JN_WITH: {
 		struct jj_frame *wf = frame_new(c, f);
 		if (!wf)
 			return jj_oom(c);
+		wf->stores = &x->stores;
 		struct jj_frame *saved = c->frame;
 		for (size_t i = 0; i < x->targets.n; i++) {
 			if ((rc = eval(c, x->kwvals.v[i], &v)))
@@ -1110,6 +1149,8 @@ int tern_jinja_render(const struct tern_jinja *t, const char *ctx_json, size_t c
 	struct jj_frame *g = NULL, *top = NULL;
 	if (!rc && (!(g = frame_new(&c, NULL)) || !(top = frame_new(&c, g))))
 		rc = jj_oom(&c);
+	if (top)
+		top->stores = &t->stores;
 	for (size_t i = 0; !rc && i < ctx.u.d->n; i++)
 		rc = frame_set(&c, g, ctx.u.d->k[i].u.s.p, ctx.u.d->k[i].u.s.n, ctx.u.d->v[i]);
 	struct jj_buf buf = {0};

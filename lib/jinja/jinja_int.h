@@ -125,6 +125,7 @@ struct jj_node {
 	struct jj_nodes elifs;     /* JN_IF: alternating condition, JN_BODY */
 	struct jj_nodes targets;   /* JN_FOR/JN_SET: names (JN_NAME or JN_ATTR) */
 	struct jj_node *filter;    /* JN_FOR: `if` condition; block filters */
+	struct jj_nodes stores;    /* scopes: the names the scope itself assigns */
 };
 
 /* binary operators (JN_BIN) and comparisons (JN_CMP) */
@@ -134,6 +135,7 @@ enum { JO_ADD, JO_SUB, JO_MUL, JO_DIV, JO_FDIV, JO_MOD, JO_POW,
 struct tern_jinja {
 	struct jj_arena a;
 	struct jj_nodes body;
+	struct jj_nodes stores; /* the names the template's top level assigns */
 	uint32_t max_depth_seen;
 };
 
@@ -158,6 +160,7 @@ struct jj_frame {
 	struct jj_frame *parent;
 	struct jj_var *v;
 	size_t n, cap;
+	const struct jj_nodes *stores; /* the scope's assigned names; NULL: none */
 };
 
 struct jj_macro {

@@ -1103,9 +1103,233 @@ static int parse_statement(struct parser *P, struct jj_nodes *body, size_t *cap)
 	return nl_push(P, body, cap, x);
 }
 
+/* ---- scopes ---------------------------------------------------------------
+ * jinja2 decides at compile time what a name means in each scope. A name
+ * that a scope assigns becomes a local of that scope, and its value before
+ * the assignment depends on the scope's code in order: loaded first, or
+ * first assigned inside an if -> the context's value; assigned first
+ * -> undefined, unless an enclosing scope mentions the name (then the
+ * enclosing value). Nested scopes see the local, so a loop that reads `x`
+ * inside a scope that assigns `x` later reads undefined, not the context.
+ * Each scope node keeps in `stores` the names whose value starts undefined
+ * that way; the evaluator stops a lookup there. */
+enum { NM_LOADED = 1, NM_STORED, NM_PARTIAL };
+
+struct nm {
+	const struct jj_node *n;
+	uint8_t st;
+};
+
+struct tab {
+	struct nm *v;
+	size_t n, cap;
+	const struct tab *parent; /* the enclosing scope's complete table */
+};
+
+static struct nm *tab_find(const struct tab *t, const char *name, size_t n)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].n->name_n == n && !memcmp(t->v[i].n->name, name, n))
+			return &t->v[i];
+	return NULL;
+}
+
+static int tab_add(struct parser *P, struct tab *t, const struct jj_node *x, uint8_t st)
+{
+	if (!x->name || tab_find(t, x->name, x->name_n))
+		return 0;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		struct nm *v = jj_alloc(P->a, cap * sizeof *v);
+		if (!v)
+			return nomem(P);
+		if (t->n)
+			memcpy(v, t->v, t->n * sizeof *v);
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n].n = x;
+	t->v[t->n++].st = st;
+	return 0;
+}
+
+/* scopes met while walking one level, analysed once that level is complete */
+struct pending {
+	struct jj_node **v;
+	size_t n, cap;
+};
+
+static int an_expr(struct parser *P, struct tab *t, const struct jj_node *x, uint32_t depth)
+{
+	if (!x || depth > 4 * P->max_depth + 64)
+		return 0;
+	int rc = 0;
+	if (x->kind == JN_NAME)
+		rc = tab_add(P, t, x, NM_LOADED);
+	const struct jj_node *kids[] = {x->a, x->b, x->c, x->filter};
+	for (size_t i = 0; !rc && i < 4; i++)
+		rc = an_expr(P, t, kids[i], depth + 1);
+	for (size_t i = 0; !rc && i < x->args.n; i++)
+		rc = an_expr(P, t, x->args.v[i], depth + 1);
+	for (size_t i = 0; !rc && i < x->kwvals.n; i++)
+		rc = an_expr(P, t, x->kwvals.v[i], depth + 1);
+	return rc;
+}
+
+static int pend(struct parser *P, struct pending *q, struct jj_node *x)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 8;
+		struct jj_node **v = jj_alloc(P->a, cap * sizeof *v);
+		if (!v)
+			return nomem(P);
+		if (q->n)
+			memcpy(v, q->v, q->n * sizeof *v);
+		q->v = v;
+		q->cap = cap;
+	}
+	q->v[q->n++] = x;
+	return 0;
+}
+
+static int an_body(struct parser *P, struct tab *t, const struct jj_nodes *body, struct pending *q, uint32_t depth);
+
+static int an_if(struct parser *P, struct tab *t, const struct jj_node *x, struct pending *q, uint32_t depth)
+{
+	int rc = an_expr(P, t, x->a, 0);
+	if (rc)
+		return rc;
+	/* each branch on its own, then merged as jinja2's branch_update */
+	size_t nb = 2 + x->elifs.n / 2;
+	struct tab *bt = jj_alloc(P->a, nb * sizeof *bt);
+	if (!bt)
+		return nomem(P);
+	rc = an_body(P, &bt[0], &x->body, q, depth + 1);
+	for (size_t k = 0; !rc && k + 1 < x->elifs.n; k += 2) {
+		struct tab *b = &bt[1 + k / 2];
+		if (!(rc = an_expr(P, b, x->elifs.v[k], 0)))
+			rc = an_body(P, b, &x->elifs.v[k + 1]->body, q, depth + 1);
+	}
+	if (!rc)
+		rc = an_body(P, &bt[nb - 1], &x->orelse, q, depth + 1);
+	for (size_t i = 0; !rc && i < nb; i++)
+		for (size_t j = 0; !rc && j < bt[i].n; j++) {
+			const struct jj_node *nmn = bt[i].v[j].n;
+			if (tab_find(t, nmn->name, nmn->name_n))
+				continue;
+			/* jinja2 starts a name assigned inside an if from the
+			 * context, whether or not every branch assigns it */
+			bool loaded = false;
+			for (size_t k = 0; k < nb; k++) {
+				const struct nm *o = tab_find(&bt[k], nmn->name, nmn->name_n);
+				loaded = loaded || (o && o->st == NM_LOADED);
+			}
+			rc = tab_add(P, t, nmn, loaded ? NM_LOADED : NM_PARTIAL);
+		}
+	return rc;
+}
+
+static int an_body(struct parser *P, struct tab *t, const struct jj_nodes *body, struct pending *q, uint32_t depth)
+{
+	int rc = 0;
+	if (depth > P->max_depth + 8)
+		return 0; /* deeper than the parser allows: cannot happen */
+	for (size_t i = 0; !rc && i < body->n; i++) {
+		struct jj_node *x = body->v[i];
+		switch (x->kind) {
+		case JN_PRINT:
+			rc = an_expr(P, t, x->a, 0);
+			break;
+		case JN_IF:
+			rc = an_if(P, t, x, q, depth);
+			break;
+		case JN_SET:
+			rc = an_expr(P, t, x->a, 0);
+			for (size_t k = 0; !rc && k < x->targets.n; k++) {
+				const struct jj_node *g = x->targets.v[k];
+				rc = g->kind == JN_NAME ? tab_add(P, t, g, NM_STORED) : tab_add(P, t, g->a, NM_LOADED);
+			}
+			break;
+		case JN_SETBLOCK:
+			if (!(rc = an_expr(P, t, x->filter, 0)) && !(rc = tab_add(P, t, x->targets.v[0], NM_STORED)))
+				rc = pend(P, q, x);
+			break;
+		case JN_MACRO:
+			if (!(rc = tab_add(P, t, x, NM_STORED)))
+				rc = pend(P, q, x);
+			break;
+		case JN_FOR:
+		case JN_CALLBLOCK:
+			if (!(rc = an_expr(P, t, x->a, 0)))
+				rc = pend(P, q, x);
+			break;
+		case JN_FILTERBLOCK:
+			if (!(rc = an_expr(P, t, x->filter, 0)))
+				rc = pend(P, q, x);
+			break;
+		case JN_WITH:
+			for (size_t k = 0; !rc && k < x->kwvals.n; k++)
+				rc = an_expr(P, t, x->kwvals.v[k], 0);
+			if (!rc)
+				rc = pend(P, q, x);
+			break;
+		case JN_BODY:
+			rc = pend(P, q, x);
+			break;
+		default:
+			break;
+		}
+	}
+	return rc;
+}
+
+static bool outer_mentions(const struct tab *t, const char *name, size_t n)
+{
+	for (; t; t = t->parent)
+		if (tab_find(t, name, n))
+			return true;
+	return false;
+}
+
+/* analyse the scope whose code is body (+ extra), bound names first;
+ * writes the names that start undefined into *stores */
+static int an_scope(struct parser *P, const struct tab *parent, struct jj_node *x, const struct jj_nodes *body,
+		    struct jj_nodes *stores, uint32_t depth)
+{
+	struct tab t = {.parent = parent};
+	struct pending q = {0};
+	int rc = 0;
+	if (depth > P->max_depth + 8)
+		return 0;
+	if (x) {
+		/* what the scope binds on entry: loop targets, parameters, with names */
+		for (size_t k = 0; !rc && k < x->targets.n; k++)
+			if (x->targets.v[k]->kind == JN_NAME)
+				rc = tab_add(P, &t, x->targets.v[k], NM_LOADED);
+		if (!rc && x->kind == JN_FOR)
+			rc = an_expr(P, &t, x->filter, 0);
+		for (size_t k = 0; !rc && x->kind == JN_MACRO && k < x->kwvals.n; k++)
+			rc = an_expr(P, &t, x->kwvals.v[k], 0);
+	}
+	if (!rc)
+		rc = an_body(P, &t, body, &q, depth);
+	if (!rc && x && x->kind == JN_FOR)
+		rc = an_body(P, &t, &x->orelse, &q, depth);
+	size_t cap = 0;
+	for (size_t i = 0; !rc && i < t.n; i++)
+		if (t.v[i].st == NM_STORED && !outer_mentions(parent, t.v[i].n->name, t.v[i].n->name_n)) {
+			struct jj_node *nm = (struct jj_node *)t.v[i].n;
+			rc = nl_push(P, stores, &cap, nm);
+		}
+	for (size_t i = 0; !rc && i < q.n; i++)
+		rc = an_scope(P, &t, q.v[i], &q.v[i]->body, &q.v[i]->stores, depth + 1);
+	return rc;
+}
+
 int jj_parse_tokens(struct tern_jinja *t, const struct jj_token *tok, size_t n, uint32_t max_depth,
 		    tern_err *e)
 {
 	struct parser P = {.a = &t->a, .e = e, .t = tok, .n = n, .max_depth = max_depth};
-	return parse_body(&P, &t->body, NULL, tok, "");
+	int rc = parse_body(&P, &t->body, NULL, tok, "");
+	return rc ? rc : an_scope(&P, NULL, NULL, &t->body, &t->stores, 0);
 }

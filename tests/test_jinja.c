@@ -349,6 +349,26 @@ static void test_hostile(void **state)
 	free(w);
 	free(s);
 
+	/* long chains are nested too: the evaluator recurses down their left side */
+	static const char *const links[] = {" ~ 1", "|string", ".a", "[0]", " + 1", " and 1", " == 1", "()"};
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+		s = repeat(links[i], 100000, "", "");
+		w = malloc(strlen(s) + 16);
+		assert_non_null(w);
+		sprintf(w, "{{ x%s }}", s);
+		expect_fail(links[i], w, strlen(w), NULL, TERN_ERANGE);
+		free(w);
+		free(s);
+	}
+	/* a recursive macro through a deep expression: both nestings at once */
+	s = repeat("(1 ~ ", 50, "m(n + 1)", ")");
+	w = malloc(strlen(s) + 100);
+	assert_non_null(w);
+	sprintf(w, "{%% macro m(n) %%}{{ %s }}{%% endmacro %%}{{ m(0) }}", s);
+	expect_fail("deep macro recursion", w, strlen(w), NULL, TERN_ERANGE);
+	free(w);
+	free(s);
+
 	/* the caller's limits hold */
 	struct tern_jinja_limits small = {.max_depth = 8, .max_steps = 1000, .max_output = 100};
 	const char *t = "{% for i in range(1000) %}x{% endfor %}";

@@ -679,7 +679,23 @@ static int eval_slice(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 	return jj_buf_str(c, &b, out);
 }
 
+static int eval_node(struct jj_ctx *c, const struct jj_node *x, struct jv *out);
+
+/* Every evaluation and statement level counts against max_rec: a macro
+ * recursing through a deep expression would otherwise multiply the two
+ * nestings on the C stack. */
 static int eval(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	if (++c->rec > c->max_rec) {
+		at(c, x);
+		return jj_fail(c, TERN_ERANGE, "evaluation nested deeper than %u levels", c->max_rec);
+	}
+	int rc = eval_node(c, x, out);
+	c->rec--;
+	return rc;
+}
+
+static int eval_node(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 {
 	int rc = jj_step(c);
 	if (rc)
@@ -1083,12 +1099,15 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 
 static int exec_body(struct jj_ctx *c, const struct jj_nodes *body, struct jj_frame *f)
 {
+	if (++c->rec > c->max_rec)
+		return jj_fail(c, TERN_ERANGE, "evaluation nested deeper than %u levels", c->max_rec);
 	struct jj_frame *saved = c->frame;
 	c->frame = f;
 	int rc = 0;
 	for (size_t i = 0; i < body->n && rc == 0; i++)
 		rc = exec_stmt(c, body->v[i], f);
 	c->frame = saved;
+	c->rec--;
 	return rc;
 }
 
@@ -1138,6 +1157,7 @@ int tern_jinja_render(const struct tern_jinja *t, const char *ctx_json, size_t c
 	const struct tern_jinja_limits *l = o ? o->limits : NULL;
 	struct jj_ctx c = {.e = e};
 	c.max_depth = lim_depth(l);
+	c.max_rec = 8 * c.max_depth + 512;
 	c.max_steps = l && l->max_steps ? l->max_steps : JJ_DEF_STEPS;
 	c.max_output = l && l->max_output ? l->max_output : JJ_DEF_OUTPUT;
 	c.a.limit = c.max_output > SIZE_MAX / 8 ? SIZE_MAX : 4 * c.max_output + (64u << 20);

@@ -180,6 +180,7 @@ struct jj_ctx {
 	tern_err *e;
 	uint64_t steps, max_steps;
 	uint32_t depth, max_depth;
+	uint32_t rec, max_rec; /* C recursion of the evaluator: bounds its stack */
 	size_t max_output;
 	time_t now;
 	uint32_t line, col; /* where the expression being evaluated is */

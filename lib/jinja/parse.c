@@ -204,8 +204,11 @@ static int parse_postfix(struct parser *P, struct jj_node **x);
 static int parse_filter_expr(struct parser *P, struct jj_node **x)
 {
 	int rc;
+	uint32_t d0 = P->depth;
 	for (;;) {
 		const struct jj_token *k = cur(P);
+		if ((is_op(k, "|") || is_name(k, "is") || is_op(k, "(")) && (rc = enter(P)))
+			return rc;
 		if (is_op(k, "|")) {
 			P->i++;
 			if ((rc = parse_filter_call(P, *x, x)))
@@ -262,6 +265,7 @@ static int parse_filter_expr(struct parser *P, struct jj_node **x)
 				return rc;
 			*x = c;
 		} else {
+			P->depth = d0;
 			return 0;
 		}
 	}
@@ -311,8 +315,11 @@ static int parse_subscript(struct parser *P, struct jj_node *obj, struct jj_node
 static int parse_postfix(struct parser *P, struct jj_node **x)
 {
 	int rc;
+	uint32_t d0 = P->depth;
 	for (;;) {
 		const struct jj_token *k = cur(P);
+		if ((is_op(k, ".") || is_op(k, "[") || is_op(k, "(")) && (rc = enter(P)))
+			return rc;
 		if (is_op(k, ".")) {
 			P->i++;
 			const struct jj_token *nm = cur(P);
@@ -351,6 +358,7 @@ static int parse_postfix(struct parser *P, struct jj_node **x)
 				return rc;
 			*x = c;
 		} else {
+			P->depth = d0;
 			return 0;
 		}
 	}
@@ -509,22 +517,31 @@ static int binary(struct parser *P, int kind, int op, const struct jj_token *at,
 	return 0;
 }
 
+/* A chain `a + b + c ...` is built in a loop but evaluated recursively down
+ * its left side: every link counts as a level of nesting (the depth is
+ * restored when the chain is complete). */
 static int parse_pow(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_unary(P, out, true);
 	while (!rc && is_op(cur(P), "**")) {
 		const struct jj_token *k = cur(P);
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_unary(P, &r, true)))
 			return rc;
 		rc = binary(P, JN_BIN, JO_POW, k, *out, r, out);
 	}
+	if (!rc)
+		P->depth = d0;
 	return rc;
 }
 
 static int parse_math2(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_pow(P, out);
 	for (;;) {
 		if (rc)
@@ -532,8 +549,12 @@ static int parse_math2(struct parser *P, struct jj_node **out)
 		const struct jj_token *k = cur(P);
 		int op = is_op(k, "*") ? JO_MUL : is_op(k, "/") ? JO_DIV : is_op(k, "//") ? JO_FDIV
 			 : is_op(k, "%") ? JO_MOD : -1;
-		if (op < 0)
+		if (op < 0) {
+			P->depth = d0;
 			return 0;
+		}
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_pow(P, &r)))
@@ -544,28 +565,38 @@ static int parse_math2(struct parser *P, struct jj_node **out)
 
 static int parse_concat(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_math2(P, out);
 	while (!rc && is_op(cur(P), "~")) {
 		const struct jj_token *k = cur(P);
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_math2(P, &r)))
 			return rc;
 		rc = binary(P, JN_CONCAT, 0, k, *out, r, out);
 	}
+	if (!rc)
+		P->depth = d0;
 	return rc;
 }
 
 static int parse_math1(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_concat(P, out);
 	for (;;) {
 		if (rc)
 			return rc;
 		const struct jj_token *k = cur(P);
 		int op = is_op(k, "+") ? JO_ADD : is_op(k, "-") ? JO_SUB : -1;
-		if (op < 0)
+		if (op < 0) {
+			P->depth = d0;
 			return 0;
+		}
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_concat(P, &r)))
@@ -579,6 +610,7 @@ static int parse_math1(struct parser *P, struct jj_node **out)
  * later links tells the evaluator to compare with the chain's right side) */
 static int parse_compare(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_math1(P, out);
 	if (rc)
 		return rc;
@@ -604,8 +636,12 @@ static int parse_compare(struct parser *P, struct jj_node **out)
 			op = JO_NOTIN;
 			P->i++;
 		}
-		if (op < 0)
+		if (op < 0) {
+			P->depth = d0;
 			return 0;
+		}
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_math1(P, &r)))
@@ -638,29 +674,39 @@ static int parse_not(struct parser *P, struct jj_node **out)
 
 static int parse_and(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_not(P, out);
 	while (!rc && is_name(cur(P), "and")) {
 		const struct jj_token *k = cur(P);
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_not(P, &r)))
 			return rc;
 		rc = binary(P, JN_AND, 0, k, *out, r, out);
 	}
+	if (!rc)
+		P->depth = d0;
 	return rc;
 }
 
 static int parse_or(struct parser *P, struct jj_node **out)
 {
+	uint32_t d0 = P->depth;
 	int rc = parse_and(P, out);
 	while (!rc && is_name(cur(P), "or")) {
 		const struct jj_token *k = cur(P);
+		if ((rc = enter(P)))
+			return rc;
 		P->i++;
 		struct jj_node *r;
 		if ((rc = parse_and(P, &r)))
 			return rc;
 		rc = binary(P, JN_OR, 0, k, *out, r, out);
 	}
+	if (!rc)
+		P->depth = d0;
 	return rc;
 }
 

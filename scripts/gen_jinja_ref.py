@@ -274,7 +274,7 @@ ENGINE = [
     # globals
     ("g_range", "{{ range(3)|list }} {{ range(1, 4)|list }} {{ range(10, 0, -3)|list }} {{ range(0)|list }}", {}),
     ("g_dict", "{{ dict(a=1, b='x') }} {{ namespace(a=1).a }}", {}),
-    ("g_strftime", "{{ strftime_now('%Y-%m-%d %H:%M:%S') }} {{ strftime_now('%d %B %Y') }} {{ strftime_now('%a %b %j %p %I %y') }}", {}),
+    ("g_strftime", "{{ strftime_now('%Y-%m-%d %H:%M:%S') }} {{ strftime_now('%d %B %Y') }} {{ strftime_now('%a %b %j %p %I %y') }} {{ strftime_now('%-d %-m %e %A %%') }}", {}),
     ("g_raise", "{% if messages|length > 1 %}{{ raise_exception('Too many messages: ' ~ messages|length) }}{% endif %}ok", {"messages": MSGS}),
     ("g_raise_not", "{% if messages|length > 5 %}{{ raise_exception('no') }}{% endif %}ok", {"messages": MSGS}),
     # context values

@@ -696,6 +696,18 @@ static int strftime_c(struct jj_ctx *c, const char *fmt, size_t n, const struct 
 		}
 		char d = fmt[++i];
 		int wd = tm->tm_wday % 7, mo = tm->tm_mon % 12;
+		if (d == '-' && i + 1 < n) {
+			/* glibc's "%-d": the number without its padding */
+			struct jv one;
+			char f[2] = {'%', fmt[++i]};
+			if ((rc = strftime_c(c, f, 2, tm, &one)))
+				return rc;
+			size_t k = 0;
+			while (k + 1 < one.u.s.n && (one.u.s.p[k] == '0' || one.u.s.p[k] == ' '))
+				k++;
+			rc = jj_buf_put(c, &b, one.u.s.p + k, one.u.s.n - k);
+			continue;
+		}
 		switch (d) {
 		case 'A': rc = jj_buf_printf(c, &b, "%s", days[wd]); break;
 		case 'a': rc = jj_buf_printf(c, &b, "%.3s", days[wd]); break;
@@ -715,7 +727,7 @@ static int strftime_c(struct jj_ctx *c, const char *fmt, size_t n, const struct 
 		case '%': rc = jj_buf_putc(c, &b, '%'); break;
 		default: {
 			char f[3] = {'%', d, 0}, tmp[128];
-			size_t k = strftime(tmp, sizeof tmp, f, tm);
+			size_t k = d ? strftime(tmp, sizeof tmp, f, tm) : 0;
 			rc = jj_buf_put(c, &b, tmp, k);
 		}
 		}

@@ -447,6 +447,12 @@ static void test_by_hand(void **state)
 	assert_string_equal(out, "01 Jan 1971");
 	free(out);
 
+	/* empty things repeated any number of times are empty at once */
+	t = "{{ ('' * 10**15)|length }}{{ ([] * 10**15)|length }}{{ ((1, 2) * 2)|length }}";
+	assert_int_equal(render(t, strlen(t), "{}", 2, NULL, &out, &on, &e), 0);
+	assert_string_equal(out, "004");
+	free(out);
+
 	/* an empty template renders to an empty string */
 	assert_int_equal(render("", 0, "{}", 2, NULL, &out, &on, &e), 0);
 	assert_non_null(out);

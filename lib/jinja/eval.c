@@ -538,6 +538,8 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 			if (l.u.s.n && (uint64_t)k > c->max_output / l.u.s.n)
 				return jj_fail(c, TERN_ERANGE, "a string longer than the output limit (%zu bytes)", c->max_output);
 			struct jj_buf b = {0};
+			if (l.u.s.n == 0)
+				k = 0; /* '' * 10**9 is '', at once */
 			for (int64_t i = 0; i < k; i++)
 				if ((rc = jj_buf_put(c, &b, l.u.s.p, l.u.s.n)))
 					return rc;
@@ -545,6 +547,8 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 			out->safe = l.safe;
 			return rc;
 		}
+		if (l.u.l->n == 0)
+			k = 0;
 		if (l.u.l->n && (uint64_t)k > (c->max_steps - c->steps) / l.u.l->n)
 			return jj_fail(c, TERN_ERANGE, "a list too long for the step limit");
 		c->steps += (uint64_t)k * l.u.l->n;

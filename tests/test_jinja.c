@@ -227,9 +227,9 @@ static void test_reference(void **state)
 	free(cached);
 	print_message("jinja reference: %zu renderings equal, %zu errors as expected (%zu raise_exception), "
 		      "%zu on real templates, %zu wrong\n", n_ok, n_err, n_raise, n_real, n_bad);
+	free_recs(&rs);
 	assert_int_equal(n_bad, 0);
 	assert_true(n_ok > 400 && n_raise > 10 && n_real > 400);
-	free_recs(&rs);
 }
 
 /* ---- hostile templates --------------------------------------------------- */

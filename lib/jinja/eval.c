@@ -464,11 +464,18 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 					*out = jv_float(pow((double)a, (double)b));
 					return 0;
 				}
+				if (a == 0 || a == 1 || a == -1) {
+					v = b == 0 ? 1 : (a == -1 && (b & 1) == 0) ? 1 : a;
+					break;
+				}
+				/* by squaring: |a| >= 2 overflows within 63 steps of b */
 				v = 1;
-				for (int64_t i = 0; i < b && !ovf; i++)
-					ovf = __builtin_mul_overflow(v, a, &v);
-				if (a == 0 || a == 1)
-					ovf = false, v = b == 0 ? 1 : a;
+				for (int64_t base = a, e = b; e > 0 && !ovf; e >>= 1) {
+					if (e & 1)
+						ovf = __builtin_mul_overflow(v, base, &v);
+					if (e > 1 && !ovf)
+						ovf = __builtin_mul_overflow(base, base, &base);
+				}
 				break;
 			}
 			if (ovf)

@@ -298,6 +298,8 @@ static void test_hostile(void **state)
 		 TERN_ERANGE},
 		{"huge repeat", "{{ 'x' * 10**9 }}", TERN_ERANGE},
 		{"list repeat", "{{ [1, 2] * 10**12 }}", TERN_ERANGE},
+		{"huge batch", "{{ [1]|batch(10**12, 'x')|list }}", TERN_ERANGE},
+		{"pow of zero", "{{ 0 ** 10**15 ~ (-1) ** 10**15 ~ 3 ** 10**15 }}", TERN_ERANGE},
 		{"doubling", "{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(64) %}"
 			     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}", TERN_ERANGE},
 		{"macro recursion", "{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}", TERN_ERANGE},

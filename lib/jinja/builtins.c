@@ -1688,6 +1688,8 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		out->gen = JG_GEN;
 		if (has_fill && out->u.l->n) {
 			struct jv *last = &out->u.l->v[out->u.l->n - 1];
+			if ((uint64_t)n - last->u.l->n > c->max_steps - c->steps)
+				return jj_fail(c, TERN_ERANGE, "batch too large for the step limit");
 			while (last->u.l->n < (size_t)n)
 				if ((rc = jv_list_push(c, last, fill)))
 					return rc;

@@ -80,8 +80,9 @@ BUILD_CUDA := $(if $(and $(NVCC),$(CUDA_SRC)),1)
 BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
 
 # Required by the library (make deps installs them): libsndfile and
-# libsamplerate for audio input (lib/audio), FFTW3 for Whisper's mel front end.
-REQ_PKGS := sndfile samplerate fftw3f
+# libsamplerate for audio input (lib/audio), FFTW3 for Whisper's mel front end,
+# jansson for the Jinja context (lib/jinja) and tern-bench --vs.
+REQ_PKGS := sndfile samplerate fftw3f jansson
 REQ_FOUND := $(foreach p,$(REQ_PKGS),$(if $(call have_pc,$(p)),$(p)))
 ifeq ($(filter clean deps models uninstall,$(MAKECMDGOALS)),)
 ifneq ($(REQ_FOUND),$(REQ_PKGS))
@@ -124,7 +125,7 @@ CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.
 # A program's own extra sources live in cmd/<name>/ (cmd/bench/*.c is linked
 # into tern-bench only), its own libraries in PROG_LIBS_<name>.
 prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
-PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson)) $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
+PROG_LIBS_bench := $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
@@ -288,7 +289,7 @@ $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input (required))
 $(info $(empty)  $(call yn,$(HAVE_SAMPLERATE)) libsamplerate resampling (required))
 $(info $(empty)  $(call yn,$(HAVE_FFTW3F)) fftw3f        Whisper mel front end (required))
-$(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
+$(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       Jinja context, tern-bench --vs (required))
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
 $(info $(empty)  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests)

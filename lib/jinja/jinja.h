@@ -26,8 +26,12 @@
 
 struct tern_jinja; /* a parsed template, immutable, may be rendered many times */
 
+/* Defaults: depth 256, 10M steps, 16 MiB of output. The output limit also
+ * bounds every string a template builds, and a render's memory is bounded
+ * by 4 x max_output + 64 MiB. range() is refused beyond 100000 items, as
+ * jinja2's sandbox does. */
 struct tern_jinja_limits {
-	uint32_t max_depth;   /* nesting of statements, expressions, macro calls; 0: default */
+	uint32_t max_depth;   /* nesting of macro calls and of values; 0: default (parsing: always 256) */
 	uint64_t max_steps;   /* evaluation steps (loop iterations included); 0: default */
 	size_t max_output;    /* bytes of rendered text; 0: default */
 };

@@ -113,6 +113,10 @@ CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.
 # into tern-bench only), its own libraries in PROG_LIBS_<name>.
 prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
 PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson)) $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
+# chat templates (lib/llm/prompt.c, lib/jinja) read their JSON with jansson;
+# tern-chat edits lines with libedit
+PROG_LIBS_run := $(shell pkg-config --libs jansson)
+PROG_LIBS_chat := $(shell pkg-config --libs jansson) $(if $(HAVE_EDIT),$(shell pkg-config --libs libedit))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)

@@ -936,6 +936,9 @@ static void history_add(const char *line)
 		write_history(history_path);
 }
 
+/* keys read since the line began: whether Ctrl-C drops a line or leaves */
+static int keys_read;
+
 /* libedit reads keys through this: a Ctrl-C (SIGINT, or the byte when
  * the terminal does not turn it into a signal) ends the line. */
 static int getc_interruptible(FILE *f)
@@ -949,6 +952,7 @@ static int getc_interruptible(FILE *f)
 				interrupted = 1;
 				return EOF;
 			}
+			keys_read++;
 			return c;
 		}
 		if (r < 0 && errno == EINTR) {
@@ -965,8 +969,9 @@ static int getc_interruptible(FILE *f)
 static char *read_line(const char *prompt, bool *typed)
 {
 	interrupted = 0;
+	keys_read = 0;
 	char *line = readline(prompt);
-	*typed = rl_line_buffer && *rl_line_buffer;
+	*typed = keys_read > 0;
 	if (interrupted) {
 		free(line);
 		fputc('\n', stdout);
@@ -977,9 +982,11 @@ static char *read_line(const char *prompt, bool *typed)
 
 static int tty_loop(void)
 {
-	history_open();
+	/* before libedit initialises (using_history does): it installs the
+	 * key reader then */
 	rl_catch_signals = 0;
 	rl_getc_function = getc_interruptible;
+	history_open();
 	bool color = cli_color(stdout);
 	const char *p1 = color ? "\001\033[1;32m\002> \001\033[0m\002" : "> ";
 	const char *p2 = color ? "\001\033[2m\002. \001\033[0m\002" : ". ";

@@ -30,7 +30,7 @@ expect 1 $C -m /nonexistent.gguf </dev/null && check "missing model: one line" o
 expect 65 $C -m "$DATA/audio/jfk.wav" </dev/null && check "not a GGUF file: exit 65, one line" \
 	one_line_err "tern-chat: $DATA/audio/jfk.wav: not a GGUF file"
 expect 65 $C -m "$DATA/vocab/ggml-vocab-llama-spm.gguf" </dev/null && check "a vocabulary-only file: exit 65" \
-	one_line_err "tern-chat: $DATA/vocab/ggml-vocab-phi-3.gguf: tensor"
+	one_line_err "tern-chat: $DATA/vocab/ggml-vocab-llama-spm.gguf: tensor"
 
 if [ ! -f "$S" ]; then
 	echo "skip: $S absent (make models)"

@@ -77,7 +77,12 @@ VK_SRC := $(wildcard gpu/vulkan/*.c)
 BUILD_CUDA := $(if $(and $(NVCC),$(CUDA_SRC)),1)
 BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
 
-PKGS := $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
+# jansson reads the Jinja context (lib/jinja): required, like cmocka for the tests.
+ifeq ($(HAVE_JANSSON)$(filter deps clean models uninstall,$(MAKECMDGOALS)),)
+$(error jansson not found (Debian: libjansson-dev): run 'make deps' first)
+endif
+
+PKGS := jansson $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
 PKG_CFLAGS := $(if $(strip $(PKGS)),$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 
@@ -112,11 +117,9 @@ CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.
 # A program's own extra sources live in cmd/<name>/ (cmd/bench/*.c is linked
 # into tern-bench only), its own libraries in PROG_LIBS_<name>.
 prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
-PROG_LIBS_bench := $(if $(HAVE_JANSSON),$(shell pkg-config --libs jansson)) $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
-# chat templates (lib/llm/prompt.c, lib/jinja) read their JSON with jansson;
-# tern-chat edits lines with libedit
-PROG_LIBS_run := $(shell pkg-config --libs jansson)
-PROG_LIBS_chat := $(shell pkg-config --libs jansson) $(if $(HAVE_EDIT),$(shell pkg-config --libs libedit))
+PROG_LIBS_bench := $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
+# tern-chat edits lines with libedit (without it, it reads pipes only)
+PROG_LIBS_chat := $(if $(HAVE_EDIT),$(shell pkg-config --libs libedit))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
@@ -278,7 +281,7 @@ $(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
 $(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)
 $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input)
-$(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
+$(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       Jinja context, tern-bench --vs)
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
 $(info $(empty)  $(call yn,$(HAVE_QEMU_ARM)) aarch64+qemu  NEON kernel tests)

@@ -46,21 +46,33 @@ st=$?
 check "two turns through a pipe: exit 0 (got $st)" test "$st" -eq 0
 check "through a pipe: nothing on stderr but the note of /save" test "$(grep -cv '^(saved 4 messages' "$T/err")" -eq 0
 check "through a pipe: no escape sequences on stdout" sh -c "! grep -q \$(printf '\\033') '$T/out'"
-cp "$T/out" "$T/chat_out"
 check "/save: the conversation, the answers on stdout" $PYTHON -c 'import json, sys
 c = json.load(open(sys.argv[1])); out = open(sys.argv[2], encoding="utf-8").read()
 assert [m["role"] for m in c] == ["user", "assistant", "user", "assistant"], c
 assert c[0]["content"] == "hi" and c[2]["content"] == "bye", c
 assert out == c[1]["content"].strip("\n") + "\n" + c[3]["content"].strip("\n") + "\n", (out, c)' "$T/conv.json" "$T/out"
-# tern-run, a second implementation, gives the same answers for the same conversations
-$PYTHON -c 'import json, sys
+# tern-run, a second implementation, gives the same answers for the same
+# conversations. The first turn is the same computation in both; for the
+# second, tern-chat feeds only the new tokens on top of the cache while
+# tern-run feeds the whole conversation at once, and a forward pass of
+# many tokens (the GEMM path) may round differently from one token at a
+# time: with -b 1 -ub 1 every token goes through the same path in both
+# programs, and the answers must be equal byte for byte.
+mk_msgs() { $PYTHON -c 'import json, sys
 c = json.load(open(sys.argv[1]))
-json.dump(c[:1], open(sys.argv[2], "w")); json.dump(c[:3], open(sys.argv[3], "w"))' "$T/conv.json" "$T/m1.json" "$T/m2.json"
-expect 0 $TO $R -m $S "${X[@]}" --temp 0 -n 48 --json --messages "$T/m1.json" </dev/null && cp "$T/out" "$T/r1.json"
-expect 0 $TO $R -m $S "${X[@]}" --temp 0 -n 48 --json --messages "$T/m2.json" </dev/null && cp "$T/out" "$T/r2.json"
-check "tern-run --messages gives tern-chat's answers, turn by turn" $PYTHON -c 'import json, sys
+json.dump(c[:1], open(sys.argv[2], "w")); json.dump(c[:3], open(sys.argv[3], "w"))' "$1" "$T/m1.json" "$T/m2.json"; }
+mk_msgs "$T/conv.json"
+expect 0 $TO $R -m $S "${X[@]}" --temp 0 -n 48 --json --messages "$T/m1.json" </dev/null
+check "tern-run --messages gives tern-chat's first answer" $PYTHON -c 'import json, sys
+c = json.load(open(sys.argv[1])); a = json.load(open(sys.argv[2]))["text"]
+assert a == c[1]["content"], (a, c)' "$T/conv.json" "$T/out"
+printf 'hi\nbye\n/save %s\n' "$T/conv1.json" | $TO $C -m $S "${X[@]}" --temp 0 -n 48 -b 1 -ub 1 >"$T/out" 2>"$T/err"
+mk_msgs "$T/conv1.json"
+expect 0 $TO $R -m $S "${X[@]}" --temp 0 -n 48 -b 1 -ub 1 --json --messages "$T/m1.json" </dev/null && cp "$T/out" "$T/r1.json"
+expect 0 $TO $R -m $S "${X[@]}" --temp 0 -n 48 -b 1 -ub 1 --json --messages "$T/m2.json" </dev/null && cp "$T/out" "$T/r2.json"
+check "-ub 1: tern-run --messages gives tern-chat's answers, turn by turn" $PYTHON -c 'import json, sys
 c = json.load(open(sys.argv[1])); a, b = (json.load(open(f))["text"] for f in sys.argv[2:4])
-assert (a, b) == (c[1]["content"], c[3]["content"]), ((a, b), c)' "$T/conv.json" "$T/r1.json" "$T/r2.json"
+assert (a, b) == (c[1]["content"], c[3]["content"]), ((a, b), c)' "$T/conv1.json" "$T/r1.json" "$T/r2.json"
 
 # -v: the second turn feeds only its own tokens
 printf 'What is the capital of France?\nAnd of Italy?\n' | $TO $C -m $S "${X[@]}" --temp 0 -n 32 -v >"$T/out" 2>"$T/err"

@@ -236,9 +236,10 @@ static int render_jinja(const struct tern_prompt *p, json_t *a, const char *tool
 			return tern_errf(e, TERN_EFORMAT, "tools: not a JSON array of tool definitions");
 		}
 	}
-	/* the order transformers' apply_chat_template passes them in */
+	/* the order transformers' apply_chat_template passes them in; tools
+	 * None when not given, as it passes them */
 	int bad = !ctx || json_object_set(ctx, "messages", a) ||
-		  (t && json_object_set_new(ctx, "tools", t)) ||
+		  json_object_set_new(ctx, "tools", t ? t : json_null()) ||
 		  json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_gen)) ||
 		  json_object_set_new(ctx, "bos_token", json_string(p->bos)) ||
 		  json_object_set_new(ctx, "eos_token", json_string(p->eos));

@@ -95,23 +95,22 @@ static const struct cli_section sections[] = {
 	 "Scripts that loop over lines of standard input (while read ...) should give tern-run --no-stdin or "
 	 "</dev/null, or it reads the rest of their input as part of the prompt."},
 	{"CHAT TEMPLATES",
-	 "When the model file has a chat template (tokenizer.chat_template), the prompt becomes one user turn "
-	 "in the built-in format that template is recognised as (as llama.cpp recognises its built-in "
-	 "templates), followed by the opening of the assistant's turn; -sys TEXT puts a system turn before it. "
-	 "The rendered text is tokenized with special-token text parsed and BOS added as the file says (never "
-	 "twice). --chat-template NAME picks a format by name instead (also for a file without a template). A "
-	 "file without a chat template (a base model), or with one that is not recognised (a warning says so), "
+	 "The prompt becomes one user turn (after a system turn with -sys TEXT) followed by the opening of the "
+	 "assistant's turn; --messages FILE gives a whole conversation instead: a JSON array of OpenAI-style "
+	 "messages ({\"role\", \"content\"}, and for templates that use tools \"tool_calls\", \"name\", "
+	 "\"tool_call_id\"), the format tern-chat's /save writes; '-' reads it from standard input. --tools FILE "
+	 "hands a JSON array of tool definitions to the template as `tools`. --print-prompt prints the text the "
+	 "model would get (the BOS the tokenizer adds written as its text, nothing after it) and exits without "
+	 "loading the weights: a vocabulary-only GGUF is enough.\n"
+	 "\n"
+	 LLM_OPTS_TEMPLATE_TEXT "\n"
+	 "\n"
+	 "A file without a chat template (a base model) and a prompt without --messages or a template option "
 	 "gets the prompt as plain text; so does every model with --raw. Plain text is tokenized with BOS as "
 	 "the file's metadata says and with special-token text such as <|im_start|> parsed into its token, so "
 	 "that a template can be written by hand; --no-parse-special keeps such text as text. A system prompt "
 	 "without a chat template is put before the prompt as plain text, after a warning. -v says which "
-	 "format was used.\n"
-	 "\n"
-	 "The built-in formats: chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, "
-	 "mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, llama3, gemma, phi3, phi4, falcon3, "
-	 "zephyr, monarch, orion, openchat, vicuna, vicuna-orca, deepseek, deepseek2, deepseek3, command-r, "
-	 "chatglm3, chatglm4, minicpm, exaone3, granite, gigachat, megrez, llama4 and more (an unknown NAME is "
-	 "a usage error that lists them all)."},
+	 "template was used; --json names it (\"jinja\" or the built-in format's name)."},
 	{"OUTPUT",
 	 "Standard output carries only the generated text, written and flushed as each piece becomes final "
 	 "(never a part of a UTF-8 character, never a part that may still turn out to be a stop string). The "
@@ -159,8 +158,9 @@ static const struct cli_section sections[] = {
 	 "the model, not enough memory, the prompt does not fit the context, a prompt file that cannot be "
 	 "read or is larger than 16 MiB, a write error); 2 usage error (unknown option, bad value, no prompt, "
 	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
-	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, or the prompt "
-	 "is not text (a NUL byte); 130 interrupted by "
+	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, the prompt "
+	 "is not text (a NUL byte, or invalid UTF-8 for a chat template), --messages or --tools is not the "
+	 "JSON described above, or the chat template cannot be parsed or rendered; 130 interrupted by "
 	 "Ctrl-C.\n"
 	 "\n"
 	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
@@ -176,7 +176,9 @@ static const struct cli_section sections[] = {
 	 "  tern-run -m model.gguf --raw --temp 0 -n 32 \"The capital of France is\"\n"
 	 "  tern-run -m model.gguf --json --logprobs 3 -n 8 \"Hello\" | jq .text\n"
 	 "  tern-run -m model.gguf -sys \"Answer in one word.\" --stop \".\" \"Best colour?\"\n"
-	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0"},
+	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0\n"
+	 "  tern-run -m model.gguf --messages chat.json --tools tools.json --print-prompt\n"
+	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\""},
 	{NULL, NULL},
 };
 

@@ -235,4 +235,15 @@ st = c.wait()
 check(f"Ctrl-C on an empty line leaves with status 0 (got {st})", st == 0)
 check("the terminal is restored after Ctrl-C", termios.tcgetattr(c.slave) == c.modes)
 
+# ---- colour: on a terminal by default, never with NO_COLOR or --color=never ----
+for args, env, want in (((), {"NO_COLOR": ""}, True), ((), {}, False), (("--color=never",), {"NO_COLOR": ""}, False)):
+    c = Chat(*args, env=env)
+    shown = c.read(r"> (\x1b\[0m)?$", timeout=60)
+    time.sleep(0.3)  # a key typed before libedit has the terminal may be read in cooked mode
+    c.type("\x04")
+    st = c.wait()
+    what = f"colour {'on' if want else 'off'} with {' '.join(args) or 'no option'}, NO_COLOR={env.get('NO_COLOR', '1')!r}"
+    sgr = re.search(r"\x1b\[[0-9;]*m", shown) is not None
+    check(what, sgr == want and st == 0, repr((shown, st)))
+
 sys.exit(1 if fails else 0)

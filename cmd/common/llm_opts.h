@@ -48,7 +48,7 @@ static struct llm_opts {
 
 #define LLM_OPTS_SAMPLING \
 	{.lng = "seed", .shrt = 's', .kind = CLI_INT, .dst = &llm_o.seed, .arg = "N", .min = -1, .max = INT64_MAX, \
-	 .help = "seed of the sampler (default: -1, a random seed; -v and --json show it)"}, \
+	 .help = "seed of the sampler (default: -1, a random seed, which -v shows)"}, \
 	{.lng = "temp", .kind = CLI_FLOAT, .dst = &llm_o.temp, .arg = "X", \
 	 .help = "temperature (default: 0.8; 0: greedy, the most likely token every time)"}, \
 	{.lng = "top-k", .kind = CLI_INT, .dst = &llm_o.top_k, .arg = "N", .min = 0, .max = INT32_MAX, \

@@ -507,6 +507,10 @@ static size_t drop_oldest(void)
 
 /* ---- answering --------------------------------------------------------------- */
 
+/* stdout cannot be written (its reader went away): the chat ends quietly */
+static bool stdout_gone;
+static bool want_exit;
+
 struct answer {
 	struct buf text;  /* the whole answer, for the conversation */
 	size_t held_nl;   /* newlines not written yet (maybe the last) */
@@ -537,8 +541,10 @@ static int on_text(void *ud, const char *s, size_t len)
 	}
 	if (a->started)
 		a->held_nl += k;
-	if (fflush(stdout) || ferror(stdout))
-		return 1; /* a closed pipe: the answer ends, the loop sees it */
+	if (fflush(stdout) || ferror(stdout)) {
+		stdout_gone = true; /* a closed pipe: nobody reads the answers */
+		return 1;
+	}
 	return 0;
 }
 
@@ -624,6 +630,8 @@ static bool answer(void)
 	if (a.failed)
 		oom();
 	json_array_append_new(S.conv, message("assistant", a.text.p ? a.text.p : "", a.text.len));
+	if (stdout_gone)
+		want_exit = true;
 	free(a.text.p);
 	S.last = st;
 	S.last_total = n;
@@ -644,8 +652,6 @@ static bool answer(void)
 }
 
 /* ---- commands ------------------------------------------------------------------- */
-
-static bool want_exit;
 
 static void cmd_help(void)
 {

@@ -97,6 +97,14 @@ check "an unknown command: a line on stderr" grep -q "unknown command '/nosuch'"
 printf 'hi\n' | TERN_MODEL=$S $TO $C "${X[@]}" --temp 0 -n 4 >"$T/out" 2>"$T/err"
 check "TERN_MODEL supplies -m" test -s "$T/out"
 
+# a reader that goes away ends the chat quietly, whatever input is left
+{ for i in $(seq 50); do echo "Tell me a long story number $i."; done; } >"$T/turns"
+$TO $C -m $S "${X[@]}" --temp 0 --ignore-eos -n 200 <"$T/turns" 2>"$T/err" | head -c 20 >"$T/out"
+st=${PIPESTATUS[0]}
+check "| head -c 20: exit 0 (got $st), nothing on stderr, 20 bytes" test "$st" -eq 0 -a ! -s "$T/err" -a "$(wc -c <"$T/out")" -eq 20
+$TO $C -m $S "${X[@]}" --temp 0 --ignore-eos -n 200 -v <"$T/turns" 2>"$T/err" | head -c 20 >"$T/out"
+check "| head -c 20: no turn after the reader went away ($(grep -c 'turn:' "$T/err") turns)" test "$(grep -c 'turn:' "$T/err")" -eq 1
+
 # the context fills up: the oldest exchanges go, the system prompt stays
 for i in 1 2 3 4 5 6 7 8; do echo "Tell me fact number $i about the sea."; done >"$T/turns"
 echo "/save $T/full.json" >>"$T/turns"

@@ -121,6 +121,76 @@ static char up(char ch) { return ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch; 
 static char low(char ch) { return ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch; }
 static bool is_alpha(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
 
+/* Case of the letters of Latin-1, Latin Extended-A, Greek and Cyrillic
+ * (Python maps all of Unicode; chat templates touch roles and the odd
+ * name). Only pairs whose UTF-8 lengths agree. */
+static uint32_t cp_upper(uint32_t cp)
+{
+	if (cp < 0x80)
+		return (uint32_t)up((char)cp);
+	if ((cp >= 0xE0 && cp <= 0xFE && cp != 0xF7) || (cp >= 0x3B1 && cp <= 0x3C9 && cp != 0x3C2) ||
+	    (cp >= 0x430 && cp <= 0x44F))
+		return cp - 32;
+	if (cp >= 0x450 && cp <= 0x45F)
+		return cp - 80;
+	if (cp == 0xFF)
+		return 0x178;
+	if (cp == 0xB5)
+		return 0x39C;
+	if (cp == 0x3C2)
+		return 0x3A3;
+	/* Latin Extended-A: pairs, upper first; the parity flips twice */
+	if (((cp >= 0x101 && cp <= 0x137) || (cp >= 0x14B && cp <= 0x177)) && (cp & 1) && cp != 0x131)
+		return cp - 1;
+	if (((cp >= 0x13A && cp <= 0x148) || (cp >= 0x17A && cp <= 0x17E)) && !(cp & 1))
+		return cp - 1;
+	return cp;
+}
+
+static uint32_t cp_lower(uint32_t cp)
+{
+	if (cp < 0x80)
+		return (uint32_t)low((char)cp);
+	if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) || (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) ||
+	    (cp >= 0x410 && cp <= 0x42F))
+		return cp + 32;
+	if (cp >= 0x400 && cp <= 0x40F)
+		return cp + 80;
+	if (cp == 0x178)
+		return 0xFF;
+	if (((cp >= 0x100 && cp <= 0x136) || (cp >= 0x14A && cp <= 0x176)) && !(cp & 1) && cp != 0x130)
+		return cp + 1;
+	if (((cp >= 0x139 && cp <= 0x147) || (cp >= 0x179 && cp <= 0x17D)) && (cp & 1))
+		return cp + 1;
+	return cp;
+}
+
+static bool cp_cased(uint32_t cp) { return cp_upper(cp) != cp || cp_lower(cp) != cp; }
+
+static size_t put_cp(char *o, uint32_t cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xC0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xE0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | (cp >> 18));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
 /* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' Python title, 'j' jinja2's title filter */
 static int map_case(struct jj_ctx *c, struct jv s, char mode, struct jv *out)
 {
@@ -129,21 +199,33 @@ static int map_case(struct jj_ctx *c, struct jv s, char mode, struct jv *out)
 		return rc;
 	char *p = (char *)out->u.s.p;
 	bool start = true;
-	for (size_t i = 0; i < s.u.s.n; i++) {
-		char ch = p[i];
+	size_t o = 0;
+	for (size_t i = 0; i < s.u.s.n;) {
+		size_t l;
+		uint32_t cp = cp_at(s.u.s.p, s.u.s.n, i, &l), r = cp;
 		switch (mode) {
-		case 'u': p[i] = up(ch); break;
-		case 'l': p[i] = low(ch); break;
-		case 'c': p[i] = i == 0 ? up(ch) : low(ch); break;
+		case 'u': r = cp_upper(cp); break;
+		case 'l': r = cp_lower(cp); break;
+		case 'c': r = i == 0 ? cp_upper(cp) : cp_lower(cp); break;
 		case 't':
-			p[i] = start ? up(ch) : low(ch);
-			start = !is_alpha(ch) && (unsigned char)ch < 0x80;
+			r = start ? cp_upper(cp) : cp_lower(cp);
+			start = !cp_cased(cp);
 			break;
 		default:
-			p[i] = start ? up(ch) : low(ch);
-			start = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v' ||
-				ch == '-' || ch == '(' || ch == '{' || ch == '[' || ch == '<';
+			r = start ? cp_upper(cp) : cp_lower(cp);
+			start = py_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
 		}
+		/* keep the bytes when the mapping would change the length (never for the pairs above) */
+		char tmp[4];
+		size_t k = put_cp(tmp, r);
+		if (k == l && l > 1 && (unsigned char)s.u.s.p[i] >= 0x80)
+			memcpy(p + o, tmp, k);
+		else if (l == 1 && k == 1)
+			p[o] = tmp[0];
+		else
+			memcpy(p + o, s.u.s.p + i, l);
+		o += l;
+		i += l;
 	}
 	return 0;
 }
@@ -512,13 +594,17 @@ int jj_method(struct jj_ctx *c, struct jv obj, const char *m, const struct jj_ar
 	case JV_STR:
 		return str_method(c, obj, m, a, out);
 	case JV_DICT:
-		if (!strcmp(m, "items"))
-			return items_list(c, obj.u.d, out);
+		if (!strcmp(m, "items")) {
+			rc = items_list(c, obj.u.d, out);
+			out->gen = JG_ITEMS;
+			return rc;
+		}
 		if (!strcmp(m, "keys") || !strcmp(m, "values")) {
 			if ((rc = jv_new_list(c, obj.u.d->n, out)))
 				return rc;
 			for (size_t i = 0; i < obj.u.d->n; i++)
 				out->u.l->v[out->u.l->n++] = m[0] == 'k' ? obj.u.d->k[i] : obj.u.d->v[i];
+			out->gen = m[0] == 'k' ? JG_KEYS : JG_VALUES;
 			return 0;
 		}
 		if (!strcmp(m, "get")) {
@@ -759,7 +845,7 @@ int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *
 	else if (!strcmp(t, "true") || !strcmp(t, "false"))
 		*out = v.t == JV_BOOL && v.u.b == (t[0] == 't');
 	else if (!strcmp(t, "callable"))
-		*out = v.t == JV_MACRO || v.t == JV_FUNC;
+		*out = v.t == JV_MACRO || v.t == JV_FUNC || v.t == JV_UNDEF; /* Undefined has __call__ */
 	else if (!strcmp(t, "escaped"))
 		*out = false;
 	else if (!strcmp(t, "filter") || !strcmp(t, "test")) {
@@ -767,6 +853,19 @@ int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *
 			return rc;
 		*out = t[0] == 'f' ? jj_filter_exists(v.u.s.p) : jj_test_exists(v.u.s.p);
 	} else if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) {
+		if (v.t == JV_FLOAT || (t[0] == 'd' && has && x.t == JV_FLOAT)) {
+			/* Python's % on floats: value % 2 == 1, value % num == 0 */
+			double a0 = jv_num(v), b0 = t[0] == 'd' ? (has ? jv_num(x) : 0) : 2;
+			if (!has && t[0] == 'd')
+				return jj_fail(c, TERN_EFORMAT, "divisibleby needs an argument");
+			if (b0 == 0 || !jv_is_num(v) || (t[0] == 'd' && !jv_is_num(x)))
+				return jj_fail(c, TERN_EFORMAT, "float modulo");
+			double m = fmod(a0, b0);
+			if (m != 0 && ((m < 0) != (b0 < 0)))
+				m += b0;
+			*out = t[0] == 'o' ? m == 1 : m == 0;
+			return 0;
+		}
 		if (v.t != JV_INT && v.t != JV_BOOL)
 			return jj_fail(c, TERN_EFORMAT, "test '%s' needs an integer, not %s", t, jv_type_name(v));
 		int64_t i = v.t == JV_INT ? v.u.i : v.u.b, d = 2;
@@ -861,7 +960,11 @@ static int length_of(struct jj_ctx *c, struct jv v, int64_t *n)
 {
 	switch (v.t) {
 	case JV_STR: *n = (int64_t)jj_utf8_count(v.u.s.p, v.u.s.n); return 0;
-	case JV_LIST: *n = (int64_t)v.u.l->n; return 0;
+	case JV_LIST:
+		if (v.gen == JG_GEN)
+			return jj_fail(c, TERN_EFORMAT, "object of type 'generator' has no len()");
+		*n = (int64_t)v.u.l->n;
+		return 0;
 	case JV_DICT: case JV_NS: *n = (int64_t)v.u.d->n; return 0;
 	case JV_UNDEF: *n = 0; return 0;
 	default: return jj_fail(c, TERN_EFORMAT, "object of type '%s' has no len()", jv_type_name(v));
@@ -916,7 +1019,7 @@ static int sort_by(struct jj_ctx *c, struct jv *v, struct jv *k, size_t n, bool 
 		return 0;
 	struct jv *tv = jj_alloc(&c->a, n * sizeof *tv), *tk = jj_alloc(&c->a, n * sizeof *tk);
 	if (!tv || !tk)
-		return jj_fail(c, TERN_ENOMEM, "out of memory");
+		return jj_oom(c);
 	for (size_t w = 1; w < n; w *= 2) {
 		for (size_t lo = 0; lo < n; lo += 2 * w) {
 			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
@@ -960,9 +1063,10 @@ static int copy_list(struct jj_ctx *c, struct jv src, struct jv *out)
 static int seq_filter(struct jj_ctx *c, const char *f, struct jv in, const struct jj_args *a, struct jv *out)
 {
 	struct jv list, name;
-	int rc = jj_iter_list(c, in, &list);
+	int rc = jv_truthy(in) ? jj_iter_list(c, in, &list) : jv_new_list(c, 0, &list);
 	if (rc || (rc = jv_new_list(c, list.u.l->n, out)))
 		return rc;
+	out->gen = JG_GEN;
 	bool is_map = !strcmp(f, "map"), attr = strstr(f, "attr") != NULL, rej = f[0] == 'r';
 	struct jj_args rest = *a;
 	struct jv attrname = jv_undef(NULL), dflt = jv_undef(NULL);
@@ -1046,6 +1150,11 @@ static bool parse_pyint(struct jv s, int base, int64_t *out)
 	bool neg = false;
 	if (i < n && (p[i] == '+' || p[i] == '-'))
 		neg = p[i++] == '-';
+	if (i + 1 < n && p[i] == '0') {
+		char x = (char)(p[i + 1] | 32);
+		if ((x == 'x' && base == 16) || (x == 'o' && base == 8) || (x == 'b' && base == 2))
+			i += 2;
+	}
 	if (i >= n)
 		return false;
 	uint64_t v = 0;
@@ -1098,7 +1207,7 @@ static int do_indent(struct jj_ctx *c, struct jv s, const struct jj_args *a, str
 			return jj_fail(c, TERN_ERANGE, "indent width too large");
 		char *sp = jj_alloc(&c->a, (size_t)width + 1);
 		if (!sp)
-			return jj_fail(c, TERN_ENOMEM, "out of memory");
+			return jj_oom(c);
 		memset(sp, ' ', (size_t)width);
 		ind = jv_str(sp, (size_t)width);
 	}
@@ -1198,7 +1307,9 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		return jj_fail(c, TERN_EFORMAT, u.u.s.n == 1 ? "%s" : "'%s' is undefined", u.u.s.p);
 	}
 	if (!strcmp(f, "safe")) {
-		*out = v;
+		if ((rc = jv_to_str(c, v, out)))
+			return rc;
+		out->safe = true;
 		return 0;
 	}
 	if (!strcmp(f, "default") || !strcmp(f, "d")) {
@@ -1209,7 +1320,7 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		return 0;
 	}
 	if (!strcmp(f, "length") || !strcmp(f, "count")) {
-		int64_t n;
+		int64_t n = 0;
 		if ((rc = length_of(c, v, &n)))
 			return rc;
 		*out = jv_int(n);
@@ -1219,10 +1330,13 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		return do_tojson(c, v, a, out);
 	if (!strcmp(f, "items")) {
 		if (v.t == JV_UNDEF)
-			return jv_new_list(c, 0, out);
-		if (v.t != JV_DICT && v.t != JV_NS)
+			rc = jv_new_list(c, 0, out);
+		else if (v.t != JV_DICT)
 			return jj_fail(c, TERN_EFORMAT, "Can only get item pairs from a mapping.");
-		return items_list(c, v.u.d, out);
+		else
+			rc = items_list(c, v.u.d, out);
+		out->gen = JG_GEN;
+		return rc;
 	}
 	if (!strcmp(f, "list")) {
 		if ((rc = jj_iter_list(c, v, &list)))
@@ -1251,6 +1365,8 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 	    !strcmp(f, "capitalize") || !strcmp(f, "title") || !strcmp(f, "replace") || !strcmp(f, "e") ||
 	    !strcmp(f, "escape") || !strcmp(f, "forceescape") || !strcmp(f, "center") || !strcmp(f, "indent") ||
 	    !strcmp(f, "wordcount") || !strcmp(f, "truncate") || !strcmp(f, "striptags")) {
+		if ((!strcmp(f, "indent") || !strcmp(f, "truncate")) && v.t != JV_STR)
+			return jj_fail(c, TERN_EFORMAT, "%s needs a string, not %s", f, jv_type_name(v));
 		if ((rc = jv_to_str(c, v, &s)))
 			return rc;
 		if (!strcmp(f, "string")) {
@@ -1265,10 +1381,14 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 			} else {
 				*out = strip(s, 3, NULL, 0);
 			}
+			out->safe = s.safe;
 			return 0;
 		}
-		if (!strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "capitalize"))
-			return map_case(c, s, f[0] == 'u' ? 'u' : f[0] == 'l' ? 'l' : 'c', out);
+		if (!strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "capitalize")) {
+			rc = map_case(c, s, f[0] == 'u' ? 'u' : f[0] == 'l' ? 'l' : 'c', out);
+			out->safe = s.safe;
+			return rc;
+		}
 		if (!strcmp(f, "title"))
 			return map_case(c, s, 'j', out);
 		if (!strcmp(f, "replace")) {
@@ -1281,8 +1401,15 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 				return rc;
 			return str_replace(c, s, o, n, count, out);
 		}
-		if (f[0] == 'e' || f[0] == 'f')
-			return escape_html(c, s, out);
+		if (f[0] == 'e' || f[0] == 'f') {
+			if (s.safe && f[0] == 'e') {
+				*out = s;
+				return 0;
+			}
+			rc = escape_html(c, s, out);
+			out->safe = true;
+			return rc;
+		}
 		if (!strcmp(f, "center")) {
 			int64_t w;
 			if ((rc = arg_int(c, a, 0, "width", 80, &w)))
@@ -1304,8 +1431,11 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 				rc = jj_buf_putc(c, &b, ' ');
 			return rc ? rc : jj_buf_str(c, &b, out);
 		}
-		if (!strcmp(f, "indent"))
-			return do_indent(c, s, a, out);
+		if (!strcmp(f, "indent")) {
+			rc = do_indent(c, s, a, out);
+			out->safe = s.safe;
+			return rc;
+		}
 		if (!strcmp(f, "wordcount")) {
 			int64_t n = 0;
 			bool in = false;
@@ -1431,6 +1561,8 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		*out = jv_float(r / m);
 		return 0;
 	}
+	if (!strcmp(f, "last") && v.t == JV_LIST && v.gen == JG_GEN)
+		return jj_fail(c, TERN_EFORMAT, "'generator' object is not reversible");
 	if (!strcmp(f, "first") || !strcmp(f, "last")) {
 		if ((rc = jj_iter_list(c, v, &list)))
 			return rc;
@@ -1455,10 +1587,12 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 					return rc;
 			return jj_buf_str(c, &b, out);
 		}
+		bool was_gen = v.t == JV_LIST && v.gen == JG_GEN;
 		if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, list.u.l->n, out)))
 			return rc;
 		for (size_t i = list.u.l->n; i-- > 0;)
 			out->u.l->v[out->u.l->n++] = list.u.l->v[i];
+		out->gen = was_gen ? JG_LIST : JG_GEN; /* reversed(list) is an iterator */
 		return 0;
 	}
 	if (!strcmp(f, "unique")) {
@@ -1486,6 +1620,7 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 				out->u.l->v[out->u.l->n++] = list.u.l->v[i];
 			}
 		}
+		out->gen = JG_GEN;
 		return 0;
 	}
 	if (!strcmp(f, "sort") || !strcmp(f, "dictsort")) {
@@ -1521,7 +1656,7 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 		return 0;
 	}
 	if (!strcmp(f, "batch")) {
-		int64_t n;
+		int64_t n = 0;
 		struct jv fill = jv_undef(NULL);
 		if ((rc = arg_int(c, a, 0, "linecount", 1, &n)))
 			return rc;
@@ -1538,6 +1673,7 @@ int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args
 			if ((rc = jv_list_push(c, &out->u.l->v[out->u.l->n - 1], list.u.l->v[i])))
 				return rc;
 		}
+		out->gen = JG_GEN;
 		if (has_fill && out->u.l->n) {
 			struct jv *last = &out->u.l->v[out->u.l->n - 1];
 			while (last->u.l->n < (size_t)n)

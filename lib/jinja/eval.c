@@ -51,7 +51,7 @@ static int frame_set(struct jj_ctx *c, struct jj_frame *f, const char *name, siz
 		size_t cap = f->cap ? 2 * f->cap : 8;
 		struct jj_var *nv = jj_alloc(&c->a, cap * sizeof *nv);
 		if (!nv)
-			return jj_fail(c, TERN_ENOMEM, "out of memory");
+			return jj_oom(c);
 		if (f->n)
 			memcpy(nv, f->v, f->n * sizeof *nv);
 		f->v = nv;
@@ -70,7 +70,7 @@ static struct jj_frame *frame_new(struct jj_ctx *c, struct jj_frame *parent)
 	if (f)
 		f->parent = parent;
 	else
-		jj_fail(c, TERN_ENOMEM, "out of memory");
+		jj_oom(c);
 	return f;
 }
 
@@ -171,6 +171,8 @@ int jj_item(struct jj_ctx *c, struct jv obj, struct jv key, struct jv *out)
 		break;
 	}
 	case JV_LIST:
+		if (obj.gen)
+			return jj_fail(c, TERN_EFORMAT, "'%s' object is not subscriptable", jv_type_name(obj));
 		if (key.t == JV_INT || key.t == JV_BOOL) {
 			int64_t i = key.t == JV_INT ? key.u.i : key.u.b, n = (int64_t)obj.u.l->n;
 			if (i < 0)
@@ -220,6 +222,7 @@ int jj_iter_list(struct jj_ctx *c, struct jv v, struct jv *list)
 	case JV_LIST:
 		*list = v;
 		list->tuple = false;
+		list->gen = JG_LIST;
 		return 0;
 	case JV_UNDEF:
 		return jv_new_list(c, 0, list);
@@ -254,9 +257,9 @@ static int eval_args(struct jj_ctx *c, const struct jj_node *x, struct jj_args *
 	memset(a, 0, sizeof *a);
 	struct jv *pos = NULL, *kwv = NULL;
 	if (x->args.n && !(pos = jj_alloc(&c->a, x->args.n * sizeof *pos)))
-		return jj_fail(c, TERN_ENOMEM, "out of memory");
+		return jj_oom(c);
 	if (x->kwvals.n && !(kwv = jj_alloc(&c->a, x->kwvals.n * sizeof *kwv)))
-		return jj_fail(c, TERN_ENOMEM, "out of memory");
+		return jj_oom(c);
 	for (size_t i = 0; i < x->args.n; i++) {
 		int rc = eval(c, x->args.v[i], &pos[i]);
 		if (rc)
@@ -283,12 +286,13 @@ static int call_macro(struct jj_ctx *c, const struct jj_macro *m, const struct j
 		return jj_fail(c, TERN_ERANGE, "macro calls nested deeper than %u", c->max_depth);
 	struct jj_frame *f = frame_new(c, m->closure);
 	if (!f)
-		return TERN_ENOMEM;
+		return jj_oom(c);
 	int rc = 0;
 	size_t np = def->targets.n;
 	struct jv varargs, kwargs;
 	if ((rc = jv_new_list(c, 0, &varargs)) || (rc = jv_new_dict(c, 0, &kwargs)))
 		return rc;
+	varargs.tuple = true;
 	for (size_t i = 0; i < a->npos; i++) {
 		if (i < np)
 			rc = frame_set(c, f, def->targets.v[i]->name, def->targets.v[i]->name_n, a->pos[i]);
@@ -471,10 +475,20 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 		return 0;
 	}
 	if (op == JO_ADD && l.t == JV_STR && r.t == JV_STR) {
+		/* markupsafe: Markup + str escapes the str, either way round */
+		struct jv a = l, z = r;
+		if (l.safe != r.safe) {
+			struct jv *plain = l.safe ? &z : &a;
+			struct jj_args none = {0};
+			if ((rc = jj_filter(c, "escape", *plain, &none, plain)))
+				return rc;
+		}
 		struct jj_buf b = {0};
-		if ((rc = jj_buf_put(c, &b, l.u.s.p, l.u.s.n)) || (rc = jj_buf_put(c, &b, r.u.s.p, r.u.s.n)))
+		if ((rc = jj_buf_put(c, &b, a.u.s.p, a.u.s.n)) || (rc = jj_buf_put(c, &b, z.u.s.p, z.u.s.n)))
 			return rc;
-		return jj_buf_str(c, &b, out);
+		rc = jj_buf_str(c, &b, out);
+		out->safe = l.safe || r.safe;
+		return rc;
 	}
 	if (op == JO_ADD && l.t == JV_LIST && r.t == JV_LIST) {
 		if ((rc = jv_new_list(c, l.u.l->n + r.u.l->n, out)))
@@ -497,7 +511,9 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 			for (int64_t i = 0; i < k; i++)
 				if ((rc = jj_buf_put(c, &b, l.u.s.p, l.u.s.n)))
 					return rc;
-			return jj_buf_str(c, &b, out);
+			rc = jj_buf_str(c, &b, out);
+			out->safe = l.safe;
+			return rc;
 		}
 		if (l.u.l->n && (uint64_t)k > (c->max_steps - c->steps) / l.u.l->n)
 			return jj_fail(c, TERN_ERANGE, "a list too long for the step limit");
@@ -507,6 +523,7 @@ static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *
 		for (int64_t i = 0; i < k; i++)
 			for (size_t j = 0; j < l.u.l->n; j++)
 				out->u.l->v[out->u.l->n++] = l.u.l->v[j];
+		out->tuple = l.tuple;
 		return 0;
 	}
 	if (op == JO_MUL && (r.t == JV_STR || r.t == JV_LIST) && (l.t == JV_INT || l.t == JV_BOOL))
@@ -593,7 +610,7 @@ static int eval_slice(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 		return undefined_error(c, obj);
 	struct jv seq;
 	bool is_str = obj.t == JV_STR;
-	if (obj.t != JV_STR && obj.t != JV_LIST)
+	if ((obj.t != JV_STR && obj.t != JV_LIST) || (obj.t == JV_LIST && obj.gen))
 		return jj_fail(c, TERN_EFORMAT, "'%s' object is not subscriptable", jv_type_name(obj));
 	if ((rc = jj_iter_list(c, obj, &seq)))
 		return rc;
@@ -851,7 +868,7 @@ static int exec_for(struct jj_ctx *c, const struct jj_node *x, struct jj_frame *
 		return rc;
 	struct jj_frame *lf = frame_new(c, f);
 	if (!lf)
-		return TERN_ENOMEM;
+		return jj_oom(c);
 	struct jj_frame *saved = c->frame;
 	c->frame = lf;
 	if (x->filter) {
@@ -870,7 +887,7 @@ static int exec_for(struct jj_ctx *c, const struct jj_node *x, struct jj_frame *
 	}
 	struct jj_loop *L = jj_alloc(&c->a, sizeof *L);
 	if (!L) {
-		rc = jj_fail(c, TERN_ENOMEM, "out of memory");
+		rc = jj_oom(c);
 		goto out;
 	}
 	L->items = seq.u.l->v;
@@ -965,7 +982,7 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 	case JN_MACRO: {
 		struct jj_macro *m = jj_alloc(&c->a, sizeof *m);
 		if (!m)
-			return jj_fail(c, TERN_ENOMEM, "out of memory");
+			return jj_oom(c);
 		m->def = x;
 		m->closure = f;
 		v = (struct jv){.t = JV_MACRO};
@@ -975,7 +992,7 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 	case JN_CALLBLOCK: {
 		struct jj_macro *m = jj_alloc(&c->a, sizeof *m);
 		if (!m)
-			return jj_fail(c, TERN_ENOMEM, "out of memory");
+			return jj_oom(c);
 		m->def = x;
 		m->closure = f;
 		struct jv caller = {.t = JV_MACRO};
@@ -990,12 +1007,16 @@ static int exec_stmt(struct jj_ctx *c, const struct jj_node *x, struct jj_frame 
 		if ((rc = apply_block_filters(c, x->filter, v, &v)))
 			return rc;
 		return jv_write_str(c, c->out, v);
-	case JN_BODY:
-		return exec_body(c, &x->body, f);
+	case JN_BODY: {
+		/* {% generation %}: transformers renders it through a call block,
+		 * so its assignments stay inside */
+		struct jj_frame *gf = frame_new(c, f);
+		return gf ? exec_body(c, &x->body, gf) : jj_oom(c);
+	}
 	case JN_WITH: {
 		struct jj_frame *wf = frame_new(c, f);
 		if (!wf)
-			return TERN_ENOMEM;
+			return jj_oom(c);
 		struct jj_frame *saved = c->frame;
 		for (size_t i = 0; i < x->targets.n; i++) {
 			if ((rc = eval(c, x->kwvals.v[i], &v)))
@@ -1086,7 +1107,7 @@ int tern_jinja_render(const struct tern_jinja *t, const char *ctx_json, size_t c
 	int rc = jv_from_json(&c, ctx_json ? ctx_json : "{}", ctx_json ? ctx_len : 2, &ctx);
 	struct jj_frame *g = NULL, *top = NULL;
 	if (!rc && (!(g = frame_new(&c, NULL)) || !(top = frame_new(&c, g))))
-		rc = TERN_ENOMEM;
+		rc = jj_oom(&c);
 	for (size_t i = 0; !rc && i < ctx.u.d->n; i++)
 		rc = frame_set(&c, g, ctx.u.d->k[i].u.s.p, ctx.u.d->k[i].u.s.n, ctx.u.d->v[i]);
 	struct jj_buf buf = {0};

@@ -28,6 +28,7 @@ struct jj_block;
 struct jj_arena {
 	struct jj_block *head;
 	size_t total, limit; /* bytes taken from malloc; 0: no limit */
+	bool refused;        /* an allocation failed for the limit, not for malloc */
 };
 void *jj_alloc(struct jj_arena *a, size_t n); /* zeroed; NULL: out of memory or over limit */
 void jj_arena_free(struct jj_arena *a);
@@ -78,7 +79,9 @@ enum jv_type {
 
 struct jv {
 	uint8_t t;
-	bool tuple; /* a list made by (a, b): printed with parentheses */
+	bool tuple;  /* a list made by (a, b): printed with parentheses */
+	bool safe;   /* JV_STR that is markupsafe's Markup (from |safe, |escape) */
+	uint8_t gen; /* JV_LIST that Python holds as another iterable (JG_*) */
 	union {
 		bool b;
 		int64_t i;
@@ -91,6 +94,11 @@ struct jv {
 		struct jj_loop *loop;
 	} u;
 };
+
+/* What a JV_LIST stands for when jinja2 would hand out a lazy iterable:
+ * map/select/... give generators (no len(), always true, not JSON), the
+ * dict methods give views. They iterate like lists. */
+enum { JG_LIST, JG_GEN, JG_ITEMS, JG_KEYS, JG_VALUES };
 
 struct jj_list {
 	struct jv *v;
@@ -180,6 +188,8 @@ struct jj_ctx {
 
 /* errors: "line L, column C: ..." at the current position */
 int jj_fail(struct jj_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* an arena allocation failed: TERN_ERANGE at the memory limit, else TERN_ENOMEM */
+int jj_oom(struct jj_ctx *c);
 
 /* values */
 static inline struct jv jv_undef(const char *name)

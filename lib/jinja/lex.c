@@ -263,7 +263,9 @@ static int lex_number(struct lexer *L, struct jj_token *k, bool after_dot)
 		}
 		if (!after_dot && i + 1 < L->n && s[i] == '.' && is_digit(s[i + 1])) {
 			isfloat = true;
-			buf[bn++] = s[i++];
+			if (bn < sizeof buf - 1)
+				buf[bn++] = '.';
+			i++;
 			while (i < L->n && (is_digit(s[i]) || s[i] == '_')) {
 				if (s[i] != '_' && bn < sizeof buf - 1)
 					buf[bn++] = s[i];
@@ -276,9 +278,11 @@ static int lex_number(struct lexer *L, struct jj_token *k, bool after_dot)
 				j++;
 			if (j < L->n && is_digit(s[j])) {
 				isfloat = true;
-				if (bn < sizeof buf - 1)
+				if (bn < sizeof buf - 2)
 					buf[bn++] = 'e';
-				for (i++; i < L->n && (is_digit(s[i]) || s[i] == '_' || s[i] == '+' || s[i] == '-'); i++)
+				if (s[i + 1] == '-' && bn < sizeof buf - 1)
+					buf[bn++] = '-';
+				for (i = j; i < L->n && (is_digit(s[i]) || s[i] == '_'); i++)
 					if (s[i] != '_' && bn < sizeof buf - 1)
 						buf[bn++] = s[i];
 			}

@@ -255,6 +255,8 @@ static int parse_filter_expr(struct parser *P, struct jj_node **x)
 			struct jj_node *c = node(P, JN_CALL, k);
 			if (!c)
 				return nomem(P);
+			c->line = (*x)->line; /* errors point at the callee */
+			c->col = (*x)->col;
 			c->a = *x;
 			if ((rc = parse_call_args(P, c)))
 				return rc;
@@ -342,6 +344,8 @@ static int parse_postfix(struct parser *P, struct jj_node **x)
 			struct jj_node *c = node(P, JN_CALL, k);
 			if (!c)
 				return nomem(P);
+			c->line = (*x)->line; /* errors point at the callee */
+			c->col = (*x)->col;
 			c->a = *x;
 			if ((rc = parse_call_args(P, c)))
 				return rc;

@@ -28,8 +28,10 @@ void *jj_alloc(struct jj_arena *a, size_t n)
 	struct jj_block *b = a->head;
 	if (!b || b->cap - b->used < n) {
 		size_t cap = n > JJ_BLOCK / 4 ? n : JJ_BLOCK;
-		if (a->limit && (cap > a->limit || a->total > a->limit - cap))
+		if (a->limit && (cap > a->limit || a->total > a->limit - cap)) {
+			a->refused = true;
 			return NULL;
+		}
 		b = malloc(sizeof *b + cap);
 		if (!b)
 			return NULL;
@@ -71,9 +73,9 @@ int jj_fail(struct jj_ctx *c, int code, const char *fmt, ...)
 	return tern_errf(c->e, code, "line %u, column %u: %s", c->line, c->col, msg);
 }
 
-static int oom(struct jj_ctx *c)
+int jj_oom(struct jj_ctx *c)
 {
-	if (c->a.limit && c->a.total + JJ_BLOCK > c->a.limit)
+	if (c->a.refused)
 		return jj_fail(c, TERN_ERANGE, "the template took more than %zu bytes of memory", c->a.limit);
 	return jj_fail(c, TERN_ENOMEM, "out of memory");
 }
@@ -85,7 +87,7 @@ int jv_strdup(struct jj_ctx *c, const char *p, size_t n, struct jv *out)
 		return jj_fail(c, TERN_ERANGE, "a string longer than the output limit (%zu bytes)", c->max_output);
 	char *s = jj_alloc(&c->a, n + 1);
 	if (!s)
-		return oom(c);
+		return jj_oom(c);
 	if (n)
 		memcpy(s, p, n);
 	*out = jv_str(s, n);
@@ -96,10 +98,10 @@ int jv_new_list(struct jj_ctx *c, size_t cap, struct jv *out)
 {
 	struct jj_list *l = jj_alloc(&c->a, sizeof *l);
 	if (!l)
-		return oom(c);
+		return jj_oom(c);
 	if (cap) {
 		if (cap > SIZE_MAX / sizeof(struct jv) / 4 || !(l->v = jj_alloc(&c->a, cap * sizeof *l->v)))
-			return oom(c);
+			return jj_oom(c);
 		l->cap = cap;
 	}
 	*out = (struct jv){.t = JV_LIST};
@@ -114,7 +116,7 @@ int jv_list_push(struct jj_ctx *c, struct jv *list, struct jv x)
 		size_t cap = l->cap ? 2 * l->cap : 8;
 		struct jv *v = jj_alloc(&c->a, cap * sizeof *v);
 		if (!v)
-			return oom(c);
+			return jj_oom(c);
 		if (l->n)
 			memcpy(v, l->v, l->n * sizeof *v);
 		l->v = v;
@@ -128,12 +130,12 @@ int jv_new_dict(struct jj_ctx *c, size_t cap, struct jv *out)
 {
 	struct jj_dict *d = jj_alloc(&c->a, sizeof *d);
 	if (!d)
-		return oom(c);
+		return jj_oom(c);
 	if (cap) {
 		d->k = jj_alloc(&c->a, cap * sizeof *d->k);
 		d->v = jj_alloc(&c->a, cap * sizeof *d->v);
 		if (!d->k || !d->v)
-			return oom(c);
+			return jj_oom(c);
 		d->cap = cap;
 	}
 	*out = (struct jv){.t = JV_DICT};
@@ -179,7 +181,7 @@ int jv_dict_set(struct jj_ctx *c, struct jj_dict *d, struct jv k, struct jv x)
 		size_t cap = d->cap ? 2 * d->cap : 8;
 		struct jv *kk = jj_alloc(&c->a, cap * sizeof *kk), *vv = jj_alloc(&c->a, cap * sizeof *vv);
 		if (!kk || !vv)
-			return oom(c);
+			return jj_oom(c);
 		if (d->n) {
 			memcpy(kk, d->k, d->n * sizeof *kk);
 			memcpy(vv, d->v, d->n * sizeof *vv);
@@ -201,7 +203,7 @@ bool jv_truthy(struct jv v)
 	case JV_INT: return v.u.i != 0;
 	case JV_FLOAT: return v.u.f != 0;
 	case JV_STR: return v.u.s.n != 0;
-	case JV_LIST: return v.u.l->n != 0;
+	case JV_LIST: return v.gen == JG_GEN || v.u.l->n != 0;
 	case JV_DICT: return v.u.d->n != 0;
 	default: return true;
 	}
@@ -223,7 +225,14 @@ const char *jv_type_name(struct jv v)
 	case JV_INT: return "int";
 	case JV_FLOAT: return "float";
 	case JV_STR: return "str";
-	case JV_LIST: return v.tuple ? "tuple" : "list";
+	case JV_LIST:
+		switch (v.gen) {
+		case JG_GEN: return "generator";
+		case JG_ITEMS: return "dict_items";
+		case JG_KEYS: return "dict_keys";
+		case JG_VALUES: return "dict_values";
+		default: return v.tuple ? "tuple" : "list";
+		}
 	case JV_DICT: return "dict";
 	case JV_NS: return "Namespace";
 	case JV_MACRO: return "Macro";
@@ -248,6 +257,10 @@ int jv_equal(struct jj_ctx *c, struct jv a, struct jv b, bool *eq)
 	case JV_UNDEF: case JV_NONE: *eq = true; return 0;
 	case JV_STR: *eq = key_eq(a, b); return 0;
 	case JV_LIST:
+		if (a.gen == JG_GEN || b.gen == JG_GEN) {
+			*eq = a.u.l == b.u.l;
+			return 0;
+		}
 		if (a.tuple != b.tuple || a.u.l->n != b.u.l->n)
 			return 0;
 		if (++c->depth > c->max_depth)
@@ -337,7 +350,7 @@ static int buf_grow(struct jj_ctx *c, struct jj_buf *b, size_t more)
 		cap *= 2;
 	char *p = jj_alloc(&c->a, cap);
 	if (!p)
-		return oom(c);
+		return jj_oom(c);
 	if (b->n)
 		memcpy(p, b->p, b->n);
 	b->p = p;
@@ -545,6 +558,15 @@ int jv_write_repr(struct jj_ctx *c, struct jj_buf *b, struct jv v, uint32_t dept
 	case JV_STR:
 		return write_pystr(c, b, v.u.s.p, v.u.s.n);
 	case JV_LIST:
+		if (v.gen == JG_GEN)
+			return jj_buf_put(c, b, "<generator object>", 18);
+		if (v.gen) {
+			struct jv l = v;
+			l.gen = JG_LIST;
+			if ((rc = jj_buf_printf(c, b, "%s(", jv_type_name(v))) || (rc = jv_write_repr(c, b, l, depth)))
+				return rc;
+			return jj_buf_putc(c, b, ')');
+		}
 		rc = jj_buf_putc(c, b, v.tuple ? '(' : '[');
 		for (size_t i = 0; !rc && i < v.u.l->n; i++) {
 			if (i)
@@ -748,6 +770,8 @@ int jv_write_json(struct jj_ctx *c, struct jj_buf *b, struct jv v, const struct 
 		return jj_buf_put(c, b, tmp, jj_float_repr(v.u.f, tmp));
 	case JV_STR: return json_str(c, b, v.u.s.p, v.u.s.n, o->ascii);
 	case JV_LIST:
+		if (v.gen)
+			return jj_fail(c, TERN_EFORMAT, "Object of type %s is not JSON serializable", jv_type_name(v));
 		if (v.u.l->n == 0)
 			return jj_buf_put(c, b, "[]", 2);
 		rc = jj_buf_putc(c, b, '[');
@@ -768,7 +792,7 @@ int jv_write_json(struct jj_ctx *c, struct jj_buf *b, struct jv v, const struct 
 			return jj_buf_put(c, b, "{}", 2);
 		size_t *ord = jj_alloc(&c->a, d->n * sizeof *ord);
 		if (!ord)
-			return oom(c);
+			return jj_oom(c);
 		for (size_t i = 0; i < d->n; i++)
 			ord[i] = i;
 		if (o->sort_keys)

@@ -373,6 +373,9 @@ static void load(void)
 	}
 
 	uint32_t tk = (uint32_t)tern_llm_cache_type(llm_o.ctk), tv = (uint32_t)tern_llm_cache_type(llm_o.ctv);
+	char msg[512];
+	if (!llm_opts_check_memory(S.m, model_path, tk, tv, msg, sizeof msg))
+		die(EXIT_RUNTIME, "%s", msg);
 	struct cpu_backend_opts bo = {.n_threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
 				      .max_tokens = llm_o.ubatch};
 	llm_o.threads = bo.n_threads;

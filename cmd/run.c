@@ -409,38 +409,7 @@ struct session {
 	double load_ms;
 };
 
-/* The context the llm will get for -c (its rule: -1 is the trained
- * context up to TERN_LLM_DEFAULT_CTX, 0 the trained context). */
-static int64_t context_of(const struct tern_model_config *c)
-{
-	int64_t train = c->n_ctx_train ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
-	if (llm_o.ctx < 0)
-		return train < TERN_LLM_DEFAULT_CTX ? train : TERN_LLM_DEFAULT_CTX;
-	return llm_o.ctx ? llm_o.ctx : train;
-}
-
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
-
-/* Refuse a model that cannot fit in memory, before any of the cache is
- * made: the file (mapped: it must be resident to run at speed), the KV
- * cache and an estimate of the activations and logits. */
-static void check_memory(const struct tern_model *m, int64_t n_ctx, uint32_t tk, uint32_t tv)
-{
-	uint64_t kvb = 0;
-	double all = (double)tern_llm_memory_estimate(&m->cfg, n_ctx, llm_o.ubatch, tk, tv, false, &kvb);
-	double kv = (double)kvb, act = all - kv;
-	double file = (double)tern_mf_file_size(m->mf);
-	uint64_t avail = cli_mem_available();
-	if (!avail)
-		return;
-	double need = file + kv + act;
-	if (need <= (double)avail)
-		return;
-	die(EXIT_RUNTIME,
-	    "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
-	    " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
-	    model_path, need / 1048576.0, file / 1048576.0, kv / 1048576.0, n_ctx, act / 1048576.0, mib(avail));
-}
 
 static uint64_t random_seed(void)
 {
@@ -491,9 +460,10 @@ static void load(struct session *ss)
 		exit(cli_fail(model_path, rc, &e));
 	}
 
-	int64_t n_ctx = context_of(c);
 	uint32_t tk = (uint32_t)tern_llm_cache_type(llm_o.ctk), tv = (uint32_t)tern_llm_cache_type(llm_o.ctv);
-	check_memory(ss->m, n_ctx, tk, tv);
+	char msg[512];
+	if (!llm_opts_check_memory(ss->m, model_path, tk, tv, msg, sizeof msg))
+		die(EXIT_RUNTIME, "%s", msg);
 
 	struct cpu_backend_opts bo = {.n_threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
 				      .max_tokens = llm_o.ubatch};

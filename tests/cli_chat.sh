@@ -37,6 +37,9 @@ if [ ! -f "$S" ]; then
 	finish
 fi
 
+TERN_MEM_AVAILABLE=50000000 expect 1 $TO $C -m $S </dev/null && check "a model that does not fit in memory: one line" \
+	one_line_err "tern-chat: $S: does not fit in memory"
+
 # ---- through a pipe -----------------------------------------------------------------
 # the default template (the file's, through the Jinja engine) unless the
 # caller asks for another (CHAT_EXTRA=--no-jinja)

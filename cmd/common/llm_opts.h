@@ -8,6 +8,7 @@
 #define TERN_CMD_LLM_OPTS_H
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +19,8 @@
 #include "cmd/common/cli.h"
 #include "lib/llm/chatfmt.h"
 #include "lib/llm/generate.h"
+#include "lib/llm/llm.h"
+#include "lib/llm/model.h"
 #include "lib/llm/prompt.h"
 #include "lib/llm/sample.h"
 
@@ -153,6 +156,39 @@ static struct tern_sample_opts llm_opts_sampling(uint64_t seed)
 	so.frequency_penalty = (float)llm_o.frequency;
 	so.seed = seed;
 	return so;
+}
+
+/* The context the llm will get for -c (its rule: -1 is the trained
+ * context up to TERN_LLM_DEFAULT_CTX, 0 the trained context). */
+static int64_t llm_opts_context(const struct tern_model_config *c)
+{
+	int64_t train = c->n_ctx_train ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
+	if (llm_o.ctx < 0)
+		return train < TERN_LLM_DEFAULT_CTX ? train : TERN_LLM_DEFAULT_CTX;
+	return llm_o.ctx ? llm_o.ctx : train;
+}
+
+/* Whether model m (at path) fits in memory, checked before any of the
+ * cache is made: the file (mapped: it must be resident to run at speed),
+ * the KV cache and an estimate of the activations and logits. When not,
+ * msg[cap] says so with the numbers and what to change. */
+static bool llm_opts_check_memory(const struct tern_model *m, const char *path, uint32_t tk, uint32_t tv, char *msg,
+				  size_t cap)
+{
+	int64_t n_ctx = llm_opts_context(&m->cfg);
+	uint64_t kvb = 0;
+	double all = (double)tern_llm_memory_estimate(&m->cfg, n_ctx, llm_o.ubatch, tk, tv, false, &kvb);
+	double kv = (double)kvb, act = all - kv;
+	double file = (double)tern_mf_file_size(m->mf);
+	uint64_t avail = cli_mem_available();
+	double need = file + kv + act, mib = 1048576.0;
+	if (!avail || need <= (double)avail)
+		return true;
+	snprintf(msg, cap,
+		 "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
+		 " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
+		 path, need / mib, file / mib, kv / mib, n_ctx, act / mib, (double)avail / mib);
+	return false;
 }
 
 /* The template choice as prompt.h takes it; *file_text is the

@@ -995,6 +995,8 @@ static int tty_loop(void)
 	 * key reader then */
 	rl_catch_signals = 0;
 	rl_getc_function = getc_interruptible;
+	if (!cli_isatty(stdout))
+		rl_outstream = stderr; /* the answers go to the file; the echo stays on the terminal */
 	history_open();
 	bool color = cli_color(stdout);
 	const char *p1 = color ? "\001\033[1;32m\002> \001\033[0m\002" : "> ";

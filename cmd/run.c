@@ -607,10 +607,15 @@ static char *render_prompt(const struct session *ss, const struct buf *prompt, s
 	free(msgs);
 	free(tools);
 	if (rc) {
-		tern_prompt_free(pr);
+		/* the message names what was wrong: the template, the tools or the messages */
 		bool tmpl = strncmp(e.msg, "chat template", 13) == 0;
-		die(cli_exit_status(rc), "%s: %s%s", tmpl ? model_path : o_tools && strncmp(e.msg, "tools", 5) == 0 ? o_tools : o_messages ? o_messages : model_path,
-		    e.msg, tmpl && tern_prompt_kind(pr) == TERN_PROMPT_JINJA ? " (--chat-template NAME uses a built-in format instead)" : "");
+		bool jinja = tern_prompt_kind(pr) == TERN_PROMPT_JINJA;
+		tern_prompt_free(pr);
+		const char *what = tmpl ? model_path
+				   : o_tools && strncmp(e.msg, "tools", 5) == 0 ? o_tools
+				   : o_messages ? o_messages : model_path;
+		die(cli_exit_status(rc), "%s: %s%s", what, e.msg,
+		    tmpl && jinja ? " (--chat-template NAME uses a built-in format instead)" : "");
 	}
 	*pr_out = pr;
 	return out;

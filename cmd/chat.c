@@ -107,9 +107,12 @@ static const struct cli_section sections[] = {
 	{"CHAT TEMPLATES", LLM_OPTS_TEMPLATE_TEXT},
 	{"EXIT STATUS",
 	 "0 the conversation ended (end of input, Ctrl-D, /exit); 1 runtime error (cannot open the model, not "
-	 "enough memory); 2 usage error (unknown option, bad value, no model); 65 the model file is not a valid "
-	 "GGUF file or not one tern can run, or its chat template cannot be used; 130 interrupted by Ctrl-C "
-	 "while reading a pipe."},
+	 "enough memory; through a pipe: a turn larger than the context was not sent); 2 usage error (unknown "
+	 "option, bad value, no model); 65 the model file is not a valid GGUF file or not one tern can run, or "
+	 "its chat template cannot be parsed (through a pipe: or could not render a turn, which was then not "
+	 "kept); 130 interrupted by Ctrl-C while reading a pipe. Through a pipe the session goes on after a turn "
+	 "that fails (an error line on stderr, no answer on stdout) and ends with that turn's status; on a "
+	 "terminal such errors are shown and the chat goes on."},
 	{"ENVIRONMENT",
 	 "TERN_MODEL: the model when -m is not given. NO_COLOR: no colour (as --color=never). XDG_STATE_HOME: "
 	 "where the history is kept."},
@@ -461,7 +464,8 @@ static int32_t render_tokens(void)
 	int rc = tern_prompt_render(S.pr, msgs, strlen(msgs), S.tools, true, &text, &len, &e);
 	free(msgs);
 	if (rc) {
-		cli_error("%s: %s", model_path, e.msg);
+		cli_error("%s: %s%s", model_path, e.msg,
+			  tern_prompt_kind(S.pr) == TERN_PROMPT_JINJA ? " (--chat-template NAME uses a built-in format instead)" : "");
 		return -1;
 	}
 	size_t n = 0;
@@ -513,6 +517,8 @@ static size_t drop_oldest(void)
 /* stdout cannot be written (its reader went away): the chat ends quietly */
 static bool stdout_gone;
 static bool want_exit;
+/* the status a pipe session ends with when a turn could not be answered */
+static int failed_status;
 
 struct answer {
 	struct buf text;  /* the whole answer, for the conversation */
@@ -575,8 +581,14 @@ static bool answer(void)
 	size_t dropped = 0;
 	for (;;) {
 		n = render_tokens();
-		if (n < 0)
+		if (n < 0) {
+			/* the message that made the template fail is not kept */
+			size_t last = json_array_size(S.conv);
+			if (last && strcmp(role_of(last - 1), "user") == 0)
+				json_array_remove(S.conv, last - 1);
+			failed_status = EXIT_DATAERR;
 			return false;
+		}
 		if (n + answer_room(n_ctx) <= n_ctx)
 			break;
 		size_t d = drop_oldest();
@@ -591,6 +603,7 @@ static bool answer(void)
 		cli_error("the message does not fit the context (%d tokens with %s, the context holds %d): not sent; "
 			  "a larger -c holds more", n, has_system() ? "the system prompt" : "the template", n_ctx);
 		json_array_remove(S.conv, json_array_size(S.conv) - 1);
+		failed_status = EXIT_RUNTIME;
 		return false;
 	}
 	/* what the cache holds in common with the new text stays; at least
@@ -642,6 +655,7 @@ static bool answer(void)
 	S.have_last = true;
 	if (rc) {
 		cli_error("%s: %s", model_path, e.msg);
+		failed_status = cli_exit_status(rc);
 		return false;
 	}
 	if (cancelled && tty)
@@ -904,7 +918,7 @@ static int pipe_loop(void)
 			break;
 	}
 	free(b.p);
-	return interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+	return interrupted ? EXIT_INTERRUPTED : failed_status;
 }
 
 /* ---- input: a terminal --------------------------------------------------------------- */

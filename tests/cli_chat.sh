@@ -124,10 +124,20 @@ assert u[-1].endswith("number 8 about the sea.") and "Tell me fact number 1 abou
 { head -c 3000 /dev/zero | tr '\0' 'a'; echo; echo "hi"; echo "/save $T/big.json"; } >"$T/turns"
 $TO $C -m $S "${X[@]}" --temp 0 -n 4 -c 128 <"$T/turns" >"$T/out" 2>"$T/err"
 st=$?
-check "a message larger than the context: exit 0 (got $st)" test "$st" -eq 0
+check "a message larger than the context: exit 1 at the end (got $st)" test "$st" -eq 1
 check "a message larger than the context: not sent, said so" grep -q "does not fit the context" "$T/err"
 check "a message larger than the context: the next one is answered" $PYTHON -c 'import json, sys
 c = json.load(open(sys.argv[1])); assert [m["role"] for m in c] == ["user", "assistant"] and c[0]["content"] == "hi", c' "$T/big.json"
+
+# a template that fails on a turn: an error naming its line, the turn not kept, the next ones go on, exit 65
+printf '{%% if messages|length > 1 %%}{{ raise_exception("only one message") }}{%% endif %%}{%% for m in messages %%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%% endfor %%}<|im_start|>assistant\n' >"$T/one.jinja"
+printf 'hi\nbye\n/save %s\n' "$T/one.json" | $TO $C -m $S --chat-template-file "$T/one.jinja" --temp 0 -n 4 >"$T/out" 2>"$T/err"
+st=$?
+check "a template error on turn 2: exit 65 at the end (got $st)" test "$st" -eq 65
+check "a template error: one line with its line and column, suggesting --chat-template" \
+	grep -q "^tern-chat: $S: chat template ($T/one.jinja): line 1, column [0-9]*: raise_exception: only one message (--chat-template NAME" "$T/err"
+check "a template error: the failing turn is not kept" $PYTHON -c 'import json, sys
+c = json.load(open(sys.argv[1])); assert [m["role"] for m in c] == ["user", "assistant"] and c[0]["content"] == "hi", c' "$T/one.json"
 
 # ---- on a terminal ------------------------------------------------------------------
 mkdir -p "$T/pty"

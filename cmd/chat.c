@@ -816,8 +816,7 @@ static void command(const char *line)
 	} else if (IS("/exit") || IS("/quit")) {
 		want_exit = true;
 	} else if (IS("/clear")) {
-		const char *keep = has_system() ? json_string_value(json_object_get(json_array_get(S.conv, 0), "content")) : NULL;
-		json_t *sys = keep ? json_incref(json_array_get(S.conv, 0)) : NULL;
+		json_t *sys = has_system() ? json_incref(json_array_get(S.conv, 0)) : NULL;
 		json_array_clear(S.conv);
 		if (sys)
 			json_array_append_new(S.conv, sys);

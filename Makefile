@@ -97,7 +97,7 @@ PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(HAVE_PCRE2),-DTERN_HAVE_PCRE2=1) $(if $(HAVE_UTF8PROC),-DTERN_HAVE_UTF8PROC=1) \
 	$(if $(HAVE_JANSSON),-DTERN_HAVE_JANSSON=1) \
-	$(if $(HAVE_LIBMD),-DTERN_HAVE_LIBMD=1) \
+	$(if $(HAVE_LIBMD),-DTERN_HAVE_LIBMD=1) $(if $(HAVE_EDIT),-DTERN_HAVE_EDIT=1) \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
 CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
@@ -126,6 +126,8 @@ CLI_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/common/*.c)) $(OUT)/version.
 # into tern-bench only), its own libraries in PROG_LIBS_<name>.
 prog_obj = $(patsubst %.c,$(OUT)/%.o,$(wildcard cmd/$(1)/*.c))
 PROG_LIBS_bench := $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
+# tern-chat edits lines with libedit (without it, it reads pipes only)
+PROG_LIBS_chat := $(if $(HAVE_EDIT),$(shell pkg-config --libs libedit))
 
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)

@@ -12,6 +12,7 @@
  * ends the run quietly with status 0; Ctrl-C stops the generation, keeps
  * what was produced and exits 130. */
 #include <errno.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
@@ -24,6 +25,9 @@
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
+#include "cmd/common/llm_opts.h"
+#include "lib/format/modelfile.h"
+#include "lib/llm/prompt.h"
 #include "lib/cpu/backend.h"
 #include "lib/llm/chatfmt.h"
 #include "lib/llm/generate.h"
@@ -42,72 +46,36 @@
 
 /* ---- options ----------------------------------------------------------- */
 
-static const char *o_model, *o_prompt, *o_file, *o_system, *o_template;
-static const char *o_ctk = "f16", *o_ctv = "f16";
-static int64_t o_n_predict = -1, o_ctx = -1, o_threads = 0, o_batch = 512, o_ubatch = 512;
-static int64_t o_seed = -1, o_top_k = 40, o_last_n = 64, o_logprobs = -1;
-static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_repeat = 1.0, o_presence = 0, o_frequency = 0;
-static bool o_ignore_eos, o_json, o_raw, o_no_parse_special, o_special, o_no_stdin;
-static struct cli_list o_stop;
+static const char *o_prompt, *o_file, *o_system, *o_messages, *o_tools;
+static int64_t o_logprobs = -1;
+static bool o_json, o_raw, o_no_parse_special, o_no_stdin, o_print_prompt;
 static struct cli_common common;
 
 static const struct cli_opt opts[] = {
-	{.lng = "model", .shrt = 'm', .kind = CLI_FILE, .dst = &o_model, .arg = "FILE", .ext = "gguf",
-	 .help = "the GGUF model to run (default: $TERN_MODEL)"},
+	LLM_OPTS_MODEL,
 	{.lng = "prompt", .shrt = 'p', .kind = CLI_STR, .dst = &o_prompt, .arg = "TEXT", .excludes = "file",
 	 .help = "the prompt (instead of PROMPT arguments)"},
 	{.lng = "file", .shrt = 'f', .kind = CLI_FILE, .dst = &o_file, .arg = "FILE",
 	 .help = "read the prompt from FILE ('-': standard input)"},
-	{.lng = "system-prompt", .alias = "sys", .kind = CLI_STR, .dst = &o_system, .arg = "TEXT", .excludes = "raw",
+	{.lng = "system-prompt", .alias = "sys", .kind = CLI_STR, .dst = &o_system, .arg = "TEXT", .excludes = "raw|messages",
 	 .help = "a system turn before the prompt (with a chat template)"},
-	{.lng = "n-predict", .shrt = 'n', .kind = CLI_INT, .dst = &o_n_predict, .arg = "N", .min = -1, .max = INT32_MAX,
-	 .help = "generate at most N tokens (default: -1, until the model stops or the context is full)"},
-	{.lng = "ctx-size", .shrt = 'c', .kind = CLI_INT, .dst = &o_ctx, .arg = "N", .min = 0, .max = INT32_MAX,
-	 .help = "context size in tokens (default: the trained context, at most 4096; 0: the trained context)"},
-	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
-	 .help = "threads (default: the CPUs this process may run on)"},
-	{.lng = "batch-size", .shrt = 'b', .kind = CLI_INT, .dst = &o_batch, .arg = "N", .min = 1, .max = 1 << 20,
-	 .help = "prompt tokens per decode call (default: 512)"},
-	{.lng = "ubatch-size", .alias = "ub", .kind = CLI_INT, .dst = &o_ubatch, .arg = "N", .min = 1, .max = 1 << 20,
-	 .help = "prompt tokens per forward pass, at most --batch-size (default: 512)"},
-	{.lng = "seed", .shrt = 's', .kind = CLI_INT, .dst = &o_seed, .arg = "N", .min = -1, .max = INT64_MAX,
-	 .help = "seed of the sampler (default: -1, a random seed; -v and --json show it)"},
-	{.lng = "temp", .kind = CLI_FLOAT, .dst = &o_temp, .arg = "X",
-	 .help = "temperature (default: 0.8; 0: greedy, the most likely token every time)"},
-	{.lng = "top-k", .kind = CLI_INT, .dst = &o_top_k, .arg = "N", .min = 0, .max = INT32_MAX,
-	 .help = "keep the N most likely tokens (default: 40; 0: off)"},
-	{.lng = "top-p", .kind = CLI_FLOAT, .dst = &o_top_p, .arg = "X",
-	 .help = "keep the most likely tokens up to a probability of X (default: 0.95; 1: off)"},
-	{.lng = "min-p", .kind = CLI_FLOAT, .dst = &o_min_p, .arg = "X",
-	 .help = "drop tokens less likely than X times the best one (default: 0.05; 0: off)"},
-	{.lng = "repeat-penalty", .kind = CLI_FLOAT, .dst = &o_repeat, .arg = "X",
-	 .help = "penalise tokens seen in the last --repeat-last-n (default: 1.0, off)"},
-	{.lng = "repeat-last-n", .kind = CLI_INT, .dst = &o_last_n, .arg = "N", .min = 0, .max = INT32_MAX,
-	 .help = "tokens the penalties look back at (default: 64; 0: no penalties)"},
-	{.lng = "presence-penalty", .kind = CLI_FLOAT, .dst = &o_presence, .arg = "X",
-	 .help = "subtract X from the logit of every token seen (default: 0)"},
-	{.lng = "frequency-penalty", .kind = CLI_FLOAT, .dst = &o_frequency, .arg = "X",
-	 .help = "subtract X times its count from the logit of every token seen (default: 0)"},
-	{.lng = "ignore-eos", .kind = CLI_FLAG, .dst = &o_ignore_eos,
-	 .help = "never end at an end-of-generation token (only -n, --stop or a full context end the run)"},
-	{.lng = "stop", .kind = CLI_LIST, .dst = &o_stop, .arg = "TEXT",
-	 .help = "stop when the text contains TEXT (not printed)"},
+	{.lng = "messages", .kind = CLI_FILE, .dst = &o_messages, .arg = "FILE", .ext = "json",
+	 .excludes = "prompt|file|raw",
+	 .help = "the conversation: a JSON array of OpenAI-style messages ('-': standard input)"},
+	{.lng = "tools", .kind = CLI_FILE, .dst = &o_tools, .arg = "FILE", .ext = "json", .excludes = "raw",
+	 .help = "tool definitions (a JSON array) for templates that use them"},
+	{.lng = "print-prompt", .kind = CLI_FLAG, .dst = &o_print_prompt, .excludes = "json",
+	 .help = "print the prompt exactly as the model would get it and exit (the weights are not loaded)"},
+	LLM_OPTS_SAMPLING,
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
 	 .help = "print one JSON object with the text, finish reason, token counts and timings"},
 	{.lng = "logprobs", .kind = CLI_INT, .dst = &o_logprobs, .arg = "N", .min = 0, .max = TERN_GEN_MAX_LOGPROBS,
 	 .needs = "json", .help = "add each generated token's log-probability and the N most likely alternatives"},
-	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .excludes = "chat-template",
+	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .excludes = "chat-template|chat-template-file|jinja|no-jinja",
 	 .help = "no chat template: the prompt is plain text (BOS as the file says; special-token text is parsed)"},
 	{.lng = "no-parse-special", .kind = CLI_FLAG, .dst = &o_no_parse_special,
 	 .help = "in a plain-text prompt, special-token text such as <|im_start|> stays text"},
-	{.lng = "chat-template", .kind = CLI_STR, .dst = &o_template, .arg = "NAME",
-	 .help = "use the built-in chat format NAME instead of the file's (see CHAT TEMPLATES)"},
-	{.lng = "special", .alias = "sp", .kind = CLI_FLAG, .dst = &o_special,
-	 .help = "print control tokens the model generates as their text"},
-	{.lng = "cache-type-k", .alias = "ctk", .kind = CLI_CHOICE, .dst = &o_ctk, .arg = "TYPE", .choices = "f32|f16|q8_0",
-	 .help = "element type of the K cache (default: f16)"},
-	{.lng = "cache-type-v", .alias = "ctv", .kind = CLI_CHOICE, .dst = &o_ctv, .arg = "TYPE", .choices = "f32|f16|q8_0",
-	 .help = "element type of the V cache (default: f16)"},
+	LLM_OPTS_TEMPLATE,
 	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
 	 .help = "do not read standard input even when it is not a terminal"},
 	{0},
@@ -127,23 +95,22 @@ static const struct cli_section sections[] = {
 	 "Scripts that loop over lines of standard input (while read ...) should give tern-run --no-stdin or "
 	 "</dev/null, or it reads the rest of their input as part of the prompt."},
 	{"CHAT TEMPLATES",
-	 "When the model file has a chat template (tokenizer.chat_template), the prompt becomes one user turn "
-	 "in the built-in format that template is recognised as (as llama.cpp recognises its built-in "
-	 "templates), followed by the opening of the assistant's turn; -sys TEXT puts a system turn before it. "
-	 "The rendered text is tokenized with special-token text parsed and BOS added as the file says (never "
-	 "twice). --chat-template NAME picks a format by name instead (also for a file without a template). A "
-	 "file without a chat template (a base model), or with one that is not recognised (a warning says so), "
+	 "The prompt becomes one user turn (after a system turn with -sys TEXT) followed by the opening of the "
+	 "assistant's turn; --messages FILE gives a whole conversation instead: a JSON array of OpenAI-style "
+	 "messages ({\"role\", \"content\"}, and for templates that use tools \"tool_calls\", \"name\", "
+	 "\"tool_call_id\"), the format tern-chat's /save writes; '-' reads it from standard input. --tools FILE "
+	 "hands a JSON array of tool definitions to the template as `tools`. --print-prompt prints the text the "
+	 "model would get (the BOS the tokenizer adds written as its text, nothing after it) and exits without "
+	 "loading the weights: a vocabulary-only GGUF is enough.\n"
+	 "\n"
+	 LLM_OPTS_TEMPLATE_TEXT "\n"
+	 "\n"
+	 "A file without a chat template (a base model) and a prompt without --messages or a template option "
 	 "gets the prompt as plain text; so does every model with --raw. Plain text is tokenized with BOS as "
 	 "the file's metadata says and with special-token text such as <|im_start|> parsed into its token, so "
 	 "that a template can be written by hand; --no-parse-special keeps such text as text. A system prompt "
 	 "without a chat template is put before the prompt as plain text, after a warning. -v says which "
-	 "format was used.\n"
-	 "\n"
-	 "The built-in formats: chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, "
-	 "mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, llama3, gemma, phi3, phi4, falcon3, "
-	 "zephyr, monarch, orion, openchat, vicuna, vicuna-orca, deepseek, deepseek2, deepseek3, command-r, "
-	 "chatglm3, chatglm4, minicpm, exaone3, granite, gigachat, megrez, llama4 and more (an unknown NAME is "
-	 "a usage error that lists them all)."},
+	 "template was used; --json names it (\"jinja\" or the built-in format's name)."},
 	{"OUTPUT",
 	 "Standard output carries only the generated text, written and flushed as each piece becomes final "
 	 "(never a part of a UTF-8 character, never a part that may still turn out to be a stop string). The "
@@ -191,8 +158,9 @@ static const struct cli_section sections[] = {
 	 "the model, not enough memory, the prompt does not fit the context, a prompt file that cannot be "
 	 "read or is larger than 16 MiB, a write error); 2 usage error (unknown option, bad value, no prompt, "
 	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
-	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, or the prompt "
-	 "is not text (a NUL byte); 130 interrupted by "
+	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, the prompt "
+	 "is not text (a NUL byte, or invalid UTF-8 for a chat template), --messages or --tools is not the "
+	 "JSON described above, or the chat template cannot be parsed or rendered; 130 interrupted by "
 	 "Ctrl-C.\n"
 	 "\n"
 	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
@@ -208,7 +176,9 @@ static const struct cli_section sections[] = {
 	 "  tern-run -m model.gguf --raw --temp 0 -n 32 \"The capital of France is\"\n"
 	 "  tern-run -m model.gguf --json --logprobs 3 -n 8 \"Hello\" | jq .text\n"
 	 "  tern-run -m model.gguf -sys \"Answer in one word.\" --stop \".\" \"Best colour?\"\n"
-	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0"},
+	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0\n"
+	 "  tern-run -m model.gguf --messages chat.json --tools tools.json --print-prompt\n"
+	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\""},
 	{NULL, NULL},
 };
 
@@ -326,35 +296,8 @@ static const char *model_path;
 
 static void check_options(void)
 {
-	model_path = o_model;
-	if (!model_path) {
-		const char *env = getenv("TERN_MODEL");
-		model_path = env && *env ? env : NULL;
-	}
-	if (!model_path)
-		cli_usage_error("no model: give -m FILE or set TERN_MODEL");
-	struct {
-		const char *name;
-		double v;
-	} f[] = {{"temp", o_temp}, {"top-p", o_top_p}, {"min-p", o_min_p}, {"repeat-penalty", o_repeat},
-		 {"presence-penalty", o_presence}, {"frequency-penalty", o_frequency}};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-		if (!isfinite(f[i].v))
-			cli_usage_error("option '--%s': %g is not a finite number", f[i].name, f[i].v);
-	if (o_repeat <= 0)
-		cli_usage_error("option '--repeat-penalty': must be above 0 (1: off)");
-	if (o_stop.n > TERN_GEN_MAX_STOP)
-		cli_usage_error("at most %d --stop strings", TERN_GEN_MAX_STOP);
-	for (int i = 0; i < o_stop.n; i++) {
-		size_t n = strlen(o_stop.v[i]);
-		if (n == 0 || n > TERN_GEN_MAX_STOP_LEN)
-			cli_usage_error("option '--stop': a stop string has 1..%d bytes", TERN_GEN_MAX_STOP_LEN);
-	}
-	if (o_template && tern_chat_fmt_by_name(o_template) < 0)
-		cli_usage_error("unknown chat template '%.40s' (built-in: %s)", o_template, tern_chat_fmt_names());
-	/* llama.cpp: the micro-batch never exceeds the batch */
-	if (o_ubatch > o_batch)
-		o_ubatch = o_batch;
+	model_path = llm_opts_model();
+	llm_opts_check();
 }
 
 /* ---- step 2: the prompt text ------------------------------------------------ */
@@ -363,6 +306,13 @@ static void check_options(void)
  * terminal. Usage errors exit 2; a file that cannot be read exits 1. */
 static void read_prompt(const char **pos, int npos, struct buf *out)
 {
+	if (o_messages) {
+		/* the conversation is the prompt: nothing else is read */
+		if (npos)
+			cli_usage_error("--messages gives the conversation: no PROMPT arguments too");
+		*out = (struct buf){0};
+		return;
+	}
 	if ((o_prompt != NULL) + (o_file != NULL) + (npos > 0) > 1)
 		cli_usage_error("give the prompt once: as PROMPT arguments, with -p or with -f");
 	for (int i = 0; i < npos && npos > 1; i++)
@@ -448,6 +398,7 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 /* ---- step 3: loading -------------------------------------------------------- */
 
 struct session {
+	tern_mf *mf;          /* --print-prompt: the file alone (metadata and vocabulary) */
 	struct tern_model *m;
 	tok_vocab *v;
 	struct tern_backend *be;
@@ -458,38 +409,7 @@ struct session {
 	double load_ms;
 };
 
-/* The context the llm will get for -c (its rule: -1 is the trained
- * context up to TERN_LLM_DEFAULT_CTX, 0 the trained context). */
-static int64_t context_of(const struct tern_model_config *c)
-{
-	int64_t train = c->n_ctx_train ? c->n_ctx_train : TERN_LLM_DEFAULT_CTX;
-	if (o_ctx < 0)
-		return train < TERN_LLM_DEFAULT_CTX ? train : TERN_LLM_DEFAULT_CTX;
-	return o_ctx ? o_ctx : train;
-}
-
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
-
-/* Refuse a model that cannot fit in memory, before any of the cache is
- * made: the file (mapped: it must be resident to run at speed), the KV
- * cache and an estimate of the activations and logits. */
-static void check_memory(const struct tern_model *m, int64_t n_ctx, uint32_t tk, uint32_t tv)
-{
-	uint64_t kvb = 0;
-	double all = (double)tern_llm_memory_estimate(&m->cfg, n_ctx, o_ubatch, tk, tv, false, &kvb);
-	double kv = (double)kvb, act = all - kv;
-	double file = (double)tern_mf_file_size(m->mf);
-	uint64_t avail = cli_mem_available();
-	if (!avail)
-		return;
-	double need = file + kv + act;
-	if (need <= (double)avail)
-		return;
-	die(EXIT_RUNTIME,
-	    "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
-	    " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
-	    model_path, need / 1048576.0, file / 1048576.0, kv / 1048576.0, n_ctx, act / 1048576.0, mib(avail));
-}
 
 static uint64_t random_seed(void)
 {
@@ -503,6 +423,20 @@ static uint64_t random_seed(void)
 	if (f)
 		fclose(f);
 	return s;
+}
+
+/* --print-prompt: the metadata and the vocabulary, never the weights (a
+ * vocabulary-only GGUF is enough). */
+static void load_vocab_only(struct session *ss)
+{
+	tern_err e = {0};
+	int rc = tern_mf_open(&ss->mf, model_path, NULL, &e);
+	if (rc)
+		exit(cli_fail(NULL, rc, &e));
+	const gguf_file *gf = tern_mf_gguf(ss->mf);
+	rc = gf ? tok_vocab_load(&ss->v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file");
+	if (rc)
+		exit(cli_fail(model_path, rc, &e));
 }
 
 static void load(struct session *ss)
@@ -526,18 +460,19 @@ static void load(struct session *ss)
 		exit(cli_fail(model_path, rc, &e));
 	}
 
-	int64_t n_ctx = context_of(c);
-	uint32_t tk = (uint32_t)tern_llm_cache_type(o_ctk), tv = (uint32_t)tern_llm_cache_type(o_ctv);
-	check_memory(ss->m, n_ctx, tk, tv);
+	uint32_t tk = (uint32_t)tern_llm_cache_type(llm_o.ctk), tv = (uint32_t)tern_llm_cache_type(llm_o.ctv);
+	char msg[512];
+	if (!llm_opts_check_memory(ss->m, model_path, tk, tv, msg, sizeof msg))
+		die(EXIT_RUNTIME, "%s", msg);
 
-	struct cpu_backend_opts bo = {.n_threads = o_threads ? (int)o_threads : cli_default_threads(),
-				      .max_tokens = o_ubatch};
-	o_threads = bo.n_threads;
+	struct cpu_backend_opts bo = {.n_threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
+				      .max_tokens = llm_o.ubatch};
+	llm_o.threads = bo.n_threads;
 	rc = cpu_backend_new(&ss->be, &bo, &e);
 	if (!rc) {
 		struct tern_llm_opts lo = tern_llm_opts_default();
-		lo.n_ctx = o_ctx < 0 ? -1 : (int32_t)o_ctx;
-		lo.n_ubatch = (int32_t)o_ubatch;
+		lo.n_ctx = llm_o.ctx < 0 ? -1 : (int32_t)llm_o.ctx;
+		lo.n_ubatch = (int32_t)llm_o.ubatch;
 		lo.type_k = tk;
 		lo.type_v = tv;
 		rc = tern_llm_new(&ss->llm, ss->m, ss->be, &lo, &e);
@@ -546,17 +481,8 @@ static void load(struct session *ss)
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));
 
-	ss->seed = o_seed < 0 ? random_seed() : (uint64_t)o_seed;
-	struct tern_sample_opts so = tern_sample_opts_default();
-	so.temp = (float)o_temp;
-	so.top_k = (int32_t)o_top_k;
-	so.top_p = (float)o_top_p;
-	so.min_p = (float)o_min_p;
-	so.repeat_penalty = (float)o_repeat;
-	so.repeat_last_n = (int32_t)o_last_n;
-	so.presence_penalty = (float)o_presence;
-	so.frequency_penalty = (float)o_frequency;
-	so.seed = ss->seed;
+	ss->seed = llm_o.seed < 0 ? random_seed() : (uint64_t)llm_o.seed;
+	struct tern_sample_opts so = llm_opts_sampling(ss->seed);
 	rc = tern_sampler_new(&ss->s, tern_llm_n_vocab(ss->llm), &so, &e);
 	if (rc) /* the options were checked: what is left is memory */
 		exit(cli_fail(NULL, rc, &e));
@@ -572,36 +498,85 @@ static void load(struct session *ss)
 	     c->n_vocab, ss->load_ms);
 	info("context %d (trained %u), KV cache %s/%s %.1f MiB, batch %" PRId64 "/%" PRId64 ", %" PRId64
 	     " threads, seed %" PRIu64,
-	     ctx, c->n_ctx_train, o_ctk, o_ctv, mib(tern_llm_kv_bytes(ss->llm)), o_batch, o_ubatch, o_threads,
+	     ctx, c->n_ctx_train, llm_o.ctk, llm_o.ctv, mib(tern_llm_kv_bytes(ss->llm)), llm_o.batch, llm_o.ubatch, llm_o.threads,
 	     ss->seed);
 }
 
 /* ---- step 4: the prompt as tokens ----------------------------------------- */
 
-/* The text the model sees: the prompt as one user turn in a chat format,
- * or the plain prompt. *fmt_out is the format (TERN_CHAT_UNKNOWN: plain
- * text). This is the one place that knows about chat templates. */
-static char *render_prompt(const struct session *ss, const struct buf *prompt, int *fmt_out)
+/* A JSON text read from FILE ('-': standard input), NUL-terminated;
+ * exits 1 when it cannot be read. */
+static char *read_json_file(const char *path)
 {
-	int fmt = TERN_CHAT_UNKNOWN;
-	struct tern_str tmpl = tern_chat_template_of(ss->m->mf, NULL);
-	if (o_raw) {
-		info("chat template: none (--raw): the prompt is plain text");
-	} else if (o_template) {
-		fmt = tern_chat_fmt_by_name(o_template);
-		info("chat template: %s (--chat-template)", o_template);
-	} else if (!tmpl.ptr) {
-		info("chat template: none (the file has none): the prompt is plain text");
-	} else if ((fmt = tern_chat_fmt_detect_n(tmpl.ptr, (size_t)tmpl.len)) == TERN_CHAT_UNKNOWN) {
-		warning("%s: the chat template is not one of the built-in formats: the prompt is plain text "
-		     "(--chat-template NAME picks one)", model_path);
-	} else {
-		info("chat template: %s (recognised in the file's template)", tern_chat_fmt_name(fmt));
-	}
-	*fmt_out = fmt;
-
+	bool in = strcmp(path, "-") == 0;
+	if (in && cli_isatty(stdin))
+		cli_usage_error("'-' reads JSON from standard input, which is a terminal");
+	FILE *f = in ? stdin : fopen(path, "rb");
+	if (!f)
+		die(EXIT_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
 	struct buf b = {0};
-	if (fmt == TERN_CHAT_UNKNOWN) {
+	int err = read_all(f, &b);
+	if (!in)
+		fclose(f);
+	if (!err && !buf_add(&b, "", 0))
+		err = ENOMEM;
+	if (err) {
+		free(b.p);
+		die(EXIT_RUNTIME, "%s: cannot read: %s", in ? "standard input" : path,
+		    err == EFBIG ? "larger than 16 MiB" : strerror(err));
+	}
+	return b.p;
+}
+
+/* The conversation as JSON text: --messages, or -sys and the prompt as
+ * a system and a user message. */
+static char *conversation(const struct buf *prompt)
+{
+	if (o_messages) {
+		char *m = read_json_file(o_messages);
+		tern_err e = {0};
+		int rc = tern_prompt_check_messages(m, strlen(m), &e);
+		if (rc) {
+			free(m);
+			die(cli_exit_status(rc), "%s: %s", strcmp(o_messages, "-") ? o_messages : "standard input", e.msg);
+		}
+		return m;
+	}
+	json_t *a = json_array(), *u = json_stringn(prompt->p, prompt->len);
+	if (!u)
+		die(EXIT_DATAERR, "the prompt is not valid UTF-8: a chat template takes text (--raw takes any bytes)");
+	if (o_system) {
+		json_t *sys = json_string(o_system);
+		if (!sys)
+			die(EXIT_DATAERR, "the system prompt is not valid UTF-8");
+		json_array_append_new(a, json_pack("{s:s,s:o}", "role", "system", "content", sys));
+	}
+	json_array_append_new(a, json_pack("{s:s,s:o}", "role", "user", "content", u));
+	char *t = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	if (!t)
+		die(EXIT_RUNTIME, "out of memory");
+	return t;
+}
+
+/* The text the model sees: the conversation through the chosen chat
+ * template, or the plain prompt (--raw; a prompt without --messages for a
+ * file without a template, as a base model wants it). *pr_out is the
+ * template (NULL: plain text). This is the one place that knows about
+ * chat templates. */
+static char *render_prompt(const struct session *ss, const struct buf *prompt, struct tern_prompt **pr_out)
+{
+	const tern_mf *mf = ss->m ? ss->m->mf : ss->mf;
+	bool chosen = llm_o.tmpl || llm_o.tmpl_file || llm_o.no_jinja;
+	*pr_out = NULL;
+	struct buf b = {0};
+	if (o_raw || (!o_messages && !chosen && !tern_chat_template_of(mf, NULL).ptr)) {
+		if (o_raw)
+			info("chat template: none (--raw): the prompt is plain text");
+		else
+			info("chat template: none (the file has none): the prompt is plain text");
+		if (o_tools)
+			warning("--tools needs a chat template: ignored");
 		if (o_system) {
 			warning("no chat template: the system prompt is put before the prompt as plain text");
 			if (!buf_add(&b, o_system, strlen(o_system)) || !buf_add(&b, "\n\n", 2))
@@ -613,16 +588,36 @@ static char *render_prompt(const struct session *ss, const struct buf *prompt, i
 	}
 	if (o_no_parse_special)
 		warning("--no-parse-special applies to plain-text prompts, not to a chat template");
-	struct tern_chat_msg msgs[2];
-	size_t n = 0;
-	if (o_system)
-		msgs[n++] = (struct tern_chat_msg){"system", o_system};
-	msgs[n++] = (struct tern_chat_msg){"user", prompt->p};
-	char *out = NULL;
+	char *file_text;
+	struct tern_prompt_opts po = llm_opts_prompt(&file_text);
+	struct tern_prompt *pr;
 	tern_err e = {0};
-	int rc = tern_chat_fmt_apply_alloc(fmt, msgs, n, true, &out, NULL, &e);
+	int rc = tern_prompt_new(&pr, mf, ss->v, &po, &e);
+	free(file_text);
 	if (rc)
-		exit(cli_fail(NULL, rc, &e));
+		die(cli_exit_status(rc), "%s: %s%s", model_path, e.msg,
+		    po.builtin ? "" : " (--chat-template NAME uses a built-in format instead)");
+	if (tern_prompt_warning(pr))
+		warning("%s: %s", model_path, tern_prompt_warning(pr));
+	info("chat template: %s", tern_prompt_describe(pr));
+	char *msgs = conversation(prompt);
+	char *tools = o_tools ? read_json_file(o_tools) : NULL;
+	char *out = NULL;
+	rc = tern_prompt_render(pr, msgs, strlen(msgs), tools, true, &out, NULL, &e);
+	free(msgs);
+	free(tools);
+	if (rc) {
+		/* the message names what was wrong: the template, the tools or the messages */
+		bool tmpl = strncmp(e.msg, "chat template", 13) == 0;
+		bool jinja = tern_prompt_kind(pr) == TERN_PROMPT_JINJA;
+		tern_prompt_free(pr);
+		const char *what = tmpl ? model_path
+				   : o_tools && strncmp(e.msg, "tools", 5) == 0 ? o_tools
+				   : o_messages ? o_messages : model_path;
+		die(cli_exit_status(rc), "%s: %s%s", what, e.msg,
+		    tmpl && jinja ? " (--chat-template NAME uses a built-in format instead)" : "");
+	}
+	*pr_out = pr;
 	return out;
 }
 
@@ -769,14 +764,14 @@ static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struc
 		    struct tern_gen_stats *st, tern_err *e)
 {
 	struct tern_gen_opts go = {
-		.n_predict = (int32_t)o_n_predict,
-		.n_batch = (int32_t)o_batch,
-		.ignore_eos = o_ignore_eos,
-		.stop = o_stop.v,
-		.n_stop = o_stop.n,
+		.n_predict = (int32_t)llm_o.n_predict,
+		.n_batch = (int32_t)llm_o.batch,
+		.ignore_eos = llm_o.ignore_eos,
+		.stop = llm_o.stop.v,
+		.n_stop = llm_o.stop.n,
 		/* the generator reports tokens only when alternatives are asked for */
 		.n_logprobs = o_logprobs < 0 ? 0 : o_logprobs ? (int32_t)o_logprobs : 1,
-		.print_special = o_special,
+		.print_special = llm_o.special,
 		.cancel = &interrupted,
 	};
 	*st = (struct tern_gen_stats){0};
@@ -818,7 +813,7 @@ static void json_token(const tok_vocab *v, int32_t id, float logprob)
 }
 
 static void print_json(const struct session *ss, const struct output *o, const struct tern_gen_stats *st,
-		       int fmt)
+		       const struct tern_prompt *pr)
 {
 	fputs("{", stdout);
 	json_key("model");
@@ -838,10 +833,10 @@ static void print_json(const struct session *ss, const struct output *o, const s
 	fputs(", \"n_ctx\": ", stdout);
 	cli_json_num(stdout, tern_llm_n_ctx(ss->llm));
 	fputs(", \"chat_template\": ", stdout);
-	if (fmt == TERN_CHAT_UNKNOWN)
+	if (!pr)
 		fputs("null", stdout);
 	else
-		cli_json_str(stdout, tern_chat_fmt_name(fmt), strlen(tern_chat_fmt_name(fmt)));
+		cli_json_str(stdout, tern_prompt_name(pr), strlen(tern_prompt_name(pr)));
 	fputs(",\n \"timings\": {\"load_ms\": ", stdout);
 	json_fixed(ss->load_ms);
 	fputs(", \"prompt_ms\": ", stdout);
@@ -894,7 +889,8 @@ static void print_timings(const struct session *ss, const struct tern_gen_stats 
 
 /* The end of the run: the final newline or the JSON object, the -v
  * summary; returns the exit status. */
-static int report(const struct session *ss, struct output *out, const struct tern_gen_stats *st, int fmt, int rc,
+static int report(const struct session *ss, struct output *out, const struct tern_gen_stats *st,
+		  const struct tern_prompt *pr, int rc,
 		  const tern_err *e)
 {
 	int status = EXIT_OK;
@@ -908,7 +904,7 @@ static int report(const struct session *ss, struct output *out, const struct ter
 		status = EXIT_RUNTIME;
 	} else if (!out->pipe_closed && !out->write_errno) {
 		if (o_json)
-			print_json(ss, out, st, fmt);
+			print_json(ss, out, st, pr);
 		else
 			fputc('\n', stdout);
 		if (fflush(stdout) || ferror(stdout)) {
@@ -927,6 +923,32 @@ static int report(const struct session *ss, struct output *out, const struct ter
 	if (status == EXIT_OK && interrupted)
 		status = EXIT_INTERRUPTED;
 	return status;
+}
+
+/* --print-prompt: the text the model would get (the BOS the tokenizer
+ * adds written as its text), on stdout exactly, from the metadata and the
+ * vocabulary alone. */
+static void print_prompt(struct session *ss, const struct buf *prompt)
+{
+	load_vocab_only(ss);
+	struct tern_prompt *pr;
+	char *text = render_prompt(ss, prompt, &pr);
+	int32_t bos = tok_special_id(ss->v, TOK_BOS);
+	struct tok_piece bt = bos >= 0 ? tok_token_text(ss->v, bos) : (struct tok_piece){0};
+	bool ok = true;
+	if (tok_add_bos(ss->v) && bt.ptr)
+		ok = fwrite(bt.ptr, 1, bt.len, stdout) == bt.len;
+	size_t n = strlen(text);
+	ok = ok && fwrite(text, 1, n, stdout) == n;
+	if (fflush(stdout) || !ok) {
+		if (errno != EPIPE)
+			die(EXIT_RUNTIME, "standard output: %s", strerror(errno ? errno : EIO));
+	}
+	free(text);
+	free(prompt->p);
+	tern_prompt_free(pr);
+	tok_vocab_free(ss->v);
+	tern_mf_close(ss->mf);
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -955,25 +977,30 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	struct session ss = {0};
+	if (o_print_prompt) {
+		print_prompt(&ss, &prompt);
+		return EXIT_OK;
+	}
 	load(&ss);
 
-	int fmt;
-	char *text = render_prompt(&ss, &prompt, &fmt);
+	struct tern_prompt *pr;
+	char *text = render_prompt(&ss, &prompt, &pr);
 	int32_t *ids;
-	int32_t n_ids = tokenize_prompt(&ss, text, fmt != TERN_CHAT_UNKNOWN, &ids);
+	int32_t n_ids = tokenize_prompt(&ss, text, pr != NULL, &ids);
 	info("prompt: %d tokens", n_ids);
 
 	struct output out = {.n_top = o_logprobs > 0 ? (int)o_logprobs : 0};
 	struct tern_gen_stats st;
 	tern_err e = {0};
 	int rc = generate(&ss, ids, n_ids, &out, &st, &e);
-	int status = report(&ss, &out, &st, fmt, rc, &e);
+	int status = report(&ss, &out, &st, pr, rc, &e);
 
 	free(out.text.p);
 	free(out.lp);
 	free(ids);
 	free(text);
 	free(prompt.p);
+	tern_prompt_free(pr);
 	tern_gen_free(ss.g);
 	tern_sampler_free(ss.s);
 	tern_llm_free(ss.llm);

@@ -8,15 +8,6 @@ _tern_run()
 	-m|--model)
 		COMPREPLY=($(compgen -f -X '!*.@(gguf)' -- "$cur") $(compgen -d -- "$cur"))
 		return ;;
-	-p|--prompt)
-		COMPREPLY=()
-		return ;;
-	-f|--file)
-		COMPREPLY=($(compgen -f -- "$cur"))
-		return ;;
-	-sys|--system-prompt)
-		COMPREPLY=()
-		return ;;
 	-n|--n-predict)
 		COMPREPLY=()
 		return ;;
@@ -31,6 +22,21 @@ _tern_run()
 		return ;;
 	-ub|--ubatch-size)
 		COMPREPLY=()
+		return ;;
+	-p|--prompt)
+		COMPREPLY=()
+		return ;;
+	-f|--file)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	-sys|--system-prompt)
+		COMPREPLY=()
+		return ;;
+	--messages)
+		COMPREPLY=($(compgen -f -X '!*.@(json)' -- "$cur") $(compgen -d -- "$cur"))
+		return ;;
+	--tools)
+		COMPREPLY=($(compgen -f -X '!*.@(json)' -- "$cur") $(compgen -d -- "$cur"))
 		return ;;
 	-s|--seed)
 		COMPREPLY=()
@@ -68,6 +74,9 @@ _tern_run()
 	--chat-template)
 		COMPREPLY=()
 		return ;;
+	--chat-template-file)
+		COMPREPLY=($(compgen -f -X '!*.@(jinja)' -- "$cur") $(compgen -d -- "$cur"))
+		return ;;
 	-ctk|--cache-type-k)
 		COMPREPLY=($(compgen -W "f32 f16 q8_0" -- "$cur"))
 		return ;;
@@ -82,7 +91,7 @@ _tern_run()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -p --prompt -f --file -sys --system-prompt -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template -sp --special -ctk --cache-type-k -ctv --cache-type-v --no-stdin -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -f --file -sys --system-prompt --messages --tools --print-prompt -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v --no-stdin -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -170,15 +170,21 @@ check "--raw parses special-token text into one token" test "$(ptok)" = "1 ''"
 expect 0 $TO $R -m $S --raw -n 0 --json --no-parse-special "<|im_start|>" </dev/null
 check "--no-parse-special keeps it as text" test "$(ptok | cut -d' ' -f1)" -gt 1
 
-# the chat template: SmolLM2 has one (chatml), Gemma 3 270M has none
-expect 0 $TO $R -m $S -v --temp 0 -n 8 "What is the capital of France?" </dev/null
-check "-v names the chat template" grep -q "chat template: chatml" "$T/err"
+# the chat template: SmolLM2 has one (rendered by the Jinja engine; chatml
+# with --no-jinja), Gemma 3 270M has none
+expect 0 $TO $R -m $S -v --no-jinja --temp 0 -n 8 "What is the capital of France?" </dev/null
+check "-v names the chat template" grep -q "chat template: chatml (built-in, detected in the file's template)" "$T/err"
 check "-v prints the timing summary" grep -q "^tern-run: prompt eval .* tokens per second" "$T/err"
 check "the answer names Paris" grep -q "Paris" "$T/out"
-expect 0 $TO $R -m $S -n 0 --json "What is the capital of France?" </dev/null
+expect 0 $TO $R -m $S --no-jinja -n 0 --json "What is the capital of France?" </dev/null
 check "a chat turn: the template's tokens around the question" test "$(ptok)" = "16 ''"
-expect 0 $TO $R -m $S -n 0 --json -sys "Be brief." "What is the capital of France?" </dev/null
+expect 0 $TO $R -m $S --no-jinja -n 0 --json -sys "Be brief." "What is the capital of France?" </dev/null
 check "-sys adds a system turn: <|im_start|>system\\nBe brief.<|im_end|>\\n" test "$(ptok)" = "24 ''"
+expect 0 $TO $R -m $S -v -n 0 --json "What is the capital of France?" </dev/null
+check "-v names the Jinja template" grep -q "chat template: jinja (the file's template)" "$T/err"
+check "the file's template adds its default system turn (21 tokens)" test "$(ptok)" = "37 ''"
+expect 0 $TO $R -m $S -n 0 --json -sys "Be brief." "What is the capital of France?" </dev/null
+check "-sys replaces the default system turn of the file's template" test "$(ptok)" = "24 ''"
 expect 0 $TO $R -m $G -v --temp 0 -n 4 --json "The capital of France is" </dev/null
 check "Gemma 3 (no template): -v says plain text" grep -q "chat template: none .*plain text" "$T/err"
 check "Gemma 3: plain text, BOS added" $PYTHON -c 'import json, sys
@@ -192,7 +198,7 @@ d = json.load(open(sys.argv[1])); assert d["chat_template"] == "gemma" and d["pr
 
 # the context: too small for the prompt; the memory check
 expect 1 $TO $R -m $S -c 8 "a b c d e f g h i j k l" </dev/null
-check "-c 8 with a longer prompt: the numbers and -c" one_line_err "tern-run: the prompt is 21 tokens, more than the context of 8: raise it with -c"
+check "-c 8 with a longer prompt: the numbers and -c" one_line_err "tern-run: the prompt is 42 tokens, more than the context of 8: raise it with -c"
 expect 0 $TO $R -m $S --raw -n 0 -c 9000 --json hi </dev/null
 check "a context beyond the trained one: a warning" one_line_err "tern-run: warning: a context of 9000 is larger than the 8192"
 check "--json gives n_ctx" $PYTHON -c 'import json, sys; assert json.load(open(sys.argv[1]))["n_ctx"] == 9000' "$T/out"

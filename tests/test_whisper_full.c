@@ -48,7 +48,36 @@ static void seg_line(char *out, size_t cap, const struct whisper_segment *s)
 	snprintf(out, cap, "[%s --> %s]  %s\n", ts[0], ts[1], s->text);
 }
 
-static void transcribe(const struct whisper_full_params *p, const char *want_file)
+/* timestamps of got within tol centiseconds of want's, the rest of
+ * each line equal */
+static void same_within(const char *got, const char *want, int tol)
+{
+	int n = 0;
+	while (*want) {
+		int h0, m0, s0, ms0, h1, m1, s1, ms1, g[8], used = 0, gused = 0;
+		if (sscanf(want, "[%d:%d:%d.%d --> %d:%d:%d.%d]%n", &h0, &m0, &s0, &ms0, &h1, &m1, &s1, &ms1, &used) == 8) {
+			assert_int_equal(sscanf(got, "[%d:%d:%d.%d --> %d:%d:%d.%d]%n", &g[0], &g[1], &g[2], &g[3], &g[4],
+						&g[5], &g[6], &g[7], &gused),
+					 8);
+			long w0 = ((h0 * 60L + m0) * 60 + s0) * 1000 + ms0, w1 = ((h1 * 60L + m1) * 60 + s1) * 1000 + ms1;
+			long g0 = ((g[0] * 60L + g[1]) * 60 + g[2]) * 1000 + g[3];
+			long g1 = ((g[4] * 60L + g[5]) * 60 + g[6]) * 1000 + g[7];
+			assert_true(labs(g0 - w0) <= tol * 10 && labs(g1 - w1) <= tol * 10);
+			want += used, got += gused;
+			n++;
+		}
+		const char *we = strchr(want, '\n'), *ge = strchr(got, '\n');
+		assert_non_null(we);
+		assert_non_null(ge);
+		assert_int_equal(we - want, ge - got);
+		assert_memory_equal(want, got, (size_t)(we - want));
+		want = we + 1, got = ge + 1;
+	}
+	assert_string_equal(got, "");
+	assert_true(n > 0);
+}
+
+static void transcribe(const struct whisper_full_params *p, const char *want_file, int tol)
 {
 	struct whisper_model *m = load_model();
 	tern_err e = {0};
@@ -91,8 +120,12 @@ static void transcribe(const struct whisper_full_params *p, const char *want_fil
 	char *want = test_read_file(path, &wsize);
 	assert_non_null(want);
 	print_message("%s: %d segments\n%s", want_file, r.n_seg, got);
-	assert_int_equal(strlen(got), wsize);
-	assert_memory_equal(got, want, wsize);
+	if (tol == 0) {
+		assert_int_equal(strlen(got), wsize);
+		assert_memory_equal(got, want, wsize);
+	} else {
+		same_within(got, want, tol);
+	}
 	/* the tokens carry their probabilities */
 	for (int i = 0; i < r.n_seg; i++)
 		for (int k = 0; k < r.seg[i].n_tokens; k++) {
@@ -115,7 +148,7 @@ static void test_jfk_greedy(void **state)
 	(void)state;
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = 1;
-	transcribe(&p, "jfk.greedy.out");
+	transcribe(&p, "jfk.greedy.out", 0);
 }
 
 static void test_jfk_greedy_nt(void **state)
@@ -124,14 +157,21 @@ static void test_jfk_greedy_nt(void **state)
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = 1;
 	p.no_timestamps = true;
-	transcribe(&p, "jfk.greedy_nt.out");
+	transcribe(&p, "jfk.greedy_nt.out", 0);
 }
 
 static void test_jfk_beam(void **state)
 {
 	(void)state;
 	struct whisper_full_params p = whisper_full_default_params();
-	transcribe(&p, "jfk.beam.out");
+	/* whisper.cpp's beam search draws its candidates at random from the
+	 * distribution (with the same generators as ours, test_entropy_mt), so
+	 * its result depends on where a draw falls between two cumulative
+	 * probabilities; its f16 activations move those by about 1e-2 from
+	 * ours (test_whisper: logits NMSE 9e-4), enough for one draw among
+	 * hundreds to pick <|7.96|> where it picked <|7.94|>. The words must
+	 * be the same and the times within one timestamp (2 cs). */
+	transcribe(&p, "jfk.beam.out", 2);
 }
 
 /* ---- the filters on hand-made logits ------------------------------------ */
@@ -258,6 +298,70 @@ static void test_entropy_mt(void **state)
 		count[whisper_mt_discrete(&g, cum, 4)]++;
 	assert_int_equal(count[0] + count[2], 0);
 	assert_true(count[1] > 850 && count[1] < 1150);
+
+	/* the draws of std::discrete_distribution<> (libstdc++) over these
+	 * 1000 float weights with std::mt19937(s), s = 0, 1, 2: printed by a
+	 * small C++ program (g++ 13) */
+	static const int want[3][6] = {
+		{590, 845, 859, 848, 620, 383}, {994, 929, 127, 997, 236, 397}, {182, 929, 946, 484, 319, 152}};
+	float *wt = malloc(sizeof(float) * 1000);
+	double *c = malloc(sizeof(double) * 1000);
+	for (int i = 0; i < 1000; i++)
+		wt[i] = (float)((i * 7919) % 1000) / 1000.0f * (i % 3 == 0 ? 0 : 1);
+	whisper_mt_discrete_prep(wt, 1000, c);
+	for (int s = 0; s < 3; s++) {
+		whisper_mt_seed(&g, (uint32_t)s);
+		for (int k = 0; k < 6; k++)
+			assert_int_equal(whisper_mt_discrete(&g, c, 1000), want[s][k]);
+	}
+	free(wt);
+	free(c);
+}
+
+/* a sequence forked with whisper_decoder_copy_seq continues as the
+ * original would: the logits after prefix + token on the copy equal those
+ * of the same calls on a sequence of its own */
+static void test_cache_copy(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	struct tern_backend *be = NULL;
+	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	struct whisper_encoder *enc = NULL;
+	struct whisper_decoder *dec = NULL;
+	size_t n_len = 3000;
+	float *mel = calloc(80 * n_len, sizeof(float));
+	for (size_t i = 0; i < 80 * n_len; i++)
+		mel[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	if (whisper_encoder_new(&enc, m, be, &e) || whisper_encode(enc, mel, n_len, 0, &e) ||
+	    whisper_decoder_new(&dec, m, be, &e) || whisper_decoder_set_audio(dec, whisper_encoder_output(enc), &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(whisper_decoder_n_seq(dec), 1);
+	assert_int_equal(whisper_decoder_set_n_seq(dec, 3, &e), 0);
+	const int32_t toks[6] = {m->ids.sot, m->ids.beg, 843, 370, 452, 7403};
+	float *a = malloc(sizeof(float) * 51864), *b = malloc(sizeof(float) * 51864);
+	/* a different history in sequence 2, then sequence 0's copied over it */
+	assert_int_equal(whisper_decode_seq(dec, 2, toks + 2, 4, 0, a, &e), 0);
+	assert_int_equal(whisper_decode_seq(dec, 0, toks, 5, 0, a, &e), 0);
+	assert_int_equal(whisper_decoder_copy_seq(dec, 0, 2, 5, &e), 0);
+	assert_int_equal(whisper_decode_seq(dec, 2, toks + 5, 1, 5, a, &e), 0);
+	/* the same path on sequence 1, without the copy: the same bits */
+	assert_int_equal(whisper_decode_seq(dec, 1, toks, 5, 0, b, &e), 0);
+	assert_int_equal(whisper_decode_seq(dec, 1, toks + 5, 1, 5, b, &e), 0);
+	assert_memory_equal(a, b, sizeof(float) * 51864);
+	/* errors */
+	assert_int_equal(whisper_decoder_copy_seq(dec, 0, 3, 5, &e), TERN_ERANGE);
+	assert_int_equal(whisper_decode_seq(dec, 3, toks, 1, 0, a, &e), TERN_ERANGE);
+	assert_int_equal(whisper_decoder_set_n_seq(dec, 0, &e), TERN_EINVAL);
+	free(a);
+	free(b);
+	free(mel);
+	whisper_decoder_free(dec);
+	whisper_encoder_free(enc);
+	tern_backend_free(be);
+	whisper_model_free(m);
 }
 
 int main(void)
@@ -265,6 +369,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_entropy_mt),
+		cmocka_unit_test(test_cache_copy),
 		cmocka_unit_test(test_jfk_greedy),
 		cmocka_unit_test(test_jfk_greedy_nt),
 		cmocka_unit_test(test_jfk_beam),

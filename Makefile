@@ -59,6 +59,7 @@ HAVE_CMOCKA := $(call have_pc,cmocka)
 HAVE_PCRE2 := $(call have_pc,libpcre2-8)
 HAVE_UTF8PROC := $(call have_pc,libutf8proc)
 HAVE_SNDFILE := $(call have_pc,sndfile)
+HAVE_SAMPLERATE := $(call have_pc,samplerate)
 HAVE_EDIT := $(call have_pc,libedit)
 HAVE_JANSSON := $(call have_pc,jansson)
 HAVE_LIBMD := $(call have_pc,libmd)
@@ -80,13 +81,24 @@ BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
 
 # Required by the library (make deps installs it; see the check below): FFTW3
 # for Whisper's mel front end.
-PKGS := $(if $(HAVE_FFTW3F),fftw3f) $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc) $(if $(HAVE_SNDFILE),sndfile)
+# Audio input (lib/audio) needs libsndfile and libsamplerate: required.
+ifeq ($(filter clean deps models uninstall,$(MAKECMDGOALS)),)
+ifeq ($(HAVE_SNDFILE)$(HAVE_SAMPLERATE),)
+$(error libsndfile and libsamplerate not found (pkg-config sndfile samplerate): run 'make deps' first)
+else ifeq ($(HAVE_SNDFILE),)
+$(error libsndfile not found (pkg-config sndfile): run 'make deps' first)
+else ifeq ($(HAVE_SAMPLERATE),)
+$(error libsamplerate not found (pkg-config samplerate): run 'make deps' first)
+endif
+endif
+
+PKGS := $(if $(HAVE_FFTW3F),fftw3f) sndfile samplerate $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc)
 PKG_CFLAGS := $(if $(strip $(PKGS)),$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 
 DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(HAVE_PCRE2),-DTERN_HAVE_PCRE2=1) $(if $(HAVE_UTF8PROC),-DTERN_HAVE_UTF8PROC=1) \
-	$(if $(HAVE_SNDFILE),-DTERN_HAVE_SNDFILE=1) $(if $(HAVE_JANSSON),-DTERN_HAVE_JANSSON=1) \
+	$(if $(HAVE_JANSSON),-DTERN_HAVE_JANSSON=1) \
 	$(if $(HAVE_LIBMD),-DTERN_HAVE_LIBMD=1) \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
@@ -228,7 +240,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libfftw3-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libsamplerate0-dev libfftw3-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
@@ -276,7 +288,8 @@ $(info tern $(VERSION) [$(VARIANT)] $(UNAME_M), cc: $(shell $(CC) -dumpfullversi
 $(info $(empty)  $(call yn,$(HAVE_CMOCKA)) cmocka        tests)
 $(info $(empty)  $(call yn,$(HAVE_PCRE2)) pcre2         BPE pre-tokenizers)
 $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
-$(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input)
+$(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input (required))
+$(info $(empty)  $(call yn,$(HAVE_SAMPLERATE)) libsamplerate resampling (required))
 $(info $(empty)  $(call yn,$(HAVE_FFTW3F)) fftw3f        Whisper mel front end (required))
 $(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)

@@ -497,11 +497,14 @@ int main(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
+	int n_stdin = 0;
 	for (int i = 0; i < n_files; i++) {
 		jobs[i].path = i < o_files.n ? o_files.v[i] : pos[i - o_files.n];
 		jobs[i].base = i < o_of.n ? o_of.v[i] : jobs[i].path;
 		if (any_out && !strcmp(jobs[i].base, "-"))
 			cli_usage_error("standard input needs -of BASE for its output files");
+		if (!strcmp(jobs[i].path, "-") && ++n_stdin > 1)
+			cli_usage_error("standard input (-) can be read only once");
 	}
 
 	double t0 = now_ms();

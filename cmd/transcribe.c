@@ -1,10 +1,11 @@
 /* transcribe.c - tern-transcribe: speech to text with a Whisper model
  * (whisper.cpp's ggml files), with whisper-cli's options and outputs.
  *
- * The model is loaded once; each FILE is read whole (lib/audio: any format
- * libsndfile reads, converted to 16 kHz mono), turned into a log-mel
- * spectrogram (lib/speech/mel.h) and transcribed window by window
- * (lib/speech/whisper_full.h). Segments are printed as they come, as
+ * The model is loaded once; each FILE is read in blocks (lib/audio: any
+ * format libsndfile reads, converted to 16 kHz mono) into a log-mel
+ * spectrogram spooled to a temporary file (lib/speech/mel_spool.h), then
+ * transcribed window by window (lib/speech/whisper_full.h): memory does
+ * not grow with the length of the audio. Segments are printed as they come, as
  * whisper-cli prints them; -otxt/-osrt/-ovtt/-ocsv/-oj write files
  * beside, --json prints one document with every token. A file that fails
  * is reported on stderr and the others still run. */
@@ -19,6 +20,7 @@
 #include "lib/audio/audio.h"
 #include "lib/cpu/backend.h"
 #include "lib/speech/mel.h"
+#include "lib/speech/mel_spool.h"
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
 
@@ -118,8 +120,9 @@ static const struct cli_section sections[] = {
 	 "draw falls on the other side of a probability that differs by float rounding."},
 	{"INPUT",
 	 "Any file libsndfile reads: WAV, FLAC, Ogg/Vorbis, Ogg/Opus, MP3, AIFF and more; channels are "
-	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The file is held in "
-	 "memory with its spectrogram (about 100 kB per second of audio)."},
+	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The audio is read in "
+	 "blocks and its spectrogram kept in a temporary file ($TMPDIR, 32 kB per second of audio), so memory "
+	 "does not grow with the length of the file."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (the model or a FILE cannot be opened or read, an output file cannot be "
 	 "written); 2 usage error (unknown option, a value out of range, an unknown language, no model, no "
@@ -383,47 +386,41 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	tern_err e = {0};
 	double t0 = now_ms();
 	struct tern_audio *a = NULL;
-	float *pcm = NULL, *spec = NULL;
+	struct tern_mel_spool *sp = NULL;
 	int rc = tern_audio_open(&a, j->path, TERN_MEL_RATE, &e);
 	if (rc) {
 		job_fail(j, rc, &e);
 		return;
 	}
 	j->info = *tern_audio_info(a);
-	size_t cap = 0, n = 0;
-	for (;;) {
-		if (n + 65536 > cap) {
-			size_t ncap = cap ? cap * 2 : 1 << 20;
-			float *q = realloc(pcm, ncap * sizeof(float));
-			if (!q) {
-				rc = tern_errf(&e, TERN_ENOMEM, "out of memory for %zu samples", ncap);
-				break;
-			}
-			pcm = q, cap = ncap;
-		}
+	/* the audio in blocks into the spectrogram's spool: memory stays
+	 * bounded however long the file */
+	rc = tern_mel_spool_new(&sp, mel, 2 * (size_t)model->hp.n_audio_ctx, &e);
+	static float block[1 << 16];
+	while (!rc) {
 		size_t got = 0;
-		rc = tern_audio_read(a, pcm + n, cap - n, &got, &e);
+		double ta = now_ms();
+		rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, &e);
+		double tb = now_ms();
+		j->t_audio += tb - ta;
 		if (rc || got == 0)
 			break;
-		n += got;
+		rc = tern_mel_spool_push(sp, block, got, &e);
+		j->t_mel += now_ms() - tb;
 	}
 	tern_audio_close(a);
-	j->n_samples = n;
 	double t1 = now_ms();
-	j->t_audio = t1 - t0;
-	size_t n_len = 0;
 	if (!rc)
-		rc = tern_mel_compute(mel, pcm, n, &spec, &n_len, &e);
-	free(pcm);
-	double t2 = now_ms();
-	j->t_mel = t2 - t1;
+		rc = tern_mel_spool_finish(sp, &e);
+	j->t_mel += now_ms() - t1;
 	if (rc) {
-		free(spec);
+		tern_mel_spool_free(sp);
 		job_fail(j, rc, &e);
 		return;
 	}
-	struct whisper_mel_mem mm = {spec, n_len};
-	struct whisper_mel_src src = whisper_mel_src_mem(&mm, whisper_n_len_org(n));
+	const size_t n = tern_mel_spool_samples(sp);
+	j->n_samples = n;
+	struct whisper_mel_src src = tern_mel_spool_src(sp);
 	if (model->ids.multilingual && !strcmp(o_lang, "auto")) {
 		float probs[128];
 		rc = whisper_full_detect_language(w, &src, p->offset_cs, probs, &p->lang_id, &e);
@@ -433,7 +430,7 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	}
 	if (!rc)
 		rc = whisper_full_run(w, p, &src, &j->res, on_segment, j, &e);
-	free(spec);
+	tern_mel_spool_free(sp);
 	j->t_total = now_ms() - t0;
 	if (o_nt && j->printed_any && !o_json)
 		fputc('\n', stdout);

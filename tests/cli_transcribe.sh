@@ -4,8 +4,9 @@
 # (tests/data/whisper/jfk.greedy.*: whisper-cli -t 2 -bs 1 and its
 # -otxt/-osrt/-ovtt/-ocsv/-oj files, byte for byte but the JSON's system
 # information and model path), -nt, the default beam search (whisper-cli's
-# words, times within 20 ms), --json through a JSON parser, SRT structure,
-# standard input, several files, bad audio. The model runs are skipped
+# words, times within 20 ms), 34.5 s in three windows and -ot/-d (whisper-cli
+# -bs 1's output), --json through a JSON parser, SRT structure, standard
+# input, several files, bad audio. The model runs are skipped
 # without the model.
 . "$(dirname "$0")/lib.sh"
 R=$BIN/transcribe
@@ -78,6 +79,17 @@ assert len(a) == len(b) == 2, (a, b)
 for x, y in zip(a, b):
     assert x[2] == y[2] and abs(ms(x[0]) - ms(y[0])) <= 20 and abs(ms(x[1]) - ms(y[1])) <= 20, (x, y)' "$T/out" $W/jfk.beam.out
 check "-v: timings and the real-time factor" grep -q "encode .* ms.*RTF" "$T/err"
+
+# ---- three windows: jfk.wav, 0.5 s of silence, jfk.wav, 1 s, jfk.wav (34.5 s) -----------------
+$PYTHON -c '
+import sys, wave
+r = wave.open(sys.argv[1], "rb"); d = r.readframes(r.getnframes())
+w = wave.open(sys.argv[2], "wb"); w.setparams(r.getparams())
+w.writeframes(d + b"\0\0" * 8000 + d + b"\0\0" * 16000 + d); w.close()' "$J" "$T/jfk3.wav"
+expect 0 $TO $R -m "$M" -t 2 -bs 1 "$T/jfk3.wav"
+check "34.5 s: whisper-cli -bs 1's windows, seeks and conditioning" cmp -s "$T/out" $W/jfk3.greedy.out
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -ot 5000 -d 20000 "$T/jfk3.wav"
+check "-ot 5000 -d 20000: whisper-cli's" cmp -s "$T/out" $W/jfk3.greedy.ot5000.d20000.out
 
 # ---- --json, several files, bad audio ----------------------------------------------------------
 printf 'this is not audio at all, but some text that goes on for a while\n' >"$T/garbage.wav"

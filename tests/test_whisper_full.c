@@ -20,6 +20,7 @@
 
 #include "lib/cpu/backend.h"
 #include "lib/speech/mel.h"
+#include "lib/speech/mel_spool.h"
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
 #include "tests/testutil.h"
@@ -364,12 +365,95 @@ static void test_cache_copy(void **state)
 	whisper_model_free(m);
 }
 
+/* the spooled spectrogram, pushed in blocks of every awkward size, gives
+ * tern_mel_compute's windows bit for bit (jfk.wav, and 70 s of a
+ * synthetic signal for several windows and the end) */
+static void spool_check(struct tern_mel *mel, const float *pcm, size_t n, const size_t *blocks, int n_blocks)
+{
+	tern_err e = {0};
+	float *full = NULL;
+	size_t n_len = 0;
+	assert_int_equal(tern_mel_compute(mel, pcm, n, &full, &n_len, &e), 0);
+	struct tern_mel_spool *sp = NULL;
+	assert_int_equal(tern_mel_spool_new(&sp, mel, 3000, &e), 0);
+	for (size_t at = 0, k = 0; at < n; k++) {
+		size_t b = blocks[k % (size_t)n_blocks];
+		b = b < n - at ? b : n - at;
+		assert_int_equal(tern_mel_spool_push(sp, pcm + at, b, &e), 0);
+		at += b;
+	}
+	assert_int_equal(tern_mel_spool_finish(sp, &e), 0);
+	assert_int_equal(tern_mel_spool_frames(sp), n_len);
+	assert_int_equal(tern_mel_spool_push(sp, pcm, 1, &e), TERN_EINVAL);
+	struct whisper_mel_src src = tern_mel_spool_src(sp);
+	assert_int_equal(src.n_len_org, whisper_n_len_org(n));
+	const int64_t f0s[] = {0, 1, 1099, 3000, 4321, (int64_t)n_len - 3000, (int64_t)n_len - 10};
+	for (size_t q = 0; q < sizeof(f0s) / sizeof(f0s[0]); q++) {
+		int64_t f0 = f0s[q];
+		if (f0 < 0 || f0 >= (int64_t)n_len)
+			continue;
+		const float *w = NULL;
+		size_t stride = 0;
+		int64_t first = -1;
+		assert_int_equal(src.window(src.ctx, f0, &w, &stride, &first, &e), 0);
+		assert_true(first <= f0);
+		for (int j = 0; j < 80; j++)
+			for (int64_t f = f0; f < f0 + 3000; f++) {
+				float want = f < (int64_t)n_len ? full[(size_t)j * n_len + (size_t)f] : 0.0f;
+				float got = w[(size_t)j * stride + (size_t)(f - first)];
+				if (memcmp(&want, &got, sizeof got))
+					fail_msg("frame %lld filter %d: %.9g, want %.9g", (long long)f, j, got, want);
+			}
+	}
+	tern_mel_spool_free(sp);
+	free(full);
+}
+
+static void test_mel_spool(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	struct tern_mel *mel = NULL;
+	assert_int_equal(tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
+	size_t n = 0;
+	float *pcm = test_read_audio(path, &n, NULL);
+	assert_non_null(pcm);
+	const size_t odd[] = {1, 7, 159, 160, 161, 199, 200, 201, 401, 1000, 4097};
+	spool_check(mel, pcm, n, odd, 11);
+	const size_t big[] = {65536};
+	spool_check(mel, pcm, n, big, 1);
+	const size_t edge[] = {200, 13}; /* blocks ending where the first frame does */
+	spool_check(mel, pcm, n, edge, 2);
+	free(pcm);
+	/* 70 s: chirps and noise */
+	n = 70 * 16000;
+	pcm = malloc(n * sizeof(float));
+	uint32_t x = 1;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1664525u + 1013904223u;
+		pcm[i] = 0.3f * sinf(0.0001f * (float)i * (float)(i % 50000) / 50000.0f) +
+			 0.01f * ((float)(x >> 8) / 16777216.0f - 0.5f);
+	}
+	const size_t mid[] = {3333, 16000, 777};
+	spool_check(mel, pcm, n, mid, 3);
+	spool_check(mel, pcm, 40000, edge, 2);
+	/* shorter than one frame */
+	spool_check(mel, pcm, 150, odd, 11);
+	free(pcm);
+	tern_mel_free(mel);
+	whisper_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_entropy_mt),
 		cmocka_unit_test(test_cache_copy),
+		cmocka_unit_test(test_mel_spool),
 		cmocka_unit_test(test_jfk_greedy),
 		cmocka_unit_test(test_jfk_greedy_nt),
 		cmocka_unit_test(test_jfk_beam),

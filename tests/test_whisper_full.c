@@ -144,6 +144,84 @@ static void transcribe(const struct whisper_full_params *p, const char *want_fil
 	whisper_model_free(m);
 }
 
+static void test_fallback_rules(void **state)
+{
+	(void)state;
+	const struct whisper_full_params p = whisper_full_default_params();
+	/* entropy: only past 32 tokens, strictly below 2.4 */
+	assert_true(whisper_full_repetitive(&p, 33, 2.39));
+	assert_false(whisper_full_repetitive(&p, 32, 0.0));
+	assert_false(whisper_full_repetitive(&p, 100, 2.41));
+	/* a failed decoder always falls back */
+	assert_true(whisper_full_needs_fallback(&p, true, 0.0, 0.0f));
+	/* a poor average log-probability falls back, unless it is silence */
+	assert_true(whisper_full_needs_fallback(&p, false, -1.01, 0.59f));
+	assert_false(whisper_full_needs_fallback(&p, false, -1.01, 0.6f));
+	assert_false(whisper_full_needs_fallback(&p, false, -1.0, 0.0f));
+	/* silence: no-speech above 0.6 and a poor log-probability */
+	assert_true(whisper_full_is_no_speech(&p, -1.01, 0.61f));
+	assert_false(whisper_full_is_no_speech(&p, -1.01, 0.6f));
+	assert_false(whisper_full_is_no_speech(&p, -0.5, 0.99f));
+	/* a repetition loop's entropy, as the decoder computes it */
+	int32_t loop[40];
+	for (int i = 0; i < 40; i++)
+		loop[i] = 100 + i % 4; /* 4 tokens repeated: ln 4 = 1.39 */
+	assert_true(whisper_full_repetitive(&p, 40, whisper_full_entropy(loop, 40)));
+}
+
+/* a log-probability threshold nothing meets: every temperature is tried
+ * (0, 0.5, 1.0: two fallbacks), the last one's samples are used, and the
+ * seeded generators make it repeatable */
+static void test_jfk_fallback(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	char path[512];
+	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
+	size_t n = 0;
+	float *pcm = test_read_audio(path, &n, NULL);
+	struct tern_mel *mel = NULL;
+	float *spec = NULL;
+	size_t n_len = 0;
+	assert_int_equal(tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e), 0);
+	assert_int_equal(tern_mel_compute(mel, pcm, n, &spec, &n_len, &e), 0);
+	struct tern_backend *be = NULL;
+	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	struct whisper_full *w = NULL;
+	if (whisper_full_new(&w, m, be, &e))
+		fail_msg("%s", e.msg);
+	struct whisper_mel_mem mm = {spec, n_len};
+	struct whisper_mel_src src = whisper_mel_src_mem(&mm, whisper_n_len_org(n));
+	struct whisper_full_params p = whisper_full_default_params();
+	p.beam_size = 1;
+	p.best_of = 3;
+	p.temperature_inc = 0.5f;
+	p.logprob_thold = 0.5f; /* above any average log-probability */
+	struct whisper_result r[2] = {{0}, {0}};
+	for (int k = 0; k < 2; k++)
+		if (whisper_full_run(w, &p, &src, &r[k], NULL, NULL, &e))
+			fail_msg("%s", e.msg);
+	print_message("fallbacks %d p / %d h, %d segments, first: '%s'\n", r[0].stats.n_fallback_p,
+		      r[0].stats.n_fallback_h, r[0].n_seg, r[0].n_seg ? r[0].seg[0].text : "");
+	assert_int_equal(r[0].stats.n_fallback_p, 2 * r[0].stats.n_encode);
+	assert_true(r[0].n_seg > 0);
+	assert_int_equal(r[0].n_seg, r[1].n_seg);
+	for (int i = 0; i < r[0].n_seg; i++) {
+		assert_string_equal(r[0].seg[i].text, r[1].seg[i].text);
+		assert_true(r[0].seg[i].t0 == r[1].seg[i].t0 && r[0].seg[i].t1 == r[1].seg[i].t1);
+	}
+	whisper_result_free(&r[0]);
+	whisper_result_free(&r[1]);
+	whisper_full_free(w);
+	tern_backend_free(be);
+	tern_mel_free(mel);
+	free(spec);
+	free(pcm);
+	whisper_model_free(m);
+}
+
 static void test_jfk_greedy(void **state)
 {
 	(void)state;
@@ -454,6 +532,8 @@ int main(void)
 		cmocka_unit_test(test_entropy_mt),
 		cmocka_unit_test(test_cache_copy),
 		cmocka_unit_test(test_mel_spool),
+		cmocka_unit_test(test_fallback_rules),
+		cmocka_unit_test(test_jfk_fallback),
 		cmocka_unit_test(test_jfk_greedy),
 		cmocka_unit_test(test_jfk_greedy_nt),
 		cmocka_unit_test(test_jfk_beam),

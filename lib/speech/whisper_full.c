@@ -240,6 +240,22 @@ double whisper_full_entropy(const int32_t *tokens, int n)
 	return h;
 }
 
+bool whisper_full_repetitive(const struct whisper_full_params *p, int result_len, double entropy)
+{
+	return result_len > 32 && entropy < p->entropy_thold;
+}
+
+bool whisper_full_needs_fallback(const struct whisper_full_params *p, bool failed, double avg_logprob,
+				 float no_speech_prob)
+{
+	return failed || (avg_logprob < p->logprob_thold && no_speech_prob < p->no_speech_thold);
+}
+
+bool whisper_full_is_no_speech(const struct whisper_full_params *p, double avg_logprob, float no_speech_prob)
+{
+	return no_speech_prob > p->no_speech_thold && avg_logprob < p->logprob_thold;
+}
+
 /* ---- the transcriber ------------------------------------------------------- */
 
 struct dec_state {
@@ -933,7 +949,7 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 					continue;
 				d->n = d->result_len;
 				score(p, d);
-				if (d->result_len > 32 && d->entropy < p->entropy_thold) {
+				if (whisper_full_repetitive(p, d->result_len, d->entropy)) {
 					d->failed = true;
 					st->n_fallback_h++;
 					continue;
@@ -946,7 +962,7 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 			if (it == n_temps - 1)
 				break;
 			const struct dec_state *b = &w->d[best];
-			if (!b->failed && !(b->avg_logprobs < p->logprob_thold && no_speech < p->no_speech_thold))
+			if (!whisper_full_needs_fallback(p, b->failed, b->avg_logprobs, no_speech))
 				break;
 			st->n_fallback_p++;
 		}
@@ -954,7 +970,7 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 		/* the segments, the text to condition on, the next window */
 		const struct dec_state *b = &w->d[best];
 		int seek_delta = b->seek_delta;
-		const bool no_speech_win = no_speech > p->no_speech_thold && b->avg_logprobs < p->logprob_thold;
+		const bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
 		int n_keep = 0;
 		if (n_prompt > 0 && w->prompt[0] == v->prev) {
 			n_keep = n_prompt - 1 - n_init;

@@ -150,6 +150,19 @@ void whisper_full_filter(const struct whisper_model *m, const struct whisper_ful
 			 const struct whisper_filter_state *st, float temperature, float *logits, float *logprobs,
 			 float *probs);
 
+/* The fallback rules, in whisper.cpp's order. A decoder's result of more
+ * than 32 tokens whose last 32 have an entropy below entropy_thold is a
+ * repetition loop: it fails. Then the best result is retried at the next
+ * temperature when it failed, or when its average log-probability is
+ * below logprob_thold unless the window is silence (no-speech probability
+ * at or above no_speech_thold). A window is silence, and gives no text,
+ * when the no-speech probability is above no_speech_thold and the average
+ * log-probability below logprob_thold. */
+bool whisper_full_repetitive(const struct whisper_full_params *p, int result_len, double entropy);
+bool whisper_full_needs_fallback(const struct whisper_full_params *p, bool failed, double avg_logprob,
+				 float no_speech_prob);
+bool whisper_full_is_no_speech(const struct whisper_full_params *p, double avg_logprob, float no_speech_prob);
+
 /* The entropy of the token counts of the last 32 of tokens[n]. */
 double whisper_full_entropy(const int32_t *tokens, int n);
 

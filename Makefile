@@ -60,6 +60,7 @@ HAVE_PCRE2 := $(call have_pc,libpcre2-8)
 HAVE_UTF8PROC := $(call have_pc,libutf8proc)
 HAVE_SNDFILE := $(call have_pc,sndfile)
 HAVE_SAMPLERATE := $(call have_pc,samplerate)
+HAVE_ZLIB := $(call have_pc,zlib)
 HAVE_EDIT := $(call have_pc,libedit)
 HAVE_JANSSON := $(call have_pc,jansson)
 HAVE_LIBMD := $(call have_pc,libmd)
@@ -92,7 +93,7 @@ $(error libsamplerate not found (pkg-config samplerate): run 'make deps' first)
 endif
 endif
 
-PKGS := $(if $(HAVE_FFTW3F),fftw3f) sndfile samplerate $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc)
+PKGS := $(if $(HAVE_FFTW3F),fftw3f) sndfile samplerate zlib $(if $(HAVE_PCRE2),libpcre2-8) $(if $(HAVE_UTF8PROC),libutf8proc)
 PKG_CFLAGS := $(if $(strip $(PKGS)),$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS := $(if $(strip $(PKGS)),$(shell pkg-config --libs $(PKGS)))
 
@@ -240,7 +241,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libsamplerate0-dev libfftw3-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libsamplerate0-dev libfftw3-dev zlib1g-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
@@ -291,6 +292,7 @@ $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input (required))
 $(info $(empty)  $(call yn,$(HAVE_SAMPLERATE)) libsamplerate resampling (required))
 $(info $(empty)  $(call yn,$(HAVE_FFTW3F)) fftw3f        Whisper mel front end (required))
+$(info $(empty)  $(call yn,$(HAVE_ZLIB)) zlib          Whisper's compression-ratio fallback (required))
 $(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       tern-bench --vs)
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)
@@ -300,6 +302,9 @@ $(info $(empty)  $(call yn,$(and $(HAVE_VULKAN),$(GLSLC))) vulkan+glslc  $(if $(
 $(info $(empty)  building: libtern.a $(CMD_NAMES))
 ifeq ($(HAVE_FFTW3F),)
 $(error FFTW3 (pkg-config fftw3f, Debian libfftw3-dev) not found: run 'make deps' first)
+endif
+ifeq ($(HAVE_ZLIB),)
+$(error zlib (pkg-config zlib, Debian zlib1g-dev) not found: run 'make deps' first)
 endif
 endif
 

@@ -30,7 +30,7 @@ static const char *o_model, *o_lang = "en";
 static struct cli_list o_files, o_of;
 static bool o_nt, o_otxt, o_osrt, o_ovtt, o_ocsv, o_oj, o_json, o_tr, o_nf, o_threads_seen;
 static int64_t o_threads = 4, o_bs = 5, o_bo = 5, o_mc = -1, o_ot = 0, o_d = 0;
-static double o_tp = 0.0, o_tpi = 0.2, o_et = 2.4, o_lpt = -1.0, o_nth = 0.6;
+static double o_tp = 0.0, o_tpi = 0.2, o_et = 2.4, o_lpt = -1.0, o_nth = 0.6, o_crt = 0.0;
 static struct cli_common common;
 
 static const struct cli_opt opts[] = {
@@ -60,6 +60,9 @@ static const struct cli_opt opts[] = {
 	 .help = "a result of more than 32 tokens whose last 32 have less entropy is retried hotter (default: 2.4)"},
 	{.lng = "logprob-thold", .alias = "lpt", .kind = CLI_FLOAT, .dst = &o_lpt, .arg = "X",
 	 .help = "a result with a lower average log-probability is retried hotter (default: -1.0)"},
+	{.lng = "compression-ratio-thold", .alias = "crt", .kind = CLI_FLOAT, .dst = &o_crt, .arg = "X",
+	 .help = "a result whose text zlib compresses more than X times is retried hotter, as openai-whisper does "
+		 "(2.4 there; default: 0, off, as whisper-cli)"},
 	{.lng = "no-speech-thold", .alias = "nth", .kind = CLI_FLOAT, .dst = &o_nth, .arg = "P",
 	 .help = "no-speech probability above which a poor window counts as silence (default: 0.6)"},
 	{.lng = "max-context", .alias = "mc", .kind = CLI_INT, .dst = &o_mc, .arg = "N", .min = -1, .max = 16384,
@@ -114,7 +117,8 @@ static const struct cli_section sections[] = {
 	 "conditions the next window (-mc). At temperature 0 the search is greedy (-bs 1) or a beam search of "
 	 "-bs beams whose candidates are drawn from the distribution, as whisper.cpp draws them (mt19937, the "
 	 "same seeds). A window whose result repeats itself (entropy below -et) or has an average "
-	 "log-probability below -lpt (and is not silence by -nth) is decoded again at the next temperature "
+	 "log-probability below -lpt (and is not silence by -nth), or with -crt whose text compresses too "
+	 "well, is decoded again at the next temperature "
 	 "(-tpi steps up to 1.0), with -bo samples. With -bs 1 the transcript equals whisper-cli -bs 1's; beam "
 	 "search gives whisper-cli's words, with timestamps that may differ by one step (20 ms) where a random "
 	 "draw falls on the other side of a probability that differs by float rounding."},
@@ -483,7 +487,7 @@ int main(int argc, char **argv)
 		cli_usage_error("%d -of names for %d files", o_of.n, n_files);
 	const bool any_out = o_otxt || o_ovtt || o_osrt || o_ocsv || o_oj;
 	if (!(o_tp >= 0 && o_tp <= 10) || !(o_tpi >= 0 && o_tpi <= 10) || !isfinite(o_et) || !isfinite(o_lpt) ||
-	    !(o_nth >= 0 && o_nth <= 1))
+	    !(o_nth >= 0 && o_nth <= 1) || !(o_crt >= 0 && o_crt <= 1000))
 		cli_usage_error("a temperature outside 0..10, a threshold that is not a number, or -nth outside 0..1");
 	int lang_id = whisper_lang_find(o_lang);
 	if (lang_id < 0 && strcmp(o_lang, "auto"))
@@ -549,6 +553,7 @@ int main(int argc, char **argv)
 	p.entropy_thold = (float)o_et;
 	p.logprob_thold = (float)o_lpt;
 	p.no_speech_thold = (float)o_nth;
+	p.compression_ratio_thold = (float)o_crt;
 	p.no_timestamps = o_nt;
 	p.translate = o_tr && m->ids.multilingual;
 	p.lang_id = lang_id < 0 ? 0 : lang_id;

@@ -162,6 +162,16 @@ static void test_fallback_rules(void **state)
 	assert_true(whisper_full_is_no_speech(&p, -1.01, 0.61f));
 	assert_false(whisper_full_is_no_speech(&p, -1.01, 0.6f));
 	assert_false(whisper_full_is_no_speech(&p, -0.5, 0.99f));
+	/* compression ratios, as Python's len(t) / len(zlib.compress(t))
+	 * gives them: 106 / 78 and 112 / 15 */
+	const char *speech = " And so my fellow Americans ask not what your country can do for you ask what you can do "
+			     "for your country.";
+	char loop_text[200] = {0};
+	for (int i = 0; i < 28; i++)
+		strcat(loop_text, " the");
+	assert_float_equal(whisper_full_compression_ratio(speech, strlen(speech)), 106.0 / 78.0, 1e-12);
+	assert_float_equal(whisper_full_compression_ratio(loop_text, strlen(loop_text)), 112.0 / 15.0, 1e-12);
+	assert_float_equal(whisper_full_compression_ratio("", 0), 0.0, 0.0);
 	/* a repetition loop's entropy, as the decoder computes it */
 	int32_t loop[40];
 	for (int i = 0; i < 40; i++)
@@ -206,6 +216,15 @@ static void test_jfk_fallback(void **state)
 	print_message("fallbacks %d p / %d h, %d segments, first: '%s'\n", r[0].stats.n_fallback_p,
 		      r[0].stats.n_fallback_h, r[0].n_seg, r[0].n_seg ? r[0].seg[0].text : "");
 	assert_int_equal(r[0].stats.n_fallback_p, 2 * r[0].stats.n_encode);
+	/* a compression ratio threshold below any text's: every decoder fails
+	 * by it, at each temperature */
+	p.logprob_thold = -1.0f;
+	p.compression_ratio_thold = 0.5f;
+	struct whisper_result rc = {0};
+	if (whisper_full_run(w, &p, &src, &rc, NULL, NULL, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(rc.stats.n_fallback_h, 1 + 3 + 3); /* greedy at 0, 3 samples at 0.5 and 1.0 */
+	whisper_result_free(&rc);
 	assert_true(r[0].n_seg > 0);
 	assert_int_equal(r[0].n_seg, r[1].n_seg);
 	for (int i = 0; i < r[0].n_seg; i++) {

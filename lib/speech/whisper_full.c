@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #define CHUNK_CS 3000	/* a window: 30 s in frames */
 #define DELTA_MIN 10	/* less than 100 ms of audio is not decoded */
@@ -219,6 +220,28 @@ void whisper_full_filter(const struct whisper_model *m, const struct whisper_ful
 
 	for (int i = 0; i < n; i++)
 		probs[i] = logits[i] == -INFINITY ? 0.0f : expf(logprobs[i]);
+}
+
+double whisper_full_compression_ratio(const char *text, size_t len)
+{
+	if (len == 0)
+		return 0.0;
+	unsigned char buf[4096];
+	z_stream z = {0};
+	if (deflateInit(&z, Z_DEFAULT_COMPRESSION) != Z_OK)
+		return 0.0;
+	z.next_in = (unsigned char *)(uintptr_t)text;
+	z.avail_in = (uInt)len;
+	size_t out = 0;
+	int rc;
+	do {
+		z.next_out = buf;
+		z.avail_out = sizeof(buf);
+		rc = deflate(&z, Z_FINISH);
+		out += sizeof(buf) - z.avail_out;
+	} while (rc == Z_OK);
+	deflateEnd(&z);
+	return rc == Z_STREAM_END && out > 0 ? (double)len / (double)out : 0.0;
 }
 
 double whisper_full_entropy(const int32_t *tokens, int n)
@@ -531,6 +554,19 @@ static void score(const struct whisper_full_params *p, struct dec_state *d)
 		pen = pow((5.0 + pen) / 6.0, p->length_penalty);
 	d->score = sum / pen;
 	d->entropy = whisper_full_entropy(d->ids, d->result_len);
+}
+
+static int text_append(struct whisper_full *w, size_t *len, struct tern_str s, tern_err *e);
+
+/* the compression ratio of a result's text */
+static double text_ratio(struct whisper_full *w, const struct dec_state *d)
+{
+	size_t len = 0;
+	for (int i = 0; i < d->result_len; i++)
+		if (d->ids[i] < w->m->ids.eot &&
+		    text_append(w, &len, ggml_legacy_token(w->m->file, (uint64_t)d->ids[i]), NULL))
+			return 0.0;
+	return whisper_full_compression_ratio(w->text, len);
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -949,7 +985,9 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 					continue;
 				d->n = d->result_len;
 				score(p, d);
-				if (whisper_full_repetitive(p, d->result_len, d->entropy)) {
+				if (whisper_full_repetitive(p, d->result_len, d->entropy) ||
+				    (p->compression_ratio_thold > 0.0f &&
+				     text_ratio(w, d) > p->compression_ratio_thold)) {
 					d->failed = true;
 					st->n_fallback_h++;
 					continue;

@@ -8,7 +8,7 @@
  * timestamps are off); then greedy decoding, best-of-N sampling or beam
  * search under the logit filters (whisper_full_filter), with temperature
  * fallback when the result looks wrong (average log-probability, entropy
- * of the last tokens); segments cut at timestamp tokens
+ * of the last tokens, optionally the text's compression ratio); segments cut at timestamp tokens
  * and the window advanced to the last timestamp.
  *
  * Times are in centiseconds (10 ms, a spectrogram frame), as whisper.cpp
@@ -34,6 +34,8 @@ struct whisper_full_params {
 	float entropy_thold;	 /* a result of > 32 tokens fails below this entropy (2.4) */
 	float logprob_thold;	 /* ... or below this average log-probability (-1.0) */
 	float no_speech_thold; /* <|nospeech|> probability above which silence is declared (0.6) */
+	float compression_ratio_thold; /* a result whose text zlib compresses more than this fails
+					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp */
 	float max_initial_ts;	       /* seconds: the latest first timestamp (1.0) */
 	float length_penalty;	       /* <= 0: the score is the average log-probability */
 	bool translate, no_timestamps, suppress_blank, suppress_nst;
@@ -162,6 +164,10 @@ bool whisper_full_repetitive(const struct whisper_full_params *p, int result_len
 bool whisper_full_needs_fallback(const struct whisper_full_params *p, bool failed, double avg_logprob,
 				 float no_speech_prob);
 bool whisper_full_is_no_speech(const struct whisper_full_params *p, double avg_logprob, float no_speech_prob);
+
+/* openai-whisper's compression ratio: len / the zlib-compressed length
+ * (level 6) of text[len]; 0 for no text. */
+double whisper_full_compression_ratio(const char *text, size_t len);
 
 /* The entropy of the token counts of the last 32 of tokens[n]. */
 double whisper_full_entropy(const int32_t *tokens, int n);

@@ -26,7 +26,7 @@
 
 /* ---- options ----------------------------------------------------------- */
 
-static const char *o_model, *o_lang = "en";
+static const char *o_model, *o_lang = "en", *o_prompt;
 static struct cli_list o_files, o_of;
 static bool o_nt, o_otxt, o_osrt, o_ovtt, o_ocsv, o_oj, o_json, o_tr, o_nf, o_threads_seen;
 static int64_t o_threads = 4, o_bs = 5, o_bo = 5, o_mc = -1, o_ot = 0, o_d = 0;
@@ -65,6 +65,8 @@ static const struct cli_opt opts[] = {
 		 "(2.4 there; default: 0, off, as whisper-cli)"},
 	{.lng = "no-speech-thold", .alias = "nth", .kind = CLI_FLOAT, .dst = &o_nth, .arg = "P",
 	 .help = "no-speech probability above which a poor window counts as silence (default: 0.6)"},
+	{.lng = "prompt", .kind = CLI_STR, .dst = &o_prompt, .arg = "TEXT",
+	 .help = "initial prompt: text the first window is conditioned on (names, spelling, style)"},
 	{.lng = "max-context", .alias = "mc", .kind = CLI_INT, .dst = &o_mc, .arg = "N", .min = -1, .max = 16384,
 	 .help = "tokens of the previous text to condition on; -1: as many as fit (224 on every model)"},
 	{.lng = "offset-t", .alias = "ot", .kind = CLI_INT, .dst = &o_ot, .arg = "MS", .min = 0, .max = INT32_MAX,
@@ -562,6 +564,22 @@ int main(int argc, char **argv)
 	p.offset_cs = o_ot / 10;
 	p.duration_cs = o_d / 10;
 
+	int32_t *prompt = NULL;
+	if (o_prompt && *o_prompt) {
+		rc = whisper_tokenize(m, o_prompt, &prompt, &p.n_prompt, &e);
+		if (rc) {
+			int st = cli_fail(o_model, rc, &e);
+			tern_mel_free(mel);
+			whisper_full_free(w);
+			tern_backend_free(be);
+			whisper_model_free(m);
+			free(jobs);
+			free(pos);
+			return st;
+		}
+		p.prompt = prompt;
+	}
+
 	int worst = 0;
 	if (o_json) {
 		fputs("{\"model\": {\"path\": ", stdout);
@@ -592,6 +610,7 @@ int main(int argc, char **argv)
 		cli_error("cannot write standard output");
 		worst = EXIT_RUNTIME;
 	}
+	free(prompt);
 	tern_mel_free(mel);
 	whisper_full_free(w);
 	tern_backend_free(be);

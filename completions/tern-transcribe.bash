@@ -41,6 +41,9 @@ _tern_transcribe()
 	-nth|--no-speech-thold)
 		COMPREPLY=()
 		return ;;
+	--prompt)
+		COMPREPLY=()
+		return ;;
 	-mc|--max-context)
 		COMPREPLY=()
 		return ;;
@@ -61,7 +64,7 @@ _tern_transcribe()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -f --file -t --threads -l --language -tr --translate -nt --no-timestamps -bs --beam-size -bo --best-of -tp --temperature -tpi --temperature-inc -nf --no-fallback -et --entropy-thold -lpt --logprob-thold -crt --compression-ratio-thold -nth --no-speech-thold -mc --max-context -ot --offset-t -d --duration -otxt --output-txt -ovtt --output-vtt -osrt --output-srt -ocsv --output-csv -oj --output-json -of --output-file --json -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -f --file -t --threads -l --language -tr --translate -nt --no-timestamps -bs --beam-size -bo --best-of -tp --temperature -tpi --temperature-inc -nf --no-fallback -et --entropy-thold -lpt --logprob-thold -crt --compression-ratio-thold -nth --no-speech-thold --prompt -mc --max-context -ot --offset-t -d --duration -otxt --output-txt -ovtt --output-vtt -osrt --output-srt -ocsv --output-csv -oj --output-json -of --output-file --json -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -X '!*.@(wav|flac|ogg|opus|mp3|aiff|au)' -- "$cur") $(compgen -d -- "$cur"))

@@ -15,6 +15,7 @@ complete -c tern-transcribe -o et -l entropy-thold -x -d 'a result of more than 
 complete -c tern-transcribe -o lpt -l logprob-thold -x -d 'a result with a lower average log-probability is retried hotter (default: -1.0)'
 complete -c tern-transcribe -o crt -l compression-ratio-thold -x -d 'a result whose text zlib compresses more than X times is retried hotter, as openai-whisper does (2.4 there; default: 0, off, as whisper-cli)'
 complete -c tern-transcribe -o nth -l no-speech-thold -x -d 'no-speech probability above which a poor window counts as silence (default: 0.6)'
+complete -c tern-transcribe -l prompt -x -d 'initial prompt: text the first window is conditioned on (names, spelling, style)'
 complete -c tern-transcribe -o mc -l max-context -x -d 'tokens of the previous text to condition on; -1: as many as fit (224 on every model)'
 complete -c tern-transcribe -o ot -l offset-t -x -d 'start this many milliseconds into the audio (default: 0)'
 complete -c tern-transcribe -s d -l duration -x -d 'transcribe this many milliseconds (default: 0, to the end)'

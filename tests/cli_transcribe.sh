@@ -4,8 +4,8 @@
 # (tests/data/whisper/jfk.greedy.*: whisper-cli -t 2 -bs 1 and its
 # -otxt/-osrt/-ovtt/-ocsv/-oj files, byte for byte but the JSON's system
 # information and model path), -nt, the default beam search (whisper-cli's
-# words, times within 20 ms), 34.5 s in three windows and -ot/-d (whisper-cli
-# -bs 1's output), --json through a JSON parser, SRT structure, standard
+# words, times within 20 ms), 34.5 s in three windows, -ot/-d and --prompt
+# (whisper-cli -bs 1's output), --json through a JSON parser, SRT structure, standard
 # input, several files, bad audio. The model runs are skipped
 # without the model.
 . "$(dirname "$0")/lib.sh"
@@ -90,6 +90,8 @@ expect 0 $TO $R -m "$M" -t 2 -bs 1 "$T/jfk3.wav"
 check "34.5 s: whisper-cli -bs 1's windows, seeks and conditioning" cmp -s "$T/out" $W/jfk3.greedy.out
 expect 0 $TO $R -m "$M" -t 2 -bs 1 -ot 5000 -d 20000 "$T/jfk3.wav"
 check "-ot 5000 -d 20000: whisper-cli's" cmp -s "$T/out" $W/jfk3.greedy.ot5000.d20000.out
+expect 0 $TO $R -m "$M" -t 2 -bs 1 --prompt "Hello,   world  -- it's 42 o'clock; don't panic!  ok?" "$J"
+check "--prompt (contractions, space runs, digits): whisper-cli's" cmp -s "$T/out" $W/jfk.greedy.prompt.out
 
 # ---- --json, several files, bad audio ----------------------------------------------------------
 printf 'this is not audio at all, but some text that goes on for a while\n' >"$T/garbage.wav"

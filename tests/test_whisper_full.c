@@ -366,6 +366,36 @@ static void test_filters(void **state)
 	whisper_model_free(m);
 }
 
+/* whisper_tokenize: the words std::regex finds with whisper.cpp's pattern
+ * (a C++ program printed [Hello][,][  ][ world][ ][ --][ it]['s][ 42][ o]
+ * ['][clock][;][ don]['t][ panic][!][ ][ ok][?]), each as the longest
+ * tokens from its left ("  " is not a token: two " ") */
+static void test_tokenize(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	int32_t *t = NULL;
+	int n = 0;
+	assert_int_equal(whisper_tokenize(m, "Hello,   world  -- it's 42 o'clock; don't panic!  ok?", &t, &n, &e), 0);
+	static const int32_t want[] = {15496, 11,  220, 220, 995, 220, 1377,  340,   338,   5433, 267,
+				       6,     15750, 26, 836, 470, 13619, 0,    220,   12876, 30};
+	const char *const text[] = {"Hello", ",", " ", " ", " world", " ", " --", " it", "'s", " 42", " o",
+				    "'", "clock", ";", " don", "'t", " panic", "!", " ", " ok", "?"};
+	assert_int_equal(n, 21);
+	for (int i = 0; i < n; i++) {
+		struct tern_str s = ggml_legacy_token(m->file, (uint64_t)t[i]);
+		assert_int_equal(s.len, strlen(text[i]));
+		assert_memory_equal(s.ptr, text[i], s.len);
+		assert_int_equal(t[i], want[i]);
+	}
+	free(t);
+	assert_int_equal(whisper_tokenize(m, "", &t, &n, &e), 0);
+	assert_int_equal(n, 0);
+	free(t);
+	whisper_model_free(m);
+}
+
 static void test_entropy_mt(void **state)
 {
 	(void)state;
@@ -549,6 +579,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_entropy_mt),
+		cmocka_unit_test(test_tokenize),
 		cmocka_unit_test(test_cache_copy),
 		cmocka_unit_test(test_mel_spool),
 		cmocka_unit_test(test_fallback_rules),

@@ -133,6 +133,14 @@ const char *whisper_lang_code(int i);
 /* The index of a code, -1 when unknown. */
 int whisper_lang_find(const char *code);
 
+/* Text to tokens as whisper.cpp's whisper_tokenize does it (for an
+ * initial prompt): GPT-2's word split with ASCII character classes
+ * ('s 't 're 've 'm 'll 'd, letters, digits and other runs each with an
+ * optional leading space, whitespace), then each word as the longest
+ * vocabulary tokens from its left; a byte no token starts with is skipped.
+ * *out malloc'd, *n tokens. Errors: TERN_ENOMEM. */
+int whisper_tokenize(const struct whisper_model *m, const char *text, int32_t **out, int *n, tern_err *e);
+
 /* ---- the pieces, exposed for tests --------------------------------------- */
 
 /* The decoding state of one sequence that the logit filters look at. */

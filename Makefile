@@ -60,6 +60,7 @@ HAVE_PCRE2 := $(call have_pc,libpcre2-8)
 HAVE_UTF8PROC := $(call have_pc,libutf8proc)
 HAVE_SNDFILE := $(call have_pc,sndfile)
 HAVE_SAMPLERATE := $(call have_pc,samplerate)
+HAVE_ZLIB := $(call have_pc,zlib)
 HAVE_EDIT := $(call have_pc,libedit)
 HAVE_JANSSON := $(call have_pc,jansson)
 HAVE_LIBMD := $(call have_pc,libmd)
@@ -81,8 +82,8 @@ BUILD_VULKAN := $(if $(and $(HAVE_VULKAN),$(GLSLC),$(VK_SRC)),1)
 
 # Required by the library (make deps installs them): libsndfile and
 # libsamplerate for audio input (lib/audio), FFTW3 for Whisper's mel front end,
-# jansson for the Jinja context (lib/jinja) and tern-bench --vs.
-REQ_PKGS := sndfile samplerate fftw3f jansson
+# jansson for the Jinja context (lib/jinja) and tern-bench --vs, zlib for Whisper's compression-ratio fallback.
+REQ_PKGS := sndfile samplerate fftw3f jansson zlib
 REQ_FOUND := $(foreach p,$(REQ_PKGS),$(if $(call have_pc,$(p)),$(p)))
 ifeq ($(filter clean deps models uninstall,$(MAKECMDGOALS)),)
 ifneq ($(REQ_FOUND),$(REQ_PKGS))
@@ -240,7 +241,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libsamplerate0-dev libfftw3-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libsamplerate0-dev libfftw3-dev zlib1g-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:
@@ -291,6 +292,7 @@ $(info $(empty)  $(call yn,$(HAVE_UTF8PROC)) utf8proc      WPM normalisation)
 $(info $(empty)  $(call yn,$(HAVE_SNDFILE)) libsndfile    audio input (required))
 $(info $(empty)  $(call yn,$(HAVE_SAMPLERATE)) libsamplerate resampling (required))
 $(info $(empty)  $(call yn,$(HAVE_FFTW3F)) fftw3f        Whisper mel front end (required))
+$(info $(empty)  $(call yn,$(HAVE_ZLIB)) zlib          Whisper's compression-ratio fallback (required))
 $(info $(empty)  $(call yn,$(HAVE_JANSSON)) jansson       Jinja context, tern-bench --vs (required))
 $(info $(empty)  $(call yn,$(HAVE_LIBMD)) libmd         tern-bench --hash)
 $(info $(empty)  $(call yn,$(HAVE_CLANG)) clang         fuzz targets)

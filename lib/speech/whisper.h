@@ -115,7 +115,7 @@ const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *enc)
  * window's audio, layer norm, GELU MLP), a last layer norm and the logits
  * through the token embedding, as whisper.cpp computes them. The audio's
  * keys and values are computed once per window (whisper_decoder_set_audio);
- * the self-attention cache holds one sequence of up to n_text_ctx tokens. */
+ * each sequence's self-attention cache holds up to n_text_ctx tokens. */
 struct whisper_decoder;
 
 /* A decoder of m (borrowed) on be (borrowed); everything it needs is
@@ -135,5 +135,19 @@ int whisper_decoder_set_audio(struct whisper_decoder *dec, const struct tern_buf
  * the vocabulary), what the backend's sync reports. */
 int whisper_decode(struct whisper_decoder *dec, const int32_t *tokens, int n, int n_past, float *logits,
 		   tern_err *e);
+
+/* Sequences: the decoder keeps one self-attention cache per sequence
+ * (1 after whisper_decoder_new). Setting a different count reallocates
+ * them (their contents are lost). Errors: TERN_EINVAL (not 1..64),
+ * TERN_ENOMEM, what the backend reports. */
+int whisper_decoder_set_n_seq(struct whisper_decoder *dec, int n_seq, tern_err *e);
+int whisper_decoder_n_seq(const struct whisper_decoder *dec);
+/* whisper_decode on sequence seq's cache. */
+int whisper_decode_seq(struct whisper_decoder *dec, int seq, const int32_t *tokens, int n, int n_past,
+		       float *logits, tern_err *e);
+/* Queue a copy of positions [0, n) of sequence src's cache into dst's (a
+ * beam taking over another's history); the next decode sees it. Errors:
+ * TERN_ERANGE. */
+int whisper_decoder_copy_seq(struct whisper_decoder *dec, int src, int dst, int n, tern_err *e);
 
 #endif

@@ -9,7 +9,8 @@
  *
  * Keys and values of the audio (W_xk enc, W_xv enc + b_xv) are computed
  * once per window into f16 caches of n_audio_ctx rows; the self-attention
- * keeps f16 caches of n_text_ctx rows. Queries of the cross attention are
+ * keeps f16 caches of n_text_ctx rows, one per sequence (the beams of a
+ * beam search; whisper_decoder_copy_seq forks one into another). Queries of the cross attention are
  * given the last audio position, so that none of it is masked. */
 #include "lib/speech/whisper.h"
 
@@ -23,7 +24,7 @@
 struct dec_layer {
 	struct whisper_block_bufs self;
 	struct tern_buf xln_w, xln_b, xq_w, xq_b, xk_w, xv_w, xv_b, xo_w, xo_b;
-	struct tern_buf kc, vc;   /* self-attention cache {hd, n_head, n_text_ctx} f16 */
+	struct tern_buf *kc, *vc; /* [n_seq] self-attention caches {hd, n_head, n_text_ctx} f16 */
 	struct tern_buf xkc, xvc; /* the audio's {hd, n_head, n_audio_ctx} f16 */
 };
 
@@ -31,6 +32,7 @@ struct whisper_decoder {
 	const struct whisper_model *m;
 	struct tern_backend *be;
 	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
+	int n_seq; /* self-attention caches per layer: one per sequence (beam) */
 	struct dec_layer *layers;
 	struct tern_buf te, pe, ln_w, ln_b;
 	struct tern_buf ids, pos, audio_pos, audio_last;
@@ -77,11 +79,10 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 		if (!rc) rc = whisper_buf_weight(be, &L->xv_b, s->xv_b, false, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_w, s->xo_w, true, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_b, s->xo_b, false, e);
-		if (!rc) rc = whisper_buf_act(be, &L->kc, QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
-		if (!rc) rc = whisper_buf_act(be, &L->vc, QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
 		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, na, e);
 		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, na, e);
 	}
+	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->pos, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->audio_pos, QT_I32, 1, na, 1, 1, e);
@@ -115,6 +116,84 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	return 0;
 }
 
+/* the self-attention caches of every layer */
+static void free_caches(struct whisper_decoder *d)
+{
+	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		for (int s = 0; s < d->n_seq; s++) {
+			struct tern_buf *const cb[] = {&L->kc[s], &L->vc[s]};
+			whisper_bufs_free(d->be, cb, 2);
+		}
+		free(L->kc);
+		free(L->vc);
+		L->kc = L->vc = NULL;
+	}
+	d->n_seq = 0;
+}
+
+int whisper_decoder_set_n_seq(struct whisper_decoder *d, int n_seq, tern_err *e)
+{
+	if (n_seq < 1 || n_seq > 64)
+		return tern_errf(e, TERN_EINVAL, "%d decoder sequences (1 to 64)", n_seq);
+	if (n_seq == d->n_seq)
+		return 0;
+	free_caches(d);
+	const int64_t hd = d->n_state / d->n_head;
+	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		L->kc = calloc((size_t)n_seq, sizeof(*L->kc));
+		L->vc = calloc((size_t)n_seq, sizeof(*L->vc));
+		if (!L->kc || !L->vc) {
+			free(L->kc);
+			free(L->vc);
+			L->kc = L->vc = NULL;
+			free_caches(d);
+			return tern_errf(e, TERN_ENOMEM, "out of memory for %d decoder caches", n_seq);
+		}
+	}
+	d->n_seq = n_seq;
+	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		for (int s = 0; s < n_seq; s++) {
+			int rc = whisper_buf_act(d->be, &L->kc[s], QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
+			if (!rc)
+				rc = whisper_buf_act(d->be, &L->vc[s], QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
+			if (rc) {
+				free_caches(d);
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+int whisper_decoder_n_seq(const struct whisper_decoder *d)
+{
+	return d->n_seq;
+}
+
+int whisper_decoder_copy_seq(struct whisper_decoder *d, int src, int dst, int n, tern_err *e)
+{
+	if (src < 0 || src >= d->n_seq || dst < 0 || dst >= d->n_seq || n < 0 || n > d->n_text_ctx)
+		return tern_errf(e, TERN_ERANGE, "cache copy %d -> %d of %d positions (%d sequences of %d)", src, dst, n,
+				 d->n_seq, d->n_text_ctx);
+	if (src == dst || n == 0)
+		return 0;
+	struct tern_backend *be = d->be;
+	const int64_t rows[2] = {d->n_state, d->n_text_ctx};
+	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
+		struct dec_layer *L = &d->layers[l];
+		struct tern_buf *const from[2] = {&L->kc[src], &L->vc[src]}, *const to[2] = {&L->kc[dst], &L->vc[dst]};
+		for (int k = 0; k < 2; k++) {
+			struct tern_buf a = tern_buf_reshape(from[k], 2, rows), b = tern_buf_reshape(to[k], 2, rows);
+			struct tern_buf ar = tern_buf_rows(&a, 0, n), br = tern_buf_rows(&b, 0, n);
+			be->copy(be, &ar, &br);
+		}
+	}
+	return 0;
+}
+
 void whisper_decoder_free(struct whisper_decoder *d)
 {
 	if (!d)
@@ -124,11 +203,12 @@ void whisper_decoder_free(struct whisper_decoder *d)
 					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
 					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
+	free_caches(d);
 	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		whisper_block_free(be, &L->self);
 		struct tern_buf *const lb[] = {&L->xln_w, &L->xln_b, &L->xq_w, &L->xq_b, &L->xk_w, &L->xv_w, &L->xv_b,
-					       &L->xo_w,  &L->xo_b,  &L->kc,   &L->vc,	 &L->xkc,  &L->xvc};
+					       &L->xo_w,  &L->xo_b,  &L->xkc,  &L->xvc};
 		whisper_bufs_free(be, lb, sizeof(lb) / sizeof(lb[0]));
 	}
 	free(d->layers);
@@ -158,7 +238,15 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 
 int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int n_past, float *logits, tern_err *e)
 {
+	return whisper_decode_seq(d, 0, tokens, n, n_past, logits, e);
+}
+
+int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,
+		       tern_err *e)
+{
 	struct tern_backend *be = d->be;
+	if (seq < 0 || seq >= d->n_seq)
+		return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seq, d->n_seq);
 	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
 		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
 				 n, n_past, d->n_text_ctx, d->n_batch);
@@ -198,11 +286,11 @@ int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int 
 		whisper_mm(be, &S->q_w, &y, &q);
 		be->add(be, &q, &S->q_b, &q);
 		whisper_mm(be, &S->k_w, &y, &t);
-		be->kv_store(be, &L->kc, &t3, &pos);
+		be->kv_store(be, &L->kc[seq], &t3, &pos);
 		whisper_mm(be, &S->v_w, &y, &t);
 		be->add(be, &t, &S->v_b, &t);
-		be->kv_store(be, &L->vc, &t3, &pos);
-		be->attention(be, &q3, &L->kc, &L->vc, &pos, &a3, &at);
+		be->kv_store(be, &L->vc[seq], &t3, &pos);
+		be->attention(be, &q3, &L->kc[seq], &L->vc[seq], &pos, &a3, &at);
 		whisper_mm(be, &S->o_w, &a, &t);
 		be->add(be, &t, &S->o_b, &t);
 		/* attention over the audio */

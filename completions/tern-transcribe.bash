@@ -1,0 +1,73 @@
+# bash completion for tern-transcribe; generated from its option table.
+_tern_transcribe()
+{
+	local cur prev
+	cur="${COMP_WORDS[COMP_CWORD]}"
+	prev="${COMP_WORDS[COMP_CWORD-1]}"
+	case "$prev" in
+	-m|--model)
+		COMPREPLY=($(compgen -f -X '!*.@(bin)' -- "$cur") $(compgen -d -- "$cur"))
+		return ;;
+	-f|--file)
+		COMPREPLY=()
+		return ;;
+	-t|--threads)
+		COMPREPLY=()
+		return ;;
+	-l|--language)
+		COMPREPLY=()
+		return ;;
+	-bs|--beam-size)
+		COMPREPLY=()
+		return ;;
+	-bo|--best-of)
+		COMPREPLY=()
+		return ;;
+	-tp|--temperature)
+		COMPREPLY=()
+		return ;;
+	-tpi|--temperature-inc)
+		COMPREPLY=()
+		return ;;
+	-et|--entropy-thold)
+		COMPREPLY=()
+		return ;;
+	-lpt|--logprob-thold)
+		COMPREPLY=()
+		return ;;
+	-crt|--compression-ratio-thold)
+		COMPREPLY=()
+		return ;;
+	-nth|--no-speech-thold)
+		COMPREPLY=()
+		return ;;
+	--prompt)
+		COMPREPLY=()
+		return ;;
+	-mc|--max-context)
+		COMPREPLY=()
+		return ;;
+	-ot|--offset-t)
+		COMPREPLY=()
+		return ;;
+	-d|--duration)
+		COMPREPLY=()
+		return ;;
+	-of|--output-file)
+		COMPREPLY=()
+		return ;;
+	--color)
+		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+		return ;;
+	--completion)
+		COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur"))
+		return ;;
+	esac
+	if [[ "$cur" == -* ]]; then
+		COMPREPLY=($(compgen -W "-m --model -f --file -t --threads -l --language -tr --translate -nt --no-timestamps -bs --beam-size -bo --best-of -tp --temperature -tpi --temperature-inc -nf --no-fallback -et --entropy-thold -lpt --logprob-thold -crt --compression-ratio-thold -nth --no-speech-thold --prompt -mc --max-context -ot --offset-t -d --duration -otxt --output-txt -ovtt --output-vtt -osrt --output-srt -ocsv --output-csv -oj --output-json -of --output-file --json -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		return
+	fi
+	COMPREPLY=($(compgen -f -X '!*.@(wav|flac|ogg|opus|mp3|aiff|au)' -- "$cur") $(compgen -d -- "$cur"))
+}
+shopt -s extglob 2>/dev/null
+complete -o filenames -F _tern_transcribe tern-transcribe

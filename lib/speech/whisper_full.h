@@ -1,0 +1,197 @@
+/* whisper_full.h - transcription with a Whisper model: the decoding loop
+ * of whisper.cpp's whisper_full (which follows openai-whisper's
+ * decoding.py and transcribe.py) over a spectrogram, window by window.
+ *
+ * Per 30 s window: the encoder; the prompt (<|startofprev|> and the
+ * previous windows' tokens when conditioning, <|startoftranscript|>, the
+ * language and task tokens of multilingual models, <|notimestamps|> when
+ * timestamps are off); then greedy decoding, best-of-N sampling or beam
+ * search under the logit filters (whisper_full_filter), with temperature
+ * fallback when the result looks wrong (average log-probability, entropy
+ * of the last tokens, optionally the text's compression ratio); segments cut at timestamp tokens
+ * and the window advanced to the last timestamp.
+ *
+ * Times are in centiseconds (10 ms, a spectrogram frame), as whisper.cpp
+ * counts them. */
+#ifndef TERN_WHISPER_FULL_H
+#define TERN_WHISPER_FULL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/backend.h"
+#include "lib/core/error.h"
+#include "lib/speech/whisper.h"
+
+#define WHISPER_FULL_MAX_DECODERS 16
+
+struct whisper_full_params {
+	int beam_size;	 /* > 1: beam search of that width at temperature 0; else greedy */
+	int best_of;	 /* samples drawn at temperature > 0 (and decoders in greedy) */
+	float temperature;	 /* the first temperature */
+	float temperature_inc; /* fallback steps up to 1.0; 0: no fallback */
+	float entropy_thold;	 /* a result of > 32 tokens fails below this entropy (2.4) */
+	float logprob_thold;	 /* ... or below this average log-probability (-1.0) */
+	float no_speech_thold; /* <|nospeech|> probability above which silence is declared (0.6) */
+	float compression_ratio_thold; /* a result whose text zlib compresses more than this fails
+					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp */
+	float max_initial_ts;	       /* seconds: the latest first timestamp (1.0) */
+	float length_penalty;	       /* <= 0: the score is the average log-probability */
+	bool translate, no_timestamps, suppress_blank, suppress_nst;
+	int lang_id;		   /* index into whisper_lang_code(); multilingual models only */
+	int n_max_text_ctx;	   /* tokens of the previous text to condition on (16384); 0: none */
+	const int32_t *prompt;	   /* initial prompt tokens (borrowed), or NULL */
+	int n_prompt;
+	int64_t offset_cs, duration_cs; /* the part of the audio to transcribe; duration 0: to the end */
+	uint32_t seed;			/* the first decoder's generator (whisper.cpp: 0; decoder j: j) */
+};
+
+/* whisper-cli's defaults (beam 5, best of 5, fallback 0.2, thresholds
+ * 2.4 / -1.0 / 0.6, English, timestamps). */
+struct whisper_full_params whisper_full_default_params(void);
+
+struct whisper_token_data {
+	int32_t id;
+	int32_t tid;	  /* the likeliest timestamp at that step */
+	float p, plog;	  /* probability and log-probability of id */
+	float pt, ptsum;  /* tid's share of the timestamps' probability, their sum */
+};
+
+struct whisper_segment {
+	int64_t t0, t1; /* centiseconds from the start of the audio */
+	char *text;	/* the text tokens' bytes, NUL-terminated */
+	struct whisper_token_data *tokens;
+	int n_tokens;
+	float no_speech_prob;
+};
+
+struct whisper_full_stats {
+	double t_encode_s, t_decode_s, t_sample_s;
+	int n_encode, n_decode, n_fallback_p, n_fallback_h;
+};
+
+struct whisper_result {
+	struct whisper_segment *seg;
+	int n_seg, cap;
+	int lang_id;
+	struct whisper_full_stats stats;
+};
+void whisper_result_free(struct whisper_result *r);
+
+struct whisper_full; /* encoder, decoder and the decoding buffers */
+
+/* A transcriber of m (borrowed) on be (borrowed). Errors: what
+ * whisper_encoder_new and whisper_decoder_new report, TERN_ENOMEM. */
+int whisper_full_new(struct whisper_full **out, const struct whisper_model *m, struct tern_backend *be,
+		     tern_err *e);
+void whisper_full_free(struct whisper_full *w);
+
+/* Where the windows come from: a normalised spectrogram of n_len frames
+ * (n_len_org frames of real audio; whisper.cpp's 1 + (n + 200 - 400) / 160
+ * for n samples) in mel[n_mels][n_len]. frame0 is the frame mel[.][0]
+ * holds: a caller working in blocks supplies a part of a longer
+ * spectrogram each time, through the callback. */
+struct whisper_mel_src {
+	/* Make frames [f0, f0 + 2 n_audio_ctx) available (frames past the
+	 * real audio are the padding's): set *mel, *stride (frames per mel
+	 * row) and *first (the frame *mel starts at, <= f0). */
+	int (*window)(void *ctx, int64_t f0, const float **mel, size_t *stride, int64_t *first, tern_err *e);
+	void *ctx;
+	int64_t n_len_org;
+};
+
+/* The spectrogram in memory: a source over mel[n_mels][n_len]. */
+struct whisper_mel_mem {
+	const float *mel;
+	size_t n_len;
+};
+struct whisper_mel_src whisper_mel_src_mem(struct whisper_mel_mem *m, int64_t n_len_org);
+
+/* Frames of real audio in n samples, as whisper.cpp counts them. */
+int64_t whisper_n_len_org(size_t n_samples);
+
+/* Called with each new segment (may be NULL); a nonzero return (a TERN_E*
+ * code, with its message in e) stops the transcription with that code. */
+typedef int (*whisper_segment_cb)(void *ctx, const struct whisper_result *r, int i_seg, tern_err *e);
+
+/* Transcribe: segments are appended to *res (zeroed by the caller, or the
+ * result of an earlier call to continue after). Errors: TERN_EINVAL (bad
+ * parameters), what the model's passes report, what cb returns. */
+int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p, const struct whisper_mel_src *src,
+		     struct whisper_result *res, whisper_segment_cb cb, void *cb_ctx, tern_err *e);
+
+/* Detect the language of the window at frame f0 (multilingual models):
+ * the id of the likeliest language token; probs[n_langs] (may be NULL)
+ * their probabilities. */
+int whisper_full_detect_language(struct whisper_full *w, const struct whisper_mel_src *src, int64_t f0,
+				 float *probs, int *lang_id, tern_err *e);
+
+/* The language codes whisper.cpp knows, in token order ("en", "zh", ...,
+ * "yue"): index i is the token sot + 1 + i. NULL past the end. */
+const char *whisper_lang_code(int i);
+/* The index of a code, -1 when unknown. */
+int whisper_lang_find(const char *code);
+
+/* Text to tokens as whisper.cpp's whisper_tokenize does it (for an
+ * initial prompt): GPT-2's word split with ASCII character classes
+ * ('s 't 're 've 'm 'll 'd, letters, digits and other runs each with an
+ * optional leading space, whitespace), then each word as the longest
+ * vocabulary tokens from its left; a byte no token starts with is skipped.
+ * *out malloc'd, *n tokens. Errors: TERN_ENOMEM. */
+int whisper_tokenize(const struct whisper_model *m, const char *text, int32_t **out, int *n, tern_err *e);
+
+/* ---- the pieces, exposed for tests --------------------------------------- */
+
+/* The decoding state of one sequence that the logit filters look at. */
+struct whisper_filter_state {
+	const int32_t *tokens; /* the sampled tokens so far (no prompt) */
+	int n_tokens;
+	bool has_ts;	/* a timestamp was sampled */
+	int seek_delta; /* frames up to the last timestamp */
+};
+
+/* whisper.cpp's logit filters on logits[n_vocab] (scaled by 1/temperature
+ * first when temperature > 0), then log-softmax into logprobs and
+ * probabilities into probs (both [n_vocab]); blank_id is the " " token
+ * (-1: none). Suppressed entries end as -inf logits, -inf logprobs and 0
+ * probabilities. */
+void whisper_full_filter(const struct whisper_model *m, const struct whisper_full_params *p, int32_t blank_id,
+			 const struct whisper_filter_state *st, float temperature, float *logits, float *logprobs,
+			 float *probs);
+
+/* The fallback rules, in whisper.cpp's order. A decoder's result of more
+ * than 32 tokens whose last 32 have an entropy below entropy_thold is a
+ * repetition loop: it fails. Then the best result is retried at the next
+ * temperature when it failed, or when its average log-probability is
+ * below logprob_thold unless the window is silence (no-speech probability
+ * at or above no_speech_thold). A window is silence, and gives no text,
+ * when the no-speech probability is above no_speech_thold and the average
+ * log-probability below logprob_thold. */
+bool whisper_full_repetitive(const struct whisper_full_params *p, int result_len, double entropy);
+bool whisper_full_needs_fallback(const struct whisper_full_params *p, bool failed, double avg_logprob,
+				 float no_speech_prob);
+bool whisper_full_is_no_speech(const struct whisper_full_params *p, double avg_logprob, float no_speech_prob);
+
+/* openai-whisper's compression ratio: len / the zlib-compressed length
+ * (level 6) of text[len]; 0 for no text. */
+double whisper_full_compression_ratio(const char *text, size_t len);
+
+/* The entropy of the token counts of the last 32 of tokens[n]. */
+double whisper_full_entropy(const int32_t *tokens, int n);
+
+/* std::mt19937 and libstdc++'s std::discrete_distribution<int> over float
+ * weights, so that sampling draws what whisper.cpp draws from the same
+ * seed. */
+struct whisper_mt {
+	uint32_t s[624];
+	int i;
+};
+void whisper_mt_seed(struct whisper_mt *g, uint32_t seed);
+uint32_t whisper_mt_next(struct whisper_mt *g);
+/* The cumulative distribution of weights w[n] (not all zero) into
+ * cum[n]; then draws from it. */
+void whisper_mt_discrete_prep(const float *w, int n, double *cum);
+int whisper_mt_discrete(struct whisper_mt *g, const double *cum, int n);
+
+#endif

@@ -107,8 +107,9 @@ struct tern_norm {
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
  * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
  * each head turns by theta = freq_scale * pos / (freq_base^(2j / n_rot) *
- * freq[j]) for pair j (freq[j] = 1 without factors); dimensions from n_rot
- * on are left alone. As llama.cpp's rope with ext_factor 0 (YaRN is not
+ * freq[j]) for pair j (freq[j] = 1 without factors), both results
+ * times attn_factor; dimensions from n_rot on are left alone (and not
+ * scaled). As llama.cpp's rope with ext_factor 0 (YaRN is not
  * implemented). */
 enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
 
@@ -117,6 +118,8 @@ struct tern_rope {
 	int n_rot;        /* even, 2..head_dim */
 	float freq_base;  /* 10000, 500000, 1e6 ... */
 	float freq_scale; /* 1 / the linear scaling factor; 1 without */
+	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
+			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
 };
 
 /* attention */

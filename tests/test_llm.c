@@ -231,6 +231,12 @@ static const struct synth_case synth_cases[] = {
 	{"qwen2", "f32"},        {"qwen2", "q8_0"},        {"qwen2", "q4_0"},  {"qwen2", "q4_k"},
 	{"qwen3", "f32"},        {"qwen3", "q8_0"},        {"qwen3", "q4_0"},  {"qwen3", "q4_k"},
 	{"gemma3", "f32"},       {"gemma3", "q8_0"},       {"gemma3", "q4_0"}, {"gemma3", "q4_k"},
+	/* the gemma and phi families */
+	{"gemma", "f32"},        {"gemma", "q8_0"},        {"gemma", "q4_0"},  {"gemma", "q4_k"},
+	{"gemma2", "f32"},       {"gemma2", "q8_0"},       {"gemma2", "q4_0"}, {"gemma2", "q4_k"},
+	{"phi2", "f32"},         {"phi2", "q8_0"},         {"phi2", "q4_0"},   {"phi2", "q4_k"},
+	{"phi3", "f32"},         {"phi3", "q8_0"},         {"phi3", "q4_0"},   {"phi3", "q4_k"},
+	{"phi3-long", "f32"},    {"phi3-long", "q8_0"},
 };
 
 /*

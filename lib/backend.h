@@ -7,8 +7,9 @@
  * mat_mul) and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
- * the Q/K norm), RoPE in both orderings with linear scaling and llama3's
- * frequency factors (rope; no YaRN yet), the KV cache store in f32, f16 or
+ * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
+ * or LongRoPE's frequency factors and LongRoPE's attention factor (rope;
+ * no YaRN yet), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
  * window, soft-cap; online softmax, memory linear in the prompt), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),

@@ -1,6 +1,7 @@
 /* llm.c - the forward pass of the decoder-only transformers tern runs
- * (llama, qwen2, qwen3, gemma3), written once over the backend operation
- * table (lib/backend.h), with its KV cache and activations.
+ * (llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3), written once
+ * over the backend operation table (lib/backend.h), with its KV cache and
+ * activations.
  *
  * One block, per token of the batch (the architectures differ only in the
  * optional parts, all decided by the model's config):
@@ -16,8 +17,13 @@
  *   f  = Wdown (act(Wgate h) * Wup h);  f = norm(f) * post_norm (gemma3)
  *   x += f                                         (fused into the next norm)
  *
- * then logits = Wout (norm(x) * output_norm) for the rows kept, with the
- * architecture's final soft-cap. Batches of more than one token use the
+ * phi2 differs in two places: the norm is a layer norm with bias, and the
+ * block is parallel with a plain FFN: x += o, then f = Wdown gelu(Wup h +
+ * bu) + bd from the same h. phi3 rotates with LongRoPE factors (long or
+ * short, chosen by the context) and its attention factor.
+ *
+ * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
+ * kept, with the architecture's final soft-cap. Batches of more than one token use the
  * products' GEMM path (mat_mul), one token the mat-vec path.
  *
  * What changes from one step to the next (token ids, positions) is

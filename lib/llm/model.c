@@ -7,8 +7,9 @@
  * tensor is looked up by its llama.cpp name, its shape checked against the
  * one the hyperparameters imply and its type against what the products
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
- * global pattern and local RoPE base) follow llama.cpp's llama-arch.cpp
- * and llama-model.cpp. */
+ * global pattern and local RoPE base, gemma2's alternating windows and
+ * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE)
+ * follow llama.cpp's llama-arch.cpp, llama-model.cpp and src/models/. */
 #include "lib/llm/model.h"
 
 #include <math.h>

@@ -7,8 +7,9 @@
  *   the query scale, LongRoPE), against the values llama.cpp's loader
  *   derives (src/models/{gemma,gemma2,phi2,phi3}.cpp), written out here;
  *
- *   fused tensors (phi3's attn_qkv and gate/up ffn_up) split into views of
- *   the file's bytes at the right rows, for a float and a block type;
+ *   fused tensors (phi3's attn_qkv and gate/up ffn_up, a fused bias) split
+ *   into views of the file's bytes at the right rows, for a float and a
+ *   block type;
  *
  *   phi3's choice of the long or short RoPE factors at the boundary of the
  *   original context (rounded up to 256 as llama.cpp pads n_ctx): the
@@ -143,6 +144,23 @@ static void test_fused_views(void **state)
 	assert_non_null(m);
 	assert_null(m->w.layers[0].wqkv);
 	assert_null(m->w.layers[0].ffn_gate_up);
+	tern_model_free(m);
+
+	/* a fused bias too (the fuzz seed phi2_fused: n_embd 8, 2 heads of 4) */
+	tern_err e = {0};
+	if (tern_model_open(&m, "tests/fuzz/corpus/llm_model/phi2_fused.gguf", &e))
+		fail_msg("%s", e.msg);
+	for (uint32_t l = 0; l < m->cfg.n_layer; l++) {
+		const struct tern_model_layer *L = &m->w.layers[l];
+		check_part(L->wk, L->wqkv, 8, 8);
+		assert_non_null(L->bqkv);
+		const float *b = L->bqkv->data;
+		assert_ptr_equal(L->bq->data, b);
+		assert_ptr_equal(L->bk->data, b + 8);
+		assert_ptr_equal(L->bv->data, b + 16);
+		assert_int_equal(L->bv->ne[0], 8);
+		assert_int_equal(L->bv->nbytes, 32);
+	}
 	tern_model_free(m);
 }
 

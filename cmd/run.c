@@ -187,7 +187,8 @@ static const struct cli_prog prog = {
 	.summary = "generate text with a language model, for pipes and scripts",
 	.usage = "[OPTIONS] [PROMPT...]",
 	.description =
-		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3), gives it one "
+		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, "
+		"phi3), gives it one "
 		"prompt and writes the generated text to standard output, streamed as it is produced. It is made for "
 		"scripts and pipes: it never asks anything, reads standard input when that is not a terminal, and "
 		"reports errors as one line and an exit status.\n"

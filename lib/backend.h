@@ -7,8 +7,9 @@
  * mat_mul) and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
- * the Q/K norm), RoPE in both orderings with linear scaling and llama3's
- * frequency factors (rope; no YaRN yet), the KV cache store in f32, f16 or
+ * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
+ * or LongRoPE's frequency factors and LongRoPE's attention factor (rope;
+ * no YaRN yet), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
  * window, soft-cap; online softmax, memory linear in the prompt), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),
@@ -107,8 +108,9 @@ struct tern_norm {
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
  * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
  * each head turns by theta = freq_scale * pos / (freq_base^(2j / n_rot) *
- * freq[j]) for pair j (freq[j] = 1 without factors); dimensions from n_rot
- * on are left alone. As llama.cpp's rope with ext_factor 0 (YaRN is not
+ * freq[j]) for pair j (freq[j] = 1 without factors), both results
+ * times attn_factor; dimensions from n_rot on are left alone (and not
+ * scaled). As llama.cpp's rope with ext_factor 0 (YaRN is not
  * implemented). */
 enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
 
@@ -117,6 +119,8 @@ struct tern_rope {
 	int n_rot;        /* even, 2..head_dim */
 	float freq_base;  /* 10000, 500000, 1e6 ... */
 	float freq_scale; /* 1 / the linear scaling factor; 1 without */
+	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
+			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
 };
 
 /* attention */

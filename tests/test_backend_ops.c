@@ -555,19 +555,26 @@ struct rope_case {
 	float base, scale;
 	bool factors;
 	int32_t pos0; /* positions pos0 + t, or random in 0..5000 when < 0 */
+	float attn_factor; /* 0: not set (1) */
 };
 
 static const struct rope_case rope_cases[] = {
-	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0},
-	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13},
-	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1},
-	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090},
-	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0},
-	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1},
-	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100},
-	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1},
-	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000},
-	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7},
+	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0, 0},
+	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13, 0},
+	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0},
+	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0},
+	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0},
+	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1, 0},
+	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100, 0},
+	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0},
+	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000, 0},
+	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0},
+	/* phi3's LongRoPE: factors and an attention factor, partial (phi-4-mini)
+	 * and full rotation, and a rotation wider than the CPU's angle table */
+	{96, 3, 11, 64, TERN_ROPE_NEOX, 10000, 1, true, -1, 1.1902f},
+	{96, 2, 5, 96, TERN_ROPE_NEOX, 10000, 1, true, 40, 0.75f},
+	{80, 2, 4, 32, TERN_ROPE_NEOX, 10000, 1, false, 4090, 1.5f},
+	{1024, 1, 3, 1024, TERN_ROPE_NORMAL, 10000, 1, false, 17, 1.25f},
 };
 
 static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
@@ -575,8 +582,9 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 	if (ci >= (int)(sizeof rope_cases / sizeof *rope_cases))
 		return false;
 	const struct rope_case *c = &rope_cases[ci];
-	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s", c->mode ? "neox" : "normal",
-		 (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok, c->factors ? ", factors" : "");
+	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s, attn factor %g",
+		 c->mode ? "neox" : "normal", (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok,
+		 c->factors ? ", factors" : "", (double)c->attn_factor);
 	qu_seed((uint64_t)ci + 201);
 	size_t cnt = (size_t)(c->hd * c->nh * c->ntok);
 	float *x = normals(cnt, 1), *ff = malloc(sizeof(float) * (size_t)c->n_rot / 2);
@@ -590,7 +598,8 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 	if (c->factors)
 		fb = in_buf(be, QT_F32, 1, fne, ff);
 	out_buf(be, &xw, &xv, QT_F32, c->hd, c->nh * c->ntok, 3, ne, x);
-	struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale};
+	struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale,
+			      .attn_factor = c->attn_factor};
 	be->rope(be, &xv, &pb, c->factors ? &fb : NULL, &p);
 	*out = take_out(be, &xw, desc);
 	*n = cnt;
@@ -605,8 +614,10 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 			for (int j = 0; j < half; j++) {
 				int i0 = c->mode ? j : 2 * j, i1 = c->mode ? j + half : 2 * j + 1;
 				double th = c->scale * pos[t] / pow(c->base, 2.0 * j / c->n_rot) / (c->factors ? ff[j] : 1);
-				double re = xi[i0] * cos(th) - xi[i1] * sin(th), im = xi[i0] * sin(th) + xi[i1] * cos(th);
-				double tol = 1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]));
+				double ms = c->attn_factor > 0 ? c->attn_factor : 1;
+				double re = ms * (xi[i0] * cos(th) - xi[i1] * sin(th));
+				double im = ms * (xi[i0] * sin(th) + xi[i1] * cos(th));
+				double tol = (1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]))) * ms;
 				if (fabs(re - yo[i0]) > tol || fabs(im - yo[i1]) > tol)
 					fail_msg("%s: %s: token %lld head %lld pair %d: (%g, %g), expected (%g, %g)",
 						 be->name, desc, (long long)t, (long long)h, j, yo[i0], yo[i1], re, im);

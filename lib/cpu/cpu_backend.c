@@ -226,11 +226,14 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = p->attn_factor > 0 ? p->attn_factor : 1.0f;
 	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn[j], &cs[j]);
+			cs[j] *= ms;
+			sn[j] *= ms;
 			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
 			sn2[2 * j] = -sn[j];
 			sn2[2 * j + 1] = sn[j];
@@ -249,12 +252,15 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = p->attn_factor > 0 ? p->attn_factor : 1.0f;
 	for (int64_t r = r0; r < r1; r++) {
 		float *xh = (float *)tern_buf_host(o->x) + r * hd;
 		float theta = (float)pd[r / nh];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			float cs, sn;
 			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn, &cs);
+			cs *= ms;
+			sn *= ms;
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];

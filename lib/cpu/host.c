@@ -264,7 +264,7 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	bool ok = mine(be, x, QT_F32) && writable(x) && mine(be, pos, QT_I32) && pos->ne[0] == ntok &&
 		  cpu_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
 		  p->n_rot >= 2 && p->n_rot % 2 == 0 && p->n_rot <= x->ne[0] && p->freq_base > 0 &&
-		  p->freq_scale > 0;
+		  p->freq_scale > 0 && p->attn_factor >= 0;
 	if (ok && freq)
 		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && cpu_host_nrows(freq) == 1;
 	if (!ok)

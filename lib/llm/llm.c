@@ -1,6 +1,7 @@
 /* llm.c - the forward pass of the decoder-only transformers tern runs
- * (llama, qwen2, qwen3, gemma3), written once over the backend operation
- * table (lib/backend.h), with its KV cache and activations.
+ * (llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3), written once
+ * over the backend operation table (lib/backend.h), with its KV cache and
+ * activations.
  *
  * One block, per token of the batch (the architectures differ only in the
  * optional parts, all decided by the model's config):
@@ -16,8 +17,13 @@
  *   f  = Wdown (act(Wgate h) * Wup h);  f = norm(f) * post_norm (gemma3)
  *   x += f                                         (fused into the next norm)
  *
- * then logits = Wout (norm(x) * output_norm) for the rows kept, with the
- * architecture's final soft-cap. Batches of more than one token use the
+ * phi2 differs in two places: the norm is a layer norm with bias, and the
+ * block is parallel with a plain FFN: x += o, then f = Wdown gelu(Wup h +
+ * bu) + bd from the same h. phi3 rotates with LongRoPE factors (long or
+ * short, chosen by the context) and its attention factor.
+ *
+ * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
+ * kept, with the architecture's final soft-cap. Batches of more than one token use the
  * products' GEMM path (mat_mul), one token the mat-vec path.
  *
  * What changes from one step to the next (token ids, positions) is
@@ -34,6 +40,7 @@
 struct layer_bufs {
 	struct tern_buf attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, attn_post_norm;
 	struct tern_buf ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
+	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
 	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx} */
 };
 
@@ -47,7 +54,8 @@ struct tern_llm {
 	uint64_t kv_bytes;
 
 	/* weights */
-	struct tern_buf token_embd, output_norm, output, rope_freqs;
+	struct tern_buf token_embd, output_norm, output, rope_freqs; /* rope_freqs: llama3's, or phi3's long/short */
+	struct tern_buf output_norm_b, output_b; /* phi2 */
 	bool output_is_embd;    /* tied: output shares token_embd's buffer */
 	struct layer_bufs *layers;
 
@@ -130,6 +138,18 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 	return 0;
 }
 
+/* The RoPE frequency factors: llama3's, else phi3's LongRoPE long factors
+ * when the context exceeds the original one, else its short factors. As
+ * llama.cpp decides it, from the context rounded up to 256 positions (as
+ * llama.cpp pads n_ctx), so that the same -c chooses the same factors. */
+static const struct tern_tensor_view *rope_factors(const struct tern_model *m, int64_t n_ctx)
+{
+	if (m->w.rope_freqs || !m->cfg.has_longrope)
+		return m->w.rope_freqs;
+	int64_t padded = (n_ctx + 255) / 256 * 256;
+	return padded > (int64_t)m->cfg.n_ctx_orig ? m->w.rope_long : m->w.rope_short;
+}
+
 /* bytes of one layer's K and V caches, or 0 on overflow */
 static uint64_t cache_bytes(uint32_t type, uint64_t head_dim, uint64_t n_head_kv, uint64_t n_ctx)
 {
@@ -206,6 +226,9 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->ffn_up, w->ffn_up, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_down, w->ffn_down, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_post_norm, w->ffn_post_norm, false, e);
+	rc = rc ? rc : weight(l, &L->attn_norm_b, w->attn_norm_b, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_up_b, w->ffn_up_b, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_down_b, w->ffn_down_b, false, e);
 	if (rc)
 		return rc;
 	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
@@ -269,7 +292,11 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		rc = weight(l, &l->output, m->w.output, true, e);
 	l->output_is_embd = c->tied_output;
 	if (!rc)
-		rc = weight(l, &l->rope_freqs, m->w.rope_freqs, false, e);
+		rc = weight(l, &l->rope_freqs, rope_factors(m, n_ctx), false, e);
+	if (!rc)
+		rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
+	if (!rc)
+		rc = weight(l, &l->output_b, m->w.output_b, false, e);
 	for (uint32_t il = 0; !rc && il < c->n_layer; il++)
 		rc = load_layer(l, il, e);
 
@@ -303,7 +330,7 @@ void tern_llm_free(struct tern_llm *l)
 	struct tern_backend *be = l->be;
 	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
 				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
-				  &l->rope_freqs};
+				  &l->rope_freqs, &l->output_norm_b, &l->output_b};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -312,7 +339,7 @@ void tern_llm_free(struct tern_llm *l)
 			struct tern_buf *b[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
 						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
-						&L->k_cache, &L->v_cache};
+						&L->k_cache, &L->v_cache, &L->attn_norm_b, &L->ffn_up_b, &L->ffn_down_b};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -355,6 +382,12 @@ static void product(struct tern_backend *be, const struct tern_buf *w, const str
 		be->mat_mul(be, w, x, y);
 }
 
+/* the norm of the residual stream: RMS, or layer norm with bias (phi2) */
+static struct tern_norm model_norm(const struct tern_model_config *c)
+{
+	return (struct tern_norm){c->norm == TERN_MODEL_NORM_LAYER ? TERN_NORM_LAYER : TERN_NORM_RMS, c->norm_eps};
+}
+
 /* The input of the first block and its norm are made by the caller; this
  * runs block il over n tokens: x is the residual (its pending addition r
  * from the previous block already folded in by the caller's norm), h the
@@ -367,7 +400,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
 
 	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
 	struct tern_buf q = act2(&l->q, nh * hd, n), k = act2(&l->k, nkv * hd, n), v = act2(&l->v, nkv * hdv, n);
@@ -402,6 +435,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		.n_rot = (int)c->n_rot,
 		.freq_base = lc->rope_base,
 		.freq_scale = lc->rope_scale,
+		.attn_factor = c->rope_attn_factor,
 	};
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
@@ -421,11 +455,23 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	if (opt(&L->attn_post_norm))
 		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
 
-	/* x += o; h = norm(x) * ffn_norm */
-	be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &rms);
+	if (c->parallel) /* phi2: the FFN reads the same h; the attention joins x now */
+		be->add(be, &x, &o, &x);
+	else /* x += o; h = norm(x) * ffn_norm */
+		be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &nrm);
 
 	/* feed-forward */
 	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
+	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
+		product(be, &L->ffn_up, &h, &u, n);
+		if (opt(&L->ffn_up_b))
+			be->add(be, &u, &L->ffn_up_b, &u);
+		be->unary(be, &u, &u, TERN_UNARY_GELU);
+		product(be, &L->ffn_down, &u, &o, n);
+		if (opt(&L->ffn_down_b))
+			be->add(be, &o, &L->ffn_down_b, &o);
+		return;
+	}
 	if (n == 1) {
 		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
 		struct tern_buf *y2[2] = {&g, &u};
@@ -445,7 +491,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	struct tern_backend *be = l->be;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm nrm = model_norm(c);
 	for (int32_t i = 0; i < n; i++) {
 		l->host_ids[i] = tokens[i];
 		l->host_pos[i] = l->n_past + i;
@@ -464,7 +510,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	for (uint32_t il = 0; il < c->n_layer; il++) {
 		/* the first block's input has nothing to add; the others add
 		 * the previous block's FFN output */
-		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, NULL, &h, &rms);
+		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, opt(&l->layers[il].attn_norm_b), &h, &nrm);
 		block(l, il, n);
 	}
 
@@ -473,9 +519,11 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	if (last_chunk || l->o.logits_all) {
 		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
-		be->norm(be, &xr, &orr, &l->output_norm, NULL, &hr, &rms);
+		be->norm(be, &xr, &orr, &l->output_norm, opt(&l->output_norm_b), &hr, &nrm);
 		struct tern_buf lg = act2(&l->logits, c->n_vocab, nr);
 		product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		if (opt(&l->output_b))
+			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
 	}
 	if (n == 1)

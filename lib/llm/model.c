@@ -7,8 +7,9 @@
  * tensor is looked up by its llama.cpp name, its shape checked against the
  * one the hyperparameters imply and its type against what the products
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
- * global pattern and local RoPE base) follow llama.cpp's llama-arch.cpp
- * and llama-model.cpp. */
+ * global pattern and local RoPE base, gemma2's alternating windows and
+ * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE)
+ * follow llama.cpp's llama-arch.cpp, llama-model.cpp and src/models/. */
 #include "lib/llm/model.h"
 
 #include <math.h>
@@ -24,11 +25,14 @@
 
 enum slot {
 	S_ATTN_NORM, S_WQ, S_WK, S_WV, S_WO, S_BQ, S_BK, S_BV, S_BO, S_Q_NORM, S_K_NORM, S_ATTN_POST_NORM,
-	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM, S_COUNT
+	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM,
+	/* gemma / phi families */
+	S_ATTN_NORM_B, S_FFN_UP_B, S_FFN_DOWN_B, S_WQKV, S_BQKV, S_FFN_GATE_UP,
+	S_COUNT
 };
 
 /* the sizes a shape is made of, evaluated per layer */
-enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_COUNT };
+enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_QKV, D_FF2, D_COUNT };
 
 struct slot_info {
 	const char *name;   /* after "blk.N." */
@@ -56,7 +60,14 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_FFN_UP, "ffn_up.weight", ffn_up, D_EMBD, D_FF, true),
 	SLOT(S_FFN_DOWN, "ffn_down.weight", ffn_down, D_FF, D_EMBD, true),
 	SLOT(S_FFN_POST_NORM, "post_ffw_norm.weight", ffn_post_norm, D_EMBD, D_ONE, false),
+	SLOT(S_ATTN_NORM_B, "attn_norm.bias", attn_norm_b, D_EMBD, D_ONE, false),
+	SLOT(S_FFN_UP_B, "ffn_up.bias", ffn_up_b, D_FF, D_ONE, false),
+	SLOT(S_FFN_DOWN_B, "ffn_down.bias", ffn_down_b, D_EMBD, D_ONE, false),
+	SLOT(S_WQKV, "attn_qkv.weight", wqkv, D_EMBD, D_QKV, true),
+	SLOT(S_BQKV, "attn_qkv.bias", bqkv, D_QKV, D_ONE, false),
+	SLOT(S_FFN_GATE_UP, "ffn_up.weight", ffn_gate_up, D_EMBD, D_FF2, true),
 };
+_Static_assert(S_COUNT <= 32, "slot masks are unsigned");
 
 #define B(s) (1u << (s))
 /* what every pre-norm transformer block with a gated FFN has */
@@ -78,6 +89,14 @@ struct arch_desc {
 	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none) */
 	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
 	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
+	/* gemma / phi families */
+	uint32_t swa_default;  /* the window when the file gives none (gemma2: 4096) */
+	bool swa_rope_global;  /* local layers: base rope.freq_base_swa else the global one, global scaling */
+	bool always_tied;      /* the output is the token embedding even if output.weight exists */
+	bool output_bias;      /* output.bias (and with NORM_LAYER, the norms' biases) required */
+	bool longrope;         /* rope_factors_long / _short, rope.scaling.attn_factor */
+	bool ffn_plain;        /* up -> act -> down, no gate */
+	bool parallel;         /* attention and FFN from the same norm */
 };
 
 /* gemma_pytorch: the 27B model (62 layers) scales queries by
@@ -87,6 +106,29 @@ static void gemma3_fixup(struct tern_model_config *c)
 	if (c->n_layer == 62)
 		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
 }
+
+/* llama.cpp's gemma graph scales queries by 1/sqrt(n_embd_head_v) */
+static void gemma_fixup(struct tern_model_config *c)
+{
+	c->attn_scale = 1.0f / sqrtf((float)c->head_dim_v);
+}
+
+/* Gemma 2: soft-capping is always on, 50 and 30 when the file says
+ * nothing (llama.cpp's defaults); the 27B model (46 layers) scales queries
+ * by 1/sqrt(n_embd/n_head) (gemma_pytorch's query_pre_attn_scalar). */
+static void gemma2_fixup(struct tern_model_config *c)
+{
+	if (c->n_layer == 46)
+		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
+	if (!(c->attn_softcap > 0))
+		c->attn_softcap = 50.0f;
+	if (!(c->final_softcap > 0))
+		c->final_softcap = 30.0f;
+}
+
+/* what a block may carry besides, as llama.cpp's create_tensor_qkv: Q, K
+ * and V biases (separate, or fused with a fused attn_qkv) */
+#define QKV_BIAS (B(S_BQ) | B(S_BK) | B(S_BV))
 
 static const struct arch_desc archs[] = {
 	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama */
@@ -103,6 +145,26 @@ static const struct arch_desc archs[] = {
 	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM) | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
 	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
 	 .swa_period = 6, .swa_rope_base = 10000.0f, .embd_scale_sqrt = true, .fixup = gemma3_fixup},
+	{.name = "gemma", /* Gemma 1: the converter stores RMS norm weights as 1 + w */
+	 .required = BLOCK_BASE,
+	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .embd_scale_sqrt = true, .always_tied = true, .fixup = gemma_fixup},
+	{.name = "gemma2", /* even layers local (window), odd layers global */
+	 .required = BLOCK_BASE | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
+	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .swa_period = 2, .swa_default = 4096, .swa_rope_global = true,
+	 .embd_scale_sqrt = true, .always_tied = true, .fixup = gemma2_fixup},
+	{.name = "phi2", /* one layer norm feeds attention and a plain GELU FFN, biases everywhere */
+	 .required = B(S_ATTN_NORM) | B(S_ATTN_NORM_B) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_BO) |
+		     B(S_FFN_UP) | B(S_FFN_UP_B) | B(S_FFN_DOWN) | B(S_FFN_DOWN_B),
+	 .optional = QKV_BIAS,
+	 .norm = TERN_MODEL_NORM_LAYER, .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .output_bias = true, .ffn_plain = true, .parallel = true},
+	{.name = "phi3", /* gate and up fused in ffn_up; the sliding window is ignored as llama.cpp does */
+	 .required = B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_FFN_NORM) | B(S_FFN_GATE_UP) |
+		     B(S_FFN_DOWN),
+	 .optional = QKV_BIAS,
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .longrope = true},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -117,7 +179,7 @@ static const struct arch_desc *find_arch(const char *name)
 
 const char *tern_model_supported(void)
 {
-	return "llama, qwen2, qwen3, gemma3"; /* the names of `archs`, in order (a test checks) */
+	return "llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3"; /* the names of `archs`, in order (a test checks) */
 }
 
 bool tern_model_arch_supported(const char *arch)
@@ -180,11 +242,13 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	if (hp->n_expert)
 		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported", a,
 				 hp->n_expert);
-	if (hp->rope_scaling == TERN_ROPE_SCALING_YARN || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
+	if (hp->rope_scaling == TERN_ROPE_SCALING_YARN || (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope))
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
-				 "linear)", a, hp->rope_scaling_name);
-	if (!(hp->norm_rms_eps > 0))
-		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm_rms_epsilon'", a);
+				 "linear%s)", a, hp->rope_scaling_name, d->longrope ? ", longrope" : "");
+	bool layer_norm = d->norm == TERN_MODEL_NORM_LAYER;
+	if (!((layer_norm ? hp->norm_eps : hp->norm_rms_eps) > 0))
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm%s_epsilon'", a,
+				 layer_norm ? "" : "_rms");
 
 	snprintf(c->arch, sizeof c->arch, "%s", a);
 	c->n_vocab = hp->n_vocab;
@@ -198,7 +262,7 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->head_dim_v = hp->n_embd_head_v;
 	c->n_rot = hp->n_rot;
 	c->norm = d->norm;
-	c->norm_eps = hp->norm_rms_eps;
+	c->norm_eps = layer_norm ? hp->norm_eps : hp->norm_rms_eps;
 	c->act = d->act;
 	c->rope = d->rope;
 	c->rope_scaling = hp->rope_scaling;
@@ -206,7 +270,10 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	/* as llama.cpp: the factor applies whatever the type says (validated > 0) */
 	c->rope_freq_scale = 1.0f / hp->rope_scaling_factor;
 	c->n_ctx_orig = hp->n_ctx_orig;
-	c->n_swa = d->swa_period ? hp->n_swa : 0;
+	c->rope_attn_factor = d->longrope ? hp->rope_attn_factor : 1.0f;
+	c->n_swa = d->swa_period ? (hp->n_swa ? hp->n_swa : d->swa_default) : 0;
+	c->ffn_plain = d->ffn_plain;
+	c->parallel = d->parallel;
 	c->embd_scale = d->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
 	c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
 	c->attn_softcap = hp->attn_softcap;
@@ -229,8 +296,9 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 		lc->is_swa = c->n_swa && l % d->swa_period != d->swa_period - 1;
 		/* the local layers' base: the file's, else the family's (llama.cpp) */
 		lc->rope_base = !lc->is_swa ? c->rope_freq_base
-			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa : d->swa_rope_base;
-		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
+			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
+			      : d->swa_rope_global ? c->rope_freq_base : d->swa_rope_base;
+		lc->rope_scale = lc->is_swa && !d->swa_rope_global ? 1.0f : c->rope_freq_scale;
 	}
 	if (d->fixup)
 		d->fixup(c);
@@ -239,6 +307,71 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 
 /* ---- weights ----------------------------------------------------------------- */
 
+/* As llama.cpp's create_tensor_qkv: any block may store Q, K and V as one
+ * matrix, blk.N.attn_qkv.weight (the rows of Q, then K, then V), with one
+ * fused bias or, without it, the separate ones. Where the file has it, the
+ * fused slots replace the separate ones in the masks. */
+static void qkv_slots(const tern_mf *mf, uint32_t l, unsigned *required, unsigned *optional)
+{
+	const unsigned qkv = B(S_WQ) | B(S_WK) | B(S_WV), bias = QKV_BIAS;
+	char name[64];
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_WQKV].name);
+	if (!tern_mf_find_tensor(mf, name)) {
+		*required &= ~(B(S_WQKV) | B(S_BQKV));
+		*optional &= ~(B(S_WQKV) | B(S_BQKV));
+		return;
+	}
+	if (*required & qkv)
+		*required = (*required & ~qkv) | B(S_WQKV);
+	*optional &= ~qkv;
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_BQKV].name);
+	if (tern_mf_find_tensor(mf, name)) {
+		*required &= ~bias;
+		*optional = (*optional & ~bias) | B(S_BQKV);
+	}
+}
+
+/* rows [r0, r0 + n) of a matrix, or elements of a vector, as a view of
+ * the same mapping (the name stays the file's, for messages) */
+static const struct tern_tensor_view *part(struct tern_tensor_view *dst, const struct tern_tensor_view *t,
+					   uint64_t r0, uint64_t n)
+{
+	*dst = *t;
+	uint64_t unit;
+	if (t->ne[1] > 1) { /* a matrix: whole rows */
+		unit = quant_row_size(t->type, t->ne[0], NULL);
+		dst->ne[1] = n;
+	} else { /* an f32 vector */
+		unit = sizeof(float);
+		dst->ne[0] = n;
+	}
+	dst->data = (const uint8_t *)t->data + r0 * unit;
+	dst->offset += r0 * unit;
+	dst->nbytes = n * unit;
+	return dst;
+}
+
+/* Split the fused tensors of a layer into the views the forward pass
+ * uses (no copies); their shapes were checked against dims. */
+static void split_fused(struct tern_model_layer *L, struct tern_tensor_view *parts, const uint64_t *dims)
+{
+	uint64_t nq = dims[D_Q], nkv = dims[D_KV], nv = dims[D_V], nff = dims[D_FF];
+	if (L->wqkv) {
+		L->wq = part(&parts[0], L->wqkv, 0, nq);
+		L->wk = part(&parts[1], L->wqkv, nq, nkv);
+		L->wv = part(&parts[2], L->wqkv, nq + nkv, nv);
+	}
+	if (L->bqkv) {
+		L->bq = part(&parts[3], L->bqkv, 0, nq);
+		L->bk = part(&parts[4], L->bqkv, nq, nkv);
+		L->bv = part(&parts[5], L->bqkv, nq + nkv, nv);
+	}
+	if (L->ffn_gate_up) { /* llama.cpp's swiglu of the fused product: gate first */
+		L->ffn_gate = part(&parts[6], L->ffn_gate_up, 0, nff);
+		L->ffn_up = part(&parts[7], L->ffn_gate_up, nff, nff);
+	}
+}
+
 static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct tern_model *m, tern_err *e)
 {
 	struct tern_model_config *c = &m->cfg;
@@ -246,10 +379,19 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 	int rc = get_tensor(mf, "token_embd.weight", c->n_embd, c->n_vocab, true, true, &w->token_embd, e);
 	if (!rc)
 		rc = get_tensor(mf, "output_norm.weight", c->n_embd, 1, false, true, &w->output_norm, e);
-	if (!rc)
-		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, false, &w->output, e);
+	if (!rc && !d->always_tied)
+		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, d->output_bias, &w->output, e);
+	if (!rc && d->output_bias)
+		rc = get_tensor(mf, "output.bias", c->n_vocab, 1, false, true, &w->output_b, e);
+	if (!rc && c->norm == TERN_MODEL_NORM_LAYER)
+		rc = get_tensor(mf, "output_norm.bias", c->n_embd, 1, false, d->output_bias, &w->output_norm_b, e);
+	if (!rc && d->longrope)
+		rc = get_tensor(mf, "rope_factors_long.weight", c->n_rot / 2, 1, false, false, &w->rope_long, e);
+	if (!rc && d->longrope)
+		rc = get_tensor(mf, "rope_factors_short.weight", c->n_rot / 2, 1, false, false, &w->rope_short, e);
 	if (rc)
 		return rc;
+	c->has_longrope = w->rope_long || w->rope_short;
 	c->tied_output = w->output == NULL;
 	if (c->tied_output)
 		w->output = w->token_embd;
@@ -271,9 +413,13 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_O] = (uint64_t)lc->n_head * c->head_dim_v,
 			[D_HEAD] = c->head_dim,
 			[D_FF] = lc->n_ff,
+			[D_FF2] = 2 * (uint64_t)lc->n_ff,
 		};
+		dims[D_QKV] = dims[D_Q] + dims[D_KV] + dims[D_V]; /* Q, K and V fused */
+		unsigned required = d->required, optional = d->optional;
+		qkv_slots(mf, l, &required, &optional);
 		for (int s = 0; s < S_COUNT; s++) {
-			bool req = (d->required >> s) & 1, opt = (d->optional >> s) & 1;
+			bool req = (required >> s) & 1, opt = (optional >> s) & 1;
 			if (!req && !opt)
 				continue;
 			const struct slot_info *si = &slots[s];
@@ -285,6 +431,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			if (rc)
 				return rc;
 		}
+		split_fused(&w->layers[l], m->parts + (size_t)l * TERN_MODEL_PARTS, dims);
 		const struct tern_model_layer *L = &w->layers[l];
 		c->has_qkv_bias = c->has_qkv_bias || L->bq || L->bk || L->bv;
 	}
@@ -319,7 +466,8 @@ int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
 	if (!rc) {
 		/* n_layer <= TERN_ARCH_MAX_LAYERS (arch.c): a bounded table */
 		m->w.layers = calloc(m->cfg.n_layer, sizeof *m->w.layers);
-		if (!m->w.layers)
+		m->parts = calloc((size_t)m->cfg.n_layer * TERN_MODEL_PARTS, sizeof *m->parts);
+		if (!m->w.layers || !m->parts)
 			rc = tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
 	if (!rc)
@@ -354,6 +502,7 @@ void tern_model_free(struct tern_model *m)
 	if (!m)
 		return;
 	free(m->w.layers);
+	free(m->parts);
 	tern_mf_close(m->own_mf);
 	free(m);
 }

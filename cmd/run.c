@@ -26,10 +26,12 @@
 
 #include "cmd/common/cli.h"
 #include "cmd/common/llm_opts.h"
+#include "cmd/run/embed.h"
 #include "lib/format/modelfile.h"
 #include "lib/llm/prompt.h"
 #include "lib/cpu/backend.h"
 #include "lib/llm/chatfmt.h"
+#include "lib/llm/embed.h"
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -49,6 +51,9 @@
 static const char *o_prompt, *o_file, *o_system, *o_messages, *o_tools;
 static int64_t o_logprobs = -1;
 static bool o_json, o_raw, o_no_parse_special, o_no_stdin, o_print_prompt;
+static bool o_embedding;
+static const char *o_pooling, *o_embd_format, *o_embd_sep;
+static int64_t o_embd_norm = 2;
 static struct cli_common common;
 
 static const struct cli_opt opts[] = {
@@ -78,6 +83,20 @@ static const struct cli_opt opts[] = {
 	LLM_OPTS_TEMPLATE,
 	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
 	 .help = "do not read standard input even when it is not a terminal"},
+	{.lng = "embedding", .kind = CLI_FLAG, .dst = &o_embedding,
+	 .excludes = "messages|tools|system-prompt|print-prompt|logprobs|chat-template|chat-template-file|jinja|no-jinja|"
+		     "raw|stop|ignore-eos",
+	 .help = "print the embedding of each input line instead of generating (see EMBEDDINGS)"},
+	{.lng = "pooling", .kind = CLI_CHOICE, .dst = &o_pooling, .arg = "TYPE", .choices = "none|mean|cls|last|rank",
+	 .needs = "embedding", .help = "pool the tokens' states by TYPE: mean, cls or last (default: the file's)"},
+	{.lng = "embd-normalize", .kind = CLI_INT, .dst = &o_embd_norm, .arg = "N", .min = -1, .max = 100,
+	 .needs = "embedding",
+	 .help = "normalise each embedding: -1 none, 0 int16 range, 1 taxicab, 2 Euclidean (default), N > 2 p-norm"},
+	{.lng = "embd-output-format", .kind = CLI_CHOICE, .dst = &o_embd_format, .arg = "FMT",
+	 .choices = "jsonl|array|json|raw|f32", .needs = "embedding", .excludes = "json",
+	 .help = "jsonl: a JSON array per line (default); array; json; raw: text; f32: binary (see EMBEDDINGS)"},
+	{.lng = "embd-separator", .kind = CLI_STR, .dst = &o_embd_sep, .arg = "TEXT", .needs = "embedding",
+	 .help = "what separates the inputs (default: a newline)"},
 	{0},
 };
 
@@ -298,6 +317,13 @@ static void check_options(void)
 {
 	model_path = llm_opts_model();
 	llm_opts_check();
+	if (o_pooling && (strcmp(o_pooling, "none") == 0 || strcmp(o_pooling, "rank") == 0))
+		cli_usage_error("--pooling %s: %s are not supported (mean, cls, last)", o_pooling,
+				strcmp(o_pooling, "none") == 0 ? "per-token embeddings" : "rerankers");
+	if (o_embd_sep && !*o_embd_sep)
+		cli_usage_error("--embd-separator: must not be empty");
+	if (o_embd_format && strcmp(o_embd_format, "f32") == 0 && cli_isatty(stdout))
+		cli_usage_error("--embd-output-format f32 writes binary: redirect standard output to a file or a pipe");
 }
 
 /* ---- step 2: the prompt text ------------------------------------------------ */
@@ -369,7 +395,8 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 		if (err)
 			die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
 		if (in.len) {
-			ok = (!b.len || buf_add(&b, "\n\n", 2)) && b.len + in.len <= MAX_PROMPT_BYTES &&
+			/* embeddings: standard input's lines follow the others' */
+			ok = (!b.len || (o_embedding ? buf_add(&b, "\n", 1) : buf_add(&b, "\n\n", 2))) && b.len + in.len <= MAX_PROMPT_BYTES &&
 			     buf_add(&b, in.p, in.len);
 			free(in.p);
 			if (!ok) {
@@ -439,6 +466,21 @@ static void load_vocab_only(struct session *ss)
 		exit(cli_fail(model_path, rc, &e));
 }
 
+/* An embedding model given to generate: say how to run it (exit 2). */
+static void encoder_hint(void)
+{
+	tern_mf *mf = NULL;
+	char arch[TERN_ARCH_NAME_MAX];
+	tern_err e = {0};
+	if (tern_mf_open(&mf, model_path, NULL, &e) == 0 && tern_arch_family(mf, arch, sizeof arch) == TERN_ARCH_LLM &&
+	    tern_embed_is_encoder(arch)) {
+		tern_mf_close(mf);
+		cli_usage_error("%s: %s is an embedding model, it does not generate text: run it with --embedding",
+				model_path, arch);
+	}
+	tern_mf_close(mf);
+}
+
 static void load(struct session *ss)
 {
 	tern_err e = {0};
@@ -450,6 +492,8 @@ static void load(struct session *ss)
 	int rc = tern_model_open(&ss->m, model_path, &e);
 	if (rc) {
 		loading_clear();
+		if (rc == TERN_EUNSUPPORTED)
+			encoder_hint();
 		exit(cli_fail(NULL, rc, &e));
 	}
 	const struct tern_model_config *c = &ss->m->cfg;
@@ -975,6 +1019,21 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_RESETHAND | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+
+	if (o_embedding) {
+		struct embed_cli ec = {
+			.model = model_path, .text = prompt.p, .len = prompt.len, .sep = o_embd_sep ? o_embd_sep : "\n",
+			.pooling = o_pooling, .normalize = (int)o_embd_norm,
+			.format = o_embd_format ? o_embd_format : o_json ? "json" : "jsonl",
+			.ctx = llm_o.ctx, .ubatch = llm_o.ubatch,
+			.threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
+			.ctk = llm_o.ctk, .ctv = llm_o.ctv, .parse_special = !o_no_parse_special,
+			.verbose = common.verbose, .quiet = common.quiet,
+		};
+		int status = embed_main(&ec);
+		free(prompt.p);
+		return status;
+	}
 
 	struct session ss = {0};
 	if (o_print_prompt) {

@@ -183,6 +183,7 @@ int embed_main(const struct embed_cli *c)
 	rc = tern_mf_open(&s.mf, c->model, NULL, &e);
 	if (rc) {
 		cleanup(&s);
+		tern_err_prefix(&e, c->model);
 		return cli_fail(NULL, rc, &e);
 	}
 	const gguf_file *gf = tern_mf_gguf(s.mf);

@@ -155,6 +155,38 @@ static const struct cli_section sections[] = {
 	 "context, cache, threads, seed, chat format and prompt size before generating and a timing summary "
 	 "after it (load; prompt eval: tokens, ms, ms per token, tokens per second; eval: the same for the "
 	 "generated tokens). -q leaves only errors."},
+	{"EMBEDDINGS",
+	 "--embedding turns tern-run into an embedding tool, as llama.cpp's llama-embedding: the input (the same "
+	 "sources as a prompt: PROMPT arguments, -p, -f, standard input, whose lines follow the others') is split "
+	 "into lines, each line is one input (a final newline ends the last line; --embd-separator TEXT splits at "
+	 "TEXT instead), and each input is tokenized as plain text (with the vocabulary's special tokens: [CLS] and "
+	 "[SEP] for BERT, BOS/EOS as the file says; special-token text parsed unless --no-parse-special) and "
+	 "run through the model as its own sequence: inputs never attend to each other. Models: the encoders "
+	 "bert (BERT, MiniLM, BGE, ...) and nomic-bert (nomic-embed-text), whose attention sees the whole input, "
+	 "and every decoder tern-run generates with (llama, qwen2, qwen3, gemma3, ...: embedding models of those "
+	 "families, causal as they were trained), whose embedding is the final hidden state after the output norm.\n"
+	 "\n"
+	 "The tokens' states are pooled into one vector per input as the file's {arch}.pooling_type says, or as "
+	 "--pooling chooses: mean (the average over the input's tokens), cls (the first token's) or last (the last "
+	 "token's); a file that declares none (or rank, a reranker) needs --pooling. The vector is then "
+	 "normalised by --embd-normalize N, llama.cpp's option: 2 Euclidean (unit length, the default), -1 none, 0 "
+	 "scaled so that the largest absolute value is 32760 (an int16 range), 1 taxicab, N > 2 the p-norm.\n"
+	 "\n"
+	 "Output (--embd-output-format), one vector per input in input order: jsonl (the default): one JSON array of "
+	 "n_embd numbers per line; array: one JSON array of those arrays (llama-embedding's array); json (also "
+	 "--json): an OpenAI-style object {\"object\": \"list\", \"model\", \"n_embd\", \"pooling\", \"normalize\", "
+	 "\"data\": [{\"object\": \"embedding\", \"index\", \"tokens\", \"embedding\": [...]}], \"usage\": "
+	 "{\"prompt_tokens\", \"total_tokens\"}}; raw: text, the numbers of one vector separated by spaces, one "
+	 "vector per line (llama-embedding's raw); f32: binary, n_embd little-endian IEEE float32 values per input "
+	 "and nothing else (refused when standard output is a terminal). Numbers are written in the shortest form "
+	 "that reads back to the same float32. Each vector is written as soon as it is computed.\n"
+	 "\n"
+	 "Every input is tokenized before the first is embedded: an empty input (an empty line) exits with status "
+	 "65 and an input longer than the context (-c; by default the trained context, at most 4096; a BERT "
+	 "model cannot go beyond its trained positions) with status 1, both naming the input, before anything is "
+	 "written. An encoder runs an input in one pass of up to the context's tokens; a decoder in passes of "
+	 "-ub tokens with the KV cache of -ctk/-ctv. An embedding model run without --embedding is a usage error "
+	 "(status 2) that says so."},
 	{"DEFAULTS",
 	 "The sampling defaults are llama.cpp's: --temp 0.8, --top-k 40, --top-p 0.95, --min-p 0.05, "
 	 "--repeat-penalty 1.0 (off) over --repeat-last-n 64, no presence or frequency penalty, a random seed. "
@@ -179,7 +211,8 @@ static const struct cli_section sections[] = {
 	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
 	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, the prompt "
 	 "is not text (a NUL byte, or invalid UTF-8 for a chat template), --messages or --tools is not the "
-	 "JSON described above, or the chat template cannot be parsed or rendered; 130 interrupted by "
+	 "JSON described above, or the chat template cannot be parsed or rendered, or (--embedding) an input is "
+	 "empty or the file declares no pooling and --pooling is not given; 130 interrupted by "
 	 "Ctrl-C.\n"
 	 "\n"
 	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
@@ -197,7 +230,9 @@ static const struct cli_section sections[] = {
 	 "  tern-run -m model.gguf -sys \"Answer in one word.\" --stop \".\" \"Best colour?\"\n"
 	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0\n"
 	 "  tern-run -m model.gguf --messages chat.json --tools tools.json --print-prompt\n"
-	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\""},
+	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\"\n"
+	 "  tern-run -m bge-small-en-v1.5-f16.gguf --embedding -f sentences.txt > vectors.jsonl\n"
+	 "  tern-run -m nomic-embed-text-v1.5.Q8_0.gguf --embedding --embd-output-format f32 -f docs.txt > docs.f32"},
 	{NULL, NULL},
 };
 
@@ -207,7 +242,9 @@ static const struct cli_prog prog = {
 	.usage = "[OPTIONS] [PROMPT...]",
 	.description =
 		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3), gives it one "
-		"prompt and writes the generated text to standard output, streamed as it is produced. It is made for "
+		"prompt and writes the generated text to standard output, streamed as it is produced; with "
+		"--embedding it writes the embeddings of its input lines instead (also for the encoders bert and "
+		"nomic-bert; see EMBEDDINGS). It is made for "
 		"scripts and pipes: it never asks anything, reads standard input when that is not a terminal, and "
 		"reports errors as one line and an exit status.\n"
 		"\n"

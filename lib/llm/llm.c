@@ -535,7 +535,7 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i)
 {
-	if (!l->n_out)
+	if (!l->n_out || l->o.embeddings)
 		return NULL;
 	if (i < 0 || i == l->n_last - 1)
 		return l->host_logits + (size_t)(l->n_out - 1) * l->m->cfg.n_vocab;

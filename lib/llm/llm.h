@@ -64,7 +64,7 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
  * i = -1 (or n - 1) is the last token, the only one kept unless
  * logits_all (then 0 <= i < min(n, n_ubatch) of the last chunk: with
  * logits_all a decode call takes at most n_ubatch tokens). NULL before
- * any decode or for an i not kept. */
+ * any decode, for an i not kept, and with opts.embeddings (no logits). */
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i);
 
 /* With opts.embeddings: the final hidden state (n_embd floats, after the

@@ -185,7 +185,8 @@ static const struct cli_section sections[] = {
 	 "65 and an input longer than the context (-c; by default the trained context, at most 4096; a BERT "
 	 "model cannot go beyond its trained positions) with status 1, both naming the input, before anything is "
 	 "written. An encoder runs an input in one pass of up to the context's tokens; a decoder in passes of "
-	 "-ub tokens with the KV cache of -ctk/-ctv. An embedding model run without --embedding is a usage error "
+	 "-ub tokens with the KV cache of -ctk/-ctv, refused (status 1, with the numbers) when the file, the cache "
+	 "and the buffers do not fit in the memory available. An embedding model run without --embedding is a usage error "
 	 "(status 2) that says so."},
 	{"DEFAULTS",
 	 "The sampling defaults are llama.cpp's: --temp 0.8, --top-k 40, --top-p 0.95, --min-p 0.05, "

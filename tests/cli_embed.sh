@@ -129,6 +129,8 @@ expect 0 $TO $R -m "$T/llama-mean-f32.gguf" --embedding --pooling last -ub 4 -f 
 expect 65 $TO $R -m "$T/llama-f32.gguf" --embedding -p hello </dev/null && check "no pooling in the file: status 65, --pooling named" \
 	one_line_err "tern-run: $T/llama-f32.gguf: the file's pooling is 'none'.*--pooling mean|cls|last"
 expect 0 $TO $R -m "$T/llama-f32.gguf" --embedding --pooling mean -p hello </dev/null
+TERN_MEM_AVAILABLE=1000000 expect 1 $TO $R -m "$T/llama-f32.gguf" --embedding --pooling mean -p hello </dev/null &&
+	check "a decoder that does not fit: status 1, the numbers" grep -q "does not fit in memory: it needs" "$T/err"
 printf 'one\n\ntwo\n' >"$T/gap.txt"
 expect 65 $TO $R -m "$B" --embedding -f "$T/gap.txt" </dev/null && check "an empty line: status 65, named" \
 	one_line_err "tern-run: input 2 of 3 is empty"

@@ -16,6 +16,7 @@
 #include "lib/cpu/backend.h"
 #include "lib/llm/embed.h"
 #include "lib/llm/llm.h"
+#include "lib/llm/model.h"
 #include "quant/quant.h"
 #include "tokenizer/tok.h"
 
@@ -200,6 +201,20 @@ int embed_main(const struct embed_cli *c)
 	o.n_ubatch = (int32_t)c->ubatch;
 	o.type_k = (uint32_t)tern_llm_cache_type(c->ctk);
 	o.type_v = (uint32_t)tern_llm_cache_type(c->ctv);
+	/* a decoder: its KV cache and buffers must fit, as tern-run checks before generating */
+	const struct tern_model *dm = tern_embed_model(s.em);
+	uint64_t avail = cli_mem_available();
+	if (dm && avail) {
+		int64_t ctx = tern_embed_ctx_for(s.em, &o), kv = 0;
+		uint64_t kvb = 0;
+		double all = (double)tern_llm_memory_estimate(&dm->cfg, ctx, c->ubatch, o.type_k, o.type_v, false, &kvb);
+		double file = (double)tern_mf_file_size(s.mf), mib = 1048576.0;
+		kv = (int64_t)kvb;
+		if (file + all > (double)avail)
+			return fail(&s, EXIT_RUNTIME, "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache "
+				    "%.0f MiB for %" PRId64 " positions) and %.0f MiB are available; try a smaller -c",
+				    c->model, (file + all) / mib, file / mib, (double)kv / mib, ctx, (double)avail / mib);
+	}
 	int64_t need = tern_embed_batch_needed(s.em, &o);
 	struct cpu_backend_opts bo = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch};
 	rc = cpu_backend_new(&s.be, &bo, &e);

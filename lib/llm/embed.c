@@ -408,6 +408,11 @@ const struct tern_embed_info *tern_embed_info(const struct tern_embed *em)
 	return &em->info;
 }
 
+const struct tern_model *tern_embed_model(const struct tern_embed *em)
+{
+	return em->model;
+}
+
 int tern_embed_pooling(const struct tern_embed *em)
 {
 	return em->pooling;

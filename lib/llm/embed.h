@@ -34,6 +34,8 @@
 #include "lib/format/arch.h"
 #include "lib/format/modelfile.h"
 
+struct tern_model;
+
 /* llama.cpp's enum llama_pooling_type: the values of {arch}.pooling_type */
 enum tern_pooling {
 	TERN_POOLING_UNSPECIFIED = -1, /* the file's */
@@ -84,6 +86,9 @@ const char *tern_embed_encoders(void);
 int tern_embed_load(struct tern_embed **out, const tern_mf *mf, tern_err *e);
 void tern_embed_free(struct tern_embed *em);
 const struct tern_embed_info *tern_embed_info(const struct tern_embed *em);
+/* A decoder's model (lib/llm/model.h: for memory estimates), NULL for an
+ * encoder. */
+const struct tern_model *tern_embed_model(const struct tern_embed *em);
 
 /* The context o asks for, resolved (> 0), and the max_tokens the backend
  * must take for it (encoders: the context; decoders: the micro-batch, or

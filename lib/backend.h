@@ -229,7 +229,10 @@ struct tern_backend {
 	 * head h reads KV head h / (n_head / n_head_kv). q, y f32 {head_dim,
 	 * n_head, ntok}; k, v caches {head_dim, n_head_kv, n_ctx} as
 	 * kv_store wrote them (rows 0..pos[t] must have been stored). Online
-	 * softmax: no [ntok][n_ctx] scores anywhere. */
+	 * softmax: no [ntok][n_ctx] scores anywhere. Non-causal attention
+	 * over a sequence of n rows (an encoder's: lib/llm/embed.c) is this
+	 * op with k, v the sequence's own rows {head_dim, n_head_kv, n} and
+	 * every pos[t] = n - 1: each query then sees all n keys. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);

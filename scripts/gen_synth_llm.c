@@ -12,6 +12,10 @@
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
  *           for speed comparisons, not reference data; or gemma | gemma2 |
  *           phi2 | phi3 | phi3-long (see gen_gemma_phi below)
+ *           Embedding models (lib/llm/embed.h): bert, nomic-bert (see
+ *           gen_encoder below), and llama-mean / qwen3-last: the llama /
+ *           qwen3 models (same weights) with {arch}.pooling_type mean /
+ *           last, as embedding files of those families declare it
  *     TYPE: f32 | q8_0 | q4_0 | q4_k  (every 2-D weight, token_embd and
  *           output included; norms and biases stay F32), or q4_k_m:
  *           llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for output.weight and
@@ -339,16 +343,23 @@ static int gen_gemma_phi(struct gen *g, const char *variant, const char *out)
 	return 0;
 }
 
+static int gen_encoder(const char *arch, const char *type, const char *out);
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && (!strcmp(argv[1], "bert") || !strcmp(argv[1], "nomic-bert")))
+		return gen_encoder(argv[1], argv[2], argv[3]);
 	if (argc != 4) {
 		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama"
-				"|gemma|gemma2|phi2|phi3|phi3-long f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
+				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
 		return 2;
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");
-	const char *arch = linear || freqs || big ? "llama" : argv[1];
+	/* embedding variants: the same weights, a pooling type (llama.cpp's values) */
+	int pooling = !strcmp(argv[1], "llama-mean") ? 1 : !strcmp(argv[1], "qwen3-last") ? 3 : 0;
+	const char *arch = linear || freqs || big || pooling == 1 ? "llama" : pooling == 3 ? "qwen3" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
@@ -405,6 +416,8 @@ int main(int argc, char **argv)
 	}
 	if (gemma3)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (pooling)
+		gguf_writer_u32(w, KEY("pooling_type"), (uint32_t)pooling);
 	vocab(w);
 
 	/* residual-stream scale: gemma3 scales embeddings by sqrt(n_embd) = 16 */
@@ -461,6 +474,165 @@ int main(int argc, char **argv)
 #undef KEY
 	tern_err e = { 0 };
 	if (rc || gguf_writer_write(w, argv[3], &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}
+
+/* ---- embedding encoders ---------------------------------------------------------
+ * bert: BERT / MiniLM / BGE's layout (llama.cpp's names): token, token-type
+ * (2 rows, row 0 used) and learned position embeddings (128 rows: the
+ * trained context), a biased LayerNorm after them, then post-norm blocks
+ * with separate Q/K/V/O weights and biases, a GELU FFN with biases, the
+ * attention and output LayerNorms with biases; pooling CLS (as BGE).
+ * nomic-bert: nomic-embed-text's layout: no position table (RoPE NEOX,
+ * base 1000), one fused attn_qkv without bias, no output bias, a SwiGLU
+ * FFN (gate, up, down) without biases; pooling mean.
+ * Both: n_embd 256, 4 heads of 64, n_ff 512, 2 layers, non-causal
+ * (attention.causal false), layer_norm_epsilon 1e-12 (as the real
+ * files), and a 320-token WordPiece vocabulary laid out as BERT's: [PAD]
+ * 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then
+ * pieces in the GGUF converter's form ("\u2581word" starts a word, "ing"
+ * continues one), so that text of lowercase words, digits and common
+ * punctuation tokenizes without [UNK]. */
+static void wpm_vocab(gguf_writer *w)
+{
+	static const char *words[] = {
+		"the", "of", "and", "to", "in", "is", "it", "that", "was", "for", "on", "with", "as", "he",
+		"she", "at", "by", "this", "be", "cat", "dog", "sat", "mat", "hello", "world", "red", "blue", "green",
+		"small", "big", "fast", "slow", "sea", "sky", "sun", "moon", "tree", "house", "car", "book", "read",
+		"write", "run", "walk", "water", "fire", "stone", "paris", "france", "capital", "city", "river",
+		"music", "song", "night", "day", "time", "year", "good", "bad", "new", "old", "one", "two",
+		"three", "man", "woman", "child", "king", "queen", "bird", "fish", "food", "eat", "drink",
+	};
+	static const char *suffixes[] = {"ing", "ed", "er", "ly", "est", "tion", "ness"};
+	static const char *punct = ".,!?'-:;()\"";
+	const size_t nw = sizeof words / sizeof *words, ns = sizeof suffixes / sizeof *suffixes;
+	char (*text)[24] = calloc(N_VOCAB, sizeof *text);
+	const char **tok = malloc(sizeof *tok * N_VOCAB);
+	float *score = calloc(N_VOCAB, sizeof *score);
+	int32_t *type = malloc(sizeof *type * N_VOCAB);
+	uint32_t n = 0;
+#define ADD(t, ...) (snprintf(text[n], sizeof text[n], __VA_ARGS__), type[n++] = (t))
+	ADD(3, "[PAD]");
+	for (int i = 0; i < 99; i++)
+		ADD(1, "[unused%d]", i);
+	ADD(3, "[UNK]");
+	ADD(3, "[CLS]");
+	ADD(3, "[SEP]");
+	ADD(3, "[MASK]");
+	for (char c = 'a'; c <= 'z'; c++)
+		ADD(1, SP "%c", c);
+	for (char c = 'a'; c <= 'z'; c++)
+		ADD(1, "%c", c);
+	for (char c = '0'; c <= '9'; c++)
+		ADD(1, SP "%c", c);
+	for (char c = '0'; c <= '9'; c++)
+		ADD(1, "%c", c);
+	for (const char *p = punct; *p; p++)
+		ADD(1, SP "%c", *p);
+	for (size_t i = 0; i < ns; i++)
+		ADD(1, "%s", suffixes[i]);
+	for (size_t i = 0; i < nw && n < N_VOCAB; i++)
+		ADD(1, SP "%s", words[i]);
+	for (int i = 99; n < N_VOCAB; i++)
+		ADD(1, "[unused%d]", i);
+#undef ADD
+	for (uint32_t i = 0; i < N_VOCAB; i++)
+		tok[i] = text[i];
+	gguf_writer_str(w, "tokenizer.ggml.model", "bert");
+	gguf_writer_str(w, "tokenizer.ggml.pre", "bert-bge");
+	gguf_writer_u32(w, "tokenizer.ggml.token_type_count", 2);
+	gguf_writer_arr_str(w, "tokenizer.ggml.tokens", tok, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.scores", GGUF_T_F32, score, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, type, N_VOCAB);
+	gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 100);
+	gguf_writer_u32(w, "tokenizer.ggml.seperator_token_id", 102);
+	gguf_writer_u32(w, "tokenizer.ggml.padding_token_id", 0);
+	gguf_writer_u32(w, "tokenizer.ggml.cls_token_id", 101);
+	gguf_writer_u32(w, "tokenizer.ggml.mask_token_id", 103);
+	free(text);
+	free(tok);
+	free(score);
+	free(type);
+}
+
+static int gen_encoder(const char *arch, const char *type, const char *out)
+{
+	int nomic = !strcmp(arch, "nomic-bert");
+	struct gen g = { 0 };
+	g.type = !strcmp(type, "f32") ? QT_F32 : !strcmp(type, "q8_0") ? QT_Q8_0 : !strcmp(type, "q4_0") ? QT_Q4_0
+		 : !strcmp(type, "q4_k") ? QT_Q4_K : 999;
+	if (g.type == 999) {
+		fprintf(stderr, "gen_synth_llm: unknown type\n");
+		return 2;
+	}
+	rng_state = 0x7465726eull * 1000003u + (nomic ? 6 : 5);
+	const uint32_t n_layer = 2, n_ctx = nomic ? 256 : 128;
+	const float sq_embd = 16.0f, sq_ff = 22.627417f; /* sqrt(256), sqrt(512) */
+	g.w = gguf_writer_new();
+	gguf_writer *w = g.w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic");
+	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : g.type == QT_Q8_0 ? 7 : g.type == QT_Q4_0 ? 2 : 14);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), n_ctx);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
+	gguf_writer_u32(w, KEY("attention.head_count"), N_HEAD);
+	gguf_writer_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f);
+	gguf_writer_bool(w, KEY("attention.causal"), false);
+	gguf_writer_u32(w, KEY("pooling_type"), nomic ? 1 : 2);
+	if (nomic)
+		gguf_writer_f32(w, KEY("rope.freq_base"), 1000.0f);
+#undef KEY
+	wpm_vocab(w);
+
+	const float in_sd = 1.5f / sq_embd;
+	int rc = 0;
+	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= mat_t(&g, QT_F32, "token_types.weight", N_EMBD, 2, 0.5f);
+	if (!nomic)
+		rc |= mat_t(&g, QT_F32, "position_embd.weight", N_EMBD, n_ctx, 0.5f);
+	rc |= vec(&g, "token_embd_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= vec(&g, "token_embd_norm.bias", N_EMBD, 0, 0.1f);
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		if (nomic) {
+			rc |= mat(&g, T("attn_qkv.weight"), N_EMBD, 3 * N_EMBD, in_sd);
+		} else {
+			rc |= mat(&g, T("attn_q.weight"), N_EMBD, N_EMBD, in_sd);
+			rc |= vec(&g, T("attn_q.bias"), N_EMBD, 0, 0.2f);
+			rc |= mat(&g, T("attn_k.weight"), N_EMBD, N_EMBD, in_sd);
+			rc |= vec(&g, T("attn_k.bias"), N_EMBD, 0, 0.2f);
+			rc |= mat(&g, T("attn_v.weight"), N_EMBD, N_EMBD, 1.0f / sq_embd);
+			rc |= vec(&g, T("attn_v.bias"), N_EMBD, 0, 0.1f);
+		}
+		rc |= mat(&g, T("attn_output.weight"), N_EMBD, N_EMBD, 1.0f / sq_embd);
+		if (!nomic)
+			rc |= vec(&g, T("attn_output.bias"), N_EMBD, 0, 0.1f);
+		rc |= vec(&g, T("attn_output_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= vec(&g, T("attn_output_norm.bias"), N_EMBD, 0, 0.1f);
+		if (nomic)
+			rc |= mat(&g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat(&g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		if (!nomic)
+			rc |= vec(&g, T("ffn_up.bias"), N_FF, 0, 0.2f);
+		rc |= mat(&g, T("ffn_down.weight"), N_FF, N_EMBD, 1.0f / sq_ff);
+		if (!nomic)
+			rc |= vec(&g, T("ffn_down.bias"), N_EMBD, 0, 0.1f);
+		rc |= vec(&g, T("layer_output_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= vec(&g, T("layer_output_norm.bias"), N_EMBD, 0, 0.1f);
+#undef T
+	}
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, out, &e)) {
 		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
 		gguf_writer_free(w);
 		return 1;

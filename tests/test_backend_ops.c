@@ -696,7 +696,7 @@ struct attn_case {
 	int32_t n_past; /* the batch sits at positions n_past.. */
 	int32_t window;
 	float softcap;
-	int reversed; /* positions n_past + ntok - 1 - t */
+	int reversed; /* 1: positions n_past + ntok - 1 - t; 2: every query at n_past + ntok - 1 */
 };
 
 static const struct attn_case attn_cases[] = {
@@ -711,6 +711,9 @@ static const struct attn_case attn_cases[] = {
 	{32, 80, 1, 3, 70, 0, 0, 0},     {256, 4, 1, 40, 3, 16, 30.f, 0},
 	/* a batch whose positions run backwards: masks per row, not per tile */
 	{64, 8, 2, 70, 20, 0, 0, 1},   {128, 4, 4, 33, 0, 16, 0, 1},
+	/* every query at the last position: an encoder's non-causal
+	 * attention (lib/llm/embed.c), each token sees every key */
+	{64, 4, 4, 9, 0, 0, 0, 2},     {64, 12, 12, 130, 0, 0, 0, 2},  {64, 4, 4, 1, 0, 0, 0, 2},
 };
 
 /* Fill a cache with n_ctx rows of random K or V through kv_store (the
@@ -797,7 +800,7 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 		k[i] *= 4; /* some large scores: the running maximum must move */
 	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
 	for (int64_t t = 0; t < c->ntok; t++)
-		pos[t] = c->n_past + (int32_t)(c->reversed ? c->ntok - 1 - t : t);
+		pos[t] = c->n_past + (int32_t)(c->reversed == 2 ? c->ntok - 1 : c->reversed ? c->ntok - 1 - t : t);
 	struct tern_buf kb = make_cache(be, tk, c->hd, c->nkv, n_ctx, k), vb = make_cache(be, tv, c->hd, c->nkv, n_ctx, v);
 	int64_t qne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;

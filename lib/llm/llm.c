@@ -66,6 +66,7 @@ struct tern_llm {
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
+	float *host_embd;                   /* opts.embeddings: [n_ubatch][n_embd], else NULL */
 };
 
 struct tern_llm_opts tern_llm_opts_default(void)
@@ -279,7 +280,9 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	l->host_ids = calloc((size_t)n_ub, sizeof *l->host_ids);
 	l->host_pos = calloc((size_t)n_ub, sizeof *l->host_pos);
 	l->host_logits = calloc((size_t)out_rows * c->n_vocab, sizeof *l->host_logits);
-	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits) {
+	if (o.embeddings)
+		l->host_embd = calloc((size_t)n_ub * c->n_embd, sizeof *l->host_embd);
+	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits || (o.embeddings && !l->host_embd)) {
 		tern_llm_free(l);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
 	}
@@ -348,6 +351,7 @@ void tern_llm_free(struct tern_llm *l)
 	free(l->host_ids);
 	free(l->host_pos);
 	free(l->host_logits);
+	free(l->host_embd);
 	free(l);
 }
 
@@ -516,7 +520,11 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 
 	/* the output rows: the last token's, or every token's */
 	int64_t r0 = l->o.logits_all ? 0 : n - 1, nr = l->o.logits_all ? n : 1;
-	if (last_chunk || l->o.logits_all) {
+	if (l->o.embeddings) {
+		/* every row's final hidden state, no logits */
+		be->norm(be, &x, &o, &l->output_norm, opt(&l->output_norm_b), &h, &nrm);
+		be->download(be, &h, 0, l->host_embd, sizeof(float) * (size_t)n * c->n_embd);
+	} else if (last_chunk || l->o.logits_all) {
 		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
 		be->norm(be, &xr, &orr, &l->output_norm, opt(&l->output_norm_b), &hr, &nrm);
@@ -531,7 +539,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	int rc = be->sync(be, e);
 	if (rc)
 		return rc;
-	if ((last_chunk || l->o.logits_all) && c->final_softcap > 0) {
+	if (!l->o.embeddings && (last_chunk || l->o.logits_all) && c->final_softcap > 0) {
 		float s = c->final_softcap;
 		float *lg = l->host_logits;
 		for (size_t i = 0; i < (size_t)nr * c->n_vocab; i++)
@@ -544,9 +552,9 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 {
 	if (n < 1 || !tokens)
 		return tern_errf(e, TERN_EINVAL, "decode: no tokens");
-	if (l->o.logits_all && n > l->n_ubatch)
-		return tern_errf(e, TERN_EINVAL, "decode: %d tokens with every row's logits kept: at most %d per call",
-				 n, l->n_ubatch);
+	if ((l->o.logits_all || l->o.embeddings) && n > l->n_ubatch)
+		return tern_errf(e, TERN_EINVAL, "decode: %d tokens with every row's %s kept: at most %d per call",
+				 n, l->o.embeddings ? "embedding" : "logits", l->n_ubatch);
 	if (n > l->n_ctx - l->n_past)
 		return tern_errf(e, TERN_ERANGE, "%d more tokens do not fit the context of %d (%d used)", n, l->n_ctx,
 				 l->n_past);
@@ -575,13 +583,20 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i)
 {
-	if (!l->n_out)
+	if (!l->n_out || l->o.embeddings)
 		return NULL;
 	if (i < 0 || i == l->n_last - 1)
 		return l->host_logits + (size_t)(l->n_out - 1) * l->m->cfg.n_vocab;
 	if (!l->o.logits_all || i >= l->n_out)
 		return NULL;
 	return l->host_logits + (size_t)i * l->m->cfg.n_vocab;
+}
+
+const float *tern_llm_embedding(const struct tern_llm *l, int32_t i)
+{
+	if (!l->host_embd || !l->n_out || i < 0 || i >= l->n_last)
+		return NULL;
+	return l->host_embd + (size_t)i * l->m->cfg.n_embd;
 }
 
 int32_t tern_llm_n_past(const struct tern_llm *l)

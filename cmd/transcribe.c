@@ -521,7 +521,10 @@ static void write_json_file(FILE *f, const struct job *j)
 			cli_json_f32(f, t->p);
 			fputs(", \"plog\": ", f);
 			cli_json_f32(f, t->plog);
-			fprintf(f, ", \"t\": %.2f", (double)(t->tid - model->ids.beg) * 0.02);
+			if (t->tid >= model->ids.beg) /* none when every timestamp was suppressed */
+				fprintf(f, ", \"t\": %.2f", (double)(t->tid - model->ids.beg) * 0.02);
+			else
+				fputs(", \"t\": null", f);
 			/* the token's own times, in the file's time (whisper-cli's -ojf
 			 * leaves them in the transcribed audio's under --vad) */
 			if (t->t0 > -1 && t->t1 > -1) {

@@ -71,7 +71,8 @@ static const struct cli_opt opts[] = {
 	 .help = "a result with a lower average log-probability is retried hotter (default: -1.0)"},
 	{.lng = "compression-ratio-thold", .alias = "crt", .kind = CLI_FLOAT, .dst = &o_crt, .arg = "X",
 	 .help = "a result whose text zlib compresses more than X times is retried hotter, as openai-whisper does "
-		 "(2.4 there; default: 0, off, as whisper-cli)"},
+		 "(2.4 there), and a window that fails at every temperature gives no text (default: 0, off, as "
+		 "whisper-cli)"},
 	{.lng = "no-speech-thold", .alias = "nth", .kind = CLI_FLOAT, .dst = &o_nth, .arg = "P",
 	 .help = "no-speech probability above which a poor window counts as silence (default: 0.6)"},
 	{.lng = "prompt", .kind = CLI_STR, .dst = &o_prompt, .arg = "TEXT",
@@ -132,19 +133,34 @@ static const struct cli_section sections[] = {
 	 "  [00:00:00.000 --> 00:00:08.000]   And so my fellow Americans ask not what your country can do for you\n"
 	 "\n"
 	 "With -nt the text is decoded without timestamps and printed as it comes, one file's text followed by "
-	 "a newline (whisper-cli adds none). --json prints instead one document: \"model\" (path, type, "
-	 "multilingual, vocab), \"params\" (language, translate, beam_size, best_of, threads), \"files\": per "
-	 "file \"file\", \"language\", \"duration\" (seconds), \"segments\": [{\"t0\", \"t1\" (seconds), "
-	 "\"text\", \"no_speech_prob\", \"tokens\": [{\"id\", \"text\", \"p\", \"plog\", \"t\" (the likeliest "
-	 "timestamp, seconds)}]}], \"timings\" (ms: \"decode_audio\", \"mel\", \"encode\", \"decode\", "
-	 "\"sample\", \"total\"), or \"error\" for a file that failed.\n"
+	 "a newline (whisper-cli adds none). -ml N splits segments longer than N characters at the tokens' own "
+	 "times, with -sow only before a word, as whisper-cli does. --json prints instead one document: "
+	 "\"model\" (path, type, multilingual, vocab), \"params\" (language, translate, beam_size, best_of, "
+	 "threads), \"files\": per file \"file\", \"language\" (and \"language_probs\" when detected), "
+	 "\"duration\" (seconds), with --vad \"vad\" (\"segments\", \"speech\" seconds, \"map\": [processed, "
+	 "original] seconds), \"segments\": [{\"t0\", \"t1\" (seconds), \"text\", \"no_speech_prob\", "
+	 "\"avg_logprob\", \"compression_ratio\", \"temperature\" (of the window's decoding), \"tokens\": "
+	 "[{\"id\", \"text\", \"p\", \"plog\", \"t\" (the likeliest timestamp, seconds), \"t0\", \"t1\" (the "
+	 "token's own times, whisper.cpp's token timestamps, seconds)}]}], \"timings\" (ms: \"decode_audio\", "
+	 "\"mel\", \"encode\", \"decode\", \"sample\", \"total\"), or \"error\" for a file that failed. "
+	 "With -dl standard output carries one line per file, its name, a colon and the languages likeliest "
+	 "first with their probabilities (those of at least 0.001), and nothing is transcribed:\n"
 	 "\n"
-	 "-otxt, -ovtt, -osrt, -ocsv and -oj write BASE.txt (one segment text a line), BASE.vtt, BASE.srt, "
-	 "BASE.csv (start,end in ms,\"text\") and BASE.json (whisper-cli's -oj document) as whisper-cli does: "
+	 "  talk.wav: de 0.9412 en 0.0311 nl 0.0102\n"
+	 "\n"
+	 "(--json: \"language\" and \"language_probs\" of every language per file).\n"
+	 "\n"
+	 "-otxt, -ovtt, -osrt, -ocsv, -olrc and -oj write BASE.txt (one segment text a line), BASE.vtt, "
+	 "BASE.srt, BASE.csv (start,end in ms,\"text\"), BASE.lrc ([mm:ss.xx]text) and BASE.json "
+	 "(whisper-cli's -oj document) as whisper-cli does; -ojf writes whisper-cli's full JSON (each segment's "
+	 "tokens with text, times, id, p) and adds \"plog\" per token, \"avg_logprob\", \"compression_ratio\", "
+	 "\"temperature\" and \"no_speech_prob\" per segment and \"language_probs\" when the language was "
+	 "detected. Token times are those of the transcribed audio (as whisper-cli's, also under --vad). "
 	 "BASE is the file's own name (jfk.wav gives jfk.wav.txt) unless -of BASE is given; -of may be "
 	 "repeated, the first for the first FILE and so on. Standard input (-) needs an -of.\n"
 	 "\n"
-	 "Standard error: errors and warnings; with -v the model, each file's format and duration, the times "
+	 "Standard error: errors and warnings; on a terminal (and without -q) a progress bar per file; with -v "
+	 "the model, each file's format and duration, the times "
 	 "of loading, reading the audio, the spectrogram, the encoder and the decoder, the fallbacks, and the "
 	 "real-time factor (processing time over audio duration)."},
 	{"DECODING",
@@ -156,9 +172,17 @@ static const struct cli_section sections[] = {
 	 "same seeds). A window whose result repeats itself (entropy below -et) or has an average "
 	 "log-probability below -lpt (and is not silence by -nth), or with -crt whose text compresses too "
 	 "well, is decoded again at the next temperature "
-	 "(-tpi steps up to 1.0), with -bo samples. With -bs 1 the transcript equals whisper-cli -bs 1's; beam "
+	 "(-tpi steps up to 1.0), with -bo samples; with -crt a window that fails at every temperature is dropped "
+	 "(whisper-cli prints its loop). With -bs 1 the transcript equals whisper-cli -bs 1's; beam "
 	 "search gives whisper-cli's words, with timestamps that may differ by one step (20 ms) where a random "
 	 "draw falls on the other side of a probability that differs by float rounding."},
+	{"VOICE ACTIVITY DETECTION",
+	 "--vad runs Silero VAD (-vm, whisper.cpp's ggml file, as tern-vad) over the file first and transcribes "
+	 "only its speech, as whisper-cli --vad does: the speech segments (-vt, -vspd, -vsd, -vmsd, -vp as in "
+	 "tern-vad) are cut out, each but the last with -vo seconds more, joined with 0.1 s of silence, and "
+	 "transcribed; segment times are mapped back to the original audio. Music, noise and long silences then "
+	 "never reach the decoder, which ends the repetition loops Whisper falls into there. The audio is kept in "
+	 "a temporary file meanwhile (64 kB per second)."},
 	{"INPUT",
 	 "Any file libsndfile reads: WAV, FLAC, Ogg/Vorbis, Ogg/Opus, MP3, AIFF and more; channels are "
 	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The audio is read in "
@@ -173,6 +197,8 @@ static const struct cli_section sections[] = {
 	{"EXAMPLES",
 	 "  tern-transcribe -m ggml-tiny.en.bin jfk.wav\n"
 	 "  tern-transcribe -m ggml-base.bin -l auto -osrt -of talk talk.flac\n"
+	 "  tern-transcribe -m ggml-base.bin -dl *.wav\n"
+	 "  tern-transcribe -m ggml-tiny.en.bin --vad -vm ggml-silero-v5.1.2.bin -ml 42 -sow -osrt lecture.mp3\n"
 	 "  export TERN_WHISPER_MODEL=ggml-tiny.en.bin; tern-transcribe -bs 1 -nt *.wav\n"
 	 "  ffmpeg -i video.mkv -f wav - | tern-transcribe -m ggml-small.bin -ovtt -of video -"},
 	{NULL, NULL},
@@ -899,10 +925,10 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 				dur);
 		fprintf(stderr,
 			"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d), decode %.1f ms (%d "
-			"passes), sample %.1f ms, fallbacks %d p / %d h, total %.1f ms, RTF %.3f\n",
+			"passes), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, total %.1f ms, RTF %.3f\n",
 			cli_progname(), j->path, j->info.format, dur, j->t_audio, j->t_mel, ws->t_encode_s * 1e3,
 			ws->n_encode, ws->t_decode_s * 1e3, ws->n_decode, ws->t_sample_s * 1e3, ws->n_fallback_p,
-			ws->n_fallback_h, j->t_total, dur > 0 ? j->t_total / 1e3 / dur : 0.0);
+			ws->n_fallback_h, ws->n_dropped, j->t_total, dur > 0 ? j->t_total / 1e3 / dur : 0.0);
 	}
 }
 

@@ -1380,7 +1380,15 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 		/* the segments, the text to condition on, the next window */
 		const struct dec_state *b = &w->d[best];
 		int seek_delta = b->seek_delta;
-		const bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
+		bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
+		/* with the compression-ratio check on, a window that failed at every
+		 * temperature (its last result too is a loop, or stuck) is dropped
+		 * rather than printed: what whisper.cpp and openai-whisper then print
+		 * is the repetition loop users see on music and noise */
+		if (!no_speech_win && p->compression_ratio_thold > 0.0f && b->failed) {
+			no_speech_win = true;
+			st->n_dropped++;
+		}
 		int n_keep = 0;
 		if (n_prompt > 0 && w->prompt[0] == v->prev) {
 			n_keep = n_prompt - 1 - n_init;

@@ -38,7 +38,8 @@ struct whisper_full_params {
 	float logprob_thold;	 /* ... or below this average log-probability (-1.0) */
 	float no_speech_thold; /* <|nospeech|> probability above which silence is declared (0.6) */
 	float compression_ratio_thold; /* a result whose text zlib compresses more than this fails
-					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp */
+					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp. When on,
+					* a window that fails at every temperature gives no text */
 	float max_initial_ts;	       /* seconds: the latest first timestamp (1.0) */
 	float length_penalty;	       /* <= 0: the score is the average log-probability */
 	bool translate, no_timestamps, suppress_blank, suppress_nst;
@@ -122,6 +123,7 @@ struct whisper_segment {
 struct whisper_full_stats {
 	double t_encode_s, t_decode_s, t_sample_s;
 	int n_encode, n_decode, n_fallback_p, n_fallback_h;
+	int n_dropped; /* windows dropped as loops (compression_ratio_thold > 0) */
 };
 
 struct whisper_result {

@@ -9,6 +9,7 @@
  * whisper-cli prints them; -otxt/-osrt/-ovtt/-ocsv/-oj write files
  * beside, --json prints one document with every token. A file that fails
  * is reported on stderr and the others still run. */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "lib/cpu/backend.h"
 #include "lib/speech/mel.h"
 #include "lib/speech/mel_spool.h"
+#include "lib/speech/vad.h"
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
 
@@ -28,20 +30,27 @@
 
 static const char *o_model, *o_lang = "en", *o_prompt;
 static struct cli_list o_files, o_of;
-static bool o_nt, o_otxt, o_osrt, o_ovtt, o_ocsv, o_oj, o_json, o_tr, o_nf, o_threads_seen;
-static int64_t o_threads = 4, o_bs = 5, o_bo = 5, o_mc = -1, o_ot = 0, o_d = 0;
-static double o_tp = 0.0, o_tpi = 0.2, o_et = 2.4, o_lpt = -1.0, o_nth = 0.6, o_crt = 0.0;
+static bool o_nt, o_otxt, o_osrt, o_ovtt, o_ocsv, o_oj, o_ojf, o_olrc, o_json, o_tr, o_nf, o_threads_seen;
+static bool o_dl, o_sow, o_vad, o_vmsd_seen;
+static int64_t o_threads = 4, o_bs = 5, o_bo = 5, o_mc = -1, o_ot = 0, o_d = 0, o_ml = 0;
+static double o_tp = 0.0, o_tpi = 0.2, o_et = 2.4, o_lpt = -1.0, o_nth = 0.6, o_crt = 0.0, o_wt = 0.01;
+static const char *o_vm;
+static int64_t o_vspd = 250, o_vsd = 100, o_vp = 30;
+static double o_vt = 0.5, o_vmsd = 0.0, o_vo = 0.1;
 static struct cli_common common;
 
 static const struct cli_opt opts[] = {
 	{.lng = "model", .shrt = 'm', .kind = CLI_FILE, .dst = &o_model, .arg = "FILE", .ext = "bin",
 	 .help = "the Whisper model, a whisper.cpp ggml file (default: $TERN_WHISPER_MODEL)"},
 	{.lng = "file", .shrt = 'f', .kind = CLI_LIST, .dst = &o_files, .arg = "FILE",
-	 .help = "an input file, as whisper-cli spells it (repeatable; these come before the FILE arguments)"},
+	 .help = "an input file, as whisper-cli spells it; these come before the FILE arguments"},
 	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
 	 .seen = &o_threads_seen, .help = "threads (default: 4, or fewer when fewer CPUs are available)"},
 	{.lng = "language", .shrt = 'l', .kind = CLI_STR, .dst = &o_lang, .arg = "LANG",
 	 .help = "spoken language, a code (en, de, fr, ...) or auto to detect it (multilingual models; default en)"},
+	{.lng = "detect-language", .alias = "dl", .kind = CLI_FLAG, .dst = &o_dl,
+	 .excludes = "output-txt|output-vtt|output-srt|output-csv|output-json|output-json-full|output-lrc",
+	 .help = "print each file's language probabilities and stop (multilingual models)"},
 	{.lng = "translate", .alias = "tr", .kind = CLI_FLAG, .dst = &o_tr,
 	 .help = "translate into English (multilingual models)"},
 	{.lng = "no-timestamps", .alias = "nt", .kind = CLI_FLAG, .dst = &o_nt,
@@ -62,7 +71,8 @@ static const struct cli_opt opts[] = {
 	 .help = "a result with a lower average log-probability is retried hotter (default: -1.0)"},
 	{.lng = "compression-ratio-thold", .alias = "crt", .kind = CLI_FLOAT, .dst = &o_crt, .arg = "X",
 	 .help = "a result whose text zlib compresses more than X times is retried hotter, as openai-whisper does "
-		 "(2.4 there; default: 0, off, as whisper-cli)"},
+		 "(2.4 there), and a window that fails at every temperature gives no text (default: 0, off, as "
+		 "whisper-cli)"},
 	{.lng = "no-speech-thold", .alias = "nth", .kind = CLI_FLOAT, .dst = &o_nth, .arg = "P",
 	 .help = "no-speech probability above which a poor window counts as silence (default: 0.6)"},
 	{.lng = "prompt", .kind = CLI_STR, .dst = &o_prompt, .arg = "TEXT",
@@ -73,15 +83,41 @@ static const struct cli_opt opts[] = {
 	 .help = "start this many milliseconds into the audio (default: 0)"},
 	{.lng = "duration", .shrt = 'd', .kind = CLI_INT, .dst = &o_d, .arg = "MS", .min = 0, .max = INT32_MAX,
 	 .help = "transcribe this many milliseconds (default: 0, to the end)"},
+	{.lng = "max-len", .alias = "ml", .kind = CLI_INT, .dst = &o_ml, .arg = "N", .min = 0, .max = 1000000,
+	 .help = "split segments longer than N characters at token times (0: no limit; 1: a word a segment with -sow)"},
+	{.lng = "split-on-word", .alias = "sow", .kind = CLI_FLAG, .dst = &o_sow, .needs = "max-len",
+	 .help = "split -ml segments only where a word starts"},
+	{.lng = "word-thold", .alias = "wt", .kind = CLI_FLOAT, .dst = &o_wt, .arg = "P",
+	 .help = "timestamp probability a token needs to get its own time (default: 0.01)"},
+	{.lng = "vad", .kind = CLI_FLAG, .dst = &o_vad,
+	 .help = "transcribe only the speech Silero VAD finds (-vm), with times in the original audio"},
+	{.lng = "vad-model", .alias = "vm", .kind = CLI_FILE, .dst = &o_vm, .arg = "FILE", .ext = "bin", .needs = "vad",
+	 .help = "the Silero VAD model, whisper.cpp's ggml file (default: $TERN_VAD_MODEL)"},
+	{.lng = "vad-threshold", .alias = "vt", .kind = CLI_FLOAT, .dst = &o_vt, .arg = "X", .needs = "vad",
+	 .help = "speech probability that starts a segment, 0..1 (default: 0.5; it ends below X - 0.15)"},
+	{.lng = "vad-min-speech-duration-ms", .alias = "vspd", .kind = CLI_INT, .dst = &o_vspd, .arg = "MS",
+	 .min = 0, .max = INT32_MAX, .needs = "vad", .help = "drop speech shorter than this (default: 250)"},
+	{.lng = "vad-min-silence-duration-ms", .alias = "vsd", .kind = CLI_INT, .dst = &o_vsd, .arg = "MS",
+	 .min = 0, .max = INT32_MAX, .needs = "vad", .help = "silence that ends a speech segment (default: 100)"},
+	{.lng = "vad-max-speech-duration-s", .alias = "vmsd", .kind = CLI_FLOAT, .dst = &o_vmsd, .arg = "S",
+	 .seen = &o_vmsd_seen, .needs = "vad", .help = "cut speech segments longer than this (default: no limit)"},
+	{.lng = "vad-speech-pad-ms", .alias = "vp", .kind = CLI_INT, .dst = &o_vp, .arg = "MS", .min = 0,
+	 .max = INT32_MAX, .needs = "vad", .help = "widen each speech segment by this on both sides (default: 30)"},
+	{.lng = "vad-samples-overlap", .alias = "vo", .kind = CLI_FLOAT, .dst = &o_vo, .arg = "S", .needs = "vad",
+	 .help = "seconds of audio kept past each speech segment but the last (default: 0.1)"},
 	{.lng = "output-txt", .alias = "otxt", .kind = CLI_FLAG, .dst = &o_otxt, .help = "also write BASE.txt"},
 	{.lng = "output-vtt", .alias = "ovtt", .kind = CLI_FLAG, .dst = &o_ovtt, .help = "also write BASE.vtt (WebVTT)"},
 	{.lng = "output-srt", .alias = "osrt", .kind = CLI_FLAG, .dst = &o_osrt, .help = "also write BASE.srt (SubRip)"},
 	{.lng = "output-csv", .alias = "ocsv", .kind = CLI_FLAG, .dst = &o_ocsv,
 	 .help = "also write BASE.csv (start and end in ms, text)"},
+	{.lng = "output-lrc", .alias = "olrc", .kind = CLI_FLAG, .dst = &o_olrc,
+	 .help = "also write BASE.lrc (LRC lyrics: [mm:ss.xx] and the text)"},
 	{.lng = "output-json", .alias = "oj", .kind = CLI_FLAG, .dst = &o_oj,
 	 .help = "also write BASE.json as whisper-cli writes it"},
+	{.lng = "output-json-full", .alias = "ojf", .kind = CLI_FLAG, .dst = &o_ojf,
+	 .help = "also write BASE.json with every token (id, probability, times) and the decoding's statistics"},
 	{.lng = "output-file", .alias = "of", .kind = CLI_LIST, .dst = &o_of, .arg = "BASE",
-	 .needs = "output-txt|output-vtt|output-srt|output-csv|output-json",
+	 .needs = "output-txt|output-vtt|output-srt|output-csv|output-json|output-json-full|output-lrc",
 	 .help = "base name of the output files of the next FILE (default: FILE itself)"},
 	{.lng = "json", .kind = CLI_FLAG, .dst = &o_json,
 	 .help = "print one JSON document instead: every file's segments with their tokens and the timings"},
@@ -97,19 +133,34 @@ static const struct cli_section sections[] = {
 	 "  [00:00:00.000 --> 00:00:08.000]   And so my fellow Americans ask not what your country can do for you\n"
 	 "\n"
 	 "With -nt the text is decoded without timestamps and printed as it comes, one file's text followed by "
-	 "a newline (whisper-cli adds none). --json prints instead one document: \"model\" (path, type, "
-	 "multilingual, vocab), \"params\" (language, translate, beam_size, best_of, threads), \"files\": per "
-	 "file \"file\", \"language\", \"duration\" (seconds), \"segments\": [{\"t0\", \"t1\" (seconds), "
-	 "\"text\", \"no_speech_prob\", \"tokens\": [{\"id\", \"text\", \"p\", \"plog\", \"t\" (the likeliest "
-	 "timestamp, seconds)}]}], \"timings\" (ms: \"decode_audio\", \"mel\", \"encode\", \"decode\", "
-	 "\"sample\", \"total\"), or \"error\" for a file that failed.\n"
+	 "a newline (whisper-cli adds none). -ml N splits segments longer than N characters at the tokens' own "
+	 "times, with -sow only before a word, as whisper-cli does. --json prints instead one document: "
+	 "\"model\" (path, type, multilingual, vocab), \"params\" (language, translate, beam_size, best_of, "
+	 "threads), \"files\": per file \"file\", \"language\" (and \"language_probs\" when detected), "
+	 "\"duration\" (seconds), with --vad \"vad\" (\"segments\", \"speech\" seconds, \"map\": [processed, "
+	 "original] seconds), \"segments\": [{\"t0\", \"t1\" (seconds), \"text\", \"no_speech_prob\", "
+	 "\"avg_logprob\", \"compression_ratio\", \"temperature\" (of the window's decoding), \"tokens\": "
+	 "[{\"id\", \"text\", \"p\", \"plog\", \"t\" (the likeliest timestamp, seconds), \"t0\", \"t1\" (the "
+	 "token's own times, whisper.cpp's token timestamps, seconds)}]}], \"timings\" (ms: \"decode_audio\", "
+	 "\"mel\", \"encode\", \"decode\", \"sample\", \"total\"), or \"error\" for a file that failed. "
+	 "With -dl standard output carries one line per file, its name, a colon and the languages likeliest "
+	 "first with their probabilities (those of at least 0.001), and nothing is transcribed:\n"
 	 "\n"
-	 "-otxt, -ovtt, -osrt, -ocsv and -oj write BASE.txt (one segment text a line), BASE.vtt, BASE.srt, "
-	 "BASE.csv (start,end in ms,\"text\") and BASE.json (whisper-cli's -oj document) as whisper-cli does: "
+	 "  talk.wav: de 0.9412 en 0.0311 nl 0.0102\n"
+	 "\n"
+	 "(--json: \"language\" and \"language_probs\" of every language per file).\n"
+	 "\n"
+	 "-otxt, -ovtt, -osrt, -ocsv, -olrc and -oj write BASE.txt (one segment text a line), BASE.vtt, "
+	 "BASE.srt, BASE.csv (start,end in ms,\"text\"), BASE.lrc ([mm:ss.xx]text) and BASE.json "
+	 "(whisper-cli's -oj document) as whisper-cli does; -ojf writes whisper-cli's full JSON (each segment's "
+	 "tokens with text, times, id, p) and adds \"plog\" per token, \"avg_logprob\", \"compression_ratio\", "
+	 "\"temperature\" and \"no_speech_prob\" per segment and \"language_probs\" when the language was "
+	 "detected. Token times are those of the transcribed audio (as whisper-cli's, also under --vad). "
 	 "BASE is the file's own name (jfk.wav gives jfk.wav.txt) unless -of BASE is given; -of may be "
 	 "repeated, the first for the first FILE and so on. Standard input (-) needs an -of.\n"
 	 "\n"
-	 "Standard error: errors and warnings; with -v the model, each file's format and duration, the times "
+	 "Standard error: errors and warnings; on a terminal (and without -q) a progress bar per file; with -v "
+	 "the model, each file's format and duration, the times "
 	 "of loading, reading the audio, the spectrogram, the encoder and the decoder, the fallbacks, and the "
 	 "real-time factor (processing time over audio duration)."},
 	{"DECODING",
@@ -121,9 +172,17 @@ static const struct cli_section sections[] = {
 	 "same seeds). A window whose result repeats itself (entropy below -et) or has an average "
 	 "log-probability below -lpt (and is not silence by -nth), or with -crt whose text compresses too "
 	 "well, is decoded again at the next temperature "
-	 "(-tpi steps up to 1.0), with -bo samples. With -bs 1 the transcript equals whisper-cli -bs 1's; beam "
+	 "(-tpi steps up to 1.0), with -bo samples; with -crt a window that fails at every temperature is dropped "
+	 "(whisper-cli prints its loop). With -bs 1 the transcript equals whisper-cli -bs 1's; beam "
 	 "search gives whisper-cli's words, with timestamps that may differ by one step (20 ms) where a random "
 	 "draw falls on the other side of a probability that differs by float rounding."},
+	{"VOICE ACTIVITY DETECTION",
+	 "--vad runs Silero VAD (-vm, whisper.cpp's ggml file, as tern-vad) over the file first and transcribes "
+	 "only its speech, as whisper-cli --vad does: the speech segments (-vt, -vspd, -vsd, -vmsd, -vp as in "
+	 "tern-vad) are cut out, each but the last with -vo seconds more, joined with 0.1 s of silence, and "
+	 "transcribed; segment times are mapped back to the original audio. Music, noise and long silences then "
+	 "never reach the decoder, which ends the repetition loops Whisper falls into there. The audio is kept in "
+	 "a temporary file meanwhile (64 kB per second)."},
 	{"INPUT",
 	 "Any file libsndfile reads: WAV, FLAC, Ogg/Vorbis, Ogg/Opus, MP3, AIFF and more; channels are "
 	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The audio is read in "
@@ -138,6 +197,8 @@ static const struct cli_section sections[] = {
 	{"EXAMPLES",
 	 "  tern-transcribe -m ggml-tiny.en.bin jfk.wav\n"
 	 "  tern-transcribe -m ggml-base.bin -l auto -osrt -of talk talk.flac\n"
+	 "  tern-transcribe -m ggml-base.bin -dl *.wav\n"
+	 "  tern-transcribe -m ggml-tiny.en.bin --vad -vm ggml-silero-v5.1.2.bin -ml 42 -sow -osrt lecture.mp3\n"
 	 "  export TERN_WHISPER_MODEL=ggml-tiny.en.bin; tern-transcribe -bs 1 -nt *.wav\n"
 	 "  ffmpeg -i video.mkv -f wav - | tern-transcribe -m ggml-small.bin -ovtt -of video -"},
 	{NULL, NULL},
@@ -184,12 +245,22 @@ struct job {
 	struct tern_audio_info info;
 	size_t n_samples;
 	struct whisper_result res;
-	double t_audio, t_mel, t_total;
+	double t_audio, t_mel, t_vad, t_total;
 	bool printed_any;
+	int64_t seek_start;
+	/* --vad: the speech segments, the samples transcribed, the time map */
+	int n_vad_segs;
+	size_t speech_samples;
+	struct whisper_time_point *map;
+	int n_map;
+	/* language detection (multilingual models with -l auto or -dl) */
+	bool detected;
+	float lang_probs[128];
 };
 
 static const struct whisper_model *model;
 static const char *model_path;
+static void bar_clear(void);
 
 static int on_segment(void *ctx, const struct whisper_result *r, int i, tern_err *e)
 {
@@ -197,6 +268,7 @@ static int on_segment(void *ctx, const struct whisper_result *r, int i, tern_err
 	struct job *j = ctx;
 	if (o_json)
 		return 0;
+	bar_clear();
 	if (!j->printed_any)
 		fputc('\n', stdout);
 	j->printed_any = true;
@@ -258,9 +330,103 @@ static void write_csv(FILE *f, const struct job *j)
 	}
 }
 
+static void write_lrc(FILE *f, const struct job *j)
+{
+	fputs("[by:whisper.cpp]\n", f);
+	for (int i = 0; i < j->res.n_seg; i++) {
+		const int64_t ms = j->res.seg[i].t0 * 10;
+		fprintf(f, "[%02d:%02d.%02d]%s\n", (int)(ms / 60000), (int)(ms / 1000 % 60), (int)(ms % 1000 / 10),
+			j->res.seg[i].text);
+	}
+}
+
+/* the UTF-8 bytes still missing from the last character of s[len] */
+static int utf8_missing(const char *s, size_t len)
+{
+	size_t i = len;
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--;
+	if (i == 0)
+		return 0;
+	const unsigned char c = (unsigned char)s[i - 1];
+	const int want = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+	const int have = (int)(len - (i - 1));
+	return want > have ? want - have : 0;
+}
+
+/* the languages, likeliest first, those above 0.001 (at least one) */
+static void print_langs(FILE *f, const struct job *j)
+{
+	int idx[128], n = model->ids.n_langs < 128 ? model->ids.n_langs : 128;
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (whisper_lang_code(i))
+			idx[m++] = i;
+	for (int a = 1; a < m; a++) /* insertion sort, stable: token order among equals */
+		for (int b = a; b > 0 && j->lang_probs[idx[b]] > j->lang_probs[idx[b - 1]]; b--) {
+			int t = idx[b];
+			idx[b] = idx[b - 1], idx[b - 1] = t;
+		}
+	fprintf(f, "%s:", j->path);
+	for (int i = 0; i < m && (i == 0 || j->lang_probs[idx[i]] >= 0.001f); i++)
+		fprintf(f, " %s %.4f", whisper_lang_code(idx[i]), (double)j->lang_probs[idx[i]]);
+	fputc('\n', f);
+}
+
 static void jstr(FILE *f, const char *s)
 {
 	cli_json_str(f, s, strlen(s));
+}
+
+/* -ojf: a segment's tokens as whisper-cli writes them (tokens that end
+ * inside a UTF-8 character joined with the next ones), then what
+ * whisper-cli does not write: the window's average log-probability,
+ * compression ratio and temperature, and the no-speech probability */
+static void write_json_tokens(FILE *f, const struct whisper_segment *s)
+{
+	fputs(",\n\t\t\t\"tokens\": [\n", f);
+	for (int k = 0; k < s->n_tokens;) {
+		const struct whisper_token_data *t = &s->tokens[k];
+		char nb[32], txt[256];
+		struct tern_str x = whisper_token_str(model, t->id, nb);
+		size_t len = x.len < sizeof txt ? x.len : sizeof txt - 1;
+		memcpy(txt, x.ptr, len);
+		int64_t t1 = t->t1;
+		for (k++; k < s->n_tokens && utf8_missing(txt, len) > 0; k++) {
+			x = whisper_token_str(model, s->tokens[k].id, nb);
+			size_t c = x.len < sizeof txt - 1 - len ? x.len : sizeof txt - 1 - len;
+			memcpy(txt + len, x.ptr, c);
+			len += c;
+			if (s->tokens[k].t1 > -1)
+				t1 = s->tokens[k].t1;
+		}
+		txt[len] = 0;
+		fputs("\t\t\t\t{\n\t\t\t\t\t\"text\": ", f);
+		cli_json_str(f, txt, len);
+		fputs(",\n", f);
+		if (t->t0 > -1 && t1 > -1) {
+			char a[32], b[32];
+			fmt_ts(a, sizeof a, t->t0, true);
+			fmt_ts(b, sizeof b, t1, true);
+			fprintf(f,
+				"\t\t\t\t\t\"timestamps\": {\n\t\t\t\t\t\t\"from\": \"%s\",\n\t\t\t\t\t\t\"to\": "
+				"\"%s\"\n\t\t\t\t\t},\n\t\t\t\t\t\"offsets\": {\n\t\t\t\t\t\t\"from\": %" PRId64
+				",\n\t\t\t\t\t\t\"to\": %" PRId64 "\n\t\t\t\t\t},\n",
+				a, b, t->t0 * 10, t1 * 10);
+		}
+		fprintf(f, "\t\t\t\t\t\"id\": %d,\n\t\t\t\t\t\"p\": %g,\n\t\t\t\t\t\"plog\": %g,\n", t->id,
+			(double)t->p, (double)t->plog);
+		fputs("\t\t\t\t\t\"t_dtw\": -1\n\t\t\t\t}", f);
+		fputs(k < s->n_tokens ? ",\n" : "\n", f);
+	}
+	fputs("\t\t\t],\n\t\t\t\"avg_logprob\": ", f);
+	cli_json_f32(f, s->avg_logprob);
+	fputs(",\n\t\t\t\"compression_ratio\": ", f);
+	cli_json_f32(f, s->compression_ratio);
+	fputs(",\n\t\t\t\"temperature\": ", f);
+	cli_json_f32(f, s->temperature);
+	fputs(",\n\t\t\t\"no_speech_prob\": ", f);
+	cli_json_f32(f, s->no_speech_prob);
 }
 
 /* whisper-cli's -oj document (without its build's system information) */
@@ -291,6 +457,15 @@ static void write_json_cli(FILE *f, const struct job *j)
 	fprintf(f, ",\n\t\t\"translate\": %s\n\t},\n", o_tr ? "true" : "false");
 	fputs("\t\"result\": {\n\t\t\"language\": ", f);
 	jstr(f, lang);
+	if (o_ojf && j->detected) {
+		/* beyond whisper-cli: the languages' probabilities */
+		fputs(",\n\t\t\"language_probs\": {", f);
+		for (int i = 0, first = 1; i < model->ids.n_langs && whisper_lang_code(i); i++, first = 0) {
+			fprintf(f, "%s\"%s\": ", first ? "" : ", ", whisper_lang_code(i));
+			cli_json_f32(f, j->lang_probs[i]);
+		}
+		fputs("}", f);
+	}
 	fputs("\n\t},\n\t\"transcription\": [\n", f);
 	for (int i = 0; i < j->res.n_seg; i++) {
 		const struct whisper_segment *s = &j->res.seg[i];
@@ -303,6 +478,8 @@ static void write_json_cli(FILE *f, const struct job *j)
 			"\n\t\t\t},\n\t\t\t\"text\": ",
 			a, b, s->t0 * 10, s->t1 * 10);
 		jstr(f, s->text);
+		if (o_ojf)
+			write_json_tokens(f, s);
 		fprintf(f, "\n\t\t}%s\n", i + 1 < j->res.n_seg ? "," : "");
 	}
 	fputs("\t]\n}\n", f);
@@ -321,6 +498,26 @@ static void write_json_file(FILE *f, const struct job *j)
 	}
 	fputs(", \"language\": ", f);
 	jstr(f, model->ids.multilingual ? whisper_lang_code(j->res.lang_id) : "en");
+	if (j->detected) {
+		fputs(", \"language_probs\": {", f);
+		for (int i = 0, first = 1; i < model->ids.n_langs && whisper_lang_code(i); i++, first = 0) {
+			fprintf(f, "%s\"%s\": ", first ? "" : ", ", whisper_lang_code(i));
+			cli_json_f32(f, j->lang_probs[i]);
+		}
+		fputs("}", f);
+	}
+	if (o_dl) {
+		fputs("}", f);
+		return;
+	}
+	if (o_vad) {
+		fprintf(f, ", \"vad\": {\"segments\": %d, \"speech\": %.3f, \"map\": [", j->n_vad_segs,
+			(double)j->speech_samples / TERN_MEL_RATE);
+		for (int i = 0; i < j->n_map; i++)
+			fprintf(f, "%s[%.2f, %.2f]", i ? ", " : "", (double)j->map[i].processed / 100,
+				(double)j->map[i].original / 100);
+		fputs("]}", f);
+	}
 	fputs(", \"format\": ", f);
 	jstr(f, j->info.format);
 	fprintf(f, ", \"duration\": %.3f,\n     \"segments\": [", (double)j->n_samples / TERN_MEL_RATE);
@@ -331,6 +528,12 @@ static void write_json_file(FILE *f, const struct job *j)
 		jstr(f, s->text);
 		fputs(", \"no_speech_prob\": ", f);
 		cli_json_f32(f, s->no_speech_prob);
+		fputs(", \"avg_logprob\": ", f);
+		cli_json_f32(f, s->avg_logprob);
+		fputs(", \"compression_ratio\": ", f);
+		cli_json_f32(f, s->compression_ratio);
+		fputs(", \"temperature\": ", f);
+		cli_json_f32(f, s->temperature);
 		fputs(",\n       \"tokens\": [", f);
 		for (int k = 0; k < s->n_tokens; k++) {
 			const struct whisper_token_data *t = &s->tokens[k];
@@ -344,7 +547,19 @@ static void write_json_file(FILE *f, const struct job *j)
 			cli_json_f32(f, t->p);
 			fputs(", \"plog\": ", f);
 			cli_json_f32(f, t->plog);
-			fprintf(f, ", \"t\": %.2f}", (double)(t->tid - model->ids.beg) * 0.02);
+			if (t->tid >= model->ids.beg) /* none when every timestamp was suppressed */
+				fprintf(f, ", \"t\": %.2f", (double)(t->tid - model->ids.beg) * 0.02);
+			else
+				fputs(", \"t\": null", f);
+			/* the token's own times, in the file's time (whisper-cli's -ojf
+			 * leaves them in the transcribed audio's under --vad) */
+			if (t->t0 > -1 && t->t1 > -1) {
+				const struct whisper_time_map map = {.pt = j->map, .n = j->n_map};
+				fprintf(f, ", \"t0\": %.2f, \"t1\": %.2f",
+					(double)whisper_time_map_apply(&map, t->t0) / 100,
+					(double)whisper_time_map_apply(&map, t->t1) / 100);
+			}
+			fputs("}", f);
 		}
 		fputs("]}", f);
 	}
@@ -378,6 +593,207 @@ static int write_file(struct job *j, const char *ext, void (*fn)(FILE *, const s
 	return 0;
 }
 
+/* ---- the audio into the spectrogram ------------------------------------------- */
+
+/* whisper.cpp's token times read the signal's energy near its start only
+ * (see whisper_full_token_times): the first 40 s are kept for it */
+#define ENERGY_SAMPLES (40 * TERN_MEL_RATE)
+
+/* where the samples to transcribe go: the spool, and the head of the
+ * signal for the energy */
+struct feed {
+	struct tern_mel_spool *sp;
+	float *head; /* [ENERGY_SAMPLES + 32] or NULL */
+	size_t n_head;
+	double *t_mel;
+};
+
+static int feed_push(struct feed *f, const float *x, size_t n, tern_err *e)
+{
+	if (f->head && f->n_head < ENERGY_SAMPLES + 32) {
+		size_t k = ENERGY_SAMPLES + 32 - f->n_head;
+		k = k < n ? k : n;
+		memcpy(f->head + f->n_head, x, k * sizeof(float));
+		f->n_head += k;
+	}
+	double t = now_ms();
+	int rc = tern_mel_spool_push(f->sp, x, n, e);
+	*f->t_mel += now_ms() - t;
+	return rc;
+}
+
+static struct tern_silero *vad_model;
+static struct tern_vad *vad;
+
+/* --vad: the whole file through Silero into a temporary file, its speech
+ * segments, then what whisper.cpp's whisper_vad transcribes (each segment,
+ * the overlap after all but the last, 0.1 s of silence between them) into
+ * the spool, with the map from that audio's times back to the file's */
+static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_err *e)
+{
+	FILE *tf = tmpfile();
+	if (!tf)
+		return tern_errf(e, TERN_EIO, "no temporary file for the audio");
+	static float block[1 << 16];
+	float win[TERN_VAD_WINDOW];
+	size_t n_win = 0, n = 0, n_probs = 0, cap = 0;
+	float *probs = NULL;
+	struct tern_vad_segment *segs = NULL;
+	size_t n_segs = 0;
+	int rc = 0;
+	tern_vad_reset(vad);
+	for (;;) {
+		size_t got = 0;
+		double ta = now_ms();
+		rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, e);
+		j->t_audio += now_ms() - ta;
+		if (rc || got == 0)
+			break;
+		if (fwrite(block, sizeof(float), got, tf) != got) {
+			rc = tern_errf(e, TERN_EIO, "cannot write the temporary file");
+			break;
+		}
+		n += got;
+		double tv = now_ms();
+		for (size_t i = 0; i < got && !rc; i++) {
+			win[n_win++] = block[i];
+			if (n_win < TERN_VAD_WINDOW)
+				continue;
+			n_win = 0;
+			if (n_probs == cap) {
+				cap = cap ? 2 * cap : 1024;
+				float *np = realloc(probs, cap * sizeof(float));
+				if (!np)
+					rc = tern_errf(e, TERN_ENOMEM, "out of memory for the speech probabilities");
+				else
+					probs = np;
+			}
+			if (!rc)
+				probs[n_probs++] = tern_vad_window(vad, win);
+		}
+		j->t_vad += now_ms() - tv;
+		if (rc)
+			break;
+	}
+	if (!rc && n_win > 0) { /* the last window, zero-padded as whisper.cpp does */
+		memset(win + n_win, 0, (TERN_VAD_WINDOW - n_win) * sizeof(float));
+		float *np = realloc(probs, (n_probs + 1) * sizeof(float));
+		if (!np)
+			rc = tern_errf(e, TERN_ENOMEM, "out of memory for the speech probabilities");
+		else
+			probs = np, probs[n_probs++] = tern_vad_window(vad, win);
+	}
+	if (!rc) {
+		struct tern_vad_params vp;
+		tern_vad_params_default(&vp);
+		vp.threshold = (float)o_vt;
+		vp.min_speech_ms = (int32_t)o_vspd;
+		vp.min_silence_ms = (int32_t)o_vsd;
+		vp.max_speech_s = o_vmsd_seen ? (float)o_vmsd : FLT_MAX;
+		vp.speech_pad_ms = (int32_t)o_vp;
+		vp.samples_overlap = (float)o_vo;
+		rc = tern_vad_segments(probs, n_probs, n, &vp, &segs, &n_segs, e);
+	}
+	free(probs);
+	j->n_samples = n;
+	j->n_vad_segs = (int)n_segs;
+	if (!rc && n_segs > 0) {
+		j->map = malloc(sizeof(*j->map) * 4 * n_segs);
+		if (!j->map)
+			rc = tern_errf(e, TERN_ENOMEM, "out of memory for the time map");
+	}
+	/* whisper.cpp works in centiseconds here: the segments are rounded to
+	 * them and back, and cut at the last sample */
+	const int64_t last = (int64_t)n - 1, overlap = (int64_t)((float)o_vo * TERN_MEL_RATE),
+		      silence = TERN_MEL_RATE / 10;
+	int64_t offset = 0;
+	for (size_t i = 0; i < n_segs && !rc; i++) {
+		const int64_t cs0 = tern_vad_samples_to_cs(segs[i].start), cs1 = tern_vad_samples_to_cs(segs[i].end);
+		int64_t s0 = tern_vad_cs_to_samples(cs0), s1 = tern_vad_cs_to_samples(cs1);
+		s0 = s0 < last ? s0 : last;
+		s1 = s1 < last ? s1 : last;
+		const int64_t len_orig = s1 - s0;
+		const bool more = i + 1 < n_segs;
+		if (more)
+			s1 = s1 + overlap < last ? s1 + overlap : last;
+		if (s1 - s0 <= 0)
+			continue;
+		struct whisper_time_point *m = j->map;
+		m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset), cs0};
+		m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset + len_orig), cs1};
+		j->speech_samples += (size_t)(s1 - s0);
+		if (fseeko(tf, (off_t)s0 * (off_t)sizeof(float), SEEK_SET))
+			rc = tern_errf(e, TERN_EIO, "cannot read the temporary file");
+		for (int64_t k = s0; k < s1 && !rc;) {
+			size_t want = (size_t)(s1 - k) < sizeof block / sizeof block[0] ? (size_t)(s1 - k)
+											 : sizeof block / sizeof block[0];
+			if (fread(block, sizeof(float), want, tf) != want)
+				rc = tern_errf(e, TERN_EIO, "cannot read the temporary file");
+			else
+				rc = feed_push(fd, block, want, e);
+			k += (int64_t)want;
+		}
+		offset += s1 - s0;
+		if (more && !rc) {
+			m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset), cs1};
+			m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset + silence),
+								   tern_vad_samples_to_cs(segs[i + 1].start)};
+			memset(block, 0, (size_t)silence * sizeof(float));
+			rc = feed_push(fd, block, (size_t)silence, e);
+			offset += silence;
+		}
+	}
+	/* in order already; whisper.cpp keeps the first of equal times */
+	int k = 0;
+	for (int i = 0; i < j->n_map; i++)
+		if (k == 0 || j->map[k - 1].processed != j->map[i].processed)
+			j->map[k++] = j->map[i];
+	j->n_map = k;
+	free(segs);
+	fclose(tf);
+	return rc;
+}
+
+/* ---- progress -------------------------------------------------------------------- */
+
+static bool show_progress;
+static bool bar_drawn;
+
+static void bar_clear(void)
+{
+	if (bar_drawn) {
+		fputs("\r\033[K", stderr);
+		bar_drawn = false;
+	}
+}
+
+struct progress {
+	struct job *j;
+	double t0;
+	int last_pct;
+};
+
+static void on_progress(void *ctx, int64_t seek, int64_t seek_end)
+{
+	struct progress *pr = ctx;
+	const struct job *j = pr->j;
+	const int64_t start = j->seek_start;
+	const double f = seek_end > start ? (double)(seek - start) / (double)(seek_end - start) : 1.0;
+	const int pct = (int)(f * 100.0 + 1e-9);
+	const int width = cli_width(stderr) - 40 > 10 ? (cli_width(stderr) - 40 < 50 ? cli_width(stderr) - 40 : 50) : 10;
+	const int fill = (int)(f * width);
+	char bar[64];
+	for (int i = 0; i < width; i++)
+		bar[i] = i < fill ? '#' : '-';
+	bar[width] = 0;
+	const double el = (now_ms() - pr->t0) / 1e3, eta = f > 0 ? el / f - el : 0;
+	const char *name = strrchr(j->path, '/') ? strrchr(j->path, '/') + 1 : j->path;
+	fprintf(stderr, "\r\033[K%.20s [%s] %3d%% %4.0fs left", name, bar, pct, eta);
+	fflush(stderr);
+	bar_drawn = true;
+	pr->last_pct = pct;
+}
+
 /* ---- one file ---------------------------------------------------------------- */
 
 static int job_fail(struct job *j, int code, const tern_err *e)
@@ -393,6 +809,8 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	double t0 = now_ms();
 	struct tern_audio *a = NULL;
 	struct tern_mel_spool *sp = NULL;
+	float *energy = NULL;
+	struct feed fd = {.t_mel = &j->t_mel};
 	int rc = tern_audio_open(&a, j->path, TERN_MEL_RATE, &e);
 	if (rc) {
 		job_fail(j, rc, &e);
@@ -402,17 +820,23 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	/* the audio in blocks into the spectrogram's spool: memory stays
 	 * bounded however long the file */
 	rc = tern_mel_spool_new(&sp, mel, 2 * (size_t)model->hp.n_audio_ctx, &e);
-	static float block[1 << 16];
-	while (!rc) {
-		size_t got = 0;
-		double ta = now_ms();
-		rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, &e);
-		double tb = now_ms();
-		j->t_audio += tb - ta;
-		if (rc || got == 0)
-			break;
-		rc = tern_mel_spool_push(sp, block, got, &e);
-		j->t_mel += now_ms() - tb;
+	fd.sp = sp;
+	if (!rc && p->token_timestamps && !(fd.head = malloc((ENERGY_SAMPLES + 32) * sizeof(float))))
+		rc = tern_errf(&e, TERN_ENOMEM, "out of memory for the signal's energy");
+	if (!rc && o_vad) {
+		rc = vad_feed(j, a, &fd, &e);
+	} else {
+		static float block[1 << 16];
+		while (!rc) {
+			size_t got = 0;
+			double ta = now_ms();
+			rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, &e);
+			j->t_audio += now_ms() - ta;
+			if (rc || got == 0)
+				break;
+			j->n_samples += got;
+			rc = feed_push(&fd, block, got, &e);
+		}
 	}
 	tern_audio_close(a);
 	double t1 = now_ms();
@@ -421,27 +845,60 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	j->t_mel += now_ms() - t1;
 	if (rc) {
 		tern_mel_spool_free(sp);
+		free(fd.head);
 		job_fail(j, rc, &e);
 		return;
 	}
+	/* what is transcribed: the file, or with --vad its speech */
 	const size_t n = tern_mel_spool_samples(sp);
-	j->n_samples = n;
 	struct whisper_mel_src src = tern_mel_spool_src(sp);
-	if (model->ids.multilingual && !strcmp(o_lang, "auto")) {
-		float probs[128];
-		rc = whisper_full_detect_language(w, &src, p->offset_cs, probs, &p->lang_id, &e);
+	struct whisper_energy en = {0};
+	if (fd.head) {
+		const size_t n_out = n <= fd.n_head ? n : fd.n_head - 32;
+		energy = malloc((n_out ? n_out : 1) * sizeof(float));
+		if (!energy) {
+			rc = tern_errf(&e, TERN_ENOMEM, "out of memory for the signal's energy");
+		} else {
+			whisper_signal_energy(fd.head, fd.n_head, n, energy, n_out);
+			en = (struct whisper_energy){.e = energy, .n_have = n_out, .n = (int64_t)n};
+		}
+		free(fd.head);
+		fd.head = NULL;
+	}
+	struct whisper_full_params pp = *p;
+	pp.energy = &en;
+	struct whisper_time_map map = {.pt = j->map, .n = j->n_map};
+	pp.time_map = j->n_map > 0 ? &map : NULL;
+	j->seek_start = pp.offset_cs;
+	struct progress pr = {.j = j, .t0 = now_ms(), .last_pct = -1};
+	if (show_progress) {
+		pp.progress = on_progress;
+		pp.progress_ctx = &pr;
+	}
+	const bool nothing = o_vad && n == 0; /* no speech: nothing to transcribe */
+	if (!rc && !nothing && model->ids.multilingual && (o_dl || !strcmp(o_lang, "auto"))) {
+		rc = whisper_full_detect_language(w, &src, pp.offset_cs, j->lang_probs, &pp.lang_id, &e);
+		j->detected = !rc;
 		if (!rc && common.verbose)
 			fprintf(stderr, "%s: %s: detected language %s (p = %.3f)\n", cli_progname(), j->path,
-				whisper_lang_code(p->lang_id), probs[p->lang_id]);
+				whisper_lang_code(pp.lang_id), j->lang_probs[pp.lang_id]);
 	}
-	if (!rc)
-		rc = whisper_full_run(w, p, &src, &j->res, on_segment, j, &e);
+	j->res.lang_id = pp.lang_id;
+	if (!rc && !nothing && !o_dl)
+		rc = whisper_full_run(w, &pp, &src, &j->res, on_segment, j, &e);
+	bar_clear();
 	tern_mel_spool_free(sp);
+	free(energy);
 	j->t_total = now_ms() - t0;
 	if (o_nt && j->printed_any && !o_json)
 		fputc('\n', stdout);
 	if (rc) {
 		job_fail(j, rc, &e);
+		return;
+	}
+	if (o_dl) {
+		if (!o_json)
+			print_langs(stdout, j);
 		return;
 	}
 	int st = 0, s;
@@ -453,19 +910,25 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 		st = s;
 	if (o_ocsv && (s = write_file(j, "csv", write_csv)))
 		st = s;
-	if (o_oj && (s = write_file(j, "json", write_json_cli)))
+	if ((o_oj || o_ojf) && (s = write_file(j, "json", write_json_cli)))
+		st = s;
+	if (o_olrc && (s = write_file(j, "lrc", write_lrc)))
 		st = s;
 	if (st)
 		j->status = st, snprintf(j->err, sizeof j->err, "cannot write an output file");
 	if (common.verbose) {
 		const struct whisper_full_stats *ws = &j->res.stats;
-		double dur = (double)n / TERN_MEL_RATE;
+		double dur = (double)j->n_samples / TERN_MEL_RATE;
+		if (o_vad)
+			fprintf(stderr, "%s: %s: VAD %.1f ms: %d speech segments, %.2f s of %.2f s transcribed\n",
+				cli_progname(), j->path, j->t_vad, j->n_vad_segs, (double)j->speech_samples / TERN_MEL_RATE,
+				dur);
 		fprintf(stderr,
 			"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d), decode %.1f ms (%d "
-			"passes), sample %.1f ms, fallbacks %d p / %d h, total %.1f ms, RTF %.3f\n",
+			"passes), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, total %.1f ms, RTF %.3f\n",
 			cli_progname(), j->path, j->info.format, dur, j->t_audio, j->t_mel, ws->t_encode_s * 1e3,
 			ws->n_encode, ws->t_decode_s * 1e3, ws->n_decode, ws->t_sample_s * 1e3, ws->n_fallback_p,
-			ws->n_fallback_h, j->t_total, dur > 0 ? j->t_total / 1e3 / dur : 0.0);
+			ws->n_fallback_h, ws->n_dropped, j->t_total, dur > 0 ? j->t_total / 1e3 / dur : 0.0);
 	}
 }
 
@@ -489,8 +952,14 @@ int main(int argc, char **argv)
 		cli_usage_error("%d -of names for %d files", o_of.n, n_files);
 	const bool any_out = o_otxt || o_ovtt || o_osrt || o_ocsv || o_oj;
 	if (!(o_tp >= 0 && o_tp <= 10) || !(o_tpi >= 0 && o_tpi <= 10) || !isfinite(o_et) || !isfinite(o_lpt) ||
-	    !(o_nth >= 0 && o_nth <= 1) || !(o_crt >= 0 && o_crt <= 1000))
+	    !(o_nth >= 0 && o_nth <= 1) || !(o_crt >= 0 && o_crt <= 1000) || !(o_wt >= 0 && o_wt <= 1))
 		cli_usage_error("a temperature outside 0..10, a threshold that is not a number, or -nth outside 0..1");
+	if (!(o_vt >= 0 && o_vt <= 1) || !(o_vo >= 0 && o_vo <= 3600) || (o_vmsd_seen && !(o_vmsd >= 0)))
+		cli_usage_error("a VAD threshold outside 0..1, or a negative VAD duration");
+	if (o_vad && !o_vm)
+		o_vm = getenv("TERN_VAD_MODEL");
+	if (o_vad && (!o_vm || !*o_vm))
+		cli_usage_error("--vad needs a Silero model: give -vm FILE or set TERN_VAD_MODEL");
 	int lang_id = whisper_lang_find(o_lang);
 	if (lang_id < 0 && strcmp(o_lang, "auto"))
 		cli_usage_error("unknown language '%s' (a code such as en, de, fr, or auto)", o_lang);
@@ -521,6 +990,26 @@ int main(int argc, char **argv)
 	}
 	model = m;
 	model_path = o_model;
+	if (o_dl && !m->ids.multilingual) {
+		cli_error("%s is English-only: it has no languages to detect", o_model);
+		whisper_model_free(m);
+		free(jobs);
+		free(pos);
+		return EXIT_USAGE;
+	}
+	if (o_vad) {
+		rc = tern_silero_load(&vad_model, o_vm, &e);
+		if (!rc)
+			rc = tern_vad_new(&vad, vad_model, &e);
+		if (rc) {
+			int st = cli_fail(o_vm, rc, &e);
+			tern_silero_free(vad_model);
+			whisper_model_free(m);
+			free(jobs);
+			free(pos);
+			return st;
+		}
+	}
 	if (!m->ids.multilingual && ((lang_id != 0 && strcmp(o_lang, "auto")) || o_tr) && !common.quiet)
 		cli_warn("%s is English-only: ignoring the language and translation options", o_model);
 	struct tern_backend *be = NULL;
@@ -563,6 +1052,12 @@ int main(int argc, char **argv)
 		p.n_max_text_ctx = (int)o_mc;
 	p.offset_cs = o_ot / 10;
 	p.duration_cs = o_d / 10;
+	/* token times: for -ojf, --json and the splitting of -ml */
+	p.token_timestamps = o_ojf || o_json || o_ml > 0;
+	p.thold_pt = (float)o_wt;
+	p.max_len = (int)o_ml;
+	p.split_on_word = o_sow;
+	show_progress = cli_isatty(stderr) && !common.quiet;
 
 	int32_t *prompt = NULL;
 	if (o_prompt && *o_prompt) {
@@ -603,6 +1098,7 @@ int main(int argc, char **argv)
 		}
 		worst = j->status > worst ? j->status : worst;
 		whisper_result_free(&j->res);
+		free(j->map);
 	}
 	if (o_json)
 		fputs(" ]}\n", stdout);
@@ -611,6 +1107,8 @@ int main(int argc, char **argv)
 		worst = EXIT_RUNTIME;
 	}
 	free(prompt);
+	tern_vad_free(vad);
+	tern_silero_free(vad_model);
 	tern_mel_free(mel);
 	whisper_full_free(w);
 	tern_backend_free(be);

@@ -34,6 +34,13 @@ expect 2 $R -m "$M" - - <"$J" && check "stdin twice" one_line_err "tern-transcri
 expect 1 $R -m /nonexistent.bin "$J" && check "missing model: one line" one_line_err "tern-transcribe: /nonexistent.bin: "
 TERN_WHISPER_MODEL=/nonexistent.bin expect 1 $R "$J" && check "TERN_WHISPER_MODEL is the default model" \
 	one_line_err "tern-transcribe: /nonexistent.bin: "
+expect 2 $R -m "$M" --vad "$J" && check "--vad without a VAD model" one_line_err "tern-transcribe: --vad needs a Silero model"
+expect 2 $R -m "$M" -vt 0.3 "$J" && check "a VAD flag without --vad" one_line_err "tern-transcribe: --vad-threshold needs"
+expect 2 $R -m "$M" --vad -vm "$DATA/models/silero-v6.2.0-ggml.bin" -vt 1.5 "$J" && check "-vt above 1" \
+	one_line_err "tern-transcribe: a VAD threshold"
+expect 2 $R -m "$M" -sow "$J" && check "-sow needs -ml" one_line_err "tern-transcribe: --split-on-word needs"
+expect 2 $R -m "$M" -dl -otxt "$J" && check "-dl writes no files" one_line_err "tern-transcribe: "
+check "-f's help says repeatable once" test "$($R --help | sed -n '/-f, --file/,/-t, --threads/p' | grep -o repeatable | wc -l)" -eq 1
 
 if [ ! -f "$M" ]; then
 	echo "SKIP: the model runs (no $M)"
@@ -110,4 +117,217 @@ for x in s:
 assert f[0]["timings"]["encode"] > 0
 assert set(f[1]) == {"file", "error"} and f[1]["error"].startswith("not audio"), f[1]' "$T/out"
 check "bad audio: one line on stderr" one_line_err "tern-transcribe: $T/garbage.wav: not audio"
+# ---- -ojf, -olrc, token times, -ml / -sow (whisper-cli -bs 1's) --------------------------------
+# whisper-cli's JSON against ours: every key whisper-cli writes, the token
+# times to the 10 ms, the probabilities within 0.03 (the two compute them
+# in a different order); what we add must be there
+cat >"$T/jcmp.py" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+full = len(sys.argv) > 3
+def walk(x, y, path):
+    if isinstance(y, dict):
+        assert isinstance(x, dict), path
+        for k in y:
+            if path == "" and k == "systeminfo" or path == "/params" and k == "model":
+                continue
+            assert k in x, (path, k)
+            walk(x[k], y[k], path + "/" + k)
+    elif isinstance(y, list):
+        assert isinstance(x, list) and len(x) == len(y), (path, len(x), len(y))
+        for i, (u, v) in enumerate(zip(x, y)):
+            walk(u, v, "%s[%d]" % (path, i))
+    elif path.endswith("/p"):
+        assert abs(x - y) < 0.03, (path, x, y)
+    else:
+        assert x == y, (path, x, y)
+walk(a, b, "")
+if full:
+    for s in a["transcription"]:
+        assert s["avg_logprob"] < 0 and s["compression_ratio"] > 0 and s["temperature"] == 0, s
+        assert all("plog" in t for t in s["tokens"])
+PY
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -ojf -olrc -of "$T/f" "$J"
+check "-ojf: whisper-cli's full JSON (token ids, times, p)" $PYTHON "$T/jcmp.py" "$T/f.json" $W/jfk.greedy.ojf.json full
+check "-olrc: whisper-cli's" cmp -s "$T/f.lrc" $W/jfk.greedy.lrc
+check "-ojf does not change stdout" cmp -s "$T/out" $W/jfk.greedy.out
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -ml 16 -ojf -of "$T/ml16" "$J"
+check "-ml 16: whisper-cli's segments" cmp -s "$T/out" $W/jfk.greedy.ml16.out
+check "-ml 16: whisper-cli's JSON" $PYTHON "$T/jcmp.py" "$T/ml16.json" $W/jfk.greedy.ml16.json
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -ml 1 -sow -ojf -of "$T/ml1" "$J"
+check "-ml 1 -sow: a word a segment, whisper-cli's" cmp -s "$T/out" $W/jfk.greedy.ml1sow.out
+check "-ml 1 -sow: whisper-cli's JSON" $PYTHON "$T/jcmp.py" "$T/ml1.json" $W/jfk.greedy.ml1sow.json
+expect 0 $TO $R -m "$M" -t 2 -bs 1 --json "$J"
+check "--json: each token's t0/t1 are -ojf's times" $PYTHON -c '
+import json, sys
+d, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+got = [(t["t0"], t["t1"]) for s in d["files"][0]["segments"] for t in s["tokens"]]
+want = [(t["offsets"]["from"] / 1000, t["offsets"]["to"] / 1000) for s in ref["transcription"] for t in s["tokens"]]
+assert got == want, (got, want)
+for s in d["files"][0]["segments"]:
+    assert s["avg_logprob"] < 0 and s["temperature"] == 0 and s["compression_ratio"] > 1' "$T/out" $W/jfk.greedy.ojf.json
+
+# ---- --vad: jfk.wav, and speech between long silences (whisper-cli --vad's) ----------------------
+V=$DATA/models/silero-v6.2.0-ggml.bin
+$PYTHON -c '
+import sys, wave
+r = wave.open(sys.argv[1], "rb"); d = r.readframes(r.getnframes())
+def sil(s): return b"\0\0" * int(16000 * s)
+w = wave.open(sys.argv[2], "wb"); w.setparams(r.getparams())
+w.writeframes(sil(3) + d + sil(7.5) + d + sil(12) + d[:16000 * 2 * 5] + sil(4)); w.close()' "$J" "$T/jfkvad.wav"
+if [ -f "$V" ]; then
+	expect 0 $TO $R -m "$M" -t 2 -bs 1 --vad -vm "$V" -oj -of "$T/v" "$J"
+	check "--vad on jfk.wav: whisper-cli --vad's segments" cmp -s "$T/out" $W/jfk.vad.out
+	check "--vad: whisper-cli's JSON" $PYTHON "$T/jcmp.py" "$T/v.json" $W/jfk.vad.json
+	TERN_VAD_MODEL=$V expect 0 $TO $R -m "$M" -t 2 -bs 1 --vad -v -oj -of "$T/vl" "$T/jfkvad.wav"
+	check "--vad, 53.5 s with 3 speech runs: whisper-cli's times in the original audio" cmp -s "$T/out" $W/jfkvad.vad.out
+	check "--vad: whisper-cli's JSON (TERN_VAD_MODEL)" $PYTHON "$T/jcmp.py" "$T/vl.json" $W/jfkvad.vad.json
+	check "-v: the VAD's segments and the speech kept" grep -q "VAD .* ms: 10 speech segments, 19.74 s of 53.50 s" "$T/err"
+	expect 0 $TO $R -m "$M" -t 2 -bs 1 "$T/jfkvad.wav"
+	check "the same without --vad: whisper-cli's" cmp -s "$T/out" $W/jfkvad.greedy.out
+	expect 0 $TO $R -m "$M" -t 2 -bs 1 --vad -vm "$V" --json "$T/jfkvad.wav"
+	check "--vad --json: the map and token times in the original audio" $PYTHON -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+v = f["vad"]
+assert v["segments"] == 10 and abs(v["speech"] - 19.74) < 0.01, v
+pts = v["map"]
+assert all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(pts, pts[1:])), pts
+s = f["segments"]
+assert [x["t0"] for x in s] == [3.33, 13.57, 32.06], s
+for x in s:
+    ts = [t for t in x["tokens"] if "t0" in t]
+    assert all(x["t0"] - 0.5 <= t["t0"] <= t["t1"] <= x["t1"] + 0.5 for t in ts), x' "$T/out"
+	expect 1 $R -m "$M" --vad -vm /nonexistent.bin "$J" && check "a missing VAD model: one line" \
+		one_line_err "tern-transcribe: /nonexistent.bin: "
+fi
+
+# ---- hallucination loops on noise and silence ---------------------------------------------------
+# jfk.wav, then 50 s of a warbling tone: whisper-cli (-bs 1, its defaults)
+# repeats one sentence 17 times here (babble.greedy.out); so do we once
+# the safeguards are off (-nth 1 -nf -et 0), which shows the audio does it.
+# With the compression-ratio fallback (-crt 2.4), with our defaults, and
+# with --vad, no text repeats; --vad keeps only jfk's speech. (With beam
+# search, whisper-cli and we without -crt print one 30 s line of "I was
+# like, " repeated; -crt 2.4 drops that window: a minute to run, so it is
+# in the README, not here.) A window that fails at every temperature is
+# dropped under -crt: -crt 0.5 fails any text.
+$PYTHON -c '
+import math, struct, sys, wave
+r = wave.open(sys.argv[1], "rb"); d = r.readframes(r.getnframes())
+n = 16000 * 50
+tail = b"".join(struct.pack("<h", int(2000 * math.sin(2 * math.pi * (200 + 100 * math.sin(i / 3000.0)) * i / 16000)
+                                      * (0.5 + 0.5 * math.sin(i / 800.0)))) for i in range(n))
+w = wave.open(sys.argv[2], "wb"); w.setparams(r.getparams()); w.writeframes(d + tail); w.close()' "$J" "$T/babble.wav"
+cat >"$T/loops.py" <<'PY'
+import collections, re, sys, zlib
+texts = [m.group(1).strip() for m in re.finditer(r"\] (.*)", open(sys.argv[1]).read())]
+most = max(collections.Counter(texts).values()) if texts else 0
+worst = max((len(t) / len(zlib.compress(t.encode())) for t in texts), default=0)
+if sys.argv[2] == "loops":
+    assert most >= 5, texts
+else:
+    assert most <= 2 and len(texts) <= 8, texts
+print(most, len(texts), round(worst, 2))
+PY
+check "whisper-cli loops on it (recorded)" $PYTHON "$T/loops.py" $W/babble.greedy.out loops
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -nth 1 -nf -et 0 "$T/babble.wav"
+check "without the safeguards we loop too" $PYTHON "$T/loops.py" "$T/out" loops
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -nth 1 -et 0 -crt 2.4 "$T/babble.wav"
+check "-crt 2.4 (no-speech and entropy off): no loop" $PYTHON "$T/loops.py" "$T/out" none
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -crt 2.4 "$T/babble.wav"
+check "defaults and -crt 2.4: no loop" $PYTHON "$T/loops.py" "$T/out" none
+expect 0 $TO $R -m "$M" -t 2 -bs 1 -bo 1 -crt 0.5 -v "$J"
+check "-crt: a window failing at every temperature gives no text" test "$(grep -c '\[' "$T/out")" -eq 0
+check "-v counts the dropped window" grep -q "fallbacks 5 p / 6 h, 1 windows dropped" "$T/err"
+if [ -f "$V" ]; then
+	expect 0 $TO $R -m "$M" -t 2 -bs 1 -nth 1 -nf -et 0 --vad -vm "$V" "$T/babble.wav"
+	check "--vad, safeguards off: only jfk's speech" $PYTHON -c '
+import re, sys
+s = re.findall(r"\[(\S+) --> (\S+)\]  (.*)", open(sys.argv[1]).read())
+assert len(s) == 2 and s[-1][1] <= "00:00:11.000" and "country" in s[-1][2], s' "$T/out"
+	# 30 s of silence, then 30 s of loud hiss: nothing at all
+	$PYTHON -c '
+import random, struct, sys, wave
+r = random.Random(7)
+w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+w.writeframes(b"\0\0" * 480000 + b"".join(struct.pack("<h", max(-32768, min(32767, int(r.gauss(0, 5000))))) for _ in range(480000)))
+w.close()' "$T/hiss.wav"
+	expect 0 $TO $R -m "$M" -t 2 -bs 1 -nth 1 -nf -et 0 --vad -vm "$V" "$T/hiss.wav"
+	check "--vad on silence and hiss: no text" test ! -s "$T/out"
+fi
+
+# ---- a progress bar on a terminal, never elsewhere ------------------------------------------------
+cat >"$T/ttybar.py" <<'PY'
+import os, pty, select, subprocess, sys
+def run(args):
+    m, s = pty.openpty()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=s)
+    os.close(s)
+    err = b""
+    while True:
+        r, _, _ = select.select([m], [], [], 0.2)
+        if r:
+            try:
+                b = os.read(m, 4096)
+            except OSError:
+                b = b""
+            if not b and p.poll() is not None:
+                break
+            err += b
+        elif p.poll() is not None:
+            break
+    out = p.stdout.read()
+    p.wait()
+    os.close(m)
+    return out, err
+a = sys.argv[1:]
+out, err = run(a)
+assert b"100%" in err and b"\r" in err and b"[" in err, err
+assert b"%" not in out and b"country" in out, out
+out, err = run(a[:1] + ["-q"] + a[1:])
+assert err == b"", err
+PY
+check "a progress bar on a terminal's stderr (none with -q, none on stdout)" \
+	$PYTHON "$T/ttybar.py" $R -m "$M" -t 2 -bs 1 "$T/jfk3.wav"
+
+# ---- a multilingual model (optional: TERN_TEST_WHISPER_BASE=ggml-base.bin) ------------------------
+# whisper-cli -bs 1 on jfk.wav with base (converted from CTranslate2):
+# tests/data/whisper/base/. -l de and -l de -tr must match it exactly (the
+# language and task tokens); -l auto must detect en with whisper-cli's
+# probability and give its words (a comma after "Americans" is a near tie,
+# p 0.349 against 0.345, that rounding decides differently).
+MB=${TERN_TEST_WHISPER_BASE:-}
+if [ -n "$MB" ] && [ -f "$MB" ]; then
+	for o in "-l de" "-l de -tr"; do
+		n=$(echo "$o" | tr -d ' -')
+		expect 0 $TO $R -m "$MB" -t 2 -bs 1 $o "$J"
+		check "base $o: whisper-cli's" cmp -s "$T/out" $W/base/jfk.$n.out
+	done
+	expect 0 $TO $R -m "$MB" -t 2 -dl "$J"
+	check "-dl: en first, whisper-cli's probability within 0.005" $PYTHON -c '
+import re, sys
+f = open(sys.argv[1]).read().split()
+want = float(re.search(r"p = ([0-9.]+)", open(sys.argv[2]).read()).group(1))
+assert f[1] == "en" and abs(float(f[2]) - want) < 0.005, (f[:3], want)
+assert all(float(f[i]) >= float(f[i + 2]) for i in range(2, len(f) - 2, 2)), f' "$T/out" $W/base/jfk.dl.err
+	for o in "-l auto" "-l auto -tr"; do
+		n=$(echo "$o" | tr -d ' -')
+		expect 0 $TO $R -m "$MB" -t 2 -bs 1 $o "$J"
+		check "base $o: whisper-cli's words" $PYTHON -c '
+import re, sys
+def words(p):
+    return re.sub(r"[^a-z ]", "", " ".join(re.findall(r"\]  (.*)", open(p).read())).lower()).split()
+assert words(sys.argv[1]) == words(sys.argv[2]), (words(sys.argv[1]), words(sys.argv[2]))' "$T/out" $W/base/jfk.$n.out
+	done
+	expect 0 $TO $R -m "$MB" -t 2 -dl --json "$J"
+	check "-dl --json: the probabilities of every language" $PYTHON -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+p = f["language_probs"]
+assert f["language"] == "en" and len(p) == 99 and abs(sum(p.values()) - 1) < 1e-4 and "segments" not in f' "$T/out"
+else
+	echo "SKIP: the multilingual runs (set TERN_TEST_WHISPER_BASE to a ggml-base.bin)"
+fi
+expect 2 $R -m "$M" -dl "$J" && check "-dl with an English-only model" one_line_err "tern-transcribe: $M is English-only"
 finish

@@ -574,10 +574,199 @@ static void test_mel_spool(void **state)
 	whisper_model_free(m);
 }
 
+/* ---- token times, -ml, the VAD time map, language probabilities ------------
+ * Expected values worked out by hand from whisper.cpp's rules (see each). */
+
+static struct whisper_token_data tok(int32_t id, int32_t tid, float pt)
+{
+	return (struct whisper_token_data){.id = id, .tid = tid, .p = 0.5f, .pt = pt, .ptsum = pt, .t0 = -1, .t1 = -1};
+}
+
+static void test_token_times(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	const int32_t beg = m->ids.beg;
+	/* [BEG] " And"(sure of 2.20 s) " so"(a timestamp going back) " my"(unsure) <|2.00|> over 1.00..3.00 s */
+	struct whisper_token_data t[5] = {tok(beg, beg, 1.0f), tok(843, beg + 60, 0.5f), tok(523, beg + 10, 0.9f),
+					  tok(616, beg + 70, 0.005f), tok(beg + 100, beg + 100, 1.0f)};
+	struct whisper_token_data t2[5];
+	memcpy(t2, t, sizeof t);
+	struct whisper_segment s = {.t0 = 100, .t1 = 300, .tokens = t, .n_tokens = 5};
+	const int64_t n = 160000;
+	float *zero = calloc((size_t)n, sizeof(float)), *burst = calloc((size_t)n, sizeof(float));
+	assert_non_null(zero);
+	assert_non_null(burst);
+	struct whisper_energy ez = {.e = zero, .n_have = (size_t)n, .n = n};
+	int64_t t_beg = 0, t_last = 0;
+	int32_t tid_last = 0;
+	whisper_full_token_times(m, &s, 0.01f, 0.01f, &ez, &t_beg, &t_last, &tid_last);
+	/* BEG to the first sure time; " so" and " my" have none: 2.20..3.00 s
+	 * is split by voice length, " And" 3.01, " so" 2.01, " my" 2.01 of
+	 * 7.03: 220 + 80 * 3.01 / 7.03 = 254.25, + 80 * 2.01 / 7.03 = 276.9;
+	 * silence everywhere moves nothing */
+	const int64_t want[5][2] = {{100, 220}, {220, 254}, {254, 276}, {276, 300}, {300, 300}};
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(t[i].t0, want[i][0]);
+		assert_int_equal(t[i].t1, want[i][1]);
+	}
+	assert_int_equal(t_beg, 100);
+	assert_int_equal(t_last, 300);
+	assert_int_equal(tid_last, beg + 100);
+
+	/* the next segment starts where the last ended; its "." is sure of
+	 * t_beg + 2 * 150 = 4.00 s */
+	struct whisper_token_data u[2] = {tok(523, beg + 5, 1.0f), tok(13, beg + 150, 1.0f)};
+	struct whisper_segment s2 = {.t0 = 300, .t1 = 400, .tokens = u, .n_tokens = 2};
+	whisper_full_token_times(m, &s2, 0.01f, 0.01f, &ez, &t_beg, &t_last, &tid_last);
+	assert_int_equal(u[0].t0, 300);
+	assert_int_equal(u[0].t1, 400);
+	assert_int_equal(u[1].t0, 400);
+	assert_int_equal(u[1].t1, 400);
+
+	/* energy 1 from sample 20800 to 32000 (1.30 to 2.00 s after the
+	 * segment's start, as whisper.cpp reads it): " And" starts where the
+	 * energy rises above half its mean around the token (2.30 s) and
+	 * would end where it falls (3.00 s) but for " so" at 2.54; " so"
+	 * cannot start before " And" ends; " my" ends at the last loud
+	 * sample, 100 * 31999 / 16000 = 199 after 1.00 s */
+	for (int64_t k = 20800; k < 32000; k++)
+		burst[k] = 1.0f;
+	struct whisper_energy eb = {.e = burst, .n_have = (size_t)n, .n = n};
+	s.tokens = t2;
+	t_beg = t_last = 0;
+	tid_last = 0;
+	whisper_full_token_times(m, &s, 0.01f, 0.01f, &eb, &t_beg, &t_last, &tid_last);
+	const int64_t want2[3][2] = {{230, 254}, {254, 276}, {276, 299}};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(t2[i + 1].t0, want2[i][0]);
+		assert_int_equal(t2[i + 1].t1, want2[i][1]);
+	}
+	/* without the energy's head: read as silence past what is kept */
+	struct whisper_energy eh = {.e = burst, .n_have = 1000, .n = n};
+	memcpy(t2, t, sizeof t);
+	t2[1].t0 = t2[1].t1 = -1;
+	s.tokens = t;
+	memcpy(t, (struct whisper_token_data[5]){tok(beg, beg, 1.0f), tok(843, beg + 60, 0.5f), tok(523, beg + 10, 0.9f),
+						  tok(616, beg + 70, 0.005f), tok(beg + 100, beg + 100, 1.0f)},
+	       sizeof t);
+	t_beg = t_last = 0;
+	tid_last = 0;
+	whisper_full_token_times(m, &s, 0.01f, 0.01f, &eh, &t_beg, &t_last, &tid_last);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(t[i].t1, want[i][1]);
+
+	/* the energy: the mean of |x| over 65 samples, those inside the signal */
+	float x[100], en[100];
+	for (int i = 0; i < 100; i++)
+		x[i] = -1.0f;
+	whisper_signal_energy(x, 100, 100, en, 100);
+	assert_float_equal(en[0], 33.0f / 65.0f, 1e-6);
+	assert_float_equal(en[50], 1.0f, 1e-6);
+	assert_float_equal(en[99], 33.0f / 65.0f, 1e-6);
+	/* the first 100 samples of 200: full windows up to 67 */
+	whisper_signal_energy(x, 100, 200, en, 68);
+	assert_float_equal(en[67], 1.0f, 1e-6);
+	assert_float_equal(en[10], 43.0f / 65.0f, 1e-6);
+	free(zero);
+	free(burst);
+	whisper_model_free(m);
+}
+
+static void test_wrap(void **state)
+{
+	(void)state;
+	struct whisper_model *m = load_model();
+	const int32_t beg = m->ids.beg;
+	for (int sow = 0; sow < 2; sow++) {
+		struct whisper_result r = {0};
+		r.cap = 1;
+		r.n_seg = 1;
+		r.seg = calloc(1, sizeof(*r.seg));
+		assert_non_null(r.seg);
+		struct whisper_segment *s = &r.seg[0];
+		s->t0 = 0, s->t1 = 100;
+		s->text = strdup(" And so my.");
+		s->n_tokens = 6;
+		s->tokens = calloc(6, sizeof(*s->tokens));
+		assert_non_null(s->tokens);
+		const int32_t ids[6] = {beg, 843, 523, 616, 13, beg + 50};
+		const int64_t t0s[6] = {0, 32, 40, 69, 90, 100};
+		for (int i = 0; i < 6; i++)
+			s->tokens[i] = (struct whisper_token_data){.id = ids[i], .t0 = t0s[i], .t1 = i < 5 ? t0s[i + 1] : 100};
+		tern_err e = {0};
+		/* at most 6 characters: " And" (4) + " so" (3) is too long, cut
+		 * before " so"; " so" + " my" is 6, then "." makes 7: cut before
+		 * it, unless only a word's start may be cut */
+		int n = whisper_full_wrap_segment(m, &r, 6, sow, &e);
+		if (sow) {
+			assert_int_equal(n, 2);
+			assert_int_equal(r.n_seg, 2);
+			assert_string_equal(r.seg[0].text, " And");
+			assert_string_equal(r.seg[1].text, " so my.");
+			assert_int_equal(r.seg[0].n_tokens, 2);
+			assert_int_equal(r.seg[1].n_tokens, 4);
+			assert_int_equal(r.seg[0].t1, 40);
+			assert_int_equal(r.seg[1].t0, 40);
+			assert_int_equal(r.seg[1].t1, 100);
+		} else {
+			assert_int_equal(n, 3);
+			assert_int_equal(r.n_seg, 3);
+			assert_string_equal(r.seg[0].text, " And");
+			assert_string_equal(r.seg[1].text, " so my");
+			assert_string_equal(r.seg[2].text, ".");
+			assert_int_equal(r.seg[1].t0, 40);
+			assert_int_equal(r.seg[1].t1, 90);
+			assert_int_equal(r.seg[2].t0, 90);
+			assert_int_equal(r.seg[2].t1, 100);
+			assert_int_equal(r.seg[2].tokens[1].id, beg + 50);
+		}
+		whisper_result_free(&r);
+	}
+	whisper_model_free(m);
+}
+
+static void test_time_map_langs(void **state)
+{
+	(void)state;
+	/* speech at 3.00-5.00 s and 8.00-10.00 s of the file, cut out with
+	 * 0.10 s between them */
+	const struct whisper_time_point pt[4] = {{0, 300}, {200, 500}, {210, 800}, {400, 1000}};
+	const struct whisper_time_map map = {.pt = pt, .n = 4};
+	assert_int_equal(whisper_time_map_apply(&map, -5), 300);
+	assert_int_equal(whisper_time_map_apply(&map, 0), 300);
+	assert_int_equal(whisper_time_map_apply(&map, 100), 400);
+	assert_int_equal(whisper_time_map_apply(&map, 205), 650);
+	assert_int_equal(whisper_time_map_apply(&map, 210), 800);
+	assert_int_equal(whisper_time_map_apply(&map, 300), 894); /* 800 + 90 * 200 / 190, truncated */
+	assert_int_equal(whisper_time_map_apply(&map, 400), 1000);
+	assert_int_equal(whisper_time_map_apply(&map, 5000), 1000);
+	assert_int_equal(whisper_time_map_apply(NULL, 123), 123);
+
+	/* language probabilities: a softmax over the language tokens only */
+	struct whisper_model fake = {0};
+	fake.ids.multilingual = true;
+	fake.ids.n_langs = 3;
+	fake.ids.lang0 = 10;
+	float logits[20] = {0}, probs[3];
+	logits[9] = 100.0f; /* not a language */
+	logits[13] = 100.0f;
+	logits[10] = 1.0f, logits[11] = 3.0f, logits[12] = 2.0f;
+	assert_int_equal(whisper_full_lang_probs(&fake, logits, probs), 1);
+	const double z = exp(-2.0) + 1.0 + exp(-1.0);
+	assert_float_equal(probs[0], exp(-2.0) / z, 1e-6);
+	assert_float_equal(probs[1], 1.0 / z, 1e-6);
+	assert_float_equal(probs[2], exp(-1.0) / z, 1e-6);
+	assert_string_equal(whisper_lang_code(1), "zh");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_token_times),
+		cmocka_unit_test(test_wrap),
+		cmocka_unit_test(test_time_map_langs),
 		cmocka_unit_test(test_entropy_mt),
 		cmocka_unit_test(test_tokenize),
 		cmocka_unit_test(test_cache_copy),

@@ -17,6 +17,7 @@
 #include "lib/speech/whisper_full.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +63,8 @@ struct whisper_full_params whisper_full_default_params(void)
 		.length_penalty = -1.0f,
 		.suppress_blank = true,
 		.n_max_text_ctx = 16384,
+		.thold_pt = 0.01f,
+		.thold_ptsum = 0.01f,
 	};
 }
 
@@ -279,6 +282,339 @@ bool whisper_full_is_no_speech(const struct whisper_full_params *p, double avg_l
 	return no_speech_prob > p->no_speech_thold && avg_logprob < p->logprob_thold;
 }
 
+/* ---- language probabilities ------------------------------------------------ */
+
+int whisper_full_lang_probs(const struct whisper_model *m, const float *logits, float *probs)
+{
+	const struct whisper_vocab_ids *v = &m->ids;
+	const int nl = v->n_langs < N_LANG_CODES ? v->n_langs : N_LANG_CODES;
+	int best = 0;
+	float mx = -INFINITY;
+	for (int i = 0; i < nl; i++)
+		if (logits[v->lang0 + i] > mx)
+			mx = logits[v->lang0 + i], best = i;
+	/* whisper.cpp: exp in float, the sum in double */
+	double sum = 0.0;
+	for (int i = 0; i < nl; i++)
+		sum += expf(logits[v->lang0 + i] - mx);
+	for (int i = 0; probs && i < nl; i++)
+		probs[i] = (float)(expf(logits[v->lang0 + i] - mx) / sum);
+	return best;
+}
+
+/* ---- token-level timestamps ------------------------------------------------- */
+
+struct tern_str whisper_token_str(const struct whisper_model *m, int32_t id, char buf[32])
+{
+	if (id >= 0 && (uint64_t)id < ggml_legacy_n_vocab(m->file))
+		return ggml_legacy_token(m->file, (uint64_t)id);
+	const struct whisper_vocab_ids *v = &m->ids;
+	const char *name = NULL;
+	if (id > v->beg)
+		snprintf(buf, 32, "[_TT_%d]", id - v->beg);
+	else if (id == v->eot)
+		name = "[_EOT_]";
+	else if (id == v->sot)
+		name = "[_SOT_]";
+	else if (id == v->translate)
+		name = "[_TRANSLATE_]";
+	else if (id == v->transcribe)
+		name = "[_TRANSCRIBE_]";
+	else if (id == v->solm)
+		name = "[_SOLM_]";
+	else if (id == v->prev)
+		name = "[_PREV_]";
+	else if (id == v->nosp)
+		name = "[_NOSP_]";
+	else if (id == v->not_)
+		name = "[_NOT_]";
+	else if (id == v->beg)
+		name = "[_BEG_]";
+	else if (id > v->sot && id <= v->sot + v->n_langs && whisper_lang_code(id - v->sot - 1))
+		snprintf(buf, 32, "[_LANG_%s]", whisper_lang_code(id - v->sot - 1));
+	else
+		snprintf(buf, 32, "[_extra_token_%d]", id);
+	if (name)
+		snprintf(buf, 32, "%s", name);
+	return (struct tern_str){buf, strlen(buf)};
+}
+
+/* a segment's text: its text tokens' bytes */
+static int segment_text(const struct whisper_model *m, struct whisper_segment *s, tern_err *e)
+{
+	size_t len = 0;
+	for (int i = 0; i < s->n_tokens; i++)
+		if (s->tokens[i].id < m->ids.eot)
+			len += ggml_legacy_token(m->file, (uint64_t)s->tokens[i].id).len;
+	char *t = malloc(len + 1);
+	if (!t)
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the segments");
+	len = 0;
+	for (int i = 0; i < s->n_tokens; i++)
+		if (s->tokens[i].id < m->ids.eot) {
+			struct tern_str x = ggml_legacy_token(m->file, (uint64_t)s->tokens[i].id);
+			memcpy(t + len, x.ptr, x.len);
+			len += x.len;
+		}
+	t[len] = 0;
+	free(s->text);
+	s->text = t;
+	return 0;
+}
+
+void whisper_signal_energy(const float *pcm, size_t n_pcm, size_t n, float *e, size_t n_out)
+{
+	/* as whisper.cpp sums it: in float, left to right, over the 65
+	 * samples around i that lie inside the signal */
+	const int64_t hw = 32;
+	for (size_t i = 0; i < n_out; i++) {
+		float sum = 0.0f;
+		for (int64_t j = -hw; j <= hw; j++) {
+			const int64_t k = (int64_t)i + j;
+			if (k >= 0 && k < (int64_t)n && k < (int64_t)n_pcm)
+				sum += fabsf(pcm[k]);
+		}
+		e[i] = sum / (float)(2 * hw + 1);
+	}
+}
+
+/* a cost that grows with the time a text takes to say */
+static float voice_length(struct tern_str s)
+{
+	float r = 0.0f;
+	for (size_t i = 0; i < s.len; i++) {
+		const char c = s.ptr[i];
+		if (c == ' ')
+			r += 0.01f;
+		else if (c == ',')
+			r += 2.0f;
+		else if (c == '.' || c == '!' || c == '?' || (c >= '0' && c <= '9'))
+			r += 3.0f;
+		else
+			r += 1.0f;
+	}
+	return r;
+}
+
+static float energy_at(const struct whisper_energy *en, int64_t k)
+{
+	return k >= 0 && (size_t)k < en->n_have ? en->e[k] : 0.0f;
+}
+
+/* a time to a sample index counted from the segment's start, clamped to
+ * the signal: whisper.cpp reads the energy so, from the signal's start
+ * whatever the segment's time, and we follow it so that the times agree */
+static int64_t time_to_sample(int64_t t, int64_t seg_t0, int64_t n)
+{
+	int64_t s = ((t - seg_t0) * 16000) / 100;
+	return s < 0 ? 0 : s > n - 1 ? n - 1 : s;
+}
+
+void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
+			      int32_t *tid_last)
+{
+	const int32_t beg = m->ids.beg, eot = m->ids.eot;
+	struct whisper_token_data *tk = seg->tokens;
+	const int n = seg->n_tokens;
+	const int64_t t0 = seg->t0, t1 = seg->t1;
+	if (!en || en->n == 0 || n == 0)
+		return;
+	if (n == 1) {
+		tk[0].t0 = t0;
+		tk[0].t1 = t1;
+		return;
+	}
+	/* where the timestamp distribution is sure of itself and moves on */
+	for (int j = 0; j < n; j++) {
+		if (j == 0) {
+			if (tk[0].id == beg) {
+				tk[0].t0 = tk[0].t1 = tk[1].t0 = t0;
+				*t_beg = *t_last = t0;
+				*tid_last = beg;
+			} else {
+				tk[0].t0 = *t_last;
+			}
+		}
+		const int64_t tt = *t_beg + 2 * (int64_t)(tk[j].tid - beg);
+		char nb[32];
+		tk[j].vlen = voice_length(whisper_token_str(m, tk[j].id, nb));
+		if (tk[j].pt > thold_pt && tk[j].ptsum > thold_ptsum && tk[j].tid > *tid_last && tt <= t1) {
+			if (j > 0)
+				tk[j - 1].t1 = tt;
+			tk[j].t0 = tt;
+			*tid_last = tk[j].tid;
+		}
+	}
+	tk[n - 2].t1 = t1;
+	tk[n - 1].t0 = tk[n - 1].t1 = t1;
+	*t_last = t1;
+
+	/* runs of tokens without an end: their span split by voice length */
+	for (int p0 = 0, p1 = 0;;) {
+		while (p1 < n && tk[p1].t1 < 0)
+			p1++;
+		if (p1 >= n)
+			p1--;
+		if (p1 > p0) {
+			double psum = 0.0;
+			for (int j = p0; j <= p1; j++)
+				psum += tk[j].vlen;
+			const double dt = (double)(tk[p1].t1 - tk[p0].t0);
+			for (int j = p0 + 1; j <= p1; j++) {
+				const double ct = (double)tk[j - 1].t0 + dt * tk[j - 1].vlen / psum;
+				tk[j - 1].t1 = (int64_t)ct;
+				tk[j].t0 = (int64_t)ct;
+			}
+		}
+		p1++;
+		p0 = p1;
+		if (p1 >= n)
+			break;
+	}
+	/* no token starts before the one before it ends */
+	for (int j = 0; j < n - 1; j++) {
+		if (tk[j].t1 < 0)
+			tk[j + 1].t0 = tk[j].t1;
+		if (j > 0 && tk[j - 1].t1 > tk[j].t0) {
+			tk[j].t0 = tk[j - 1].t1;
+			tk[j].t1 = tk[j].t1 > tk[j].t0 ? tk[j].t1 : tk[j].t0;
+		}
+	}
+	/* each text token's edges moved to where the energy crosses half its
+	 * mean over the token and 1/8 s around */
+	const int64_t hw = 16000 / 8, ns_all = en->n;
+	for (int j = 0; j < n; j++) {
+		if (tk[j].id >= eot)
+			continue;
+		int64_t s0 = time_to_sample(tk[j].t0, seg->t0, ns_all);
+		int64_t s1 = time_to_sample(tk[j].t1, seg->t0, ns_all);
+		const int64_t ss0 = s0 - hw > 0 ? s0 - hw : 0;
+		const int64_t ss1 = s1 + hw < ns_all ? s1 + hw : ns_all;
+		float sum = 0.0f;
+		for (int64_t k = ss0; k < ss1; k++)
+			sum += energy_at(en, k);
+		const float thold = ss1 > ss0 ? (float)(0.5 * sum / (double)(ss1 - ss0)) : NAN;
+		int64_t k = s0;
+		if (energy_at(en, k) > thold && j > 0) {
+			while (k > 0 && energy_at(en, k) > thold)
+				k--;
+			tk[j].t0 = (100 * k) / 16000 + seg->t0;
+			if (tk[j].t0 < tk[j - 1].t1)
+				tk[j].t0 = tk[j - 1].t1;
+			else
+				s0 = k;
+		} else {
+			while (energy_at(en, k) < thold && k < s1)
+				k++;
+			s0 = k;
+			tk[j].t0 = (100 * k) / 16000 + seg->t0;
+		}
+		k = s1;
+		if (energy_at(en, k) > thold) {
+			while (k < ns_all - 1 && energy_at(en, k) > thold)
+				k++;
+			tk[j].t1 = (100 * k) / 16000 + seg->t0;
+			if (j < n - 1 && tk[j].t1 > tk[j + 1].t0)
+				tk[j].t1 = tk[j + 1].t0;
+			else
+				s1 = k;
+		} else {
+			while (energy_at(en, k) < thold && k > s0)
+				k--;
+			s1 = k;
+			tk[j].t1 = (100 * k) / 16000 + seg->t0;
+		}
+	}
+}
+
+/* UTF-8 characters: the bytes that do not continue one */
+static int utf8_chars(struct tern_str s)
+{
+	int c = 0;
+	for (size_t i = 0; i < s.len; i++)
+		c += ((unsigned char)s.ptr[i] & 0xC0) != 0x80;
+	return c;
+}
+
+int whisper_full_wrap_segment(const struct whisper_model *m, struct whisper_result *r, int max_len,
+			      bool split_on_word, tern_err *e)
+{
+	int pieces = 1;
+	for (;;) {
+		struct whisper_segment *s = &r->seg[r->n_seg - 1];
+		int acc = 0, cut = -1;
+		for (int i = 0; i < s->n_tokens && cut < 0; i++) {
+			if (s->tokens[i].id >= m->ids.eot)
+				continue;
+			struct tern_str t = ggml_legacy_token(m->file, (uint64_t)s->tokens[i].id);
+			const int cur = utf8_chars(t);
+			if (acc + cur > max_len && i > 0 && (!split_on_word || (t.len > 0 && t.ptr[0] == ' ')))
+				cut = i;
+			else
+				acc += cur;
+		}
+		if (cut < 0)
+			break;
+		/* s becomes tokens [0, cut), a new segment the rest */
+		if (r->n_seg == r->cap) {
+			int cap = r->cap ? 2 * r->cap : 16;
+			struct whisper_segment *ns = realloc(r->seg, sizeof(*ns) * (size_t)cap);
+			if (!ns)
+				return tern_errf(e, TERN_ENOMEM, "out of memory for the segments");
+			r->seg = ns;
+			r->cap = cap;
+			s = &r->seg[r->n_seg - 1];
+		}
+		struct whisper_segment *t = &r->seg[r->n_seg];
+		*t = *s;
+		const int nt = s->n_tokens - cut;
+		t->tokens = malloc(sizeof(*t->tokens) * (size_t)nt);
+		t->text = NULL;
+		if (!t->tokens)
+			return tern_errf(e, TERN_ENOMEM, "out of memory for the segments");
+		memcpy(t->tokens, s->tokens + cut, sizeof(*t->tokens) * (size_t)nt);
+		t->n_tokens = nt;
+		t->t0 = s->tokens[cut].t0;
+		s->t1 = s->tokens[cut].t0;
+		s->n_tokens = cut;
+		r->n_seg++;
+		pieces++;
+		int rc = segment_text(m, s, e);
+		if (!rc)
+			rc = segment_text(m, t, e);
+		if (rc)
+			return rc;
+	}
+	return pieces;
+}
+
+int64_t whisper_time_map_apply(const struct whisper_time_map *m, int64_t t)
+{
+	if (!m || m->n == 0)
+		return t;
+	const struct whisper_time_point *p = m->pt;
+	if (t <= p[0].processed)
+		return p[0].original;
+	if (t >= p[m->n - 1].processed)
+		return p[m->n - 1].original;
+	/* the first point at or after t; then linear between it and the one before */
+	int a = 0, b = m->n;
+	while (a < b) {
+		int mid = a + (b - a) / 2;
+		if (p[mid].processed < t)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	if (p[a].processed == t)
+		return p[a].original;
+	const int64_t dp = p[a].processed - p[a - 1].processed, dor = p[a].original - p[a - 1].original;
+	if (dp == 0)
+		return p[a - 1].original;
+	return p[a - 1].original + ((t - p[a - 1].processed) * dor) / dp;
+}
+
 /* ---- the transcriber ------------------------------------------------------- */
 
 struct dec_state {
@@ -318,6 +654,8 @@ struct whisper_full {
 	int n_past;
 	char *text;
 	size_t text_cap;
+	int64_t t_beg, t_last; /* the token times' state, carried from segment to segment */
+	int32_t tid_last;
 };
 
 static double now_s(void)
@@ -483,16 +821,7 @@ int whisper_full_detect_language(struct whisper_full *w, const struct whisper_me
 		rc = whisper_decode_seq(w->dec, 0, &v->sot, 1, 0, w->raw, e);
 	if (rc)
 		return rc;
-	const int nl = v->n_langs < N_LANG_CODES ? v->n_langs : N_LANG_CODES;
-	int best = 0;
-	float mx = -INFINITY, sum = 0.0f;
-	for (int i = 0; i < nl; i++)
-		if (w->raw[v->lang0 + i] > mx)
-			mx = w->raw[v->lang0 + i], best = i;
-	for (int i = 0; i < nl; i++)
-		sum += expf(w->raw[v->lang0 + i] - mx);
-	for (int i = 0; probs && i < nl; i++)
-		probs[i] = expf(w->raw[v->lang0 + i] - mx) / sum;
+	const int best = whisper_full_lang_probs(w->m, w->raw, probs);
 	*lang_id = best;
 	return 0;
 }
@@ -501,7 +830,7 @@ int whisper_full_detect_language(struct whisper_full *w, const struct whisper_me
 static struct whisper_token_data token_data(const struct whisper_full *w, const struct dec_state *d, int id)
 {
 	const int beg = w->m->ids.beg;
-	struct whisper_token_data t = {.id = id, .tid = 0};
+	struct whisper_token_data t = {.id = id, .tid = 0, .t0 = -1, .t1 = -1};
 	double sum = 0, mx = 0;
 	for (int i = beg; i < w->n_vocab; i++) {
 		sum += d->probs[i];
@@ -696,8 +1025,13 @@ static int text_append(struct whisper_full *w, size_t *len, struct tern_str s, t
 	return 0;
 }
 
+/* what a window's decoding was, for its segments */
+struct win_info {
+	float nsp, avg_logprob, compression_ratio, temperature;
+};
+
 static int push_segment(struct whisper_full *w, struct whisper_result *r, int64_t t0, int64_t t1, size_t text_len,
-			const struct whisper_token_data *tok, int n_tok, float nsp, tern_err *e)
+			const struct whisper_token_data *tok, int n_tok, const struct win_info *wi, tern_err *e)
 {
 	if (r->n_seg == r->cap) {
 		int cap = r->cap ? 2 * r->cap : 16;
@@ -722,14 +1056,49 @@ static int push_segment(struct whisper_full *w, struct whisper_result *r, int64_
 	s->n_tokens = n_tok;
 	s->t0 = t0;
 	s->t1 = t1;
-	s->no_speech_prob = nsp;
+	s->no_speech_prob = wi->nsp;
+	s->avg_logprob = wi->avg_logprob;
+	s->compression_ratio = wi->compression_ratio;
+	s->temperature = wi->temperature;
 	r->n_seg++;
 	return 0;
 }
 
+/* a segment made: its token times, its pieces (-ml), its times in the
+ * original audio (--vad), the callback for each piece */
+static int seg_done(struct whisper_full *w, const struct whisper_full_params *p, struct whisper_result *r,
+		    whisper_segment_cb cb, void *cb_ctx, tern_err *e)
+{
+	int n_new = 1;
+	if (p->token_timestamps) {
+		whisper_full_token_times(w->m, &r->seg[r->n_seg - 1], p->thold_pt, p->thold_ptsum, p->energy, &w->t_beg,
+					 &w->t_last, &w->tid_last);
+		if (p->max_len > 0) {
+			n_new = whisper_full_wrap_segment(w->m, r, p->max_len, p->split_on_word, e);
+			if (n_new < 0)
+				return n_new;
+		}
+	}
+	for (int i = r->n_seg - n_new; i < r->n_seg; i++) {
+		struct whisper_segment *s = &r->seg[i];
+		if (p->time_map) {
+			/* whisper.cpp: at least 10 cs long once mapped */
+			s->t0 = whisper_time_map_apply(p->time_map, s->t0);
+			s->t1 = whisper_time_map_apply(p->time_map, s->t1);
+			if (s->t1 - s->t0 < 10)
+				s->t1 = s->t0 + 10;
+		}
+		int rc = cb ? cb(cb_ctx, r, i, e) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* the segments of one window's tokens */
-static int emit(struct whisper_full *w, struct whisper_result *r, const struct dec_state *d, int n_tok, int64_t seek,
-		int seek_delta, float nsp, whisper_segment_cb cb, void *cb_ctx, tern_err *e)
+static int emit(struct whisper_full *w, const struct whisper_full_params *p, struct whisper_result *r,
+		const struct dec_state *d, int n_tok, int64_t seek, int seek_delta, const struct win_info *wi,
+		whisper_segment_cb cb, void *cb_ctx, tern_err *e)
 {
 	const struct whisper_vocab_ids *v = &w->m->ids;
 	const struct whisper_token_data *tk = d->tok;
@@ -745,9 +1114,9 @@ static int emit(struct whisper_full *w, struct whisper_result *r, const struct d
 		if (tk[i].id > v->beg) {
 			const int64_t t1 = seek + 2 * (tk[i].tid - v->beg);
 			if (len > 0) {
-				rc = push_segment(w, r, t0, t1, len, tk + i0, i - i0 + 1, nsp, e);
-				if (!rc && cb)
-					rc = cb(cb_ctx, r, r->n_seg - 1, e);
+				rc = push_segment(w, r, t0, t1, len, tk + i0, i - i0 + 1, wi, e);
+				if (!rc)
+					rc = seg_done(w, p, r, cb, cb_ctx, e);
 				if (rc)
 					return rc;
 			}
@@ -761,9 +1130,9 @@ static int emit(struct whisper_full *w, struct whisper_result *r, const struct d
 		}
 	}
 	if (len > 0) {
-		rc = push_segment(w, r, t0, seek + seek_delta, len, tk + i0, n_tok - i0, nsp, e);
-		if (!rc && cb)
-			rc = cb(cb_ctx, r, r->n_seg - 1, e);
+		rc = push_segment(w, r, t0, seek + seek_delta, len, tk + i0, n_tok - i0, wi, e);
+		if (!rc)
+			rc = seg_done(w, p, r, cb, cb_ctx, e);
 	}
 	return rc;
 }
@@ -826,6 +1195,8 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 
 	struct whisper_full_stats *st = &res->stats;
 	int64_t seek = seek_start;
+	w->t_beg = w->t_last = 0;
+	w->tid_last = 0;
 	while (seek + DELTA_MIN < seek_end) {
 		if ((rc = encode_at(w, src, seek, st, e)))
 			return rc;
@@ -833,9 +1204,10 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 			w->n_past = 0;
 
 		int best = 0, n_prompt = 0;
-		float no_speech = 0.0f;
+		float no_speech = 0.0f, t_used = temps[0];
 		for (int it = 0; it < n_temps; it++) {
 			const float t = temps[it];
+			t_used = t;
 			int n_cur = t > 0.0f ? p->best_of : (beam ? p->beam_size : 1);
 			n_cur = n_cur < 1 ? 1 : n_cur;
 			for (int j = 0; j < n_cur; j++) {
@@ -1008,7 +1380,15 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 		/* the segments, the text to condition on, the next window */
 		const struct dec_state *b = &w->d[best];
 		int seek_delta = b->seek_delta;
-		const bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
+		bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
+		/* with the compression-ratio check on, a window that failed at every
+		 * temperature (its last result too is a loop, or stuck) is dropped
+		 * rather than printed: what whisper.cpp and openai-whisper then print
+		 * is the repetition loop users see on music and noise */
+		if (!no_speech_win && p->compression_ratio_thold > 0.0f && b->failed) {
+			no_speech_win = true;
+			st->n_dropped++;
+		}
 		int n_keep = 0;
 		if (n_prompt > 0 && w->prompt[0] == v->prev) {
 			n_keep = n_prompt - 1 - n_init;
@@ -1023,11 +1403,19 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 				}
 				w->past[w->n_past++] = b->ids[i];
 			}
-		if (b->n > 0 && !no_speech_win && (rc = emit(w, res, b, b->n, seek, seek_delta, no_speech, cb, cb_ctx, e)))
-			return rc;
+		if (b->n > 0 && !no_speech_win) {
+			const struct win_info wi = {.nsp = no_speech,
+						    .avg_logprob = (float)b->avg_logprobs,
+						    .compression_ratio = (float)text_ratio(w, b),
+						    .temperature = t_used};
+			if ((rc = emit(w, p, res, b, b->n, seek, seek_delta, &wi, cb, cb_ctx, e)))
+				return rc;
+		}
 		if (b->n > 1 && b->ids[b->n - 2] < v->beg && b->ids[b->n - 1] > v->beg)
 			seek_delta = (int)(seek_end - seek < CHUNK_CS ? seek_end - seek : CHUNK_CS);
 		seek += seek_delta;
+		if (p->progress)
+			p->progress(p->progress_ctx, seek < seek_end ? seek : seek_end, seek_end);
 	}
 	return 0;
 }

@@ -26,6 +26,9 @@
 
 #define WHISPER_FULL_MAX_DECODERS 16
 
+struct whisper_energy;
+struct whisper_time_map;
+
 struct whisper_full_params {
 	int beam_size;	 /* > 1: beam search of that width at temperature 0; else greedy */
 	int best_of;	 /* samples drawn at temperature > 0 (and decoders in greedy) */
@@ -35,7 +38,8 @@ struct whisper_full_params {
 	float logprob_thold;	 /* ... or below this average log-probability (-1.0) */
 	float no_speech_thold; /* <|nospeech|> probability above which silence is declared (0.6) */
 	float compression_ratio_thold; /* a result whose text zlib compresses more than this fails
-					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp */
+					* (openai-whisper: 2.4); <= 0: off, as in whisper.cpp. When on,
+					* a window that fails at every temperature gives no text */
 	float max_initial_ts;	       /* seconds: the latest first timestamp (1.0) */
 	float length_penalty;	       /* <= 0: the score is the average log-probability */
 	bool translate, no_timestamps, suppress_blank, suppress_nst;
@@ -45,7 +49,52 @@ struct whisper_full_params {
 	int n_prompt;
 	int64_t offset_cs, duration_cs; /* the part of the audio to transcribe; duration 0: to the end */
 	uint32_t seed;			/* the first decoder's generator (whisper.cpp: 0; decoder j: j) */
+
+	/* token-level timestamps (whisper.cpp's token_timestamps): each
+	 * segment's tokens get t0/t1 from the timestamp probabilities and the
+	 * signal's energy (whisper_full_token_times) */
+	bool token_timestamps;
+	float thold_pt, thold_ptsum; /* a token's timestamp counts above these (0.01, 0.01) */
+	const struct whisper_energy *energy; /* the signal energy the token times use; NULL: none */
+	/* > 0: split segments longer than max_len characters (needs token
+	 * timestamps), at a word's start with split_on_word */
+	int max_len;
+	bool split_on_word;
+	/* processed-to-original times (--vad): segment times are mapped
+	 * through it when a segment is made; token times are not, as in
+	 * whisper.cpp. NULL: none */
+	const struct whisper_time_map *time_map;
+	/* called after each window with the frame reached (may be NULL) */
+	void (*progress)(void *ctx, int64_t seek, int64_t seek_end);
+	void *progress_ctx;
 };
+
+/* The signal energy whisper.cpp's token timestamps look at: the mean
+ * absolute value of the 65 samples around each sample. Only the first
+ * n_have values are kept (whisper.cpp indexes it by the time from the
+ * segment's start, so only the first ~30 s are ever read); n is the
+ * signal's length in samples. */
+struct whisper_energy {
+	const float *e;
+	size_t n_have;
+	int64_t n;
+};
+/* e[i] for i < n_out (n_out <= n) of a signal of n samples of which
+ * pcm[n_pcm] are the first (n_pcm >= n_out + 32 unless n_pcm == n). */
+void whisper_signal_energy(const float *pcm, size_t n_pcm, size_t n, float *e, size_t n_out);
+
+/* A piecewise-linear map from the time in the transcribed (speech only)
+ * audio to the original's, both in centiseconds: points sorted by
+ * processed time, no two equal; before the first and after the last the
+ * end points' original times. whisper.cpp's map_processed_to_original_time. */
+struct whisper_time_point {
+	int64_t processed, original;
+};
+struct whisper_time_map {
+	const struct whisper_time_point *pt;
+	int n;
+};
+int64_t whisper_time_map_apply(const struct whisper_time_map *m, int64_t t);
 
 /* whisper-cli's defaults (beam 5, best of 5, fallback 0.2, thresholds
  * 2.4 / -1.0 / 0.6, English, timestamps). */
@@ -56,6 +105,8 @@ struct whisper_token_data {
 	int32_t tid;	  /* the likeliest timestamp at that step */
 	float p, plog;	  /* probability and log-probability of id */
 	float pt, ptsum;  /* tid's share of the timestamps' probability, their sum */
+	int64_t t0, t1;	  /* token-level timestamps in centiseconds of the transcribed audio; -1: none */
+	float vlen;	  /* whisper.cpp's voice length of the token's text */
 };
 
 struct whisper_segment {
@@ -64,11 +115,15 @@ struct whisper_segment {
 	struct whisper_token_data *tokens;
 	int n_tokens;
 	float no_speech_prob;
+	/* the window's decoding: its best result's average log-probability,
+	 * its text's compression ratio and the temperature it was drawn at */
+	float avg_logprob, compression_ratio, temperature;
 };
 
 struct whisper_full_stats {
 	double t_encode_s, t_decode_s, t_sample_s;
 	int n_encode, n_decode, n_fallback_p, n_fallback_h;
+	int n_dropped; /* windows dropped as loops (compression_ratio_thold > 0) */
 };
 
 struct whisper_result {
@@ -126,6 +181,35 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
  * their probabilities. */
 int whisper_full_detect_language(struct whisper_full *w, const struct whisper_mel_src *src, int64_t f0,
 				 float *probs, int *lang_id, tern_err *e);
+
+/* whisper.cpp's language probabilities from the logits after
+ * <|startoftranscript|> (logits[n_vocab]): softmax over the language
+ * tokens into probs[n_langs]; returns the likeliest. */
+int whisper_full_lang_probs(const struct whisper_model *m, const float *logits, float *probs);
+
+/* A token's text as whisper.cpp shows it: the file's bytes, or for the
+ * special tokens past the file's vocabulary a name such as "[_BEG_]" or
+ * "[_TT_150]" written into buf. */
+struct tern_str whisper_token_str(const struct whisper_model *m, int32_t id, char buf[32]);
+
+/* Token-level timestamps of seg's tokens (whisper.cpp's
+ * whisper_exp_compute_token_level_timestamps): t0/t1 where a token's
+ * likeliest timestamp is confident enough (pt > thold_pt, ptsum >
+ * thold_ptsum) and moves forward, the rest split by voice length, then
+ * moved to where the energy rises and falls. *t_beg, *t_last, *tid_last
+ * carry from segment to segment (0 at the start). */
+void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
+			      int32_t *tid_last);
+
+/* Split the last segment of r into pieces of at most max_len characters
+ * (UTF-8 characters of the text tokens; a piece that starts with a longer
+ * token is longer), at a token that starts with a space when
+ * split_on_word, each piece starting at its first token's t0: whisper.cpp's
+ * whisper_wrap_segment. Returns the number of segments it became (>= 1),
+ * or a negative TERN_E* code. */
+int whisper_full_wrap_segment(const struct whisper_model *m, struct whisper_result *r, int max_len,
+			      bool split_on_word, tern_err *e);
 
 /* The language codes whisper.cpp knows, in token order ("en", "zh", ...,
  * "yue"): index i is the token sot + 1 + i. NULL past the end. */

@@ -549,6 +549,7 @@ int main(int argc, char **argv)
 
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = (int)o_bs;
+	p.n_threads = (int)o_threads;
 	p.best_of = (int)o_bo;
 	p.temperature = (float)o_tp;
 	p.temperature_inc = o_nf ? 0.0f : (float)o_tpi;

@@ -54,8 +54,23 @@ struct whisper_dec_layer {
 	const struct tern_tensor_view *xq_w, *xq_b, *xk_w, *xv_w, *xv_b, *xo_w, *xo_b;
 };
 
+/* How the encoder and decoder round, read when they are created:
+ *   WHISPER_NUMERICS_GGML (the default): as whisper.cpp's CPU graph does,
+ *     so that its transcripts and beam-search draws come out the same:
+ *     activations rounded to f16 before every product with f16 weights
+ *     (ggml converts them to the weights' type), ggml's f16-table GELU,
+ *     queries rounded to f16 for the f16 caches, the decoder's Q and K
+ *     scaled by head_dim^-1/4 each before K is stored, and attention over
+ *     the audio seeing whisper.cpp's zero rows that pad its caches to a
+ *     multiple of 256 (1536 for 1500 positions: 36 keys of score 0 in every
+ *     softmax);
+ *   WHISPER_NUMERICS_F32: f32 activations throughout, the closest to the
+ *     float64 model (tests/test_whisper.c measures both). */
+enum { WHISPER_NUMERICS_GGML = 0, WHISPER_NUMERICS_F32 = 1 };
+
 struct whisper_model {
 	ggml_legacy *file; /* owned; every view below points into its mapping */
+	int numerics;      /* WHISPER_NUMERICS_*; the loader sets GGML */
 	struct whisper_hparams hp;
 	struct whisper_vocab_ids ids;
 	uint32_t n_mel_filters, n_fft_bins;
@@ -141,6 +156,14 @@ int whisper_decode(struct whisper_decoder *dec, const int32_t *tokens, int n, in
  * them (their contents are lost). Errors: TERN_EINVAL (not 1..64),
  * TERN_ENOMEM, what the backend reports. */
 int whisper_decoder_set_n_seq(struct whisper_decoder *dec, int n_seq, tern_err *e);
+/* whisper.cpp's numerics only: when one decode call of whisper.cpp carries
+ * a single token in all (greedy decoding, a prompt of one token, the last
+ * live beam; not the several beams of a step, which it batches), ggml cuts
+ * the audio's keys into as many chunks as it has threads, which moves the
+ * last bits of the result. whisper_decode calls of one token use `split`
+ * chunks (1..64) until the next call of this: the caller passes
+ * whisper.cpp's thread count when the step decodes one token, else 1. */
+void whisper_decoder_set_split(struct whisper_decoder *dec, int split);
 int whisper_decoder_n_seq(const struct whisper_decoder *dec);
 /* whisper_decode on sequence seq's cache. */
 int whisper_decode_seq(struct whisper_decoder *dec, int seq, const int32_t *tokens, int n, int n_past,

@@ -33,10 +33,14 @@ struct whisper_decoder {
 	struct tern_backend *be;
 	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
 	int n_seq; /* self-attention caches per layer: one per sequence (beam) */
+	bool gg;   /* WHISPER_NUMERICS_GGML */
+	int64_t n_akv; /* rows of the audio's K, V caches: n_audio_ctx, or whisper.cpp's padding */
+	int split;     /* ggml's chunks of the audio's keys for a lone token (whisper_decoder_set_split) */
 	struct dec_layer *layers;
 	struct tern_buf te, pe, ln_w, ln_b;
 	struct tern_buf ids, pos, audio_pos, audio_last;
 	struct tern_buf x, y, q, t, a, ff, xt, yl, logits;
+	struct tern_buf aud, r16; /* the audio rounded to f16; f16 scratch (GGML numerics) */
 	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
 };
 
@@ -56,8 +60,12 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	d->n_vocab = m->hp.n_vocab;
 	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
 	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
+	d->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	d->n_akv = d->gg ? whisper_pad256(na) : na;
+	d->split = 1;
+	const int64_t nhost = ns * d->n_akv / 2 + nb; /* int32s: the zeros of an f16 cache, or positions */
 	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
-	d->host = malloc(sizeof(int32_t) * (size_t)(nb > na ? nb : na));
+	d->host = calloc((size_t)nhost, sizeof(int32_t));
 	if (!d->layers || !d->host) {
 		whisper_decoder_free(d);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
@@ -79,8 +87,14 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 		if (!rc) rc = whisper_buf_weight(be, &L->xv_b, s->xv_b, false, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_w, s->xo_w, true, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_b, s->xo_b, false, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, na, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, na, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+		/* the padding rows stay zeros */
+		if (!rc) {
+			be->upload(be, &L->xkc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+			be->upload(be, &L->xvc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+			rc = be->sync(be, e);
+		}
 	}
 	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
@@ -96,6 +110,8 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	if (!rc) rc = whisper_buf_act(be, &d->xt, QT_F32, 2, ns, na, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->yl, QT_F32, 1, ns, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->logits, QT_F32, 1, d->n_vocab, 1, 1, e);
+	if (!rc && d->gg) rc = whisper_buf_act(be, &d->aud, QT_F32, 2, ns, na, 1, e);
+	if (!rc && d->gg) rc = whisper_buf_act(be, &d->r16, QT_F16, 1, 4 * ns * nb > ns * na ? 4 * ns * nb : ns * na, 1, 1, e);
 	if (!rc) {
 		for (int64_t i = 0; i < na; i++)
 			d->host[i] = (int32_t)i;
@@ -104,7 +120,7 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	}
 	if (!rc) {
 		for (int64_t i = 0; i < nb; i++)
-			d->host[i] = (int32_t)(na - 1);
+			d->host[i] = (int32_t)(d->n_akv - 1);
 		be->upload(be, &d->audio_last, 0, d->host, sizeof(int32_t) * (size_t)nb);
 		rc = be->sync(be, e);
 	}
@@ -168,6 +184,11 @@ int whisper_decoder_set_n_seq(struct whisper_decoder *d, int n_seq, tern_err *e)
 	return 0;
 }
 
+void whisper_decoder_set_split(struct whisper_decoder *d, int split)
+{
+	d->split = split < 1 ? 1 : split > 64 ? 64 : split;
+}
+
 int whisper_decoder_n_seq(const struct whisper_decoder *d)
 {
 	return d->n_seq;
@@ -201,7 +222,7 @@ void whisper_decoder_free(struct whisper_decoder *d)
 	struct tern_backend *be = d->be;
 	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos,
 					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
-					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits};
+					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits, &d->aud, &d->r16};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
 	free_caches(d);
 	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
@@ -225,6 +246,11 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 				 (long long)enc->ne[1], (long long)ns, (long long)na);
 	const int64_t heads[3] = {hd, d->n_head, na};
 	struct tern_buf t3 = tern_buf_reshape(&d->xt, 3, heads);
+	if (d->gg) { /* every product with the audio rounds it to f16 */
+		be->copy(be, enc, &d->aud);
+		whisper_round_f16(be, NULL, &d->aud, &d->r16);
+		enc = &d->aud;
+	}
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		whisper_mm(be, &L->xk_w, enc, &d->xt);
@@ -234,6 +260,13 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 		be->kv_store(be, &L->xvc, &t3, &d->audio_pos);
 	}
 	return be->sync(be, e);
+}
+
+/* whisper_round_f16 in whisper.cpp's numerics (tmp non-NULL) */
+static void round16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp)
+{
+	if (tmp)
+		whisper_round_f16(be, w, x, tmp);
 }
 
 int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int n_past, float *logits, tern_err *e)
@@ -277,34 +310,55 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 	be->get_rows(be, &d->pe, &pos, &y);
 	be->add(be, &x, &y, &x);
 
+	/* whisper.cpp scales Q and K by hd^-1/4 each before K is stored */
+	const float s4 = d->gg ? powf((float)hd, -0.25f) : 1.0f;
+	/* ggml's flash attention: the f16 kernel below 64 query rows (its
+	 * tiled f32 kernel from 64 on); a lone token's audio keys in chunks */
+	const bool f16k = d->gg && n < 64;
+	const struct tern_attn at_self = {.scale = d->gg ? 1.0f : at.scale, .f16_split = f16k ? 1 : 0};
+	const struct tern_attn at_x = {.scale = at.scale, .f16_split = f16k ? (n == 1 ? d->split : 1) : 0};
+	const int gelu = d->gg ? TERN_UNARY_GELU_F16 : TERN_UNARY_GELU;
+	struct tern_buf *r16 = d->gg ? &d->r16 : NULL;
 	const struct tern_buf *r = NULL; /* the residual still to add into x */
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		const struct whisper_block_bufs *S = &L->self;
 		/* self-attention, causal over the cache */
 		be->norm(be, &x, r, &S->attn_ln_w, &S->attn_ln_b, &y, &ln);
+		round16(be, &S->q_w, &y, r16);
 		whisper_mm(be, &S->q_w, &y, &q);
 		be->add(be, &q, &S->q_b, &q);
 		whisper_mm(be, &S->k_w, &y, &t);
+		if (d->gg) {
+			be->scale(be, &q, &q, s4);
+			be->scale(be, &t, &t, s4);
+		}
 		be->kv_store(be, &L->kc[seq], &t3, &pos);
 		whisper_mm(be, &S->v_w, &y, &t);
 		be->add(be, &t, &S->v_b, &t);
 		be->kv_store(be, &L->vc[seq], &t3, &pos);
-		be->attention(be, &q3, &L->kc[seq], &L->vc[seq], &pos, &a3, &at);
+		round16(be, NULL, &q, r16);
+		be->attention(be, &q3, &L->kc[seq], &L->vc[seq], &pos, &a3, &at_self);
+		round16(be, &S->o_w, &a, r16);
 		whisper_mm(be, &S->o_w, &a, &t);
 		be->add(be, &t, &S->o_b, &t);
 		/* attention over the audio */
 		be->norm(be, &x, &t, &L->xln_w, &L->xln_b, &y, &ln);
+		round16(be, &L->xq_w, &y, r16);
 		whisper_mm(be, &L->xq_w, &y, &q);
 		be->add(be, &q, &L->xq_b, &q);
-		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at);
+		round16(be, NULL, &q, r16);
+		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at_x);
+		round16(be, &L->xo_w, &a, r16);
 		whisper_mm(be, &L->xo_w, &a, &t);
 		be->add(be, &t, &L->xo_b, &t);
 		/* MLP */
 		be->norm(be, &x, &t, &S->mlp_ln_w, &S->mlp_ln_b, &y, &ln);
+		round16(be, &S->mlp0_w, &y, r16);
 		whisper_mm(be, &S->mlp0_w, &y, &ff);
 		be->add(be, &ff, &S->mlp0_b, &ff);
-		be->unary(be, &ff, &ff, TERN_UNARY_GELU);
+		be->unary(be, &ff, &ff, gelu);
+		round16(be, &S->mlp2_w, &ff, r16);
 		whisper_mm(be, &S->mlp2_w, &ff, &t);
 		be->add(be, &t, &S->mlp2_b, &t);
 		r = &t;
@@ -312,6 +366,7 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 	/* the last token only: its residual, its norm, its logits */
 	struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
 	be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
+	round16(be, &d->te, &d->yl, r16);
 	be->mat_vec(be, &d->te, &d->yl, &d->logits);
 	be->download(be, &d->logits, 0, logits, sizeof(float) * (size_t)d->n_vocab);
 	return be->sync(be, e);

@@ -45,6 +45,8 @@ struct whisper_full_params {
 	int n_prompt;
 	int64_t offset_cs, duration_cs; /* the part of the audio to transcribe; duration 0: to the end */
 	uint32_t seed;			/* the first decoder's generator (whisper.cpp: 0; decoder j: j) */
+	int n_threads; /* whisper.cpp's thread count, which its numbers depend on
+			* (whisper_decoder_set_split); whisper-cli's default min(4, CPUs) */
 };
 
 /* whisper-cli's defaults (beam 5, best of 5, fallback 0.2, thresholds

@@ -32,7 +32,8 @@ written, as in whisper.cpp's files (English-only: the text tokens and
 
 usage: ct2_to_ggml.py [--type f16|f32] [--mel-from FILE] CT2_DIR OUT.bin
        (CT2_DIR/model.bin may also be given as several parts:
-        --model-bin PART1 --model-bin PART2 ..., concatenated in order)
+        --model-bin PART1 --model-bin PART2 ..., concatenated in order, and
+        the vocabulary as --vocab FILE; CT2_DIR is then not read)
 """
 import argparse
 import json
@@ -124,8 +125,11 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def read_vocab(ct2_dir):
-    path = os.path.join(ct2_dir, "vocabulary.txt")
+def read_vocab(ct2_dir, path=None):
+    if path and path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    path = path or os.path.join(ct2_dir, "vocabulary.txt")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             tokens = f.read().split("\n")
@@ -333,6 +337,7 @@ def main(argv):
     ap.add_argument("--mel-from", metavar="FILE", help="copy the mel filter bank from this ggml Whisper file")
     ap.add_argument("--model-bin", metavar="PART", action="append",
                     help="model.bin, or its parts in order (default CT2_DIR/model.bin)")
+    ap.add_argument("--vocab", metavar="FILE", help="vocabulary.txt or .json (default in CT2_DIR)")
     ap.add_argument("ct2_dir")
     ap.add_argument("out")
     a = ap.parse_args(argv)
@@ -342,7 +347,7 @@ def main(argv):
             if not os.path.exists(p):
                 raise ConvertError(f"{p} does not exist")
         variables = read_ct2(parts)
-        tokens = read_vocab(a.ct2_dir)
+        tokens = read_vocab(a.ct2_dir, a.vocab)
         n_vocab = variables["decoder/embeddings/weight"].shape[0] if "decoder/embeddings/weight" in variables else 0
         if len(tokens) != n_vocab:
             raise ConvertError(f"the vocabulary has {len(tokens)} tokens, the embedding {n_vocab} rows")

@@ -123,6 +123,10 @@ void whisper_encoder_free(struct whisper_encoder *enc);
  * Errors: what the backend's sync reports. */
 int whisper_encode(struct whisper_encoder *enc, const float *mel, size_t n_len, size_t f0, tern_err *e);
 const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *enc);
+/* The floating-point operations of one whisper_encode of m (multiply-adds
+ * count 2): the convolutions, the projections and MLPs, and attention's
+ * two products over every position; for the GFLOPS that -v reports. */
+double whisper_encoder_flops(const struct whisper_model *m);
 
 /* ---- the decoder ----------------------------------------------------------
  * Token and positional embeddings, n_text_layer blocks (layer norm, causal

@@ -206,3 +206,12 @@ const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *w)
 {
 	return &w->out;
 }
+
+double whisper_encoder_flops(const struct whisper_model *m)
+{
+	const double n = m->hp.n_audio_ctx, d = m->hp.n_audio_state, mels = m->hp.n_mels;
+	const double conv = 2 * (2 * n) * d * (3 * mels) + 2 * n * d * (3 * d);
+	/* Q, K, V, O: 4 n d^2; MLP: 8 n d^2; QK^T and PV: 2 n^2 d; x2 each */
+	const double layer = 2 * (12 * n * d * d + 2 * n * n * d);
+	return conv + m->hp.n_audio_layer * layer;
+}

@@ -250,6 +250,29 @@ static void decoder_check(int num)
 	assert_int_equal(argmax(batch, 51864), argmax(lcpp, 51864));
 	assert_int_equal(argmax(batch, 51864), 843); /* " And" */
 
+	/* a step of two sequences at once (beam search) against each alone */
+	{
+		float *m0 = malloc(4 * 51864), *m1 = malloc(4 * 51864), *s0 = malloc(4 * 51864), *s1 = malloc(4 * 51864);
+		assert_int_equal(whisper_decoder_set_n_seq(dec, 3, &e), 0);
+		for (int sq = 0; sq < 3; sq++)
+			assert_int_equal(whisper_decode_seq(dec, sq, prompt, 2, 0, step, &e), 0);
+		const int seqs[2] = {2, 0};
+		const int32_t toks[2] = {843, 1081}, at[2] = {2, 2};
+		float *outs[2] = {m0, m1};
+		assert_int_equal(whisper_decode_multi(dec, 2, seqs, toks, at, outs, &e), 0);
+		assert_int_equal(whisper_decode_seq(dec, 1, &toks[0], 1, 2, s0, &e), 0);
+		assert_int_equal(whisper_decode_seq(dec, 1, &toks[1], 1, 2, s1, &e), 0);
+		double d0 = centred_nmse(m0, s0, 51864), d1 = centred_nmse(m1, s1, 51864), dx = centred_nmse(m0, m1, 51864);
+		print_message("decoder (%s): two sequences at once vs alone %.3g %.3g (apart %.3g)\n", gg ? "ggml" : "f32",
+			      d0, d1, dx);
+		assert_true(d0 < 1e-6 && d1 < 1e-6 && dx > 1e-3);
+		const int dup[2] = {1, 1};
+		assert_int_equal(whisper_decode_multi(dec, 2, dup, toks, at, outs, &e), TERN_EINVAL);
+		assert_int_equal(whisper_decoder_set_n_seq(dec, 1, &e), 0);
+		assert_int_equal(whisper_decode_seq(dec, 0, prompt, 2, 0, step, &e), 0);
+		free(m0), free(m1), free(s0), free(s1);
+	}
+
 	/* greedy over the text tokens and <|endoftext|> */
 	char path[512];
 	snprintf(path, sizeof(path), "%s/models/ggml-tiny.en.bin", test_data_dir());

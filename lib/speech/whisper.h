@@ -172,6 +172,15 @@ int whisper_decoder_n_seq(const struct whisper_decoder *dec);
 /* whisper_decode on sequence seq's cache. */
 int whisper_decode_seq(struct whisper_decoder *dec, int seq, const int32_t *tokens, int n, int n_past,
 		       float *logits, tern_err *e);
+/* One token of each of n sequences (1..WHISPER_DECODE_MULTI_MAX; a step of
+ * beam search or best-of sampling): token i at position n_past[i] of
+ * sequence seqs[i] (all different), its logits into logits[i][n_vocab].
+ * The products read the weights once for all of them, as whisper.cpp
+ * batches its decoders. Errors: TERN_ERANGE, TERN_EINVAL (a sequence
+ * twice), what the backend's sync reports. */
+#define WHISPER_DECODE_MULTI_MAX 16
+int whisper_decode_multi(struct whisper_decoder *dec, int n, const int *seqs, const int32_t *tokens,
+			 const int32_t *n_past, float *const *logits, tern_err *e);
 /* Queue a copy of positions [0, n) of sequence src's cache into dst's (a
  * beam taking over another's history); the next decode sees it. Errors:
  * TERN_ERANGE. */

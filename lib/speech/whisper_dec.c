@@ -41,6 +41,8 @@ struct whisper_decoder {
 	struct tern_buf ids, pos, audio_pos, audio_last;
 	struct tern_buf x, y, q, t, a, ff, xt, yl, logits;
 	struct tern_buf aud, r16; /* the audio rounded to f16; f16 scratch (GGML numerics) */
+	struct tern_buf logits_n; /* {n_vocab, WHISPER_DECODE_MULTI_MAX}: a step's logits */
+	int32_t pos_host[448];    /* positions of a prompt (n_text_ctx <= 448) */
 	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
 };
 
@@ -110,6 +112,7 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	if (!rc) rc = whisper_buf_act(be, &d->xt, QT_F32, 2, ns, na, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->yl, QT_F32, 1, ns, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->logits, QT_F32, 1, d->n_vocab, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->logits_n, QT_F32, 2, d->n_vocab, WHISPER_DECODE_MULTI_MAX, 1, e);
 	if (!rc && d->gg) rc = whisper_buf_act(be, &d->aud, QT_F32, 2, ns, na, 1, e);
 	if (!rc && d->gg) rc = whisper_buf_act(be, &d->r16, QT_F16, 1, 4 * ns * nb > ns * na ? 4 * ns * nb : ns * na, 1, 1, e);
 	if (!rc) {
@@ -222,7 +225,7 @@ void whisper_decoder_free(struct whisper_decoder *d)
 	struct tern_backend *be = d->be;
 	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos,
 					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
-					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits, &d->aud, &d->r16};
+					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits, &d->aud, &d->r16, &d->logits_n};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
 	free_caches(d);
 	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
@@ -274,19 +277,22 @@ int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int 
 	return whisper_decode_seq(d, 0, tokens, n, n_past, logits, e);
 }
 
-int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,
-		       tern_err *e)
+/* element i of a 1-D buffer, as a buffer of one */
+static struct tern_buf elem(const struct tern_buf *b, int64_t i)
+{
+	struct tern_buf v = tern_buf_reshape(b, 1, (const int64_t[1]){1});
+	v.offset += (size_t)i * b->nb[0];
+	return v;
+}
+
+/* Feed tokens[n] at positions pos[n]: all of sequence seqs[0] (one == true:
+ * a prompt; the logits of the last token into out[0]) or token i of
+ * sequence seqs[i] (one == false: a step of several beams; the logits of
+ * each into out[i]). Arguments are checked by the callers. */
+static int decode(struct whisper_decoder *d, bool one, const int *seqs, const int32_t *tokens, const int32_t *posv,
+		  int n, float *const *out, tern_err *e)
 {
 	struct tern_backend *be = d->be;
-	if (seq < 0 || seq >= d->n_seq)
-		return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seq, d->n_seq);
-	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
-		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
-				 n, n_past, d->n_text_ctx, d->n_batch);
-	for (int i = 0; i < n; i++)
-		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
-			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
-					 d->n_vocab);
 	const int64_t ns = d->n_state, hd = ns / d->n_head;
 	const struct tern_norm ln = {.kind = TERN_NORM_LAYER, .eps = 1e-5f};
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
@@ -303,8 +309,7 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 	struct tern_buf a3 = tern_buf_reshape(&a, 3, heads);
 
 	be->upload(be, &ids, 0, tokens, sizeof(int32_t) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		d->host[i] = n_past + i;
+	memcpy(d->host, posv, sizeof(int32_t) * (size_t)n);
 	be->upload(be, &pos, 0, d->host, sizeof(int32_t) * (size_t)n);
 	be->get_rows(be, &d->te, &ids, &x);
 	be->get_rows(be, &d->pe, &pos, &y);
@@ -323,7 +328,7 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		const struct whisper_block_bufs *S = &L->self;
-		/* self-attention, causal over the cache */
+		/* self-attention, causal over each sequence's cache */
 		be->norm(be, &x, r, &S->attn_ln_w, &S->attn_ln_b, &y, &ln);
 		round16(be, &S->q_w, &y, r16);
 		whisper_mm(be, &S->q_w, &y, &q);
@@ -333,12 +338,32 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 			be->scale(be, &q, &q, s4);
 			be->scale(be, &t, &t, s4);
 		}
-		be->kv_store(be, &L->kc[seq], &t3, &pos);
+		if (one) {
+			be->kv_store(be, &L->kc[seqs[0]], &t3, &pos);
+		} else {
+			for (int i = 0; i < n; i++) {
+				struct tern_buf tr = tern_buf_rows(&t, i, 1), pi = elem(&pos, i);
+				struct tern_buf ti = tern_buf_reshape(&tr, 3, (const int64_t[3]){hd, d->n_head, 1});
+				be->kv_store(be, &L->kc[seqs[i]], &ti, &pi);
+			}
+		}
 		whisper_mm(be, &S->v_w, &y, &t);
 		be->add(be, &t, &S->v_b, &t);
-		be->kv_store(be, &L->vc[seq], &t3, &pos);
 		round16(be, NULL, &q, r16);
-		be->attention(be, &q3, &L->kc[seq], &L->vc[seq], &pos, &a3, &at_self);
+		if (one) {
+			be->kv_store(be, &L->vc[seqs[0]], &t3, &pos);
+			be->attention(be, &q3, &L->kc[seqs[0]], &L->vc[seqs[0]], &pos, &a3, &at_self);
+		} else {
+			for (int i = 0; i < n; i++) {
+				const int64_t h1[3] = {hd, d->n_head, 1};
+				struct tern_buf tr = tern_buf_rows(&t, i, 1), qr = tern_buf_rows(&q, i, 1);
+				struct tern_buf ar = tern_buf_rows(&a, i, 1), pi = elem(&pos, i);
+				struct tern_buf ti = tern_buf_reshape(&tr, 3, h1), qi = tern_buf_reshape(&qr, 3, h1);
+				struct tern_buf ai = tern_buf_reshape(&ar, 3, h1);
+				be->kv_store(be, &L->vc[seqs[i]], &ti, &pi);
+				be->attention(be, &qi, &L->kc[seqs[i]], &L->vc[seqs[i]], &pi, &ai, &at_self);
+			}
+		}
 		round16(be, &S->o_w, &a, r16);
 		whisper_mm(be, &S->o_w, &a, &t);
 		be->add(be, &t, &S->o_b, &t);
@@ -363,11 +388,59 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 		be->add(be, &t, &S->mlp2_b, &t);
 		r = &t;
 	}
-	/* the last token only: its residual, its norm, its logits */
-	struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
-	be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
-	round16(be, &d->te, &d->yl, r16);
-	be->mat_vec(be, &d->te, &d->yl, &d->logits);
-	be->download(be, &d->logits, 0, logits, sizeof(float) * (size_t)d->n_vocab);
+	if (one) { /* the last token only: its residual, its norm, its logits */
+		struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
+		be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
+		round16(be, &d->te, &d->yl, r16);
+		be->mat_vec(be, &d->te, &d->yl, &d->logits);
+		be->download(be, &d->logits, 0, out[0], sizeof(float) * (size_t)d->n_vocab);
+	} else { /* every token's, through one product with the embedding */
+		struct tern_buf ln_n = tern_buf_rows(&d->logits_n, 0, n);
+		be->norm(be, &x, &t, &d->ln_w, &d->ln_b, &y, &ln);
+		round16(be, &d->te, &y, r16);
+		whisper_mm(be, &d->te, &y, &ln_n);
+		for (int i = 0; i < n; i++)
+			be->download(be, &d->logits_n, sizeof(float) * (size_t)i * (size_t)d->n_vocab, out[i],
+				     sizeof(float) * (size_t)d->n_vocab);
+	}
 	return be->sync(be, e);
+}
+
+int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,
+		       tern_err *e)
+{
+	if (seq < 0 || seq >= d->n_seq)
+		return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seq, d->n_seq);
+	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
+		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
+				 n, n_past, d->n_text_ctx, d->n_batch);
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
+			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
+					 d->n_vocab);
+	for (int i = 0; i < n; i++)
+		d->pos_host[i] = n_past + i;
+	return decode(d, true, &seq, tokens, d->pos_host, n, &logits, e);
+}
+
+int whisper_decode_multi(struct whisper_decoder *d, int n, const int *seqs, const int32_t *tokens,
+			 const int32_t *n_past, float *const *logits, tern_err *e)
+{
+	if (n < 1 || n > d->n_seq || n > WHISPER_DECODE_MULTI_MAX)
+		return tern_errf(e, TERN_ERANGE, "%d sequences at once (%d, at most %d)", n, d->n_seq,
+				 WHISPER_DECODE_MULTI_MAX);
+	for (int i = 0; i < n; i++) {
+		if (seqs[i] < 0 || seqs[i] >= d->n_seq)
+			return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seqs[i], d->n_seq);
+		for (int j = 0; j < i; j++)
+			if (seqs[j] == seqs[i])
+				return tern_errf(e, TERN_EINVAL, "sequence %d twice in one step", seqs[i]);
+		if (n_past[i] < 0 || n_past[i] >= d->n_text_ctx)
+			return tern_errf(e, TERN_ERANGE, "position %d is outside the text context of %d", n_past[i],
+					 d->n_text_ctx);
+		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
+			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
+					 d->n_vocab);
+	}
+	return decode(d, false, seqs, tokens, n_past, n, logits, e);
 }

@@ -975,21 +975,24 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 
 				/* the next logits */
 				t_dec = now_s();
-				{ /* whisper.cpp batches the step's tokens: one alone is split */
-					int live = 0;
-					for (int j = 0; j < n_cur; j++)
-						live += !w->d[j].completed && !w->d[j].failed;
+				{ /* the step's live decoders in one batch, as whisper.cpp
+				   * does (its numbers differ for a token alone: split) */
+					int seqs[WHISPER_FULL_MAX_DECODERS], live = 0;
+					int32_t toks[WHISPER_FULL_MAX_DECODERS], at[WHISPER_FULL_MAX_DECODERS];
+					float *outs[WHISPER_FULL_MAX_DECODERS];
+					for (int j = 0; j < n_cur; j++) {
+						struct dec_state *d = &w->d[j];
+						if (d->completed || d->failed)
+							continue;
+						seqs[live] = d->slot;
+						toks[live] = d->ids[d->n - 1];
+						at[live] = n_prompt + i;
+						outs[live++] = d->logits;
+					}
 					whisper_decoder_set_split(w->dec, live == 1 ? p->n_threads : 1);
-				}
-				for (int j = 0; j < n_cur; j++) {
-					struct dec_state *d = &w->d[j];
-					if (d->completed || d->failed)
-						continue;
-					rc = whisper_decode_seq(w->dec, d->slot, &d->ids[d->n - 1], 1, n_prompt + i,
-								d->logits, e);
-					if (rc)
+					if (live && (rc = whisper_decode_multi(w->dec, live, seqs, toks, at, outs, e)))
 						return rc;
-					st->n_decode++;
+					st->n_decode += live;
 				}
 				st->t_decode_s += now_s() - t_dec;
 				t_s = now_s();

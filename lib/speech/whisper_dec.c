@@ -10,8 +10,18 @@
  * Keys and values of the audio (W_xk enc, W_xv enc + b_xv) are computed
  * once per window into f16 caches of n_audio_ctx rows; the self-attention
  * keeps f16 caches of n_text_ctx rows, one per sequence (the beams of a
- * beam search; whisper_decoder_copy_seq forks one into another). Queries of the cross attention are
- * given the last audio position, so that none of it is masked. */
+ * beam search; whisper_decoder_copy_seq forks one into another);
+ * whisper_decode_multi runs one token of each of several sequences in one
+ * pass. Queries of the cross attention are given the last audio position,
+ * so that none of it is masked.
+ *
+ * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML) the products' inputs
+ * are rounded to f16, the GELU is ggml's table, Q and K are scaled by
+ * hd^-1/4 each before K is stored, the audio caches are padded with zero
+ * rows to a multiple of 256 and seen whole, and below 64 tokens the
+ * attention is ggml's f16 flash attention (tern_attn.f16_split), with the
+ * audio's keys of a lone token split as ggml splits them over its threads
+ * (whisper_decoder_set_split). */
 #include "lib/speech/whisper.h"
 
 #include <math.h>

@@ -11,7 +11,14 @@
  * attention sees every position: K and V go through kv_store into f16
  * caches of n_audio_ctx rows (whisper.cpp keeps them in f16 too), and every
  * query is given the last position, so that no key is masked. Residual
- * adds ride on the norm's fused add. */
+ * adds ride on the norm's fused add.
+ *
+ * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML, whisper.h) the inputs
+ * of the f16 products are rounded to f16 (ggml converts them: the
+ * convolutions' im2col rows too), the GELU is ggml's f16 table, Q is
+ * rounded to f16, and the caches have whisper.cpp's 1536 rows (zeros past
+ * 1500), all of which every query sees. The attention itself stays ours:
+ * ggml's tiled kernel for 64 queries and more sums in f32 as we do. */
 #include "lib/speech/whisper.h"
 
 #include <math.h>

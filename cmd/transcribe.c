@@ -924,11 +924,15 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 				cli_progname(), j->path, j->t_vad, j->n_vad_segs, (double)j->speech_samples / TERN_MEL_RATE,
 				dur);
 		fprintf(stderr,
-			"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d), decode %.1f ms (%d "
-			"passes), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, total %.1f ms, RTF %.3f\n",
+			"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d, %.1f GFLOPS), decode "
+			"%.1f ms (%d passes, %.2f ms/token), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, "
+			"total %.1f ms, RTF %.3f\n",
 			cli_progname(), j->path, j->info.format, dur, j->t_audio, j->t_mel, ws->t_encode_s * 1e3,
-			ws->n_encode, ws->t_decode_s * 1e3, ws->n_decode, ws->t_sample_s * 1e3, ws->n_fallback_p,
-			ws->n_fallback_h, ws->n_dropped, j->t_total, dur > 0 ? j->t_total / 1e3 / dur : 0.0);
+			ws->n_encode,
+			ws->t_encode_s > 0 ? whisper_encoder_flops(model) * ws->n_encode / ws->t_encode_s / 1e9 : 0.0,
+			ws->t_decode_s * 1e3, ws->n_decode, ws->n_decode ? ws->t_decode_s * 1e3 / ws->n_decode : 0.0,
+			ws->t_sample_s * 1e3, ws->n_fallback_p, ws->n_fallback_h, ws->n_dropped, j->t_total,
+			dur > 0 ? j->t_total / 1e3 / dur : 0.0);
 	}
 }
 
@@ -1038,6 +1042,7 @@ int main(int argc, char **argv)
 
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = (int)o_bs;
+	p.n_threads = (int)o_threads;
 	p.best_of = (int)o_bo;
 	p.temperature = (float)o_tp;
 	p.temperature_inc = o_nf ? 0.0f : (float)o_tpi;

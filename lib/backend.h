@@ -128,6 +128,15 @@ struct tern_attn {
 	float scale;    /* usually 1 / sqrt(head_dim) */
 	int32_t window; /* sliding window in tokens; 0: none */
 	float softcap;  /* logits become softcap * tanh(logit / softcap); 0: none */
+	/* > 0: ggml's CPU flash attention over f16 caches, for whisper.cpp's
+	 * numbers (head_dim a multiple of 16, K and V f16, no window or
+	 * softcap): the query is rounded to f16; each key's score is its f16
+	 * dot times scale; the online softmax's running sum of V rows is kept
+	 * in f16, rounded after every rescale and every added row; the cache's
+	 * rows are cut into f16_split chunks of ceil(n_ctx / f16_split) rows,
+	 * each so summed, and the chunks combined in f32 in order (ggml's split
+	 * of one token's keys over its threads). 0: the usual f32 attention. */
+	int32_t f16_split;
 };
 
 /* im2col: a 1-D convolution's geometry */
@@ -139,8 +148,11 @@ struct tern_conv {
 
 /* glu: kind */
 enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
-/* unary: kind */
-enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU };
+/* unary: kind. TERN_UNARY_GELU_F16 is the tanh GELU as ggml's CPU computes
+ * it (whisper.cpp's numbers): x <= -10 gives 0, x >= 10 gives x, else x is
+ * rounded to f16 and the f32 GELU of that value, rounded to f16 again, is
+ * the result (ggml looks it up in a table of the 65,536 halves). */
+enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F16 };
 
 /* weights one mat_vec_n call takes */
 #define TERN_MAT_VEC_N 4

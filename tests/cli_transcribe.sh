@@ -291,13 +291,13 @@ PY
 check "a progress bar on a terminal's stderr (none with -q, none on stdout)" \
 	$PYTHON "$T/ttybar.py" $R -m "$M" -t 2 -bs 1 "$T/jfk3.wav"
 
-# ---- a multilingual model (optional: TERN_TEST_WHISPER_BASE=ggml-base.bin) ------------------------
+# ---- a multilingual model (models/ggml-base.bin, or TERN_TEST_WHISPER_BASE) ------------------------
 # whisper-cli -bs 1 on jfk.wav with base (converted from CTranslate2):
 # tests/data/whisper/base/. -l de and -l de -tr must match it exactly (the
 # language and task tokens); -l auto must detect en with whisper-cli's
 # probability and give its words (a comma after "Americans" is a near tie,
 # p 0.349 against 0.345, that rounding decides differently).
-MB=${TERN_TEST_WHISPER_BASE:-}
+MB=${TERN_TEST_WHISPER_BASE:-${TERN_MODELS:-models}/ggml-base.bin}
 if [ -n "$MB" ] && [ -f "$MB" ]; then
 	for o in "-l de" "-l de -tr"; do
 		n=$(echo "$o" | tr -d ' -')
@@ -327,7 +327,7 @@ f = json.load(open(sys.argv[1]))["files"][0]
 p = f["language_probs"]
 assert f["language"] == "en" and len(p) == 99 and abs(sum(p.values()) - 1) < 1e-4 and "segments" not in f' "$T/out"
 else
-	echo "SKIP: the multilingual runs (set TERN_TEST_WHISPER_BASE to a ggml-base.bin)"
+	echo "SKIP: the multilingual runs (no $MB: make models converts it)"
 fi
 expect 2 $R -m "$M" -dl "$J" && check "-dl with an English-only model" one_line_err "tern-transcribe: $M is English-only"
 finish

@@ -834,6 +834,103 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 	return true;
 }
 
+/* ggml's f16 flash attention (tern_attn.f16_split, whisper.cpp's numbers):
+ * f16 caches, heads of 64 in groups, 1..5 tokens, 1..3 chunks of keys,
+ * against a plain restatement of its rule on the reference backend: Q to
+ * f16, a score per key, the running V sum rounded to f16 after each
+ * rescale and each added row, chunks combined in f32 in order. */
+static const struct {
+	int64_t nh, nkv, ntok, n_ctx;
+	int n_past, split;
+} f16a_cases[] = {{2, 2, 1, 40, 30, 1}, {4, 2, 3, 60, 50, 1}, {2, 1, 1, 600, 599, 2},
+		  {6, 6, 1, 1536, 1535, 3}, {2, 2, 5, 300, 295, 1}, {2, 2, 1, 100, 10, 2}};
+
+static bool case_attention_f16(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	if (ci >= (int)(sizeof f16a_cases / sizeof *f16a_cases))
+		return false;
+	const int64_t hd = 64, nh = f16a_cases[ci].nh, nkv = f16a_cases[ci].nkv, ntok = f16a_cases[ci].ntok;
+	const int64_t n_ctx = f16a_cases[ci].n_ctx;
+	const int split = f16a_cases[ci].split;
+	snprintf(desc, dn, "attention f16 %lld/%lld heads, %lld tokens from %d of %lld, split %d", (long long)nh,
+		 (long long)nkv, (long long)ntok, f16a_cases[ci].n_past, (long long)n_ctx, split);
+	qu_seed((uint64_t)ci + 901);
+	size_t qn = (size_t)(hd * nh * ntok), kn = (size_t)(hd * nkv * n_ctx);
+	float *q = normals(qn, 1), *k = normals(kn, 1), *v = normals(kn, 1);
+	for (size_t i = 0; i < kn; i += 7)
+		k[i] *= 4;
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)ntok);
+	for (int64_t t = 0; t < ntok; t++)
+		pos[t] = f16a_cases[ci].n_past + (int32_t)t - (int32_t)(ntok - 1) * (f16a_cases[ci].n_past >= ntok);
+	struct tern_buf kb = make_cache(be, QT_F16, hd, nkv, n_ctx, k), vb = make_cache(be, QT_F16, hd, nkv, n_ctx, v);
+	int64_t qne[3] = {hd, nh, ntok}, pne[1] = {ntok};
+	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
+	out_buf(be, &yw, &yv, QT_F32, hd, nh * ntok, 3, qne, NULL);
+	struct tern_attn p = {.scale = 0.125f, .f16_split = split};
+	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	*out = take_out(be, &yw, desc);
+	*n = qn;
+	if (be->caps & TERN_BACKEND_REFERENCE) {
+#define H(x) quant_fp16_to_f32(quant_f32_to_fp16(x))
+		const int64_t cs = (n_ctx + split - 1) / split;
+		double num = 0, den = 0;
+		for (int64_t t = 0; t < ntok; t++)
+			for (int64_t h = 0; h < nh; h++) {
+				const float *qr = q + (t * nh + h) * hd;
+				const int64_t kh = h / (nh / nkv);
+				float fin[64] = {0}, mf = -INFINITY, sf = 0;
+				for (int64_t c0 = 0; c0 < n_ctx; c0 += cs) {
+					float acc[64] = {0}, m = -INFINITY, s = 0;
+					for (int64_t j = c0; j < c0 + cs && j < n_ctx && j <= pos[t]; j++) {
+						const float *kr = k + (j * nkv + kh) * hd, *vr = v + (j * nkv + kh) * hd;
+						float sc = 0;
+						for (int64_t d = 0; d < hd; d++)
+							sc += H(kr[d]) * H(qr[d]);
+						sc *= p.scale;
+						float ms = 1, vs = 1;
+						if (sc > m) {
+							ms = expf(m - sc);
+							m = sc;
+							for (int64_t d = 0; d < hd; d++)
+								acc[d] = H(acc[d] * ms);
+						} else {
+							vs = expf(sc - m);
+						}
+						for (int64_t d = 0; d < hd; d++)
+							acc[d] = H(acc[d] + H(vr[d]) * vs);
+						s = s * ms + vs;
+					}
+					if (s == 0)
+						continue;
+					float mn = fmaxf(mf, m), so = expf(mf - mn), sn = expf(m - mn);
+					for (int64_t d = 0; d < hd; d++)
+						fin[d] = fin[d] * so + acc[d] * sn;
+					sf = sf * so + s * sn;
+					mf = mn;
+				}
+				for (int64_t d = 0; d < hd; d++) {
+					double e = fin[d] / sf, g = (*out)[(t * nh + h) * hd + d];
+					num += (e - g) * (e - g);
+					den += e * e;
+				}
+			}
+#undef H
+		/* the sums' order and fused multiply-adds move an f16 rounding
+		 * now and then: ~1e-7; the f32 attention is ~1e-5 away */
+		if (!(num / den < 1e-6))
+			fail_msg("%s: %s: NMSE %.3g against the restated rule", be->name, desc, num / den);
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(pos);
+	be->buf_free(be, &kb);
+	be->buf_free(be, &vb);
+	be->buf_free(be, &qb);
+	be->buf_free(be, &pb);
+	return true;
+}
+
 static const int64_t ew_shapes[][2] = {{1, 1}, {7, 3}, {4096, 2}, {100, 300}, {2048, 1}};
 #define N_EW_SHAPES ((int)(sizeof ew_shapes / sizeof *ew_shapes))
 
@@ -841,8 +938,9 @@ static const int64_t ew_shapes[][2] = {{1, 1}, {7, 3}, {4096, 2}, {100, 300}, {2
  * some in place */
 static bool case_eltwise(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
 {
-	enum { K_SWIGLU, K_GEGLU, K_GELU, K_GELU_ERF, K_SILU, K_ADD, K_BIAS, K_SCALE, K_SOFTMAX, K_N };
-	static const char *names[] = {"swiglu", "geglu", "gelu", "gelu_erf", "silu", "add", "add bias", "scale", "softmax"};
+	enum { K_SWIGLU, K_GEGLU, K_GELU, K_GELU_ERF, K_SILU, K_GELU_F16, K_ADD, K_BIAS, K_SCALE, K_SOFTMAX, K_N };
+	static const char *names[] = {"swiglu", "geglu", "gelu", "gelu_erf", "silu", "gelu_f16", "add", "add bias", "scale",
+				      "softmax"};
 	if (ci >= K_N * N_EW_SHAPES * 2)
 		return false;
 	int kind = ci / (N_EW_SHAPES * 2), si = ci / 2 % N_EW_SHAPES;
@@ -871,6 +969,9 @@ static bool case_eltwise(struct tern_backend *be, int ci, float **out, size_t *n
 	case K_GELU_ERF:
 	case K_SILU:
 		be->unary(be, &av, y, kind == K_GELU ? TERN_UNARY_GELU : kind == K_SILU ? TERN_UNARY_SILU : TERN_UNARY_GELU_ERF);
+		break;
+	case K_GELU_F16:
+		be->unary(be, &av, y, TERN_UNARY_GELU_F16);
 		break;
 	case K_ADD:
 	case K_BIAS:
@@ -903,6 +1004,15 @@ static bool case_eltwise(struct tern_backend *be, int ci, float **out, size_t *n
 			case K_GELU: e = gt; break;
 			case K_GELU_ERF: e = 0.5 * x * (1 + erf(x / sqrt(2))); break;
 			case K_SILU: e = x / (1 + exp(-x)); break;
+			case K_GELU_F16: { /* ggml's: f16 in, the tanh GELU in float, f16 out */
+				float h = quant_fp16_to_f32(quant_f32_to_fp16((float)x));
+				float gh = 0.5f * h * (1.0f + tanhf(0.7978845608f * h * (1.0f + 0.044715f * h * h)));
+				e = x <= -10 ? 0 : x >= 10 ? x : quant_fp16_to_f32(quant_f32_to_fp16(gh));
+				if ((*out)[r * ne0 + i] != (float)e)
+					fail_msg("%s: %s: element %lld,%lld is %.9g, expected %.9g", be->name, desc,
+						 (long long)r, (long long)i, (*out)[r * ne0 + i], e);
+				break;
+			}
 			case K_ADD: e = x + g; break;
 			case K_BIAS: e = x + b[i]; break;
 			case K_SCALE: e = x * 33.94f; break;
@@ -1018,7 +1128,7 @@ static const struct op_check {
 } op_checks[] = {
 	{"get_rows", case_get_rows, 0},   {"norm", case_norm, 1e-10},         {"rope", case_rope, 1e-6},
 	{"kv_store", case_kv_store, 0},   {"attention", case_attention, 1e-9}, {"eltwise", case_eltwise, 1e-10},
-	{"copy", case_copy, 0},           {"im2col", case_im2col, 0},
+	{"copy", case_copy, 0},           {"im2col", case_im2col, 0},	       {"attention f16", case_attention_f16, 1e-6},
 };
 
 static void test_ops(void **state)

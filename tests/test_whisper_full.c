@@ -269,7 +269,7 @@ static void test_jfk_beam(void **state)
 	 * ours (test_whisper: logits NMSE 9e-4), enough for one draw among
 	 * hundreds to pick <|7.96|> where it picked <|7.94|>. The words must
 	 * be the same and the times within one timestamp (2 cs). */
-	transcribe(&p, "jfk.beam.out", 2);
+	transcribe(&p, "jfk.beam.out", 0);
 }
 
 /* ---- the filters on hand-made logits ------------------------------------ */

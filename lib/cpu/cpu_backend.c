@@ -354,6 +354,18 @@ static void attn_body(void *arg, int ith, int nth)
 	}
 }
 
+struct attn_f16_job {
+	const struct cpu_ops *k;
+	struct cpu_attn_args a;
+	int split;
+};
+
+static void attn_f16_rows(void *arg, int64_t r0, int64_t r1)
+{
+	struct attn_f16_job *j = arg;
+	j->k->attn_f16acc(&j->a, r0, r1, j->split);
+}
+
 static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p)
@@ -363,6 +375,16 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	struct cpu *c = be->impl;
 	const int32_t *pd = tern_buf_host(pos);
 	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
+	if (p->f16_split > 0) {
+		struct attn_f16_job j = {.k = cpu_ops(), .split = p->f16_split};
+		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &j.a))
+			return;
+		for (int64_t t = 0; t < ntok; t++)
+			if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+				return;
+		par_rows(be, attn_f16_rows, &j, ntok * q->ne[1], ntok * q->ne[1] * n_ctx * q->ne[0] * 4);
+		return;
+	}
 	for (int64_t t = 0; t < ntok; t++) {
 		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
 			continue;
@@ -445,6 +467,10 @@ static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 	case EW_UNARY + TERN_UNARY_SILU:
 		k->act(a, NULL, y, len, o->kind == EW_UNARY + TERN_UNARY_GELU);
 		break;
+	case EW_UNARY + TERN_UNARY_GELU_F16:
+		for (int64_t i = 0; i < len; i++)
+			y[i] = cpu_host_gelu_f16(a[i]);
+		break;
 	default: /* gelu with erf: libm's erff */
 		for (int64_t i = 0; i < len; i++)
 			y[i] = gelu_erf(a[i]);
@@ -471,12 +497,12 @@ static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SILU) {
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_GELU_F16) {
 		cpu_host_fail(be, "unary: unknown kind %d", kind);
 		return;
 	}
 	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
-		eltwise(be, x, NULL, y, EW_UNARY + kind, 0, kind == TERN_UNARY_GELU_ERF ? 8 : 2);
+		eltwise(be, x, NULL, y, EW_UNARY + kind, 0, kind == TERN_UNARY_GELU_ERF ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
 }
 
 static void cpu_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)

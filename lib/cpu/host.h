@@ -73,6 +73,17 @@ bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, con
 			  const struct tern_conv *p);
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst);
 
+/* The arguments of ggml's f16 attention (tern_attn.f16_split > 0) after
+ * cpu_host_attention_args accepted the operands: false (recorded) when
+ * the caches are not f16 or the head not a multiple of 16. */
+struct cpu_attn_args;
+bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			    const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
+			    const struct tern_attn *p, struct cpu_attn_args *a);
+
+/* TERN_UNARY_GELU_F16 of x (backend.h), from a table built on first use. */
+float cpu_host_gelu_f16(float x);
+
 /* A position read from a device buffer at run time: in 0..n-1, else the
  * violation is recorded and false returned. */
 bool cpu_host_pos_ok(struct tern_backend *be, const char *op, int32_t p, int64_t n);

@@ -55,6 +55,9 @@ struct cpu_ops {
 	/* The same for one token (ntok 1) whose group has at most
 	 * CPU_ATTN_DEC_ROWS heads, hd a multiple of 16: KV head kh, chunk c. */
 	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
+	/* Query rows [r0, r1) (row = token * nh + head) in ggml's f16
+	 * flash attention (struct tern_attn's f16_split: split chunks). */
+	void (*attn_f16acc)(const struct cpu_attn_args *a, int64_t r0, int64_t r1, int split);
 	/* One row: x += r (r may be NULL), then y = norm(x) * w + b (w, b
 	 * may be NULL); kind TERN_NORM_*. y may be x. */
 	void (*norm_row)(float *x, const float *r, const float *w, const float *b, float *y, int64_t n, float eps,

@@ -10,6 +10,8 @@
 
 #include "lib/cpu/backend.h"
 #include "lib/cpu/host.h"
+#include "lib/cpu/ops.h"
+#include "quant/cpu.h"
 #include "quant/quant.h"
 
 struct ref {
@@ -203,6 +205,16 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 {
 	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
 		return;
+	if (p->f16_split > 0) { /* ggml's f16 arithmetic: the one-lane kernel is the reference */
+		struct cpu_attn_args a;
+		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &a))
+			return;
+		for (int64_t t = 0; t < q->ne[2]; t++)
+			if (!cpu_host_pos_ok(be, "attention", ((const int32_t *)tern_buf_host(pos))[t], k->ne[2]))
+				return;
+		cpu_ops_isa(QUANT_ISA_SCALAR)->attn_f16acc(&a, 0, q->ne[2] * q->ne[1], p->f16_split);
+		return;
+	}
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
 	float *yd = tern_buf_host(y);
@@ -282,7 +294,7 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SILU) {
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_GELU_F16) {
 		cpu_host_fail(be, "unary: unknown kind %d", kind);
 		return;
 	}
@@ -291,7 +303,7 @@ static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct 
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
 	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
-		yd[i] = (float)act(kind, xd[i]);
+		yd[i] = kind == TERN_UNARY_GELU_F16 ? cpu_host_gelu_f16(xd[i]) : (float)act(kind, xd[i]);
 }
 
 static void ref_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)

@@ -54,8 +54,23 @@ struct whisper_dec_layer {
 	const struct tern_tensor_view *xq_w, *xq_b, *xk_w, *xv_w, *xv_b, *xo_w, *xo_b;
 };
 
+/* How the encoder and decoder round, read when they are created:
+ *   WHISPER_NUMERICS_GGML (the default): as whisper.cpp's CPU graph does,
+ *     so that its transcripts and beam-search draws come out the same:
+ *     activations rounded to f16 before every product with f16 weights
+ *     (ggml converts them to the weights' type), ggml's f16-table GELU,
+ *     queries rounded to f16 for the f16 caches, the decoder's Q and K
+ *     scaled by head_dim^-1/4 each before K is stored, and attention over
+ *     the audio seeing whisper.cpp's zero rows that pad its caches to a
+ *     multiple of 256 (1536 for 1500 positions: 36 keys of score 0 in every
+ *     softmax);
+ *   WHISPER_NUMERICS_F32: f32 activations throughout, the closest to the
+ *     float64 model (tests/test_whisper.c measures both). */
+enum { WHISPER_NUMERICS_GGML = 0, WHISPER_NUMERICS_F32 = 1 };
+
 struct whisper_model {
 	ggml_legacy *file; /* owned; every view below points into its mapping */
+	int numerics;      /* WHISPER_NUMERICS_*; the loader sets GGML */
 	struct whisper_hparams hp;
 	struct whisper_vocab_ids ids;
 	uint32_t n_mel_filters, n_fft_bins;
@@ -108,6 +123,10 @@ void whisper_encoder_free(struct whisper_encoder *enc);
  * Errors: what the backend's sync reports. */
 int whisper_encode(struct whisper_encoder *enc, const float *mel, size_t n_len, size_t f0, tern_err *e);
 const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *enc);
+/* The floating-point operations of one whisper_encode of m (multiply-adds
+ * count 2): the convolutions, the projections and MLPs, and attention's
+ * two products over every position; for the GFLOPS that -v reports. */
+double whisper_encoder_flops(const struct whisper_model *m);
 
 /* ---- the decoder ----------------------------------------------------------
  * Token and positional embeddings, n_text_layer blocks (layer norm, causal
@@ -141,10 +160,27 @@ int whisper_decode(struct whisper_decoder *dec, const int32_t *tokens, int n, in
  * them (their contents are lost). Errors: TERN_EINVAL (not 1..64),
  * TERN_ENOMEM, what the backend reports. */
 int whisper_decoder_set_n_seq(struct whisper_decoder *dec, int n_seq, tern_err *e);
+/* whisper.cpp's numerics only: when one decode call of whisper.cpp carries
+ * a single token in all (greedy decoding, a prompt of one token, the last
+ * live beam; not the several beams of a step, which it batches), ggml cuts
+ * the audio's keys into as many chunks as it has threads, which moves the
+ * last bits of the result. whisper_decode calls of one token use `split`
+ * chunks (1..64) until the next call of this: the caller passes
+ * whisper.cpp's thread count when the step decodes one token, else 1. */
+void whisper_decoder_set_split(struct whisper_decoder *dec, int split);
 int whisper_decoder_n_seq(const struct whisper_decoder *dec);
 /* whisper_decode on sequence seq's cache. */
 int whisper_decode_seq(struct whisper_decoder *dec, int seq, const int32_t *tokens, int n, int n_past,
 		       float *logits, tern_err *e);
+/* One token of each of n sequences (1..WHISPER_DECODE_MULTI_MAX; a step of
+ * beam search or best-of sampling): token i at position n_past[i] of
+ * sequence seqs[i] (all different), its logits into logits[i][n_vocab].
+ * The products read the weights once for all of them, as whisper.cpp
+ * batches its decoders. Errors: TERN_ERANGE, TERN_EINVAL (a sequence
+ * twice), what the backend's sync reports. */
+#define WHISPER_DECODE_MULTI_MAX 16
+int whisper_decode_multi(struct whisper_decoder *dec, int n, const int *seqs, const int32_t *tokens,
+			 const int32_t *n_past, float *const *logits, tern_err *e);
 /* Queue a copy of positions [0, n) of sequence src's cache into dst's (a
  * beam taking over another's history); the next decode sees it. Errors:
  * TERN_ERANGE. */

@@ -2,6 +2,8 @@
  * decoder (whisper_impl.h). */
 #include "lib/speech/whisper_impl.h"
 
+#include "quant/quant.h"
+
 int whisper_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, bool matrix,
 		       tern_err *e)
 {
@@ -50,6 +52,16 @@ void whisper_mm(struct tern_backend *be, const struct tern_buf *w, const struct 
 		struct tern_buf xv = tern_buf_rows(x, r, k), yv = tern_buf_rows(y, r, k);
 		be->mat_mul(be, w, &xv, &yv);
 	}
+}
+
+void whisper_round_f16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp)
+{
+	if (w && w->type != QT_F16)
+		return;
+	struct tern_buf t = tern_buf_reshape(tmp, 2, (const int64_t[2]){x->ne[0], x->ne[1] * x->ne[2]});
+	struct tern_buf xv = tern_buf_reshape(x, 2, (const int64_t[2]){x->ne[0], x->ne[1] * x->ne[2]});
+	be->copy(be, &xv, &t);
+	be->copy(be, &t, &xv);
 }
 
 int whisper_block_load(struct tern_backend *be, struct whisper_block_bufs *b, const struct whisper_enc_layer *l,

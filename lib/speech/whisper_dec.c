@@ -10,8 +10,18 @@
  * Keys and values of the audio (W_xk enc, W_xv enc + b_xv) are computed
  * once per window into f16 caches of n_audio_ctx rows; the self-attention
  * keeps f16 caches of n_text_ctx rows, one per sequence (the beams of a
- * beam search; whisper_decoder_copy_seq forks one into another). Queries of the cross attention are
- * given the last audio position, so that none of it is masked. */
+ * beam search; whisper_decoder_copy_seq forks one into another);
+ * whisper_decode_multi runs one token of each of several sequences in one
+ * pass. Queries of the cross attention are given the last audio position,
+ * so that none of it is masked.
+ *
+ * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML) the products' inputs
+ * are rounded to f16, the GELU is ggml's table, Q and K are scaled by
+ * hd^-1/4 each before K is stored, the audio caches are padded with zero
+ * rows to a multiple of 256 and seen whole, and below 64 tokens the
+ * attention is ggml's f16 flash attention (tern_attn.f16_split), with the
+ * audio's keys of a lone token split as ggml splits them over its threads
+ * (whisper_decoder_set_split). */
 #include "lib/speech/whisper.h"
 
 #include <math.h>
@@ -33,10 +43,16 @@ struct whisper_decoder {
 	struct tern_backend *be;
 	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
 	int n_seq; /* self-attention caches per layer: one per sequence (beam) */
+	bool gg;   /* WHISPER_NUMERICS_GGML */
+	int64_t n_akv; /* rows of the audio's K, V caches: n_audio_ctx, or whisper.cpp's padding */
+	int split;     /* ggml's chunks of the audio's keys for a lone token (whisper_decoder_set_split) */
 	struct dec_layer *layers;
 	struct tern_buf te, pe, ln_w, ln_b;
 	struct tern_buf ids, pos, audio_pos, audio_last;
 	struct tern_buf x, y, q, t, a, ff, xt, yl, logits;
+	struct tern_buf aud, r16; /* the audio rounded to f16; f16 scratch (GGML numerics) */
+	struct tern_buf logits_n; /* {n_vocab, WHISPER_DECODE_MULTI_MAX}: a step's logits */
+	int32_t pos_host[448];    /* positions of a prompt (n_text_ctx <= 448) */
 	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
 };
 
@@ -56,8 +72,12 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	d->n_vocab = m->hp.n_vocab;
 	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
 	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
+	d->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	d->n_akv = d->gg ? whisper_pad256(na) : na;
+	d->split = 1;
+	const int64_t nhost = ns * d->n_akv / 2 + nb; /* int32s: the zeros of an f16 cache, or positions */
 	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
-	d->host = malloc(sizeof(int32_t) * (size_t)(nb > na ? nb : na));
+	d->host = calloc((size_t)nhost, sizeof(int32_t));
 	if (!d->layers || !d->host) {
 		whisper_decoder_free(d);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
@@ -79,8 +99,14 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 		if (!rc) rc = whisper_buf_weight(be, &L->xv_b, s->xv_b, false, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_w, s->xo_w, true, e);
 		if (!rc) rc = whisper_buf_weight(be, &L->xo_b, s->xo_b, false, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, na, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, na, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+		/* the padding rows stay zeros */
+		if (!rc) {
+			be->upload(be, &L->xkc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+			be->upload(be, &L->xvc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+			rc = be->sync(be, e);
+		}
 	}
 	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
@@ -96,6 +122,9 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	if (!rc) rc = whisper_buf_act(be, &d->xt, QT_F32, 2, ns, na, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->yl, QT_F32, 1, ns, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->logits, QT_F32, 1, d->n_vocab, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->logits_n, QT_F32, 2, d->n_vocab, WHISPER_DECODE_MULTI_MAX, 1, e);
+	if (!rc && d->gg) rc = whisper_buf_act(be, &d->aud, QT_F32, 2, ns, na, 1, e);
+	if (!rc && d->gg) rc = whisper_buf_act(be, &d->r16, QT_F16, 1, 4 * ns * nb > ns * na ? 4 * ns * nb : ns * na, 1, 1, e);
 	if (!rc) {
 		for (int64_t i = 0; i < na; i++)
 			d->host[i] = (int32_t)i;
@@ -104,7 +133,7 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	}
 	if (!rc) {
 		for (int64_t i = 0; i < nb; i++)
-			d->host[i] = (int32_t)(na - 1);
+			d->host[i] = (int32_t)(d->n_akv - 1);
 		be->upload(be, &d->audio_last, 0, d->host, sizeof(int32_t) * (size_t)nb);
 		rc = be->sync(be, e);
 	}
@@ -168,6 +197,11 @@ int whisper_decoder_set_n_seq(struct whisper_decoder *d, int n_seq, tern_err *e)
 	return 0;
 }
 
+void whisper_decoder_set_split(struct whisper_decoder *d, int split)
+{
+	d->split = split < 1 ? 1 : split > 64 ? 64 : split;
+}
+
 int whisper_decoder_n_seq(const struct whisper_decoder *d)
 {
 	return d->n_seq;
@@ -201,7 +235,7 @@ void whisper_decoder_free(struct whisper_decoder *d)
 	struct tern_backend *be = d->be;
 	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos,
 					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
-					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits};
+					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits, &d->aud, &d->r16, &d->logits_n};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
 	free_caches(d);
 	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
@@ -225,6 +259,11 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 				 (long long)enc->ne[1], (long long)ns, (long long)na);
 	const int64_t heads[3] = {hd, d->n_head, na};
 	struct tern_buf t3 = tern_buf_reshape(&d->xt, 3, heads);
+	if (d->gg) { /* every product with the audio rounds it to f16 */
+		be->copy(be, enc, &d->aud);
+		whisper_round_f16(be, NULL, &d->aud, &d->r16);
+		enc = &d->aud;
+	}
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		whisper_mm(be, &L->xk_w, enc, &d->xt);
@@ -236,24 +275,34 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 	return be->sync(be, e);
 }
 
+/* whisper_round_f16 in whisper.cpp's numerics (tmp non-NULL) */
+static void round16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp)
+{
+	if (tmp)
+		whisper_round_f16(be, w, x, tmp);
+}
+
 int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int n_past, float *logits, tern_err *e)
 {
 	return whisper_decode_seq(d, 0, tokens, n, n_past, logits, e);
 }
 
-int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,
-		       tern_err *e)
+/* element i of a 1-D buffer, as a buffer of one */
+static struct tern_buf elem(const struct tern_buf *b, int64_t i)
+{
+	struct tern_buf v = tern_buf_reshape(b, 1, (const int64_t[1]){1});
+	v.offset += (size_t)i * b->nb[0];
+	return v;
+}
+
+/* Feed tokens[n] at positions pos[n]: all of sequence seqs[0] (one == true:
+ * a prompt; the logits of the last token into out[0]) or token i of
+ * sequence seqs[i] (one == false: a step of several beams; the logits of
+ * each into out[i]). Arguments are checked by the callers. */
+static int decode(struct whisper_decoder *d, bool one, const int *seqs, const int32_t *tokens, const int32_t *posv,
+		  int n, float *const *out, tern_err *e)
 {
 	struct tern_backend *be = d->be;
-	if (seq < 0 || seq >= d->n_seq)
-		return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seq, d->n_seq);
-	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
-		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
-				 n, n_past, d->n_text_ctx, d->n_batch);
-	for (int i = 0; i < n; i++)
-		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
-			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
-					 d->n_vocab);
 	const int64_t ns = d->n_state, hd = ns / d->n_head;
 	const struct tern_norm ln = {.kind = TERN_NORM_LAYER, .eps = 1e-5f};
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
@@ -270,49 +319,138 @@ int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens
 	struct tern_buf a3 = tern_buf_reshape(&a, 3, heads);
 
 	be->upload(be, &ids, 0, tokens, sizeof(int32_t) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		d->host[i] = n_past + i;
+	memcpy(d->host, posv, sizeof(int32_t) * (size_t)n);
 	be->upload(be, &pos, 0, d->host, sizeof(int32_t) * (size_t)n);
 	be->get_rows(be, &d->te, &ids, &x);
 	be->get_rows(be, &d->pe, &pos, &y);
 	be->add(be, &x, &y, &x);
 
+	/* whisper.cpp scales Q and K by hd^-1/4 each before K is stored */
+	const float s4 = d->gg ? powf((float)hd, -0.25f) : 1.0f;
+	/* ggml's flash attention: the f16 kernel below 64 query rows (its
+	 * tiled f32 kernel from 64 on); a lone token's audio keys in chunks */
+	const bool f16k = d->gg && n < 64;
+	const struct tern_attn at_self = {.scale = d->gg ? 1.0f : at.scale, .f16_split = f16k ? 1 : 0};
+	const struct tern_attn at_x = {.scale = at.scale, .f16_split = f16k ? (n == 1 ? d->split : 1) : 0};
+	const int gelu = d->gg ? TERN_UNARY_GELU_F16 : TERN_UNARY_GELU;
+	struct tern_buf *r16 = d->gg ? &d->r16 : NULL;
 	const struct tern_buf *r = NULL; /* the residual still to add into x */
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		const struct whisper_block_bufs *S = &L->self;
-		/* self-attention, causal over the cache */
+		/* self-attention, causal over each sequence's cache */
 		be->norm(be, &x, r, &S->attn_ln_w, &S->attn_ln_b, &y, &ln);
+		round16(be, &S->q_w, &y, r16);
 		whisper_mm(be, &S->q_w, &y, &q);
 		be->add(be, &q, &S->q_b, &q);
 		whisper_mm(be, &S->k_w, &y, &t);
-		be->kv_store(be, &L->kc[seq], &t3, &pos);
+		if (d->gg) {
+			be->scale(be, &q, &q, s4);
+			be->scale(be, &t, &t, s4);
+		}
+		if (one) {
+			be->kv_store(be, &L->kc[seqs[0]], &t3, &pos);
+		} else {
+			for (int i = 0; i < n; i++) {
+				struct tern_buf tr = tern_buf_rows(&t, i, 1), pi = elem(&pos, i);
+				struct tern_buf ti = tern_buf_reshape(&tr, 3, (const int64_t[3]){hd, d->n_head, 1});
+				be->kv_store(be, &L->kc[seqs[i]], &ti, &pi);
+			}
+		}
 		whisper_mm(be, &S->v_w, &y, &t);
 		be->add(be, &t, &S->v_b, &t);
-		be->kv_store(be, &L->vc[seq], &t3, &pos);
-		be->attention(be, &q3, &L->kc[seq], &L->vc[seq], &pos, &a3, &at);
+		round16(be, NULL, &q, r16);
+		if (one) {
+			be->kv_store(be, &L->vc[seqs[0]], &t3, &pos);
+			be->attention(be, &q3, &L->kc[seqs[0]], &L->vc[seqs[0]], &pos, &a3, &at_self);
+		} else {
+			for (int i = 0; i < n; i++) {
+				const int64_t h1[3] = {hd, d->n_head, 1};
+				struct tern_buf tr = tern_buf_rows(&t, i, 1), qr = tern_buf_rows(&q, i, 1);
+				struct tern_buf ar = tern_buf_rows(&a, i, 1), pi = elem(&pos, i);
+				struct tern_buf ti = tern_buf_reshape(&tr, 3, h1), qi = tern_buf_reshape(&qr, 3, h1);
+				struct tern_buf ai = tern_buf_reshape(&ar, 3, h1);
+				be->kv_store(be, &L->vc[seqs[i]], &ti, &pi);
+				be->attention(be, &qi, &L->kc[seqs[i]], &L->vc[seqs[i]], &pi, &ai, &at_self);
+			}
+		}
+		round16(be, &S->o_w, &a, r16);
 		whisper_mm(be, &S->o_w, &a, &t);
 		be->add(be, &t, &S->o_b, &t);
 		/* attention over the audio */
 		be->norm(be, &x, &t, &L->xln_w, &L->xln_b, &y, &ln);
+		round16(be, &L->xq_w, &y, r16);
 		whisper_mm(be, &L->xq_w, &y, &q);
 		be->add(be, &q, &L->xq_b, &q);
-		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at);
+		round16(be, NULL, &q, r16);
+		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at_x);
+		round16(be, &L->xo_w, &a, r16);
 		whisper_mm(be, &L->xo_w, &a, &t);
 		be->add(be, &t, &L->xo_b, &t);
 		/* MLP */
 		be->norm(be, &x, &t, &S->mlp_ln_w, &S->mlp_ln_b, &y, &ln);
+		round16(be, &S->mlp0_w, &y, r16);
 		whisper_mm(be, &S->mlp0_w, &y, &ff);
 		be->add(be, &ff, &S->mlp0_b, &ff);
-		be->unary(be, &ff, &ff, TERN_UNARY_GELU);
+		be->unary(be, &ff, &ff, gelu);
+		round16(be, &S->mlp2_w, &ff, r16);
 		whisper_mm(be, &S->mlp2_w, &ff, &t);
 		be->add(be, &t, &S->mlp2_b, &t);
 		r = &t;
 	}
-	/* the last token only: its residual, its norm, its logits */
-	struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
-	be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
-	be->mat_vec(be, &d->te, &d->yl, &d->logits);
-	be->download(be, &d->logits, 0, logits, sizeof(float) * (size_t)d->n_vocab);
+	if (one) { /* the last token only: its residual, its norm, its logits */
+		struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
+		be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
+		round16(be, &d->te, &d->yl, r16);
+		be->mat_vec(be, &d->te, &d->yl, &d->logits);
+		be->download(be, &d->logits, 0, out[0], sizeof(float) * (size_t)d->n_vocab);
+	} else { /* every token's, through one product with the embedding */
+		struct tern_buf ln_n = tern_buf_rows(&d->logits_n, 0, n);
+		be->norm(be, &x, &t, &d->ln_w, &d->ln_b, &y, &ln);
+		round16(be, &d->te, &y, r16);
+		whisper_mm(be, &d->te, &y, &ln_n);
+		for (int i = 0; i < n; i++)
+			be->download(be, &d->logits_n, sizeof(float) * (size_t)i * (size_t)d->n_vocab, out[i],
+				     sizeof(float) * (size_t)d->n_vocab);
+	}
 	return be->sync(be, e);
+}
+
+int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,
+		       tern_err *e)
+{
+	if (seq < 0 || seq >= d->n_seq)
+		return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seq, d->n_seq);
+	if (n < 1 || n > d->n_batch || n_past < 0 || n_past > d->n_text_ctx - n)
+		return tern_errf(e, TERN_ERANGE, "%d tokens at position %d do not fit the text context of %d (%d at once)",
+				 n, n_past, d->n_text_ctx, d->n_batch);
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
+			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
+					 d->n_vocab);
+	for (int i = 0; i < n; i++)
+		d->pos_host[i] = n_past + i;
+	return decode(d, true, &seq, tokens, d->pos_host, n, &logits, e);
+}
+
+int whisper_decode_multi(struct whisper_decoder *d, int n, const int *seqs, const int32_t *tokens,
+			 const int32_t *n_past, float *const *logits, tern_err *e)
+{
+	if (n < 1 || n > d->n_seq || n > WHISPER_DECODE_MULTI_MAX)
+		return tern_errf(e, TERN_ERANGE, "%d sequences at once (%d, at most %d)", n, d->n_seq,
+				 WHISPER_DECODE_MULTI_MAX);
+	for (int i = 0; i < n; i++) {
+		if (seqs[i] < 0 || seqs[i] >= d->n_seq)
+			return tern_errf(e, TERN_ERANGE, "sequence %d of %d", seqs[i], d->n_seq);
+		for (int j = 0; j < i; j++)
+			if (seqs[j] == seqs[i])
+				return tern_errf(e, TERN_EINVAL, "sequence %d twice in one step", seqs[i]);
+		if (n_past[i] < 0 || n_past[i] >= d->n_text_ctx)
+			return tern_errf(e, TERN_ERANGE, "position %d is outside the text context of %d", n_past[i],
+					 d->n_text_ctx);
+		if (tokens[i] < 0 || tokens[i] >= d->n_vocab)
+			return tern_errf(e, TERN_ERANGE, "token %d is outside the vocabulary of %d", tokens[i],
+					 d->n_vocab);
+	}
+	return decode(d, false, seqs, tokens, n_past, n, logits, e);
 }

@@ -11,7 +11,14 @@
  * attention sees every position: K and V go through kv_store into f16
  * caches of n_audio_ctx rows (whisper.cpp keeps them in f16 too), and every
  * query is given the last position, so that no key is masked. Residual
- * adds ride on the norm's fused add. */
+ * adds ride on the norm's fused add.
+ *
+ * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML, whisper.h) the inputs
+ * of the f16 products are rounded to f16 (ggml converts them: the
+ * convolutions' im2col rows too), the GELU is ggml's f16 table, Q is
+ * rounded to f16, and the caches have whisper.cpp's 1536 rows (zeros past
+ * 1500), all of which every query sees. The attention itself stays ours:
+ * ggml's tiled kernel for 64 queries and more sums in f32 as we do. */
 #include "lib/speech/whisper.h"
 
 #include <math.h>
@@ -25,12 +32,15 @@ struct whisper_encoder {
 	const struct whisper_model *m;
 	struct tern_backend *be;
 	int n_ctx, n_state, n_mels, n_head;
+	bool gg;            /* WHISPER_NUMERICS_GGML */
+	int64_t n_kv;       /* rows of the K, V caches: n_ctx, or whisper.cpp's padding */
 	float *host_mel;    /* [2 n_ctx][n_mels]: the window, frame-major */
 	int32_t *host_pos;  /* [n_ctx] */
 	struct tern_buf conv1_w, conv1_b, conv2_w, conv2_b, pe, ln_w, ln_b;
 	struct whisper_block_bufs *layers;
 	/* activations */
 	struct tern_buf mel, col1, h1, col2, x, y, q, t, a, ff, kc, vc, pos, last, out;
+	struct tern_buf r16; /* f16 scratch of whisper_round_f16 */
 };
 
 int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model *m, struct tern_backend *be,
@@ -47,9 +57,14 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 	w->n_mels = m->hp.n_mels;
 	w->n_head = m->hp.n_audio_head;
 	const int64_t n = w->n_ctx, d = w->n_state, hd = d / w->n_head;
+	w->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	w->n_kv = w->gg ? whisper_pad256(n) : n;
+	int64_t n16 = 3 * (int64_t)w->n_mels * 2 * n;
+	n16 = n16 > 3 * d * n ? n16 : 3 * d * n;
+	n16 = n16 > 4 * d * n ? n16 : 4 * d * n;
 	w->layers = calloc((size_t)m->hp.n_audio_layer, sizeof(*w->layers));
 	w->host_mel = malloc(sizeof(float) * (size_t)(2 * n * w->n_mels));
-	w->host_pos = malloc(sizeof(int32_t) * (size_t)n);
+	w->host_pos = calloc((size_t)(hd * w->n_head * w->n_kv > n ? hd * w->n_head * w->n_kv : n), sizeof(int32_t));
 	if (!w->layers || !w->host_mel || !w->host_pos) {
 		whisper_encoder_free(w);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the encoder");
@@ -74,21 +89,27 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 	if (!rc) rc = whisper_buf_act(be, &w->a, QT_F32, 2, d, n, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &w->ff, QT_F32, 2, 4 * d, n, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &w->out, QT_F32, 2, d, n, 1, e);
-	if (!rc) rc = whisper_buf_act(be, &w->kc, QT_F16, 3, hd, w->n_head, n, e);
-	if (!rc) rc = whisper_buf_act(be, &w->vc, QT_F16, 3, hd, w->n_head, n, e);
+	if (!rc) rc = whisper_buf_act(be, &w->kc, QT_F16, 3, hd, w->n_head, w->n_kv, e);
+	if (!rc) rc = whisper_buf_act(be, &w->vc, QT_F16, 3, hd, w->n_head, w->n_kv, e);
+	if (!rc) rc = whisper_buf_act(be, &w->r16, QT_F16, 1, n16, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &w->pos, QT_I32, 1, n, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &w->last, QT_I32, 1, n, 1, 1, e);
 	if (rc) {
 		whisper_encoder_free(w);
 		return rc;
 	}
-	/* positions: 0..n-1 for storing K and V, n-1 for every query */
-	for (int64_t i = 0; i < n; i++)
+	/* the caches' padding rows stay zeros (host_pos is zeroed: f16 0 is 0) */
+	be->upload(be, &w->kc, 0, w->host_pos, 2 * (size_t)(hd * w->n_head * w->n_kv));
+	be->upload(be, &w->vc, 0, w->host_pos, 2 * (size_t)(hd * w->n_head * w->n_kv));
+	rc = be->sync(be, e);
+	/* positions: 0..n-1 for storing K and V, the last row for every query */
+	for (int64_t i = 0; !rc && i < n; i++)
 		w->host_pos[i] = (int32_t)i;
 	be->upload(be, &w->pos, 0, w->host_pos, sizeof(int32_t) * (size_t)n);
-	rc = be->sync(be, e);
+	if (!rc)
+		rc = be->sync(be, e);
 	for (int64_t i = 0; i < n; i++)
-		w->host_pos[i] = (int32_t)(n - 1);
+		w->host_pos[i] = (int32_t)(w->n_kv - 1);
 	be->upload(be, &w->last, 0, w->host_pos, sizeof(int32_t) * (size_t)n);
 	if (!rc)
 		rc = be->sync(be, e);
@@ -108,7 +129,7 @@ void whisper_encoder_free(struct whisper_encoder *w)
 	struct tern_buf *const bufs[] = {&w->conv1_w, &w->conv1_b, &w->conv2_w, &w->conv2_b, &w->pe,	&w->ln_w,
 					 &w->ln_b,    &w->mel,	   &w->col1,	&w->h1,	     &w->col2, &w->x,
 					 &w->y,	      &w->q,	   &w->t,	&w->a,	     &w->ff,   &w->kc,
-					 &w->vc,      &w->pos,	   &w->last,	&w->out};
+					 &w->vc,      &w->pos,	   &w->last,	&w->out,     &w->r16};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
 	for (int l = 0; w->layers && l < w->m->hp.n_audio_layer; l++)
 		whisper_block_free(be, &w->layers[l]);
@@ -116,6 +137,13 @@ void whisper_encoder_free(struct whisper_encoder *w)
 	free(w->host_mel);
 	free(w->host_pos);
 	free(w);
+}
+
+/* whisper_round_f16 in whisper.cpp's numerics (tmp non-NULL) */
+static void round16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp)
+{
+	if (tmp)
+		whisper_round_f16(be, w, x, tmp);
 }
 
 int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, size_t f0, tern_err *e)
@@ -132,14 +160,18 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 	}
 	be->upload(be, &w->mel, 0, w->host_mel, sizeof(float) * (size_t)(2 * n * w->n_mels));
 
+	const int gelu = w->gg ? TERN_UNARY_GELU_F16 : TERN_UNARY_GELU;
+	struct tern_buf *r16 = w->gg ? &w->r16 : NULL;
 	be->im2col(be, &w->mel, &w->col1, &(struct tern_conv){.k = 3, .stride = 1, .pad = 1});
+	round16(be, &w->conv1_w, &w->col1, r16);
 	whisper_mm(be, &w->conv1_w, &w->col1, &w->h1);
 	be->add(be, &w->h1, &w->conv1_b, &w->h1);
-	be->unary(be, &w->h1, &w->h1, TERN_UNARY_GELU);
+	be->unary(be, &w->h1, &w->h1, gelu);
 	be->im2col(be, &w->h1, &w->col2, &(struct tern_conv){.k = 3, .stride = 2, .pad = 1});
+	round16(be, &w->conv2_w, &w->col2, r16);
 	whisper_mm(be, &w->conv2_w, &w->col2, &w->x);
 	be->add(be, &w->x, &w->conv2_b, &w->x);
-	be->unary(be, &w->x, &w->x, TERN_UNARY_GELU);
+	be->unary(be, &w->x, &w->x, gelu);
 	be->add(be, &w->x, &w->pe, &w->x);
 
 	const int64_t heads[3] = {hd, w->n_head, n};
@@ -150,6 +182,7 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 	for (int l = 0; l < w->m->hp.n_audio_layer; l++) {
 		const struct whisper_block_bufs *L = &w->layers[l];
 		be->norm(be, &w->x, r, &L->attn_ln_w, &L->attn_ln_b, &w->y, &ln);
+		round16(be, &L->q_w, &w->y, r16);
 		whisper_mm(be, &L->q_w, &w->y, &w->q);
 		be->add(be, &w->q, &L->q_b, &w->q);
 		whisper_mm(be, &L->k_w, &w->y, &w->t);
@@ -157,13 +190,17 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 		whisper_mm(be, &L->v_w, &w->y, &w->t);
 		be->add(be, &w->t, &L->v_b, &w->t);
 		be->kv_store(be, &w->vc, &t3, &w->pos);
+		round16(be, NULL, &w->q, r16); /* ggml's attention: Q to the caches' f16 */
 		be->attention(be, &q3, &w->kc, &w->vc, &w->last, &a3, &at);
+		round16(be, &L->o_w, &w->a, r16);
 		whisper_mm(be, &L->o_w, &w->a, &w->t);
 		be->add(be, &w->t, &L->o_b, &w->t);
 		be->norm(be, &w->x, &w->t, &L->mlp_ln_w, &L->mlp_ln_b, &w->y, &ln);
+		round16(be, &L->mlp0_w, &w->y, r16);
 		whisper_mm(be, &L->mlp0_w, &w->y, &w->ff);
 		be->add(be, &w->ff, &L->mlp0_b, &w->ff);
-		be->unary(be, &w->ff, &w->ff, TERN_UNARY_GELU);
+		be->unary(be, &w->ff, &w->ff, gelu);
+		round16(be, &L->mlp2_w, &w->ff, r16);
 		whisper_mm(be, &L->mlp2_w, &w->ff, &w->t);
 		be->add(be, &w->t, &L->mlp2_b, &w->t);
 		r = &w->t;
@@ -175,4 +212,13 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 const struct tern_buf *whisper_encoder_output(const struct whisper_encoder *w)
 {
 	return &w->out;
+}
+
+double whisper_encoder_flops(const struct whisper_model *m)
+{
+	const double n = m->hp.n_audio_ctx, d = m->hp.n_audio_state, mels = m->hp.n_mels;
+	const double conv = 2 * (2 * n) * d * (3 * mels) + 2 * n * d * (3 * d);
+	/* Q, K, V, O: 4 n d^2; MLP: 8 n d^2; QK^T and PV: 2 n^2 d; x2 each */
+	const double layer = 2 * (12 * n * d * d + 2 * n * n * d);
+	return conv + m->hp.n_audio_layer * layer;
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define CHUNK_CS 3000	/* a window: 30 s in frames */
@@ -49,6 +50,13 @@ int whisper_lang_find(const char *code)
 	return -1;
 }
 
+/* whisper-cli's default thread count: min(4, the CPUs online) */
+static int default_threads(void)
+{
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+	return c < 1 ? 1 : c < 4 ? (int)c : 4;
+}
+
 struct whisper_full_params whisper_full_default_params(void)
 {
 	return (struct whisper_full_params){
@@ -65,6 +73,7 @@ struct whisper_full_params whisper_full_default_params(void)
 		.n_max_text_ctx = 16384,
 		.thold_pt = 0.01f,
 		.thold_ptsum = 0.01f,
+		.n_threads = default_threads(),
 	};
 }
 
@@ -642,6 +651,7 @@ struct whisper_full {
 	struct whisper_encoder *enc;
 	struct whisper_decoder *dec;
 	int n_vocab, n_max, n_text_ctx;
+	int n_threads; /* whisper.cpp's, for its numerics: the last run's, else the default */
 	int32_t blank_id;
 	struct dec_state d[WHISPER_FULL_MAX_DECODERS];
 	/* scratch */
@@ -700,6 +710,7 @@ int whisper_full_new(struct whisper_full **out, const struct whisper_model *m, s
 	w->n_vocab = m->hp.n_vocab;
 	w->n_text_ctx = m->hp.n_text_ctx;
 	w->n_max = m->hp.n_text_ctx / 2 - 4;
+	w->n_threads = default_threads();
 	if (w->n_max < 1) {
 		free(w);
 		return tern_errf(e, TERN_EINVAL, "a text context of %d is too short", m->hp.n_text_ctx);
@@ -803,6 +814,7 @@ static int decode_prompt(struct whisper_full *w, int slot, const int32_t *tokens
 	const int nb = w->be->max_tokens > 0 ? (int)w->be->max_tokens : 1;
 	for (int i = 0; i < n; i += nb) {
 		int k = n - i < nb ? n - i : nb;
+		whisper_decoder_set_split(w->dec, w->n_threads);
 		int rc = whisper_decode_seq(w->dec, slot, tokens + i, k, i, logits, e);
 		if (rc)
 			return rc;
@@ -818,7 +830,10 @@ int whisper_full_detect_language(struct whisper_full *w, const struct whisper_me
 		return tern_errf(e, TERN_EINVAL, "an English-only model cannot detect the language");
 	int rc = encode_at(w, src, f0, NULL, e);
 	if (!rc)
+	{
+		whisper_decoder_set_split(w->dec, w->n_threads);
 		rc = whisper_decode_seq(w->dec, 0, &v->sot, 1, 0, w->raw, e);
+	}
 	if (rc)
 		return rc;
 	const int best = whisper_full_lang_probs(w->m, w->raw, probs);
@@ -1152,6 +1167,7 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 	if (v->multilingual && (p->lang_id < 0 || p->lang_id >= v->n_langs))
 		return tern_errf(e, TERN_EINVAL, "language %d of %d", p->lang_id, v->n_langs);
 	res->lang_id = v->multilingual ? p->lang_id : 0;
+	w->n_threads = p->n_threads > 0 ? p->n_threads : default_threads();
 
 	const int64_t seek_start = p->offset_cs;
 	const int64_t seek_end = p->duration_cs == 0 ? src->n_len_org : seek_start + p->duration_cs;
@@ -1331,15 +1347,24 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 
 				/* the next logits */
 				t_dec = now_s();
-				for (int j = 0; j < n_cur; j++) {
-					struct dec_state *d = &w->d[j];
-					if (d->completed || d->failed)
-						continue;
-					rc = whisper_decode_seq(w->dec, d->slot, &d->ids[d->n - 1], 1, n_prompt + i,
-								d->logits, e);
-					if (rc)
+				{ /* the step's live decoders in one batch, as whisper.cpp
+				   * does (its numbers differ for a token alone: split) */
+					int seqs[WHISPER_FULL_MAX_DECODERS], live = 0;
+					int32_t toks[WHISPER_FULL_MAX_DECODERS], at[WHISPER_FULL_MAX_DECODERS];
+					float *outs[WHISPER_FULL_MAX_DECODERS];
+					for (int j = 0; j < n_cur; j++) {
+						struct dec_state *d = &w->d[j];
+						if (d->completed || d->failed)
+							continue;
+						seqs[live] = d->slot;
+						toks[live] = d->ids[d->n - 1];
+						at[live] = n_prompt + i;
+						outs[live++] = d->logits;
+					}
+					whisper_decoder_set_split(w->dec, live == 1 ? p->n_threads : 1);
+					if (live && (rc = whisper_decode_multi(w->dec, live, seqs, toks, at, outs, e)))
 						return rc;
-					st->n_decode++;
+					st->n_decode += live;
 				}
 				st->t_decode_s += now_s() - t_dec;
 				t_s = now_s();

@@ -49,6 +49,8 @@ struct whisper_full_params {
 	int n_prompt;
 	int64_t offset_cs, duration_cs; /* the part of the audio to transcribe; duration 0: to the end */
 	uint32_t seed;			/* the first decoder's generator (whisper.cpp: 0; decoder j: j) */
+	int n_threads; /* whisper.cpp's thread count, which its numbers depend on
+			* (whisper_decoder_set_split); whisper-cli's default min(4, CPUs) */
 
 	/* token-level timestamps (whisper.cpp's token_timestamps): each
 	 * segment's tokens get t0/t1 from the timestamp probabilities and the

@@ -37,4 +37,17 @@ void whisper_block_free(struct tern_backend *be, struct whisper_block_bufs *b);
  * goes through mat_vec. */
 void whisper_mm(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y);
 
+/* Round the f32 values of x to f16 (whisper.cpp's numerics: ggml converts
+ * the activations of a product with f16 weights to f16) through tmp, an f16
+ * buffer of at least as many elements; when w (may be NULL) is given, only
+ * if w is f16. */
+void whisper_round_f16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp);
+
+/* GGML_PAD(n, 256): whisper.cpp's attention caches over the audio have
+ * this many rows, zeros past n. */
+static inline int64_t whisper_pad256(int64_t n)
+{
+	return (n + 255) / 256 * 256;
+}
+
 #endif

@@ -7,12 +7,16 @@
  * mat_mul) and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
- * the Q/K norm), RoPE in both orderings with linear scaling and llama3's
- * frequency factors (rope; no YaRN yet), the KV cache store in f32, f16 or
+ * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
+ * frequency factors and YaRN (rope), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
- * window, soft-cap; online softmax, memory linear in the prompt), gated
+ * window, soft-cap, V heads narrower than K's, V read from a column window
+ * of the K cache as multi-head latent attention does; online softmax,
+ * memory linear in the prompt), per-head products (mat_mul_heads, MLA's
+ * absorbed projections), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),
- * scale, softmax and copy; for Whisper's encoder the rows of a 1-D
+ * scale, softmax and copy (also between column windows of wider rows,
+ * tern_buf_cols); for Whisper's encoder the rows of a 1-D
  * convolution (im2col). A new op is one more function pointer below,
  * with the same contract, and one more check in tests/test_backend_ops.c.
  *
@@ -106,10 +110,15 @@ struct tern_norm {
 
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
  * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
- * each head turns by theta = freq_scale * pos / (freq_base^(2j / n_rot) *
- * freq[j]) for pair j (freq[j] = 1 without factors); dimensions from n_rot
- * on are left alone. As llama.cpp's rope with ext_factor 0 (YaRN is not
- * implemented). */
+ * each head turns by theta_j = freq_scale * e_j, e_j = pos /
+ * (freq_base^(2j / n_rot) * freq[j]) for pair j (freq[j] = 1 without
+ * factors); dimensions from n_rot on are left alone. YaRN (ext_factor >
+ * 0) mixes in the unscaled angle: r_j = ext_factor * (1 - clamp((j -
+ * corr_low) / max(0.001, corr_high - corr_low), 0, 1)), theta_j =
+ * freq_scale * e_j * (1 - r_j) + e_j * r_j. The turned pair is multiplied
+ * by mscale (YaRN's magnitude; 0 stands for 1). As llama.cpp's rope, whose
+ * own extra factor (1 + 0.1 ln(1 / freq_scale)) with YaRN the caller
+ * folds into mscale. */
 enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
 
 struct tern_rope {
@@ -117,6 +126,9 @@ struct tern_rope {
 	int n_rot;        /* even, 2..head_dim */
 	float freq_base;  /* 10000, 500000, 1e6 ... */
 	float freq_scale; /* 1 / the linear scaling factor; 1 without */
+	float ext_factor; /* YaRN's extrapolation mix, 0..1; 0: none */
+	float corr_low, corr_high; /* YaRN's ramp between these pairs (ggml_rope_yarn_corr_dims) */
+	float mscale;     /* magnitude of the turned pairs; 0: 1 */
 };
 
 /* attention */
@@ -141,8 +153,12 @@ enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU };
 /* weights one mat_vec_n call takes */
 #define TERN_MAT_VEC_N 4
 
-/* head dimensions the attention takes (its per-row state is fixed) */
-#define TERN_ATTN_MAX_HEAD_DIM 512
+/* head dimensions the attention takes (its per-row state is fixed):
+ * DeepSeek's MLA attends with kv_lora_rank 512 + 64 RoPE dimensions */
+#define TERN_ATTN_MAX_HEAD_DIM 576
+
+/* the longest row mat_mul_heads takes (its activations live on the stack) */
+#define TERN_HEADS_MAX_COLS 1024
 
 struct tern_backend {
 	const char *name;   /* "cpu", "cpu-ref", later "cuda", "vulkan" */
@@ -195,6 +211,15 @@ struct tern_backend {
 	 * [ntok][rows], contiguous, ntok = x->ne[1] in 1..max_tokens. */
 	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y);
+	/* y[t][h] = w[h] x[t][h] for every token t and head h, one matrix
+	 * per head: w a 3-D weight {cols, rows, n_head} as buf_weight made
+	 * it (any type mat_prepare takes; not prepared), x f32 {cols,
+	 * n_head, ntok}, y f32 {rows, n_head, ntok}, contiguous, cols at
+	 * most TERN_HEADS_MAX_COLS, ntok 1..max_tokens. Multi-head latent
+	 * attention's absorbed projections (W_kb^T into the query, W_vb out
+	 * of the latent). */
+	void (*mat_mul_heads)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y);
 
 	/* y[t] = row ids[t] of w, decoded to f32: w [rows][cols] of any
 	 * type, ids i32 [ntok], y f32 [ntok][cols]. An id outside w is a
@@ -222,10 +247,13 @@ struct tern_backend {
 	/* y = softmax(scale * q k^T) v per query and head over the cache
 	 * rows the query sees: key p is visible to the query at position
 	 * q = pos[t] iff p <= q and (window == 0 or q - p < window); query
-	 * head h reads KV head h / (n_head / n_head_kv). q, y f32 {head_dim,
-	 * n_head, ntok}; k, v caches {head_dim, n_head_kv, n_ctx} as
-	 * kv_store wrote them (rows 0..pos[t] must have been stored). Online
-	 * softmax: no [ntok][n_ctx] scores anywhere. */
+	 * head h reads KV head h / (n_head / n_head_kv). q f32 {head_dim,
+	 * n_head, ntok}, y f32 {head_dim_v, n_head, ntok}; k cache {head_dim,
+	 * n_head_kv, n_ctx}, v cache {head_dim_v, n_head_kv, n_ctx} as
+	 * kv_store wrote them (rows 0..pos[t] must have been stored), both
+	 * at most TERN_ATTN_MAX_HEAD_DIM; v may be a column window of k
+	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
+	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);
@@ -251,7 +279,9 @@ struct tern_backend {
 	void (*softmax)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y);
 	/* dst = src, the same number of rows of the same length: the same
 	 * type (bytes copied), f32 to any type quant/ can encode, or any type
-	 * to f32. */
+	 * to f32. Either side may be a column window of wider rows
+	 * (tern_buf_cols): rows are then found through nb[1..3], row r being
+	 * (r % ne1, r / ne1 % ne2, r / (ne1 ne2)) of each side's own shape. */
 	void (*copy)(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst);
 
 	/* Bracket one step (a token of decode); see the top of this file. */
@@ -310,6 +340,20 @@ static inline struct tern_buf tern_buf_reshape(const struct tern_buf *b, int n_d
 	v.nb[1] = quant_row_size(b->type, (uint64_t)v.ne[0], NULL);
 	for (int i = 2; i < TERN_MAX_DIMS; i++)
 		v.nb[i] = v.nb[i - 1] * (size_t)v.ne[i - 1];
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	return v;
+}
+
+/* View of columns [c0, c0 + n) of every row of b (c0 and n multiples of
+ * the type's block): the same storage and row strides, not owned, not
+ * prepared; its rows no longer follow each other without gaps, so only
+ * the ops that say so take it (copy, attention's v). */
+static inline struct tern_buf tern_buf_cols(const struct tern_buf *b, int64_t c0, int64_t n)
+{
+	struct tern_buf v = *b;
+	v.offset += quant_row_size(b->type, (uint64_t)c0, NULL);
+	v.ne[0] = n;
 	v.flags &= ~(unsigned)TERN_BUF_OWNS;
 	v.prep = NULL;
 	return v;

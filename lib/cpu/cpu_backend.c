@@ -165,6 +165,52 @@ struct ops_args {
 	float s;
 };
 
+/* ---- one matrix per head (MLA) ----
+ * Units: a head x a block of HEADS_TOK tokens, from a shared counter; each
+ * quantizes its block's activations (on its stack) and takes one tile of
+ * dots, so that a unit's result does not depend on the thread. */
+#define HEADS_TOK 8
+
+static void heads_rows(void *arg, int64_t u0, int64_t u1)
+{
+	struct ops_args *o = arg;
+	const struct tern_buf *w = o->a, *x = o->b;
+	struct tern_buf *y = o->y;
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2], ntok = x->ne[2];
+	int64_t nblk = (ntok + HEADS_TOK - 1) / HEADS_TOK;
+	uint32_t at = quant_vec_dot_type(w->type);
+	size_t arow = quant_row_size(at, (uint64_t)cols, NULL);
+	_Alignas(64) uint8_t act[HEADS_TOK * 2 * TERN_HEADS_MAX_COLS];
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t h = u / nblk, t0 = u % nblk * HEADS_TOK;
+		int nt = (int)(ntok - t0 < HEADS_TOK ? ntok - t0 : HEADS_TOK);
+		const float *xr = xd + (t0 * nh + h) * cols;
+		const void *a = xr;
+		size_t astride = sizeof(float) * (size_t)(nh * cols);
+		if (at != QT_F32) {
+			for (int i = 0; i < nt; i++)
+				quant_quantize_act(at, xr + (size_t)i * (size_t)(nh * cols), act + (size_t)i * arow,
+						   (uint64_t)cols);
+			a = act;
+			astride = arow;
+		}
+		quant_dot_tile(w->type, cols, (const uint8_t *)tern_buf_host(w) + (size_t)h * w->nb[2], w->nb[1],
+			       (int)rows, a, astride, nt, yd + (t0 * nh + h) * rows, (size_t)(nh * rows));
+	}
+}
+
+static void cpu_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y)
+{
+	if (!cpu_host_heads_args(be, w, x, y))
+		return;
+	struct ops_args o = {.be = be, .a = w, .b = x, .y = y};
+	int64_t units = w->ne[2] * ((x->ne[2] + HEADS_TOK - 1) / HEADS_TOK);
+	par_rows(be, heads_rows, &o, units, w->ne[0] * w->ne[1] * w->ne[2] * x->ne[2]);
+}
+
 static const uint8_t *row_at(const struct tern_buf *b, int64_t i1, int64_t i2)
 {
 	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2];
@@ -217,6 +263,24 @@ static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct t
  * products in f32 */
 #define ROPE_MAX_PAIRS (TERN_ATTN_MAX_HEAD_DIM / 2)
 
+/* cos and sin of pair j whose unscaled angle is e (pos / base^(2j/n_rot)
+ * / freq[j]): linear scaling, YaRN's ramp and magnitude (lib/backend.h),
+ * in f32 as llama.cpp */
+static inline void rope_angle(const struct tern_rope *p, int64_t j, float e, float *cs, float *sn)
+{
+	float th = p->freq_scale * e;
+	if (p->ext_factor > 0) {
+		float y = ((float)j - p->corr_low) / fmaxf(0.001f, p->corr_high - p->corr_low);
+		float r = p->ext_factor * (1.0f - fminf(1.0f, fmaxf(0.0f, y)));
+		th = th * (1.0f - r) + e * r;
+	}
+	sincosf(th, sn, cs);
+	if (p->mscale > 0) {
+		*sn *= p->mscale;
+		*cs *= p->mscale;
+	}
+}
+
 static void rope_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
@@ -230,7 +294,7 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn[j], &cs[j]);
+			rope_angle(p, j, ff ? theta / ff[j] : theta, &cs[j], &sn[j]);
 			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
 			sn2[2 * j] = -sn[j];
 			sn2[2 * j + 1] = sn[j];
@@ -254,7 +318,7 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 		float theta = (float)pd[r / nh];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			float cs, sn;
-			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn, &cs);
+			rope_angle(p, j, ff ? theta / ff[j] : theta, &cs, &sn);
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];
@@ -368,7 +432,8 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	*a = (struct cpu_attn_args){
 		.q = tern_buf_host(q), .y = tern_buf_host(y), .k = tern_buf_host(k), .v = tern_buf_host(v),
 		.k_head = k->nb[1], .k_pos = k->nb[2], .v_head = v->nb[1], .v_pos = v->nb[2],
-		.ktype = k->type, .vtype = v->type, .pos = pd, .hd = q->ne[0], .nh = q->ne[1], .nkv = k->ne[1],
+		.ktype = k->type, .vtype = v->type, .pos = pd, .hd = q->ne[0], .hdv = v->ne[0], .nh = q->ne[1],
+		.nkv = k->ne[1],
 		.ntok = ntok, .n_ctx = n_ctx, .scale = p->scale, .softcap = p->softcap, .window = p->window,
 		.n_chunks = 1, .part = c->attn_part,
 	};
@@ -378,7 +443,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	/* one token over a long context: chunks of keys, as many as the
 	 * partials' space holds (a rule of the shapes alone) */
 	if (ntok == 1 && keys >= 2 * ATTN_CHUNK) {
-		int64_t cap = ATTN_PART_FLOATS / (a->nh * (a->hd + 2));
+		int64_t cap = ATTN_PART_FLOATS / (a->nh * (a->hdv + 2));
 		int64_t nc = (keys + ATTN_CHUNK - 1) / ATTN_CHUNK;
 		nc = nc < cap ? nc : cap;
 		if (nc > 1) {
@@ -386,11 +451,11 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 			a->n_chunks = (keys + a->chunk - 1) / a->chunk;
 		}
 	}
-	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0;
+	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0 && a->hdv % 16 == 0;
 	j.n_units = a->nkv * (j.dec ? 1 : a->n_row_units) * a->n_chunks;
 	atomic_init(&j.next, 0);
 	/* work: scores and weighted sums, ~4 flops per key and dimension */
-	if (keys * a->nh * a->hd < PAR_MIN_WORK * 8 || j.n_units < 2 || tp_threads(c->pool) == 1)
+	if (keys * a->nh * (a->hd + a->hdv) < PAR_MIN_WORK * 16 || j.n_units < 2 || tp_threads(c->pool) == 1)
 		attn_body(&j, 0, 1);
 	else
 		tp_run_any(c->pool, attn_body, &j);
@@ -519,21 +584,39 @@ static void cpu_im2col(struct tern_backend *be, const struct tern_buf *x, struct
 	par_rows(be, im2col_rows, &o, y->ne[1], y->ne[1] * y->ne[0]);
 }
 
+/* row r of b (r over every dimension above ne[0]), through its strides:
+ * either side of a copy may be a column window (tern_buf_cols) */
+static const uint8_t *row_n(const struct tern_buf *b, int64_t r)
+{
+	int64_t i1 = r % b->ne[1], i2 = r / b->ne[1] % b->ne[2], i3 = r / (b->ne[1] * b->ne[2]);
+	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2] +
+	       (size_t)i3 * b->nb[3];
+}
+
+static bool packed(const struct tern_buf *b)
+{
+	size_t row = quant_row_size(b->type, (uint64_t)b->ne[0], NULL);
+	return b->nb[1] == row && b->nb[2] == row * (size_t)b->ne[1] && b->nb[3] == b->nb[2] * (size_t)b->ne[2];
+}
+
 static void copy_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
 	const struct tern_buf *src = o->a;
 	struct tern_buf *dst = o->y;
-	if (src->type == dst->type) {
-		memcpy((uint8_t *)tern_buf_host(dst) + (size_t)r0 * dst->nb[1],
-		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * src->nb[1], (size_t)(r1 - r0) * src->nb[1]);
+	size_t bytes = quant_row_size(src->type, (uint64_t)src->ne[0], NULL);
+	if (src->type == dst->type && packed(src) && packed(dst)) {
+		memcpy((uint8_t *)tern_buf_host(dst) + (size_t)r0 * bytes,
+		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * bytes, (size_t)(r1 - r0) * bytes);
 		return;
 	}
 	const struct cpu_ops *k = cpu_ops();
 	for (int64_t r = r0; r < r1; r++) {
-		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
-		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
-		if (src->type == QT_F32)
+		const uint8_t *s = row_n(src, r);
+		uint8_t *d = (uint8_t *)row_n(dst, r);
+		if (src->type == dst->type)
+			memcpy(d, s, bytes);
+		else if (src->type == QT_F32)
 			k->encode_row(dst->type, (const float *)(const void *)s, d, src->ne[0]);
 		else
 			k->decode_row(src->type, s, (float *)(void *)d, src->ne[0]);
@@ -602,6 +685,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.mat_vec = cpu_mat_vec;
 	c->be.mat_vec_n = cpu_mat_vec_n;
 	c->be.mat_mul = cpu_mat_mul;
+	c->be.mat_mul_heads = cpu_mat_mul_heads;
 	c->be.get_rows = cpu_get_rows;
 	c->be.norm = cpu_norm;
 	c->be.rope = cpu_rope;

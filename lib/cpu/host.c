@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,18 @@ static bool contiguous(const struct tern_buf *b)
 	return true;
 }
 
+/* rows of b do not overlap, with or without gaps between them (a column
+ * window, tern_buf_cols) */
+static bool rows_apart(const struct tern_buf *b)
+{
+	if (b->nb[1] < quant_row_size(b->type, (uint64_t)b->ne[0], NULL))
+		return false;
+	for (int i = 2; i < TERN_MAX_DIMS; i++)
+		if (b->ne[i] > 1 && b->nb[i] < b->nb[i - 1] * (size_t)b->ne[i - 1])
+			return false;
+	return true;
+}
+
 static bool mine(struct tern_backend *be, const struct tern_buf *b, uint32_t type)
 {
 	return b->be == be && b->mem && b->type == type && contiguous(b);
@@ -264,7 +277,8 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	bool ok = mine(be, x, QT_F32) && writable(x) && mine(be, pos, QT_I32) && pos->ne[0] == ntok &&
 		  cpu_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
 		  p->n_rot >= 2 && p->n_rot % 2 == 0 && p->n_rot <= x->ne[0] && p->freq_base > 0 &&
-		  p->freq_scale > 0;
+		  p->freq_scale > 0 && p->ext_factor >= 0 && p->ext_factor <= 1 && p->mscale >= 0 &&
+		  isfinite(p->mscale) && isfinite(p->corr_low) && isfinite(p->corr_high);
 	if (ok && freq)
 		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && cpu_host_nrows(freq) == 1;
 	if (!ok)
@@ -293,17 +307,35 @@ bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, 
 			     const struct tern_attn *p)
 {
 	char s1[96], s2[96];
-	int64_t hd = q->ne[0], nh = q->ne[1], nkv = k->ne[1];
-	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hd &&
+	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], nkv = k->ne[1];
+	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hdv &&
 		  y->ne[1] == nh && y->ne[2] == q->ne[2] && y->ne[3] == 1 && hd <= TERN_ATTN_MAX_HEAD_DIM &&
-		  k->be == be && k->mem && contiguous(k) && k->ne[3] == 1 && v->be == be && v->mem &&
-		  contiguous(v) && v->ne[3] == 1 && k->ne[0] == hd && v->ne[0] == hd && v->ne[1] == nkv &&
-		  v->ne[2] == k->ne[2] && nh % nkv == 0 && (k->type == QT_F32 || quant_can_quantize(k->type)) &&
+		  hdv >= 1 && hdv <= TERN_ATTN_MAX_HEAD_DIM && k->be == be && k->mem && contiguous(k) &&
+		  k->ne[3] == 1 && v->be == be && v->mem && rows_apart(v) && v->ne[3] == 1 && k->ne[0] == hd &&
+		  v->ne[1] == nkv && v->ne[2] == k->ne[2] && nh % nkv == 0 &&
+		  (k->type == QT_F32 || quant_can_quantize(k->type)) &&
 		  (v->type == QT_F32 || quant_can_quantize(v->type)) && mine(be, pos, QT_I32) &&
 		  pos->ne[0] == q->ne[2] && cpu_host_nrows(pos) == 1 && p->window >= 0 && p->softcap >= 0;
 	if (!ok)
 		cpu_host_fail(be, "attention: q %s does not fit cache %s", shape(s1, sizeof s1, q),
 			      shape(s2, sizeof s2, k));
+	return ok;
+}
+
+bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			 const struct tern_buf *y)
+{
+	char s1[96], s2[96];
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
+	bool ok = w->be == be && w->mem && contiguous(w) && w->ne[3] == 1 && quant_is_weight_type(w->type) &&
+		  cols % quant_type_info(w->type)->blck == 0 &&
+		  cols % quant_type_info(quant_vec_dot_type(w->type))->blck == 0 && cols <= TERN_HEADS_MAX_COLS &&
+		  mine(be, x, QT_F32) && mine(be, y, QT_F32) && writable(y) && x->ne[0] == cols && x->ne[1] == nh &&
+		  y->ne[0] == rows && y->ne[1] == nh && x->ne[2] == y->ne[2] && x->ne[3] == 1 && y->ne[3] == 1 &&
+		  x->ne[2] >= 1 && x->ne[2] <= be->max_tokens;
+	if (!ok)
+		cpu_host_fail(be, "mat_mul_heads: weight %s and x %s do not fit", shape(s1, sizeof s1, w),
+			      shape(s2, sizeof s2, x));
 	return ok;
 }
 
@@ -324,7 +356,7 @@ bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst)
 {
 	char s1[96], s2[96];
-	bool ok = src->be == be && src->mem && contiguous(src) && dst->be == be && dst->mem && contiguous(dst) &&
+	bool ok = src->be == be && src->mem && rows_apart(src) && dst->be == be && dst->mem && rows_apart(dst) &&
 		  writable(dst) && same_shape(src, dst) &&
 		  (src->type == dst->type || (src->type == QT_F32 && quant_can_quantize(dst->type)) ||
 		   dst->type == QT_F32);

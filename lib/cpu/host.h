@@ -64,6 +64,9 @@ bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cach
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
 			     const struct tern_attn *p);
+/* mat_mul_heads: w a 3-D weight of this backend, x, y f32 (lib/backend.h) */
+bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			 const struct tern_buf *y);
 /* glu (b: up), add (b: the same shape or one row), unary, scale,
  * softmax (b NULL): f32 operands of y's shape. */
 bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,

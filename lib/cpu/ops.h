@@ -31,13 +31,13 @@
 
 struct cpu_attn_args {
 	const float *q;            /* [ntok][nh][hd] */
-	float *y;                  /* [ntok][nh][hd] */
+	float *y;                  /* [ntok][nh][hdv] */
 	const uint8_t *k, *v;      /* caches: element 0 */
 	size_t k_head, k_pos;      /* bytes from head to head, position to position */
 	size_t v_head, v_pos;
 	uint32_t ktype, vtype;     /* f32, f16, q8_0, or any type quant/ decodes */
 	const int32_t *pos;        /* [ntok]; a token outside 0..n_ctx-1 is skipped */
-	int64_t hd, nh, nkv, ntok, group, n_ctx;
+	int64_t hd, hdv, nh, nkv, ntok, group, n_ctx; /* hd: of Q and K; hdv: of V (MLA: narrower) */
 	float scale, softcap;
 	int32_t window;
 	int64_t unit_rows;         /* query rows (token x group head) per unit */
@@ -53,7 +53,8 @@ struct cpu_ops {
 	 * (0 when unsplit); ws: CPU_ATTN_WS_FLOATS floats, 64-byte aligned. */
 	void (*attn_unit)(const struct cpu_attn_args *a, int64_t kh, int64_t u, int64_t c, float *ws);
 	/* The same for one token (ntok 1) whose group has at most
-	 * CPU_ATTN_DEC_ROWS heads, hd a multiple of 16: KV head kh, chunk c. */
+	 * CPU_ATTN_DEC_ROWS heads, hd and hdv multiples of 16: KV head kh,
+	 * chunk c. */
 	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
 	/* One row: x += r (r may be NULL), then y = norm(x) * w + b (w, b
 	 * may be NULL); kind TERN_NORM_*. y may be x. */

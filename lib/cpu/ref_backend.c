@@ -96,11 +96,46 @@ static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const
 		ref_products(be, w, x, y);
 }
 
+/* one matrix per head: the activations quantized with the reference
+ * quantizer, each output a reference dot, as ref_products */
+static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y)
+{
+	if (!cpu_host_heads_args(be, w, x, y))
+		return;
+	const uint8_t *wd = tern_buf_host(w);
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
+	uint32_t at = quant_vec_dot_type(w->type);
+	_Alignas(64) uint8_t act[2 * TERN_HEADS_MAX_COLS]; /* a Q8 row takes at most 1.25 bytes per element */
+	for (int64_t t = 0; t < x->ne[2]; t++)
+		for (int64_t h = 0; h < nh; h++) {
+			const float *xr = xd + (t * nh + h) * cols;
+			const void *a = xr;
+			if (at != QT_F32) {
+				quant_quantize_row(at, xr, act, (uint64_t)cols);
+				a = act;
+			}
+			for (int64_t r = 0; r < rows; r++)
+				yd[(t * nh + h) * rows + r] =
+					quant_dot_ref(w->type, cols, wd + (size_t)h * w->nb[2] + (size_t)r * w->nb[1], a);
+		}
+}
+
 /* ---- the other ops: plain loops, sums and softmax state in double ---- */
 
 static const uint8_t *row_at(const struct tern_buf *b, int64_t i1, int64_t i2)
 {
 	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2];
+}
+
+/* row r of b (r over every dimension above ne[0]), through its strides */
+static const uint8_t *row_n(const struct tern_buf *b, int64_t r)
+{
+	int64_t i1 = r % b->ne[1], i2 = r / b->ne[1] % b->ne[2], i3 = r / (b->ne[1] * b->ne[2]);
+	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2] +
+	       (size_t)i3 * b->nb[3];
 }
 
 static void ref_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
@@ -162,13 +197,19 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 		for (int64_t h = 0; h < nh; h++) {
 			float *xh = xd + (t * nh + h) * hd;
 			for (int64_t j = 0; j < half; j++) {
-				double theta = p->freq_scale * (double)pd[t] /
-					       (pow(p->freq_base, 2.0 * (double)j / p->n_rot) * (ff ? ff[j] : 1.0));
+				double e = (double)pd[t] / (pow(p->freq_base, 2.0 * (double)j / p->n_rot) * (ff ? ff[j] : 1.0));
+				double theta = p->freq_scale * e;
+				if (p->ext_factor > 0) { /* YaRN: the ramp between the corrected pairs */
+					double y = ((double)j - p->corr_low) / fmax(0.001, (double)p->corr_high - p->corr_low);
+					double r = p->ext_factor * (1.0 - fmin(1.0, fmax(0.0, y)));
+					theta = theta * (1.0 - r) + e * r;
+				}
+				double mag = p->mscale > 0 ? p->mscale : 1.0;
 				int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 				int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 				double a = xh[i0], b = xh[i1];
-				xh[i0] = (float)(a * cos(theta) - b * sin(theta));
-				xh[i1] = (float)(a * sin(theta) + b * cos(theta));
+				xh[i0] = (float)(mag * (a * cos(theta) - b * sin(theta)));
+				xh[i1] = (float)(mag * (a * sin(theta) + b * cos(theta)));
 			}
 		}
 	}
@@ -205,7 +246,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
 	float *yd = tern_buf_host(y);
-	int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1];
+	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], group = nh / k->ne[1];
 	float kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
 	double acc[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
@@ -216,14 +257,14 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 		for (int64_t h = 0; h < nh; h++) {
 			const float *qh = qd + (t * nh + h) * hd;
 			double m = -INFINITY, l = 0;
-			for (int64_t i = 0; i < hd; i++)
+			for (int64_t i = 0; i < hdv; i++)
 				acc[i] = 0;
 			/* the online softmax: a running maximum m, the sum l of
 			 * exp(s - m) and the weighted sum of V rows, rescaled
 			 * when m grows */
 			for (int64_t kp = lo; kp <= qp; kp++) {
 				quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
-				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hd);
+				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hdv);
 				double s = 0;
 				for (int64_t i = 0; i < hd; i++)
 					s += (double)qh[i] * kr[i];
@@ -233,17 +274,17 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 				if (s > m) {
 					double c = exp(m - s);
 					l *= c;
-					for (int64_t i = 0; i < hd; i++)
+					for (int64_t i = 0; i < hdv; i++)
 						acc[i] *= c;
 					m = s;
 				}
 				double e = exp(s - m);
 				l += e;
-				for (int64_t i = 0; i < hd; i++)
+				for (int64_t i = 0; i < hdv; i++)
 					acc[i] += e * vr[i];
 			}
-			float *yh = yd + (t * nh + h) * hd;
-			for (int64_t i = 0; i < hd; i++)
+			float *yh = yd + (t * nh + h) * hdv;
+			for (int64_t i = 0; i < hdv; i++)
 				yh[i] = (float)(acc[i] / l);
 		}
 	}
@@ -351,11 +392,12 @@ static void ref_copy(struct tern_backend *be, const struct tern_buf *src, struct
 {
 	if (!cpu_host_copy_args(be, src, dst))
 		return;
+	size_t bytes = quant_row_size(src->type, (uint64_t)src->ne[0], NULL);
 	for (int64_t r = 0; r < cpu_host_nrows(src); r++) {
-		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
-		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
+		const uint8_t *s = row_n(src, r);
+		uint8_t *d = (uint8_t *)row_n(dst, r);
 		if (src->type == dst->type)
-			memcpy(d, s, src->nb[1]);
+			memcpy(d, s, bytes);
 		else if (src->type == QT_F32)
 			quant_quantize_row(dst->type, (const float *)s, d, (uint64_t)src->ne[0]);
 		else
@@ -393,6 +435,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.mat_vec = ref_mat_vec;
 	r->be.mat_vec_n = ref_mat_vec_n;
 	r->be.mat_mul = ref_mat_mul;
+	r->be.mat_mul_heads = ref_mat_mul_heads;
 	r->be.get_rows = ref_get_rows;
 	r->be.norm = ref_norm;
 	r->be.rope = ref_rope;

@@ -213,11 +213,12 @@ struct tern_backend {
 			struct tern_buf *y);
 	/* y[t][h] = w[h] x[t][h] for every token t and head h, one matrix
 	 * per head: w a 3-D weight {cols, rows, n_head} as buf_weight made
-	 * it (any type mat_prepare takes; not prepared), x f32 {cols,
-	 * n_head, ntok}, y f32 {rows, n_head, ntok}, contiguous, cols at
-	 * most TERN_HEADS_MAX_COLS, ntok 1..max_tokens. Multi-head latent
-	 * attention's absorbed projections (W_kb^T into the query, W_vb out
-	 * of the latent). */
+	 * it (any type mat_prepare takes; not prepared), whose heads may lie
+	 * apart (nb[2] larger than its rows: the heads of a wider matrix);
+	 * x f32 {cols, n_head, ntok}, y f32 {rows, n_head, ntok}, contiguous;
+	 * cols at most TERN_HEADS_MAX_COLS, ntok 1..max_tokens. Multi-head
+	 * latent attention's absorbed projections (W_kb^T into the query,
+	 * W_vb out of the latent). */
 	void (*mat_mul_heads)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			      struct tern_buf *y);
 

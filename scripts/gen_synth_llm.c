@@ -28,6 +28,23 @@
  * the real files omit rope.freq_base_swa), pre and post norms, GeGLU and
  * the sqrt(n_embd) embedding scale.
  *
+ * deepseek2 (multi-head latent attention, DeepSeek-V2/V3's layout as
+ * llama.cpp's converter writes it): n_embd 256, 4 heads of 32 unrotated +
+ * 32 RoPE dimensions (key_length_mla 64), value heads of 64, a KV latent of
+ * kv_lora_rank 64 (the cache row: 64 + 32), 2 dense layers
+ * (leading_dense_block_count 2), untied output. Variants:
+ *   deepseek2        V2-Lite style: q_lora_rank 0 (a plain attn_q), no
+ *                    RoPE scaling, attn_k_b / attn_v_b (the _mla keys);
+ *   deepseek2-yarn   V3 style: the query through q_lora_rank 128
+ *                    (attn_q_a, attn_q_a_norm, attn_q_b) and YaRN (factor
+ *                    40 over 4096 positions, yarn_log_multiplier 0.0707 as
+ *                    V2's files carry);
+ *   deepseek2-kvb    older conversions: no _mla keys, key_length 64 /
+ *                    value_length 64 over 4 KV heads and the joint
+ *                    attn_kv_b (llama.cpp runs it without absorption, as
+ *                    plain multi-head attention: an independent check).
+ * Types f32, q8_0, q4_0 (the per-head matrices have rows of 32).
+ *
  * Vocabulary: a 320-token SentencePiece ("llama") vocabulary: <unk> <s>
  * </s>, the 256 byte tokens, then 61 word pieces, BOS added.  It exists so
  * that llama.cpp loads the file; the tests feed token ids directly.
@@ -110,6 +127,28 @@ static int mat(struct gen *g, const char *name, uint64_t cols, uint64_t rows, fl
 	return mat_t(g, g->type, name, cols, rows, sd);
 }
 
+/* A 3-D weight {cols, rows, n2}: n2 matrices (one per head) */
+static int mat3(struct gen *g, const char *name, uint64_t cols, uint64_t rows, uint64_t n2, float sd)
+{
+	uint64_t nr = rows * n2;
+	float *x = malloc(sizeof *x * cols * nr);
+	bool ok = true;
+	size_t rs = quant_row_size(g->type, cols, &ok);
+	uint8_t *q = malloc(rs * nr);
+	int rc = ok && x && q ? 0 : -1;
+	if (!rc)
+		fill(x, cols * nr, 0, sd);
+	for (uint64_t r = 0; r < nr && !rc; r++)
+		rc = g->type == QT_F32 ? (memcpy(q + r * rs, x + r * cols, rs), 0)
+				       : quant_quantize_row(g->type, x + r * cols, q + r * rs, cols);
+	uint64_t ne[3] = {cols, rows, n2};
+	if (!rc)
+		rc = gguf_writer_tensor(g->w, name, g->type, 3, ne, q);
+	free(q);
+	free(x);
+	return rc;
+}
+
 /* llama.cpp's Q4_K_M rule for attn_v / ffn_down of layer i of n: more bits
  * in the first and last eighth and every third layer between */
 static uint32_t more_bits(const struct gen *g, uint32_t i, uint32_t n)
@@ -189,12 +228,111 @@ static void vocab(gguf_writer *w)
 	free(extra);
 }
 
+/* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
+static int deepseek2(struct gen *g, int yarn, int kvb)
+{
+	gguf_writer *w = g->w;
+	const uint32_t n_layer = 2, nh = 4, nope = 32, nrot = 32, hv = 64, kvr = 64, qr = yarn ? 128 : 0;
+	char name[64];
+	gguf_writer_u32(w, "deepseek2.context_length", 256);
+	gguf_writer_u32(w, "deepseek2.embedding_length", N_EMBD);
+	gguf_writer_u32(w, "deepseek2.block_count", n_layer);
+	gguf_writer_u32(w, "deepseek2.feed_forward_length", N_FF);
+	gguf_writer_u32(w, "deepseek2.attention.head_count", nh);
+	gguf_writer_u32(w, "deepseek2.attention.head_count_kv", kvb ? nh : 1);
+	gguf_writer_f32(w, "deepseek2.attention.layer_norm_rms_epsilon", 1e-6f);
+	gguf_writer_f32(w, "deepseek2.rope.freq_base", 10000.0f);
+	gguf_writer_u32(w, "deepseek2.rope.dimension_count", nrot);
+	gguf_writer_u32(w, "deepseek2.leading_dense_block_count", n_layer);
+	/* llama.cpp reads q_lora_rank unless it takes the file for V2-Lite (by
+	 * its layer count): 0 means a plain attn_q */
+	gguf_writer_u32(w, "deepseek2.attention.q_lora_rank", qr);
+	gguf_writer_u32(w, "deepseek2.attention.kv_lora_rank", kvr);
+	if (kvb) {
+		gguf_writer_u32(w, "deepseek2.attention.key_length", nope + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length", hv);
+	} else {
+		gguf_writer_u32(w, "deepseek2.attention.key_length", kvr + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length", kvr);
+		gguf_writer_u32(w, "deepseek2.attention.key_length_mla", nope + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length_mla", hv);
+	}
+	gguf_writer_u32(w, "deepseek2.expert_feed_forward_length", N_FF);
+	gguf_writer_u32(w, "deepseek2.expert_shared_count", 0);
+	if (yarn) {
+		gguf_writer_str(w, "deepseek2.rope.scaling.type", "yarn");
+		gguf_writer_f32(w, "deepseek2.rope.scaling.factor", 40.0f);
+		gguf_writer_u32(w, "deepseek2.rope.scaling.original_context_length", 4096);
+		gguf_writer_f32(w, "deepseek2.rope.scaling.yarn_log_multiplier", 0.0707f);
+	}
+	vocab(w);
+	int rc = 0;
+	rc |= mat(g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= vec(g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= mat(g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
+	/* q, the shared RoPE key: ~1.5 per value (in_sd as the other models);
+	 * the latent is normed (~1), W_kb and W_vb ~1/sqrt(kv_lora_rank) */
+	const float in_sd = 1.5f / 16.0f, lat_sd = 0.125f;
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (qr) {
+			rc |= mat(g, T("attn_q_a.weight"), N_EMBD, qr, 1.0f / 16.0f);
+			rc |= vec(g, T("attn_q_a_norm.weight"), qr, 1.0f, 0.1f);
+			rc |= mat(g, T("attn_q_b.weight"), qr, nh * (nope + nrot), 1.5f / 11.3137085f /* sqrt(128) */);
+		} else {
+			rc |= mat(g, T("attn_q.weight"), N_EMBD, nh * (nope + nrot), in_sd);
+		}
+		rc |= mat(g, T("attn_kv_a_mqa.weight"), N_EMBD, kvr + nrot, in_sd);
+		rc |= vec(g, T("attn_kv_a_norm.weight"), kvr, 1.0f, 0.1f);
+		if (kvb) {
+			rc |= mat(g, T("attn_kv_b.weight"), kvr, nh * (nope + hv), lat_sd);
+		} else {
+			rc |= mat3(g, T("attn_k_b.weight"), nope, kvr, nh, lat_sd);
+			rc |= mat3(g, T("attn_v_b.weight"), kvr, hv, nh, lat_sd);
+		}
+		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, 4.0f / 16.0f);
+		rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, 4.0f / 22.627417f);
+#undef T
+	}
+	return rc ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama "
-				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|deepseek2|"
+				"deepseek2-yarn|deepseek2-kvb|tinyllama f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
 		return 2;
+	}
+	int ds = !strncmp(argv[1], "deepseek2", 9);
+	if (ds) {
+		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
+		struct gen dg = { 0 };
+		dg.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
+			  : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : 999;
+		if ((!yarn && !kvb && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
+			fprintf(stderr, "gen_synth_llm: unknown deepseek2 variant or type\n");
+			return 2;
+		}
+		rng_state = 0x7465726eull * 1000003u + (uint64_t)(5 + yarn + 2 * kvb);
+		dg.w = gguf_writer_new();
+		gguf_writer_str(dg.w, "general.architecture", "deepseek2");
+		gguf_writer_str(dg.w, "general.name", "tern synthetic");
+		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
+		gguf_writer_u32(dg.w, "general.quantization_version", 2);
+		tern_err de = { 0 };
+		int drc = deepseek2(&dg, yarn, kvb);
+		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
+			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
+			gguf_writer_free(dg.w);
+			return 1;
+		}
+		gguf_writer_free(dg.w);
+		return 0;
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");

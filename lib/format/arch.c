@@ -23,6 +23,14 @@ static const struct tern_arch_field llm_fields[] = {
 	L("attention.head_count_kv", "kv heads", "head_count_kv", struct tern_arch_llm, n_head_kv, n_head_kv_l, false),
 	F("attention.key_length", "key length", "key_length", TERN_ARCH_U32, struct tern_arch_llm, n_embd_head_k),
 	F("attention.value_length", "value length", "value_length", TERN_ARCH_U32, struct tern_arch_llm, n_embd_head_v),
+	F("attention.key_length_mla", "key length (MLA)", "key_length_mla", TERN_ARCH_U32, struct tern_arch_llm,
+	  n_embd_head_k_mla),
+	F("attention.value_length_mla", "value length (MLA)", "value_length_mla", TERN_ARCH_U32, struct tern_arch_llm,
+	  n_embd_head_v_mla),
+	F("attention.q_lora_rank", "q lora rank", "q_lora_rank", TERN_ARCH_U32, struct tern_arch_llm, n_lora_q),
+	F("attention.kv_lora_rank", "kv lora rank", "kv_lora_rank", TERN_ARCH_U32, struct tern_arch_llm, n_lora_kv),
+	F("leading_dense_block_count", "leading dense layers", "leading_dense_block_count", TERN_ARCH_U32,
+	  struct tern_arch_llm, n_layer_dense_lead),
 	L("feed_forward_length", "feed-forward size", "feed_forward_length", struct tern_arch_llm, n_ff, n_ff_l, false),
 	F("rope.dimension_count", "rope dims", "rope_dimension_count", TERN_ARCH_U32, struct tern_arch_llm, n_rot),
 	F("rope.freq_base", "rope base", "rope_freq_base", TERN_ARCH_F32, struct tern_arch_llm, rope_freq_base),
@@ -34,6 +42,10 @@ static const struct tern_arch_field llm_fields[] = {
 	  rope_scaling_factor),
 	F("rope.scaling.original_context_length", "rope orig. context", "rope_original_context_length",
 	  TERN_ARCH_U32, struct tern_arch_llm, n_ctx_orig),
+	F("rope.scaling.yarn_log_multiplier", "yarn log multiplier", "rope_yarn_log_multiplier", TERN_ARCH_F32,
+	  struct tern_arch_llm, rope_yarn_log_mul),
+	F("rope.scaling.attn_factor", "rope attn factor", "rope_attn_factor", TERN_ARCH_F32, struct tern_arch_llm,
+	  rope_attn_factor),
 	F("attention.layer_norm_epsilon", "norm epsilon", "layer_norm_epsilon", TERN_ARCH_F32, struct tern_arch_llm,
 	  norm_eps),
 	F("attention.layer_norm_rms_epsilon", "rms norm epsilon", "layer_norm_rms_epsilon", TERN_ARCH_F32,
@@ -275,6 +287,8 @@ int tern_arch_llm_read(const tern_mf *m, struct tern_arch_llm *hp, tern_err *e)
 		hp->rope_scaling_factor = 1.0f;
 	if (!has(hp->present, llm_fields, nf, "rope.scaling.original_context_length"))
 		hp->n_ctx_orig = hp->n_ctx_train;
+	if (!has(hp->present, llm_fields, nf, "rope.scaling.attn_factor"))
+		hp->rope_attn_factor = 1.0f;
 	if (!hp->rope_scaling_name[0])
 		hp->rope_scaling = hp->rope_scaling_factor != 1.0f ? TERN_ROPE_SCALING_LINEAR : TERN_ROPE_SCALING_NONE;
 	else if (strcmp(hp->rope_scaling_name, "none") == 0)

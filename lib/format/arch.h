@@ -72,6 +72,15 @@ struct tern_arch_llm {
 	uint32_t n_head_kv;            /* attention.head_count_kv (largest layer; default n_head) */
 	uint32_t n_embd_head_k;        /* attention.key_length (default n_embd / n_head) */
 	uint32_t n_embd_head_v;        /* attention.value_length (default n_embd / n_head) */
+	/* multi-head latent attention (deepseek2): with the _mla keys the file
+	 * stores MLA as MQA over the latent (key_length = kv_lora_rank + rope
+	 * dims, value_length = kv_lora_rank) and these give the heads once
+	 * decompressed; without them key_length / value_length are those */
+	uint32_t n_embd_head_k_mla;    /* attention.key_length_mla (0: absent) */
+	uint32_t n_embd_head_v_mla;    /* attention.value_length_mla (0: absent) */
+	uint32_t n_lora_q;             /* attention.q_lora_rank (0: absent, a plain attn_q) */
+	uint32_t n_lora_kv;            /* attention.kv_lora_rank (0: absent) */
+	uint32_t n_layer_dense_lead;   /* leading_dense_block_count: layers before the first MoE one */
 	uint32_t n_rot;                /* rope.dimension_count (default n_embd_head_k) */
 	float rope_freq_base;          /* rope.freq_base (default 10000) */
 	float rope_freq_base_swa;      /* rope.freq_base_swa: of the sliding-window layers (0: absent) */
@@ -79,6 +88,8 @@ struct tern_arch_llm {
 	enum tern_rope_scaling rope_scaling;        /* ... decoded (default none, linear if a factor is given) */
 	float rope_scaling_factor;     /* rope.scaling.factor (default 1) */
 	uint32_t n_ctx_orig;           /* rope.scaling.original_context_length (default n_ctx_train) */
+	float rope_yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as stored (0: absent) */
+	float rope_attn_factor;        /* rope.scaling.attn_factor (default 1) */
 	float norm_eps;                /* attention.layer_norm_epsilon (0: absent) */
 	float norm_rms_eps;            /* attention.layer_norm_rms_epsilon (0: absent) */
 	uint32_t n_expert;             /* expert_count (0: dense) */

@@ -1,6 +1,6 @@
 /* llm.c - the forward pass of the decoder-only transformers tern runs
- * (llama, qwen2, qwen3, gemma3), written once over the backend operation
- * table (lib/backend.h), with its KV cache and activations.
+ * (llama, qwen2, qwen3, gemma3, deepseek2), written once over the backend
+ * operation table (lib/backend.h), with its KV cache and activations.
  *
  * One block, per token of the batch (the architectures differ only in the
  * optional parts, all decided by the model's config):
@@ -15,6 +15,10 @@
  *   x += o;  h = norm(x) * ffn_norm                (one fused op)
  *   f  = Wdown (act(Wgate h) * Wup h);  f = norm(f) * post_norm (gemma3)
  *   x += f                                         (fused into the next norm)
+ *
+ * deepseek2's multi-head latent attention replaces the attention part
+ * (attn_mla below): its cache keeps one compressed latent and the RoPE
+ * dimensions per position, never the heads.
  *
  * then logits = Wout (norm(x) * output_norm) for the rows kept, with the
  * architecture's final soft-cap. Batches of more than one token use the
@@ -34,7 +38,10 @@
 struct layer_bufs {
 	struct tern_buf attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, attn_post_norm;
 	struct tern_buf ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
-	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx} */
+	/* latent attention (deepseek2): wk_b is the file's, or made from
+	 * attn_kv_b at load (owned); wv_b the file's, or a view of wkv_b */
+	struct tern_buf wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b, wkv_b;
+	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx}; MLA: k {n_lora_kv + n_rot, 1, n_ctx}, no v */
 };
 
 struct tern_llm {
@@ -55,6 +62,13 @@ struct tern_llm {
 	struct tern_buf ids, pos;           /* i32 [n_ubatch] */
 	struct tern_buf x, h, q, k, v, a, out, gate, up; /* out: a block's attention, then FFN output */
 	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all, else 1 */
+	/* latent attention (deepseek2), [n_ubatch] rows each; see attn_mla */
+	struct tern_buf mla_qa;             /* [n_lora_q] */
+	struct tern_buf mla_kv;             /* [n_lora_kv + n_rot]: a cache row */
+	struct tern_buf mla_lat, mla_pe;    /* [n_lora_kv], [n_rot] */
+	struct tern_buf mla_qn, mla_qp;     /* [n_head][nope], [n_head][n_rot] */
+	struct tern_buf mla_qx;             /* [n_head][n_lora_kv]: the absorbed query, then the attention's output */
+	struct tern_buf mla_qm;             /* [n_head][n_lora_kv + n_rot]: the query over the cache */
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
@@ -103,6 +117,11 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 {
 	uint32_t types[2] = {o->type_k, o->type_v};
 	uint32_t dims[2] = {c->head_dim, c->head_dim_v};
+	if (c->n_lora_kv) { /* one cache: its rows, and the latent V reads from them */
+		types[1] = o->type_k;
+		dims[0] = c->n_lora_kv + c->n_rot;
+		dims[1] = c->n_lora_kv;
+	}
 	for (int i = 0; i < 2; i++) {
 		uint32_t t = types[i];
 		if (t != QT_F32 && t != QT_F16 && t != QT_Q8_0)
@@ -166,20 +185,78 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 {
 	double cache = 0; /* in double: a hostile size must not wrap */
 	for (uint32_t il = 0; il < c->n_layer; il++)
-		cache += (double)n_ctx * (double)c->layer[il].n_head_kv *
-			 (double)(quant_row_size(type_k, c->head_dim, NULL) + quant_row_size(type_v, c->head_dim_v, NULL));
+		cache += c->n_lora_kv ? (double)n_ctx * (double)quant_row_size(type_k, c->n_lora_kv + c->n_rot, NULL)
+				      : (double)n_ctx * (double)c->layer[il].n_head_kv *
+						(double)(quant_row_size(type_k, c->head_dim, NULL) +
+							 quant_row_size(type_v, c->head_dim_v, NULL));
 	struct act_widths w = widest(c);
+	double mla = 0; /* floats per token of the latent attention's activations */
+	if (c->n_lora_kv) {
+		double nh = c->n_head, kr = c->n_lora_kv + c->n_rot;
+		mla = c->n_lora_q + 2.0 * kr + nh * ((double)c->head_dim + 2.0 * c->n_lora_kv + c->n_rot);
+	}
 	/* as tern_llm_new makes them: ids and positions (on the host and the
 	 * backend), x, h, q, k, v, a, out, gate, up, and the logits on both
 	 * sides */
 	double rows = logits_all ? (double)n_ubatch : 1;
 	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)w.nq + (double)w.nkv + (double)w.nv +
-						      (double)w.no + 2.0 * (double)w.nff)) +
+						      (double)w.no + 2.0 * (double)w.nff + mla)) +
 		     8.0 * rows * c->n_vocab;
 	double cap = (double)UINT64_MAX / 2;
 	if (kv)
 		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
 	return cache + act < cap ? (uint64_t)(cache + act) : (uint64_t)cap;
+}
+
+/* Older deepseek2 files keep W_kb and W_vb together in attn_kv_b ({kv_lora,
+ * n_head * (nope + head_dim_v)}: per head nope rows of W_kb, then
+ * head_dim_v of W_vb). W_vb is read in place (a view whose heads are
+ * apart); W_kb goes into the query transposed, so it is transposed once
+ * here, into f32 (f16 unless the file's is f32), as attn_k_b holds it. */
+static int split_kv_b(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	struct layer_bufs *L = &l->layers[il];
+	const struct tern_tensor_view *t = l->m->w.layers[il].wkv_b;
+	int64_t nh = c->layer[il].n_head, nope = c->head_dim - c->n_rot, hv = c->head_dim_v, kvr = c->n_lora_kv;
+	struct tern_buf v = L->wkv_b;
+	v.offset += (size_t)nope * L->wkv_b.nb[1];
+	v.ne[1] = hv;
+	v.ne[2] = nh;
+	v.nb[2] = (size_t)(nope + hv) * L->wkv_b.nb[1];
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	L->wv_b = v;
+
+	uint32_t type = t->type == QT_F32 ? QT_F32 : QT_F16;
+	size_t rs = quant_row_size(t->type, (uint64_t)kvr, NULL), ors = quant_row_size(type, (uint64_t)nope, NULL);
+	float *row = malloc(sizeof(float) * (size_t)kvr);
+	float *tr = malloc(sizeof(float) * (size_t)(kvr * nope));
+	uint8_t *out = malloc(ors * (size_t)(kvr * nh));
+	int rc = row && tr && out ? 0 : tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (int64_t h = 0; !rc && h < nh; h++) {
+		for (int64_t i = 0; !rc && i < nope; i++) {
+			const uint8_t *src = (const uint8_t *)t->data + rs * (size_t)(h * (nope + hv) + i);
+			rc = quant_dequantize_row(t->type, src, row, (uint64_t)kvr);
+			for (int64_t r = 0; r < kvr; r++)
+				tr[r * nope + i] = row[r];
+		}
+		for (int64_t r = 0; !rc && r < kvr; r++)
+			rc = quant_quantize_row(type, tr + r * nope, out + ors * (size_t)(h * kvr + r), (uint64_t)nope);
+	}
+	int64_t ne[3] = {nope, kvr, nh};
+	if (!rc)
+		rc = l->be->buf_alloc(l->be, &L->wk_b, type, 3, ne, e);
+	if (!rc) {
+		l->be->upload(l->be, &L->wk_b, 0, out, ors * (size_t)(kvr * nh));
+		rc = l->be->sync(l->be, e);
+	}
+	free(row);
+	free(tr);
+	free(out);
+	if (rc)
+		tern_err_prefixf(e, "layer %u: W_kb from attn_kv_b", il);
+	return rc;
 }
 
 static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
@@ -206,8 +283,25 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->ffn_up, w->ffn_up, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_down, w->ffn_down, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_post_norm, w->ffn_post_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wq_a, w->wq_a, true, e);
+	rc = rc ? rc : weight(l, &L->q_a_norm, w->q_a_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wq_b, w->wq_b, true, e);
+	rc = rc ? rc : weight(l, &L->wkv_a, w->wkv_a, true, e);
+	rc = rc ? rc : weight(l, &L->kv_a_norm, w->kv_a_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wk_b, w->wk_b, false, e); /* mat_mul_heads: not prepared */
+	rc = rc ? rc : weight(l, &L->wv_b, w->wv_b, false, e);
+	rc = rc ? rc : weight(l, &L->wkv_b, w->wkv_b, false, e);
+	if (!rc && c->mla_kv_b)
+		rc = split_kv_b(l, il, e);
 	if (rc)
 		return rc;
+	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
+		int64_t ne[3] = {c->n_lora_kv + c->n_rot, 1, l->n_ctx};
+		rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, ne, e);
+		if (rc)
+			tern_err_prefixf(e, "KV cache of layer %u", il);
+		return rc;
+	}
 	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
 	int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
 	rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, kne, e);
@@ -232,9 +326,15 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	/* the cache, checked for overflow before anything is allocated */
 	uint64_t kv = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
-		uint64_t kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-		uint64_t vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-		if (!kb || !vb || kv > UINT64_MAX / 4 - kb - vb)
+		uint64_t kb, vb = 0; /* latent attention: one cache, V is a window of it */
+		if (c->n_lora_kv) {
+			kb = cache_bytes(o.type_k, c->n_lora_kv + c->n_rot, 1, (uint64_t)n_ctx);
+		} else {
+			kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+			vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+			kb = vb ? kb : 0;
+		}
+		if (!kb || kv > UINT64_MAX / 4 - kb - vb)
 			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
 		kv += kb + vb;
 	}
@@ -288,6 +388,18 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, w.nff, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->up, QT_F32, w.nff, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->logits, QT_F32, c->n_vocab, out_rows, e);
+	if (!rc && c->n_lora_kv) {
+		int64_t nh = c->n_head, kr = c->n_lora_kv + c->n_rot, nope = c->head_dim - c->n_rot;
+		if (c->n_lora_q)
+			rc = alloc2(l, &l->mla_qa, QT_F32, c->n_lora_q, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_kv, QT_F32, kr, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_lat, QT_F32, c->n_lora_kv, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_pe, QT_F32, c->n_rot, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qn, QT_F32, nh * nope, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qp, QT_F32, nh * c->n_rot, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qx, QT_F32, nh * c->n_lora_kv, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qm, QT_F32, nh * kr, n_ub, e);
+	}
 	if (rc) {
 		tern_llm_free(l);
 		return rc;
@@ -303,7 +415,8 @@ void tern_llm_free(struct tern_llm *l)
 	struct tern_backend *be = l->be;
 	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
 				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
-				  &l->rope_freqs};
+				  &l->rope_freqs, &l->mla_qa, &l->mla_kv, &l->mla_lat, &l->mla_pe, &l->mla_qn,
+				  &l->mla_qp, &l->mla_qx, &l->mla_qm};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -312,7 +425,8 @@ void tern_llm_free(struct tern_llm *l)
 			struct tern_buf *b[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
 						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
-						&L->k_cache, &L->v_cache};
+						&L->wq_a, &L->q_a_norm, &L->wq_b, &L->wkv_a, &L->kv_a_norm, &L->wk_b,
+						&L->wv_b, &L->wkv_b, &L->k_cache, &L->v_cache};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -355,12 +469,92 @@ static void product(struct tern_backend *be, const struct tern_buf *w, const str
 		be->mat_mul(be, w, x, y);
 }
 
-/* The input of the first block and its norm are made by the caller; this
- * runs block il over n tokens: x is the residual (its pending addition r
- * from the previous block already folded in by the caller's norm), h the
- * normed input. On return o holds the block's FFN output, not yet added
- * to x (the next norm adds it). */
-static void block(struct tern_llm *l, uint32_t il, int64_t n)
+/* Multi-head latent attention (DeepSeek-V2/V3), as llama.cpp's MLA path
+ * computes it, over n tokens of layer il; o gets the output projection.
+ *
+ *   q        = Wq h, or Wq_b norm(Wq_a h)            {nope | rope} per head
+ *   [c | kp] = Wkv_a h;  c = norm(c) * kv_a_norm;  kp = rope(kp)
+ *   cache[pos] = [c | kp]                               (n_lora_kv + n_rot values)
+ *   qm = [W_kb^T q_nope | rope(q_rope)]  per head      (W_kb absorbed into the query)
+ *   u  = attention(qm, K = cache, V = cache's first n_lora_kv columns)
+ *   a  = W_vb u  per head;  o = Wo a
+ *
+ * K of head h would be W_kb c and its scores q_nope . W_kb c = (W_kb^T
+ * q_nope) . c, V would be W_vb c and sum p V = W_vb sum p c: the heads are
+ * never expanded, the cache holds the latent only (one KV head). The row
+ * splits and joins are copies between column windows. */
+static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const int64_t nh = lc->n_head, hd = c->head_dim, nr = c->n_rot, nope = hd - nr, kvr = c->n_lora_kv;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	int64_t n1[1] = {n};
+	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1);
+	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf q = act2(&l->q, nh * hd, n), kv = act2(&l->mla_kv, kvr + nr, n);
+
+	/* the query and the compressed KV, both from h */
+	struct tern_buf qa = opt(&L->wq_a) ? act2(&l->mla_qa, c->n_lora_q, n) : q;
+	const struct tern_buf *wq = opt(&L->wq_a) ? &L->wq_a : &L->wq;
+	if (n == 1) {
+		const struct tern_buf *w2[2] = {wq, &L->wkv_a};
+		struct tern_buf *y2[2] = {&qa, &kv};
+		be->mat_vec_n(be, 2, w2, &h, y2);
+	} else {
+		be->mat_mul(be, wq, &h, &qa);
+		be->mat_mul(be, &L->wkv_a, &h, &kv);
+	}
+	if (opt(&L->wq_a)) {
+		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
+		product(be, &L->wq_b, &qa, &q, n);
+	}
+	const struct tern_rope rope = {
+		.mode = TERN_ROPE_NORMAL, .n_rot = (int)nr, .freq_base = lc->rope_base, .freq_scale = lc->rope_scale,
+		.ext_factor = c->rope_ext_factor, .corr_low = c->rope_corr_low, .corr_high = c->rope_corr_high,
+		.mscale = c->rope_mscale,
+	};
+
+	/* the cache row: the normed latent, then the rotated shared key part */
+	struct tern_buf lat = act2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
+	struct tern_buf pe = act3(&l->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
+	be->copy(be, &kv_lat, &lat);
+	be->norm(be, &lat, NULL, &L->kv_a_norm, NULL, &lat, &rms);
+	be->copy(be, &lat, &kv_lat);
+	be->copy(be, &kv_pe, &pe);
+	be->rope(be, &pe, &pos, NULL, &rope);
+	be->copy(be, &pe, &kv_pe);
+	struct tern_buf kv3 = act3(&l->mla_kv, kvr + nr, 1, n);
+	be->kv_store(be, &L->k_cache, &kv3, &pos);
+
+	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
+	struct tern_buf q3 = act3(&l->q, hd, nh, n);
+	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
+	struct tern_buf qn = act3(&l->mla_qn, nope, nh, n), qp = act3(&l->mla_qp, nr, nh, n);
+	struct tern_buf qx = act3(&l->mla_qx, kvr, nh, n), qm = act3(&l->mla_qm, kvr + nr, nh, n);
+	be->copy(be, &q_nope, &qn);
+	be->copy(be, &q_pe, &qp);
+	be->rope(be, &qp, &pos, NULL, &rope);
+	be->mat_mul_heads(be, &L->wk_b, &qn, &qx);
+	struct tern_buf qm_lat = tern_buf_cols(&qm, 0, kvr), qm_pe = tern_buf_cols(&qm, kvr, nr);
+	be->copy(be, &qx, &qm_lat);
+	be->copy(be, &qp, &qm_pe);
+
+	/* one KV head: the latent rows are K, their first kvr values V */
+	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
+	const struct tern_attn at = {.scale = c->attn_scale};
+	be->attention(be, &qm, &L->k_cache, &v, &pos, &qx, &at);
+	struct tern_buf a3 = act3(&l->a, c->head_dim_v, nh, n), a = act2(&l->a, nh * c->head_dim_v, n);
+	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
+	product(be, &L->wo, &a, &o, n);
+}
+
+/* The attention of the other architectures over n tokens of layer il:
+ * QKV, their norms and RoPE, the cache, attention, the output projection
+ * (and its norm) into o. */
+static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
@@ -369,7 +563,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
 
-	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
 	struct tern_buf q = act2(&l->q, nh * hd, n), k = act2(&l->k, nkv * hd, n), v = act2(&l->v, nkv * hdv, n);
 	struct tern_buf a = act2(&l->a, nh * hdv, n);
 	int64_t n1[1] = {n};
@@ -418,6 +612,26 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	product(be, &L->wo, &a, &o, n);
 	if (opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
+}
+
+/* The input of the first block and its norm are made by the caller; this
+ * runs block il over n tokens: x is the residual (its pending addition r
+ * from the previous block already folded in by the caller's norm), h the
+ * normed input. On return o holds the block's FFN output, not yet added
+ * to x (the next norm adds it). */
+static void block(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+
+	if (c->n_lora_kv)
+		attn_mla(l, il, n);
+	else
+		attn_mha(l, il, n);
 	if (opt(&L->attn_post_norm))
 		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
 

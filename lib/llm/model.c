@@ -7,8 +7,9 @@
  * tensor is looked up by its llama.cpp name, its shape checked against the
  * one the hyperparameters imply and its type against what the products
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
- * global pattern and local RoPE base) follow llama.cpp's llama-arch.cpp
- * and llama-model.cpp. */
+ * global pattern and local RoPE base, deepseek2's latent attention and
+ * YaRN attention factor) follow llama.cpp's llama-arch.cpp,
+ * llama-model.cpp, models/deepseek2.cpp and llama-context.cpp. */
 #include "lib/llm/model.h"
 
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/backend.h"
 #include "lib/core/quote.h"
 #include "quant/quant.h"
 
@@ -77,6 +79,7 @@ struct arch_desc {
 	uint32_t swa_period;   /* with a sliding window: layer l is global iff l % period == period - 1 */
 	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none) */
 	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
+	bool mla;              /* multi-head latent attention (load_mla); the dense FFN only in the leading layers */
 	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
 };
 
@@ -103,6 +106,9 @@ static const struct arch_desc archs[] = {
 	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM) | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
 	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
 	 .swa_period = 6, .swa_rope_base = 10000.0f, .embd_scale_sqrt = true, .fixup = gemma3_fixup},
+	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3 (their MoE layers not yet) */
+	 .required = B(S_ATTN_NORM) | B(S_WO) | B(S_FFN_NORM),
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .mla = true},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -117,7 +123,7 @@ static const struct arch_desc *find_arch(const char *name)
 
 const char *tern_model_supported(void)
 {
-	return "llama, qwen2, qwen3, gemma3"; /* the names of `archs`, in order (a test checks) */
+	return "llama, qwen2, qwen3, gemma3, deepseek2"; /* the names of `archs`, in order (a test checks) */
 }
 
 bool tern_model_arch_supported(const char *arch)
@@ -137,10 +143,10 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
 		snprintf(buf + n, cap - n, "}");
 }
 
-/* Find `name`, check it is {ne0, ne1} of a usable type, store it in *out.
- * A missing optional tensor leaves *out NULL. */
-static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
-		      const struct tern_tensor_view **out, tern_err *e)
+/* Find `name`, check it is {ne0, ne1, ne2} of a usable type, store it in
+ * *out. A missing optional tensor leaves *out NULL. */
+static int get_tensor3(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, uint64_t ne2, bool matrix,
+		       bool required, const struct tern_tensor_view **out, tern_err *e)
 {
 	*out = NULL;
 	const struct tern_tensor_view *t = tern_mf_find_tensor(mf, name);
@@ -149,14 +155,14 @@ static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_
 			return tern_errf(e, TERN_EFORMAT, "tensor '%s' is missing", name);
 		return 0;
 	}
-	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, 1, 1};
+	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, ne2, 1};
 	bool same = true;
 	for (int i = 0; i < TERN_MAX_DIMS; i++)
 		same = same && t->ne[i] == want[i];
 	if (!same) {
 		char found[96], expect[64];
 		fmt_shape(found, sizeof found, t->ne, t->n_dims ? t->n_dims : 1);
-		fmt_shape(expect, sizeof expect, want, ne1 == 1 ? 1 : 2);
+		fmt_shape(expect, sizeof expect, want, ne2 > 1 ? 3 : ne1 == 1 ? 1 : 2);
 		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has shape %s, expected %s", name, found, expect);
 	}
 	if (matrix && !quant_is_weight_type(t->type))
@@ -171,18 +177,97 @@ static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_
 	return 0;
 }
 
+static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
+		      const struct tern_tensor_view **out, tern_err *e)
+{
+	return get_tensor3(mf, name, ne0, ne1, 1, matrix, required, out, e);
+}
+
 /* ---- config ------------------------------------------------------------------ */
+
+/* llama.cpp's YaRN magnitude for a context stretched by `scale` */
+static float yarn_get_mscale(float scale, float m)
+{
+	return scale <= 1.0f ? 1.0f : 0.1f * m * logf(scale) + 1.0f;
+}
+
+/* deepseek2: the latent attention's sizes, YaRN and the attention scale,
+ * as llama.cpp derives them (llama-context.cpp, models/deepseek2.cpp) */
+static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *c, tern_err *e)
+{
+	const char *a = hp->arch;
+	if (!hp->n_lora_kv)
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.kv_lora_rank'", a);
+	if (hp->n_layer_dense_lead < hp->n_layer)
+		return tern_errf(e, TERN_EUNSUPPORTED, "mixture-of-experts layers ('%s.leading_dense_block_count' = %u of "
+				 "%u layers) are not supported yet", a, hp->n_layer_dense_lead, hp->n_layer);
+	c->n_lora_q = hp->n_lora_q;
+	c->n_lora_kv = hp->n_lora_kv;
+	c->n_layer_dense_lead = hp->n_layer_dense_lead < hp->n_layer ? hp->n_layer_dense_lead : hp->n_layer;
+	if (hp->n_embd_head_k_mla || hp->n_embd_head_v_mla) {
+		/* stored as MQA over the latent: key_length = kv_lora_rank + rope
+		 * dims, value_length = kv_lora_rank; the heads are the _mla sizes */
+		if (!hp->n_embd_head_k_mla || !hp->n_embd_head_v_mla)
+			return tern_errf(e, TERN_EFORMAT, "'%s.attention.key_length_mla' and value_length_mla come together", a);
+		if (hp->n_embd_head_k != hp->n_lora_kv + hp->n_rot || hp->n_embd_head_v != hp->n_lora_kv)
+			return tern_errf(e, TERN_EFORMAT, "'%s.attention.key_length' = %u / value_length = %u: expected "
+					 "kv_lora_rank + rope dims = %u / kv_lora_rank = %u", a, hp->n_embd_head_k,
+					 hp->n_embd_head_v, hp->n_lora_kv + hp->n_rot, hp->n_lora_kv);
+		c->head_dim = hp->n_embd_head_k_mla;
+		c->head_dim_v = hp->n_embd_head_v_mla;
+	} else {
+		c->mla_kv_b = true; /* older conversions: the heads' own sizes and attn_kv_b */
+	}
+	if (c->head_dim <= c->n_rot)
+		return tern_errf(e, TERN_EFORMAT, "'%s.rope.dimension_count' = %u leaves no unrotated part of the %u "
+				 "dimensions of a head", a, c->n_rot, c->head_dim);
+	/* the cache row is one head of the attention; the per-head products
+	 * take rows of the latent and of the unrotated part */
+	if (c->n_lora_kv + c->n_rot > TERN_ATTN_MAX_HEAD_DIM)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.attention.kv_lora_rank' = %u with %u rope dims: at most %d "
+				 "in all", a, c->n_lora_kv, c->n_rot, TERN_ATTN_MAX_HEAD_DIM);
+	if (c->head_dim - c->n_rot > TERN_HEADS_MAX_COLS)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s': %u unrotated dimensions per head, at most %d", a,
+				 c->head_dim - c->n_rot, TERN_HEADS_MAX_COLS);
+
+	/* YaRN as llama.cpp's context sets it up: ext_factor 1, beta_fast 32,
+	 * beta_slow 1; DeepSeek's yarn_log_multiplier is stored times 0.1 */
+	float fs = c->rope_scaling == TERN_ROPE_SCALING_NONE ? 1.0f : c->rope_freq_scale;
+	float factor = 1.0f / fs, log_mul = hp->rope_yarn_log_mul / 0.1f, af = 1.0f;
+	if (c->rope_scaling == TERN_ROPE_SCALING_YARN) {
+		c->rope_ext_factor = 1.0f;
+		if (log_mul != 0.0f) {
+			float m = log_mul != 1.0f ? log_mul : 1.0f; /* llama.cpp's DeepSeek-V2 special case */
+			af = yarn_get_mscale(factor, m) / yarn_get_mscale(factor, log_mul);
+		} else {
+			af = yarn_get_mscale(factor, 1.0f);
+		}
+		af *= 1.0f / (1.0f + 0.1f * logf(factor));
+		/* ggml_rope_yarn_corr_dims */
+		float n_rot = (float)c->n_rot, base = c->rope_freq_base, orig = (float)c->n_ctx_orig;
+		float lo = floorf(n_rot * logf(orig / (32.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
+		float hi = ceilf(n_rot * logf(orig / (1.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
+		c->rope_corr_low = lo > 0 ? lo : 0;
+		c->rope_corr_high = hi < n_rot - 1 ? hi : n_rot - 1;
+	}
+	af *= hp->rope_attn_factor;
+	/* ggml's rope multiplies by 1 + 0.1 ln(1/fs) under YaRN on its own */
+	c->rope_mscale = c->rope_ext_factor > 0 ? af * (1.0f + 0.1f * logf(1.0f / fs)) : af;
+	float ms = af * (1.0f + 0.1f * logf(1.0f / fs)) * (1.0f + 0.1f * log_mul * logf(1.0f / fs));
+	c->attn_scale = ms * ms / sqrtf((float)c->head_dim);
+	return 0;
+}
 
 static int build_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
 			tern_err *e)
 {
 	const char *a = hp->arch;
-	if (hp->n_expert)
+	if (hp->n_expert && !d->mla)
 		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported", a,
 				 hp->n_expert);
-	if (hp->rope_scaling == TERN_ROPE_SCALING_YARN || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
+	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
-				 "linear)", a, hp->rope_scaling_name);
+				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : "");
 	if (!(hp->norm_rms_eps > 0))
 		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm_rms_epsilon'", a);
 
@@ -232,12 +317,48 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa : d->swa_rope_base;
 		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
 	}
+	if (d->mla) {
+		int rc = mla_config(hp, c, e);
+		if (rc)
+			return rc;
+	}
 	if (d->fixup)
 		d->fixup(c);
 	return 0;
 }
 
 /* ---- weights ----------------------------------------------------------------- */
+
+/* deepseek2's latent attention tensors of layer l (llama.cpp's names and
+ * shapes; attn_k_b / attn_v_b in files with the _mla keys, the older joint
+ * attn_kv_b otherwise) */
+static int load_mla(const tern_mf *mf, const struct tern_model_config *c, uint32_t l, struct tern_model_layer *L,
+		    tern_err *e)
+{
+	uint64_t nh = c->layer[l].n_head, nope = c->head_dim - c->n_rot, kvr = c->n_lora_kv, hv = c->head_dim_v;
+	char name[64];
+	int rc = 0;
+#define MLA_T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+	if (c->n_lora_q) {
+		rc = get_tensor(mf, MLA_T("attn_q_a.weight"), c->n_embd, c->n_lora_q, true, true, &L->wq_a, e);
+		if (!rc)
+			rc = get_tensor(mf, MLA_T("attn_q_a_norm.weight"), c->n_lora_q, 1, false, true, &L->q_a_norm, e);
+		if (!rc)
+			rc = get_tensor(mf, MLA_T("attn_q_b.weight"), c->n_lora_q, nh * c->head_dim, true, true, &L->wq_b, e);
+	}
+	if (!rc)
+		rc = get_tensor(mf, MLA_T("attn_kv_a_mqa.weight"), c->n_embd, kvr + c->n_rot, true, true, &L->wkv_a, e);
+	if (!rc)
+		rc = get_tensor(mf, MLA_T("attn_kv_a_norm.weight"), kvr, 1, false, true, &L->kv_a_norm, e);
+	if (!rc && c->mla_kv_b)
+		rc = get_tensor(mf, MLA_T("attn_kv_b.weight"), kvr, nh * (nope + hv), true, true, &L->wkv_b, e);
+	if (!rc && !c->mla_kv_b)
+		rc = get_tensor3(mf, MLA_T("attn_k_b.weight"), nope, kvr, nh, true, true, &L->wk_b, e);
+	if (!rc && !c->mla_kv_b)
+		rc = get_tensor3(mf, MLA_T("attn_v_b.weight"), kvr, hv, nh, true, true, &L->wv_b, e);
+#undef MLA_T
+	return rc;
+}
 
 static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct tern_model *m, tern_err *e)
 {
@@ -272,8 +393,13 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_HEAD] = c->head_dim,
 			[D_FF] = lc->n_ff,
 		};
+		unsigned required = d->required;
+		if (d->mla) { /* a plain attn_q without the Q bottleneck; the dense FFN of the leading layers */
+			required |= c->n_lora_q ? 0 : B(S_WQ);
+			required |= l < c->n_layer_dense_lead ? B(S_FFN_GATE) | B(S_FFN_UP) | B(S_FFN_DOWN) : 0;
+		}
 		for (int s = 0; s < S_COUNT; s++) {
-			bool req = (d->required >> s) & 1, opt = (d->optional >> s) & 1;
+			bool req = (required >> s) & 1, opt = (d->optional >> s) & 1;
 			if (!req && !opt)
 				continue;
 			const struct slot_info *si = &slots[s];
@@ -282,6 +408,11 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			const struct tern_tensor_view **dst =
 				(const struct tern_tensor_view **)((char *)&w->layers[l] + si->offset);
 			rc = get_tensor(mf, name, dims[si->ne0], dims[si->ne1], si->matrix, req, dst, e);
+			if (rc)
+				return rc;
+		}
+		if (d->mla) {
+			rc = load_mla(mf, c, l, &w->layers[l], e);
 			if (rc)
 				return rc;
 		}

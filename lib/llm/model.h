@@ -63,11 +63,22 @@ struct tern_model_config {
 	float norm_eps;
 	enum tern_model_act act;
 	enum tern_model_rope rope;
-	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR (others are refused) */
+	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR; YARN for deepseek2 (others are refused) */
 	float rope_freq_base;             /* the file's base: the global layers' */
 	float rope_freq_scale;            /* 1 / rope.scaling.factor for linear scaling, else 1 */
 	uint32_t n_ctx_orig;              /* rope.scaling.original_context_length */
 	bool has_rope_freqs;              /* llama3 scaling: per-dimension divisors in rope_freqs.weight */
+	float rope_ext_factor;            /* YaRN's extrapolation mix (0: none); see struct tern_rope */
+	float rope_corr_low, rope_corr_high; /* YaRN's ramp, in pairs */
+	float rope_mscale;                /* magnitude of the rotated pairs (0: 1) */
+	/* multi-head latent attention (deepseek2; n_lora_kv 0: none): Q from
+	 * x (n_lora_q 0) or through a rank-n_lora_q bottleneck; K and V from
+	 * one latent of n_lora_kv values per token, which is what the cache
+	 * keeps, with n_rot RoPE dimensions beside it; head_dim = nope + n_rot
+	 * per query head, head_dim_v per value head once decompressed */
+	uint32_t n_lora_q, n_lora_kv;
+	bool mla_kv_b;                    /* the file has the older joint attn_kv_b, not attn_k_b / attn_v_b */
+	uint32_t n_layer_dense_lead;      /* deepseek2: layers before the first mixture-of-experts one */
 	uint32_t n_swa;                   /* sliding window of the is_swa layers (0: none) */
 	float embd_scale;                 /* the token embedding is multiplied by this (gemma: sqrt(n_embd)) */
 	float attn_scale;                 /* scores are q.k * attn_scale (1/sqrt(head_dim) unless the arch says) */
@@ -103,6 +114,16 @@ struct tern_model_layer {
 	const struct tern_tensor_view *ffn_up;         /* {n_embd, n_ff} */
 	const struct tern_tensor_view *ffn_down;       /* {n_ff, n_embd} */
 	const struct tern_tensor_view *ffn_post_norm;  /* {n_embd} gemma3 */
+	/* deepseek2's latent attention (nope = head_dim - n_rot; wq above
+	 * when n_lora_q is 0) */
+	const struct tern_tensor_view *wq_a;           /* {n_embd, n_lora_q} */
+	const struct tern_tensor_view *q_a_norm;       /* {n_lora_q} */
+	const struct tern_tensor_view *wq_b;           /* {n_lora_q, nq} */
+	const struct tern_tensor_view *wkv_a;          /* {n_embd, n_lora_kv + n_rot} attn_kv_a_mqa */
+	const struct tern_tensor_view *kv_a_norm;      /* {n_lora_kv} */
+	const struct tern_tensor_view *wk_b;           /* {nope, n_lora_kv, n_head}: W_kb transposed per head */
+	const struct tern_tensor_view *wv_b;           /* {n_lora_kv, head_dim_v, n_head} */
+	const struct tern_tensor_view *wkv_b;          /* {n_lora_kv, n_head * (nope + head_dim_v)} (mla_kv_b) */
 };
 
 struct tern_model_weights {

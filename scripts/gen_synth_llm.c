@@ -42,8 +42,18 @@
  *   deepseek2-kvb    older conversions: no _mla keys, key_length 64 /
  *                    value_length 64 over 4 KV heads and the joint
  *                    attn_kv_b (llama.cpp runs it without absorption, as
- *                    plain multi-head attention: an independent check).
- * Types f32, q8_0, q4_0 (the per-head matrices have rows of 32).
+ *                    plain multi-head attention: an independent check);
+ *   deepseek2-moe    V2-Lite's mixture of experts: 3 layers, the first
+ *                    dense, then 8 experts of 128 (3 used, softmax router,
+ *                    weights neither normalized nor scaled) and 2 shared;
+ *   deepseek2-v3     V3's: q_lora_rank 128, YaRN with yarn_log_multiplier
+ *                    0.1 (mscale_all_dim 1), 16 experts in 4 groups (the 2
+ *                    best groups compete, 4 experts used), sigmoid router
+ *                    with the selection bias exp_probs_b, weights
+ *                    normalized then scaled by 2.5, 1 shared expert.
+ * Types f32, q8_0, q4_0 (the per-head matrices have rows of 32); the
+ * router (ffn_gate_inp) and exp_probs_b stay f32 as converted files keep
+ * them.
  *
  * Vocabulary: a 320-token SentencePiece ("llama") vocabulary: <unk> <s>
  * </s>, the 256 byte tokens, then 61 word pieces, BOS added.  It exists so
@@ -229,10 +239,12 @@ static void vocab(gguf_writer *w)
 }
 
 /* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
-static int deepseek2(struct gen *g, int yarn, int kvb)
+static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 {
 	gguf_writer *w = g->w;
-	const uint32_t n_layer = 2, nh = 4, nope = 32, nrot = 32, hv = 64, kvr = 64, qr = yarn ? 128 : 0;
+	const uint32_t nh = 4, nope = 32, nrot = 32, hv = 64, kvr = 64, qr = yarn || v3 ? 128 : 0;
+	const uint32_t n_layer = moe || v3 ? 3 : 2, lead = moe || v3 ? 1 : n_layer;
+	const uint32_t n_exp = v3 ? 16 : 8, n_used = v3 ? 4 : 3, n_shared = v3 ? 1 : 2, n_ff_exp = 128;
 	char name[64];
 	gguf_writer_u32(w, "deepseek2.context_length", 256);
 	gguf_writer_u32(w, "deepseek2.embedding_length", N_EMBD);
@@ -243,7 +255,7 @@ static int deepseek2(struct gen *g, int yarn, int kvb)
 	gguf_writer_f32(w, "deepseek2.attention.layer_norm_rms_epsilon", 1e-6f);
 	gguf_writer_f32(w, "deepseek2.rope.freq_base", 10000.0f);
 	gguf_writer_u32(w, "deepseek2.rope.dimension_count", nrot);
-	gguf_writer_u32(w, "deepseek2.leading_dense_block_count", n_layer);
+	gguf_writer_u32(w, "deepseek2.leading_dense_block_count", lead);
 	/* llama.cpp reads q_lora_rank unless it takes the file for V2-Lite (by
 	 * its layer count): 0 means a plain attn_q */
 	gguf_writer_u32(w, "deepseek2.attention.q_lora_rank", qr);
@@ -257,13 +269,24 @@ static int deepseek2(struct gen *g, int yarn, int kvb)
 		gguf_writer_u32(w, "deepseek2.attention.key_length_mla", nope + nrot);
 		gguf_writer_u32(w, "deepseek2.attention.value_length_mla", hv);
 	}
-	gguf_writer_u32(w, "deepseek2.expert_feed_forward_length", N_FF);
-	gguf_writer_u32(w, "deepseek2.expert_shared_count", 0);
-	if (yarn) {
+	gguf_writer_u32(w, "deepseek2.expert_feed_forward_length", moe || v3 ? n_ff_exp : N_FF);
+	gguf_writer_u32(w, "deepseek2.expert_shared_count", moe || v3 ? n_shared : 0);
+	if (moe || v3) {
+		gguf_writer_u32(w, "deepseek2.expert_count", n_exp);
+		gguf_writer_u32(w, "deepseek2.expert_used_count", n_used);
+		gguf_writer_f32(w, "deepseek2.expert_weights_scale", v3 ? 2.5f : 1.0f);
+	}
+	if (v3) {
+		gguf_writer_bool(w, "deepseek2.expert_weights_norm", true);
+		gguf_writer_u32(w, "deepseek2.expert_gating_func", 2); /* llama.cpp's sigmoid */
+		gguf_writer_u32(w, "deepseek2.expert_group_count", 4);
+		gguf_writer_u32(w, "deepseek2.expert_group_used_count", 2);
+	}
+	if (yarn || v3) {
 		gguf_writer_str(w, "deepseek2.rope.scaling.type", "yarn");
 		gguf_writer_f32(w, "deepseek2.rope.scaling.factor", 40.0f);
 		gguf_writer_u32(w, "deepseek2.rope.scaling.original_context_length", 4096);
-		gguf_writer_f32(w, "deepseek2.rope.scaling.yarn_log_multiplier", 0.0707f);
+		gguf_writer_f32(w, "deepseek2.rope.scaling.yarn_log_multiplier", v3 ? 0.1f : 0.0707f);
 	}
 	vocab(w);
 	int rc = 0;
@@ -293,9 +316,23 @@ static int deepseek2(struct gen *g, int yarn, int kvb)
 		}
 		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, 4.0f / 16.0f);
 		rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
-		rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
-		rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
-		rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, 4.0f / 22.627417f);
+		if (l < lead) {
+			rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
+			rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
+			rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, 4.0f / 22.627417f);
+			continue;
+		}
+		/* the router's logits spread ~3: the choice is rarely a near tie */
+		rc |= mat_t(g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / 16.0f);
+		if (v3)
+			rc |= vec(g, T("exp_probs_b.bias"), n_exp, 0, 0.3f);
+		rc |= mat3(g, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
+		rc |= mat(g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_down_shexp.weight"), n_ff_exp * n_shared, N_EMBD,
+			  4.0f / (n_shared == 2 ? 16.0f : 11.3137085f));
 #undef T
 	}
 	return rc ? -1 : 0;
@@ -305,27 +342,28 @@ int main(int argc, char **argv)
 {
 	if (argc != 4) {
 		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|deepseek2|"
-				"deepseek2-yarn|deepseek2-kvb|tinyllama f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+				"deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|tinyllama f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
 		return 2;
 	}
 	int ds = !strncmp(argv[1], "deepseek2", 9);
 	if (ds) {
 		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
+		int moe = !strcmp(argv[1], "deepseek2-moe"), v3 = !strcmp(argv[1], "deepseek2-v3");
 		struct gen dg = { 0 };
 		dg.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
 			  : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : 999;
-		if ((!yarn && !kvb && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
+		if ((!yarn && !kvb && !moe && !v3 && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
 			fprintf(stderr, "gen_synth_llm: unknown deepseek2 variant or type\n");
 			return 2;
 		}
-		rng_state = 0x7465726eull * 1000003u + (uint64_t)(5 + yarn + 2 * kvb);
+		rng_state = 0x7465726eull * 1000003u + (uint64_t)(5 + yarn + 2 * kvb + 3 * moe + 4 * v3);
 		dg.w = gguf_writer_new();
 		gguf_writer_str(dg.w, "general.architecture", "deepseek2");
 		gguf_writer_str(dg.w, "general.name", "tern synthetic");
 		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
 		gguf_writer_u32(dg.w, "general.quantization_version", 2);
 		tern_err de = { 0 };
-		int drc = deepseek2(&dg, yarn, kvb);
+		int drc = deepseek2(&dg, yarn, kvb, moe, v3);
 		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
 			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
 			gguf_writer_free(dg.w);

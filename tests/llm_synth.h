@@ -29,7 +29,7 @@ static void synth_cleanup(void)
 	if (!synth_tmpdir[0])
 		return;
 	static const char *const archs[] = {"llama", "llama-linear", "llama-freqs", "qwen2", "qwen3", "gemma3",
-					    "deepseek2", "deepseek2-yarn", "deepseek2-kvb"};
+					    "deepseek2", "deepseek2-yarn", "deepseek2-kvb", "deepseek2-moe", "deepseek2-v3"};
 	static const char *const types[] = {"f32", "q8_0", "q4_0", "q4_k"};
 	char p[512];
 	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)

@@ -231,6 +231,11 @@ static const struct synth_case synth_cases[] = {
 	{"qwen2", "f32"},        {"qwen2", "q8_0"},        {"qwen2", "q4_0"},  {"qwen2", "q4_k"},
 	{"qwen3", "f32"},        {"qwen3", "q8_0"},        {"qwen3", "q4_0"},  {"qwen3", "q4_k"},
 	{"gemma3", "f32"},       {"gemma3", "q8_0"},       {"gemma3", "q4_0"}, {"gemma3", "q4_k"},
+	/* mixtures of experts */
+	{"mixtral", "f32"},      {"mixtral", "q8_0"},      {"mixtral", "q4_k"},
+	{"qwen2moe", "f32"},     {"qwen2moe", "q8_0"},     {"qwen2moe", "q4_k"},
+	{"qwen3moe", "f32"},     {"qwen3moe", "q8_0"},     {"qwen3moe", "q4_k"},
+	{"gpt-oss", "f32"},      {"gpt-oss", "q8_0"},      {"gpt-oss", "mxfp4"},
 };
 
 /*

@@ -17,7 +17,10 @@
  * and plain activations (glu, unary), add (with a broadcast bias row),
  * scale, softmax and copy (also between column windows of wider rows,
  * tern_buf_cols); for Whisper's encoder the rows of a 1-D
- * convolution (im2col). A new op is one more function pointer below,
+ * convolution (im2col); for a mixture of experts the router (moe_route),
+ * the experts' products over the selected experts only (mat_mul_id) and
+ * their weighted sum (moe_combine), and attention sinks (gpt-oss). A new
+ * op is one more function pointer below,
  * with the same contract, and one more check in tests/test_backend_ops.c.
  *
  * Shapes: ne[0] is the row; "rows" are everything above it, contiguous
@@ -136,6 +139,40 @@ struct tern_attn {
 	float scale;    /* usually 1 / sqrt(head_dim) */
 	int32_t window; /* sliding window in tokens; 0: none */
 	float softcap;  /* logits become softcap * tanh(logit / softcap); 0: none */
+	/* f32 [n_head] or NULL: per query head a logit (not scaled, not
+	 * capped) that joins the softmax's denominator with no value row
+	 * (gpt-oss's attention sinks): the weights of the keys then sum to
+	 * less than 1 */
+	const struct tern_buf *sinks;
+};
+
+/* moe_route: how the router's logits become expert probabilities */
+enum {
+	TERN_MOE_SOFTMAX,      /* softmax over all experts (Mixtral, Qwen-MoE) */
+	TERN_MOE_SIGMOID,      /* each expert's sigmoid (DeepSeek-V3) */
+	TERN_MOE_SOFTMAX_TOPK, /* select on the logits, softmax over the k selected (gpt-oss) */
+};
+
+/* experts one token may select (the slots of mat_mul_id and moe_combine) */
+#define TERN_MOE_MAX_USED 64
+
+/* The router of a mixture of experts, per token (llama.cpp's
+ * build_moe_ffn): p = gating(logits); the selection scores are p + bias
+ * (the bias, DeepSeek-V3's exp_probs_b, only steers the choice); with
+ * groups, the n_expert experts form n_group equal groups, a group's score
+ * is the sum of its two best selection scores, and only the experts of the
+ * n_group_used best groups compete; the k best selection scores win (ties:
+ * the lower index), in decreasing order. Their weights are p of the
+ * winners (TERN_MOE_SOFTMAX_TOPK: the softmax of their logits), divided by
+ * their sum if norm (the sum clamped below at 6.103515625e-5), then times
+ * scale. */
+struct tern_moe_route {
+	int gating;       /* TERN_MOE_* */
+	int k;            /* experts per token, 1..min(n_expert, TERN_MOE_MAX_USED) */
+	bool norm;        /* normalize the selected weights to sum 1 */
+	float scale;      /* multiply the weights (1: none) */
+	int n_group;      /* groups of experts; 0 or 1: none */
+	int n_group_used; /* groups that compete, 1..n_group */
 };
 
 /* im2col: a 1-D convolution's geometry */
@@ -145,10 +182,11 @@ struct tern_conv {
 	int pad;    /* zeros on each side, 0..k-1 */
 };
 
-/* glu: kind */
-enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
+/* glu: kind. TERN_GLU_SWIGLU_OAI is gpt-oss's clamped SwiGLU:
+ * g = min(gate, 7), u = clamp(up, -7, 7), y = g * sigmoid(1.702 g) * (u + 1) */
+enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU, TERN_GLU_SWIGLU_OAI };
 /* unary: kind */
-enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU };
+enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_SIGMOID };
 
 /* weights one mat_vec_n call takes */
 #define TERN_MAT_VEC_N 4
@@ -183,9 +221,11 @@ struct tern_backend {
 	 * left empty. Safe on an empty buffer. */
 	void (*buf_free)(struct tern_backend *be, struct tern_buf *b);
 	/* Prepare a 2-D weight ([rows][cols], ne[1] rows of ne[0]) for
-	 * mat_vec / mat_mul: check its type and shape, size the backend's
-	 * scratch for max_tokens, repack if the backend does. TERN_EUNSUPPORTED
-	 * for a type without a product. */
+	 * mat_vec / mat_mul, or a 3-D stack of experts ([n_expert][rows]
+	 * [cols], ne = {cols, rows, n_expert}) for mat_mul_id (a 2-D weight
+	 * is one expert): check its type and shape, size the backend's
+	 * scratch for max_tokens, repack if the backend does.
+	 * TERN_EUNSUPPORTED for a type without a product. */
 	int (*mat_prepare)(struct tern_backend *be, struct tern_buf *w, tern_err *err);
 
 	/* ---- transfers (enqueued) ---- */
@@ -222,6 +262,31 @@ struct tern_backend {
 	void (*mat_mul_heads)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			      struct tern_buf *y);
 
+	/* The experts' products of a mixture of experts: y[t][i] = w[e] x[t]
+	 * [i or 0] (+ b[e]), e = ids[t][i], for the k experts token t
+	 * selected. w a prepared stack {cols, rows, n_expert}; x f32 {cols,
+	 * n_x, ntok}, n_x = 1 (every slot of a token takes the same input: the
+	 * gate and up products) or k (slot i its own: the down product); ids
+	 * i32 {k, ntok} (k 1..TERN_MOE_MAX_USED) as moe_route wrote them; b
+	 * f32 {rows, n_expert} or NULL (gpt-oss's expert biases); y f32 {rows,
+	 * k, ntok}; ntok 1..max_tokens. Only the selected experts' weights are
+	 * read: for one token, k mat-vecs; for a batch, the tokens are grouped
+	 * by expert so that each selected expert's weights go once through the
+	 * GEMM. An id outside 0..n_expert-1 is a violation (its row of y is
+	 * left as it was). */
+	void (*mat_mul_id)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y);
+	/* The router of a mixture of experts (struct tern_moe_route): logits
+	 * f32 {n_expert, ntok}; bias f32 {n_expert} or NULL; ids i32 {k, ntok}
+	 * and weights f32 {k, ntok} are written. */
+	void (*moe_route)(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p);
+	/* y[t] = sum over i of w[t][i] x[t][i], summed in slot order: x f32
+	 * {n, k, ntok}, w f32 {k, ntok}, y f32 {n, ntok}; y must not overlap
+	 * x. */
+	void (*moe_combine)(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			    struct tern_buf *y);
+
 	/* y[t] = row ids[t] of w, decoded to f32: w [rows][cols] of any
 	 * type, ids i32 [ntok], y f32 [ntok][cols]. An id outside w is a
 	 * violation (the row is left as it was). */
@@ -254,7 +319,9 @@ struct tern_backend {
 	 * kv_store wrote them (rows 0..pos[t] must have been stored), both
 	 * at most TERN_ATTN_MAX_HEAD_DIM; v may be a column window of k
 	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
-	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere. */
+	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere.
+	 * With p->sinks, head h's sink logit joins each query's softmax (see
+	 * struct tern_attn). */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);
@@ -266,7 +333,8 @@ struct tern_backend {
 	 * of ggml files' conv1d kernels (Whisper's encoder). */
 	void (*im2col)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p);
 	/* y = act(gate) * up, act TERN_GLU_SWIGLU (silu) or TERN_GLU_GEGLU
-	 * (gelu, tanh form); f32, same shapes; y may be gate or up. */
+	 * (gelu, tanh form), or TERN_GLU_SWIGLU_OAI (see its enum); f32, same
+	 * shapes; y may be gate or up. */
 	void (*glu)(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up, struct tern_buf *y,
 		    int kind);
 	/* y = f(x), f a TERN_UNARY_*; f32, same shapes; y may be x. */

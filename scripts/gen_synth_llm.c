@@ -137,28 +137,6 @@ static int mat(struct gen *g, const char *name, uint64_t cols, uint64_t rows, fl
 	return mat_t(g, g->type, name, cols, rows, sd);
 }
 
-/* A 3-D weight {cols, rows, n2}: n2 matrices (one per head) */
-static int mat3(struct gen *g, const char *name, uint64_t cols, uint64_t rows, uint64_t n2, float sd)
-{
-	uint64_t nr = rows * n2;
-	float *x = malloc(sizeof *x * cols * nr);
-	bool ok = true;
-	size_t rs = quant_row_size(g->type, cols, &ok);
-	uint8_t *q = malloc(rs * nr);
-	int rc = ok && x && q ? 0 : -1;
-	if (!rc)
-		fill(x, cols * nr, 0, sd);
-	for (uint64_t r = 0; r < nr && !rc; r++)
-		rc = g->type == QT_F32 ? (memcpy(q + r * rs, x + r * cols, rs), 0)
-				       : quant_quantize_row(g->type, x + r * cols, q + r * rs, cols);
-	uint64_t ne[3] = {cols, rows, n2};
-	if (!rc)
-		rc = gguf_writer_tensor(g->w, name, g->type, 3, ne, q);
-	free(q);
-	free(x);
-	return rc;
-}
-
 /* llama.cpp's Q4_K_M rule for attn_v / ffn_down of layer i of n: more bits
  * in the first and last eighth and every third layer between */
 static uint32_t more_bits(const struct gen *g, uint32_t i, uint32_t n)
@@ -238,6 +216,9 @@ static void vocab(gguf_writer *w)
 	free(extra);
 }
 
+static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
+		float sd);
+
 /* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
 static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 {
@@ -311,8 +292,8 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 		if (kvb) {
 			rc |= mat(g, T("attn_kv_b.weight"), kvr, nh * (nope + hv), lat_sd);
 		} else {
-			rc |= mat3(g, T("attn_k_b.weight"), nope, kvr, nh, lat_sd);
-			rc |= mat3(g, T("attn_v_b.weight"), kvr, hv, nh, lat_sd);
+			rc |= mat3(g, g->type, T("attn_k_b.weight"), nope, kvr, nh, lat_sd);
+			rc |= mat3(g, g->type, T("attn_v_b.weight"), kvr, hv, nh, lat_sd);
 		}
 		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, 4.0f / 16.0f);
 		rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
@@ -326,9 +307,9 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 		rc |= mat_t(g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / 16.0f);
 		if (v3)
 			rc |= vec(g, T("exp_probs_b.bias"), n_exp, 0, 0.3f);
-		rc |= mat3(g, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
-		rc |= mat3(g, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
-		rc |= mat3(g, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
+		rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, g->type, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
 		rc |= mat(g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
 		rc |= mat(g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
 		rc |= mat(g, T("ffn_down_shexp.weight"), n_ff_exp * n_shared, N_EMBD,
@@ -338,13 +319,189 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 	return rc ? -1 : 0;
 }
 
+/* ---- mixtures of experts --------------------------------------------------------
+ *
+ *   gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss TYPE OUT.gguf
+ *     mixtral: a llama file with 8 experts, 2 used (llama.cpp: softmax,
+ *       selected weights normalized); qwen2moe: 8 experts, 4 used, and a
+ *       shared expert (512 wide) behind its sigmoid gate, Q/K/V biases;
+ *       qwen3moe: 8 experts, 3 used, Q/K norms, head dim 128; gpt-oss: 8
+ *       experts, 2 used, softmax over the selected logits, attention sinks,
+ *       biases on Q/K/V/O, the router and every expert, the clamped SwiGLU
+ *       (gate and up drawn wide enough that some values pass the clamp at
+ *       7), layers alternating sliding window 4 / global.
+ *     TYPE: f32 | q8_0 | q4_k for every matrix, or mxfp4 (gpt-oss as
+ *       published: the experts MXFP4, the other matrices Q8_0). The
+ *       router (ffn_gate_inp) stays F32, as llama.cpp's quantizer leaves it.
+ *   Shapes: n_embd 256, 4 heads over 2 KV heads, 2 layers, experts 256
+ *   wide, untied output.
+ *
+ *   gen_synth_llm mixtral-big TYPE OUT.gguf: for speed (not reference
+ *   data): n_embd 2048, 32 heads over 8 KV heads, 4 layers, 8 experts of
+ *   5632 (TinyLlama's FFN), 2 used, 32000 tokens. */
+
+/* A stack of n_exp matrices {cols, rows} as one 3-D tensor {cols, rows, n_exp}. */
+static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
+		float sd)
+{
+	bool ok = true;
+	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok);
+	uint8_t *q = malloc(rs * rows * n_exp);
+	float *x = malloc(sizeof *x * cols);
+	int rc = ok && q && x ? 0 : -1;
+	for (uint64_t r = 0; r < rows * n_exp && !rc; r++) {
+		fill(x, cols, 0, sd);
+		if (type == QT_F32)
+			memcpy(q + r * rs, x, rs);
+		else
+			rc = quant_quantize_row(type, x, q + r * rs, cols);
+	}
+	uint64_t ne[3] = { cols, rows, n_exp };
+	if (!rc)
+		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
+	free(q);
+	free(x);
+	return rc;
+}
+
+static int moe_main(const char *name_arg, const char *type_arg, const char *out)
+{
+	int mixtral = !strcmp(name_arg, "mixtral"), big = !strcmp(name_arg, "mixtral-big");
+	int qwen2moe = !strcmp(name_arg, "qwen2moe"), qwen3moe = !strcmp(name_arg, "qwen3moe");
+	int oss = !strcmp(name_arg, "gpt-oss");
+	const char *arch = mixtral || big ? "llama" : name_arg;
+	struct gen g = { 0 };
+	uint32_t xtype = 999; /* the experts' type */
+	g.type = !strcmp(type_arg, "f32") ? QT_F32 : !strcmp(type_arg, "q8_0") ? QT_Q8_0
+		 : !strcmp(type_arg, "q4_0") ? QT_Q4_0 : !strcmp(type_arg, "q4_k") ? QT_Q4_K
+		 : !strcmp(type_arg, "mxfp4") && oss ? QT_Q8_0 : 999;
+	xtype = !strcmp(type_arg, "mxfp4") ? QT_MXFP4 : g.type;
+	if (g.type == 999) {
+		fprintf(stderr, "gen_synth_llm: unknown type for %s\n", name_arg);
+		return 2;
+	}
+	rng_state = 0x7465726eull * 1000003u + (uint64_t)(mixtral || big ? 11 : qwen2moe ? 12 : qwen3moe ? 13 : 18);
+	uint32_t n_layer = 2, head_dim = qwen3moe ? 128 : 64, n_exp = 8, n_used = qwen2moe ? 4 : qwen3moe ? 3 : 2;
+	uint32_t n_ff_exp = 256, n_ff_sh = 512;
+	float sq_embd = 16.0f, sq_ffx = 16.0f; /* sqrt(n_embd), sqrt(n_ff_exp) */
+	if (big) {
+		N_EMBD = 2048, N_HEAD = 32, N_HEAD_KV = 8, N_VOCAB = 32000;
+		n_layer = 4, n_ff_exp = 5632;
+		sq_embd = 45.254834f, sq_ffx = 75.04665f;
+	}
+	uint32_t nq = N_HEAD * head_dim, nkv = N_HEAD_KV * head_dim;
+	g.w = gguf_writer_new();
+	gguf_writer *w = g.w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic moe");
+	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : xtype == QT_MXFP4 ? 38 : g.type == QT_Q8_0 ? 7
+					 : g.type == QT_Q4_0 ? 2 : 14);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	/* llama's experts are feed_forward_length wide; the others' have their key */
+	gguf_writer_u32(w, KEY("feed_forward_length"), mixtral || big ? n_ff_exp : 512);
+	if (!mixtral && !big)
+		gguf_writer_u32(w, KEY("expert_feed_forward_length"), n_ff_exp);
+	if (qwen2moe)
+		gguf_writer_u32(w, KEY("expert_shared_feed_forward_length"), n_ff_sh);
+	gguf_writer_u32(w, KEY("expert_count"), n_exp);
+	gguf_writer_u32(w, KEY("expert_used_count"), n_used);
+	gguf_writer_u32(w, KEY("attention.head_count"), N_HEAD);
+	gguf_writer_u32(w, KEY("attention.head_count_kv"), N_HEAD_KV);
+	gguf_writer_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+	gguf_writer_f32(w, KEY("rope.freq_base"), oss ? 150000.0f : mixtral || big ? 1000000.0f : 10000.0f);
+	if (qwen3moe || oss) {
+		gguf_writer_u32(w, KEY("attention.key_length"), head_dim);
+		gguf_writer_u32(w, KEY("attention.value_length"), head_dim);
+	}
+	if (oss)
+		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (mixtral || big)
+		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
+	vocab(w);
+
+	int rc = 0;
+	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= vec(&g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= mat(&g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
+	const float in_sd = 1.5f / sq_embd, res_gain = 4.0f;
+	/* gpt-oss: gate and up 4x wider, so that the clamp at 7 matters; its
+	 * down product 4x smaller to keep the residual's scale */
+	const float xin = oss ? 4.0f / sq_embd : 1.0f / sq_embd, xout = res_gain / sq_ffx / (oss ? 4.0f : 1.0f);
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(&g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= mat(&g, T("attn_q.weight"), N_EMBD, nq, in_sd);
+		rc |= mat(&g, T("attn_k.weight"), N_EMBD, nkv, in_sd);
+		rc |= mat(&g, T("attn_v.weight"), N_EMBD, nkv, 1.0f / sq_embd);
+		if (qwen2moe || oss) {
+			rc |= vec(&g, T("attn_q.bias"), nq, 0, 0.2f);
+			rc |= vec(&g, T("attn_k.bias"), nkv, 0, 0.5f);
+			rc |= vec(&g, T("attn_v.bias"), nkv, 0, 0.1f);
+		}
+		if (qwen3moe) {
+			rc |= vec(&g, T("attn_q_norm.weight"), head_dim, 1.5f, 0.2f);
+			rc |= vec(&g, T("attn_k_norm.weight"), head_dim, 1.5f, 0.2f);
+		}
+		rc |= mat(&g, T("attn_output.weight"), nq, N_EMBD,
+			  res_gain / (nq == N_EMBD ? sq_embd : 22.627417f /* nq 512 */));
+		if (oss) {
+			rc |= vec(&g, T("attn_output.bias"), N_EMBD, 0, 0.1f);
+			/* sinks near the scores' own scale: a visible share of the softmax */
+			rc |= vec(&g, T("attn_sinks.weight"), N_HEAD, 1.0f, 1.0f);
+			rc |= vec(&g, T("post_attention_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		} else {
+			rc |= vec(&g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		}
+		/* router logits spread ~3: clear choices, weights not all on one */
+		rc |= mat_t(&g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / sq_embd);
+		if (oss)
+			rc |= vec(&g, T("ffn_gate_inp.bias"), n_exp, 0, 0.5f);
+		rc |= mat3(&g, xtype, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, xin);
+		rc |= mat3(&g, xtype, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, xin);
+		rc |= mat3(&g, xtype, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, xout);
+		if (oss) {
+			rc |= mat_t(&g, QT_F32, T("ffn_gate_exps.bias"), n_ff_exp, n_exp, 0.5f);
+			rc |= mat_t(&g, QT_F32, T("ffn_up_exps.bias"), n_ff_exp, n_exp, 0.5f);
+			rc |= mat_t(&g, QT_F32, T("ffn_down_exps.bias"), N_EMBD, n_exp, 0.2f);
+		}
+		if (qwen2moe) {
+			rc |= vec(&g, T("ffn_gate_inp_shexp.weight"), N_EMBD, 0, 2.0f / sq_embd);
+			rc |= mat(&g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_sh, 1.0f / sq_embd);
+			rc |= mat(&g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_sh, 1.0f / sq_embd);
+			rc |= mat(&g, T("ffn_down_shexp.weight"), n_ff_sh, N_EMBD, res_gain / 22.627417f);
+		}
+#undef T
+	}
+#undef KEY
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, out, &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|deepseek2|"
-				"deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|tinyllama f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama "
+				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
+				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
+				"OUT.gguf\n"
+				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3 "
+				"f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "mixtral") || !strcmp(argv[1], "mixtral-big") || !strcmp(argv[1], "qwen2moe") ||
+	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss"))
+		return moe_main(argv[1], argv[2], argv[3]);
 	int ds = !strncmp(argv[1], "deepseek2", 9);
 	if (ds) {
 		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");

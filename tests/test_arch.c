@@ -87,6 +87,11 @@ static void test_every_key(void **state)
 	gguf_writer_u32(w, "llama.expert_used_count", 2);
 	gguf_writer_u32(w, "llama.expert_feed_forward_length", 1408);
 	gguf_writer_u32(w, "llama.expert_shared_count", 1);
+	gguf_writer_u32(w, "llama.expert_shared_feed_forward_length", 2816);
+	gguf_writer_f32(w, "llama.expert_weights_scale", 2.5f);
+	gguf_writer_u32(w, "llama.expert_gating_func", 2);
+	gguf_writer_u32(w, "llama.expert_group_count", 4);
+	gguf_writer_u32(w, "llama.expert_group_used_count", 2);
 	gguf_writer_f32(w, "llama.attn_logit_softcapping", 50.0f);
 	gguf_writer_f32(w, "llama.final_logit_softcapping", 30.0f);
 	gguf_writer_i32(w, "llama.vocab_size", 32000);
@@ -122,6 +127,11 @@ static void test_every_key(void **state)
 	assert_int_equal(hp.n_expert_used, 2);
 	assert_int_equal(hp.n_ff_exp, 1408);
 	assert_int_equal(hp.n_expert_shared, 1);
+	assert_int_equal(hp.n_ff_shexp, 2816);
+	assert_float_equal(hp.expert_weights_scale, 2.5f, 0);
+	assert_int_equal(hp.expert_gating_func, 2);
+	assert_int_equal(hp.n_expert_group, 4);
+	assert_int_equal(hp.n_expert_group_used, 2);
 	assert_float_equal(hp.attn_softcap, 50.0f, 0);
 	assert_float_equal(hp.final_softcap, 30.0f, 0);
 	assert_int_equal(hp.n_vocab, 32000);

@@ -296,8 +296,12 @@ static void check_contract(struct tern_backend *be)
 	bad = tv;
 	bad.ne[0] = 48;
 	assert_int_equal(be->buf_weight(be, &wi, &bad, &e), TERN_EINVAL);
-	int64_t ne3[3] = {32, 2, 2};
+	/* a stack of experts prepares (for mat_mul_id); four dimensions do not */
+	int64_t ne3[3] = {32, 2, 2}, ne4[4] = {32, 2, 2, 2};
 	assert_int_equal(be->buf_alloc(be, &w3, QT_Q4_0, 3, ne3, &e), 0);
+	assert_int_equal(be->mat_prepare(be, &w3, &e), 0);
+	be->buf_free(be, &w3);
+	assert_int_equal(be->buf_alloc(be, &w3, QT_Q4_0, 4, ne4, &e), 0);
 	assert_int_equal(be->mat_prepare(be, &w3, &e), TERN_EINVAL);
 	be->buf_free(be, &w3);
 	int64_t nx[2] = {32, 2}, ny[2] = {4, 2}, big[2] = {1, (int64_t)1 << 41};

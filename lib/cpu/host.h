@@ -43,7 +43,7 @@ void cpu_host_fail(struct tern_backend *be, const char *fmt, ...) __attribute__(
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
 		      const struct tern_buf *y, bool one_token);
 
-/* Check a weight for mat_prepare: a 2-D buffer of this backend. */
+/* Check a weight for mat_prepare: a 2-D or 3-D buffer of this backend. */
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
 
 /* ---- operands of the other ops (lib/backend.h): each records the
@@ -75,6 +75,14 @@ bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct
 bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y,
 			  const struct tern_conv *p);
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst);
+
+/* mat_mul_id, moe_route, moe_combine: the shapes lib/backend.h gives */
+bool cpu_host_mat_mul_id_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      const struct tern_buf *ids, const struct tern_buf *b, const struct tern_buf *y);
+bool cpu_host_moe_route_args(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			     const struct tern_buf *ids, const struct tern_buf *weights, const struct tern_moe_route *p);
+bool cpu_host_moe_combine_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			       const struct tern_buf *y);
 
 /* A position read from a device buffer at run time: in 0..n-1, else the
  * violation is recorded and false returned. */

@@ -55,7 +55,7 @@ void cpu_attn_combine(const struct cpu_attn_args *a, int64_t h0, int64_t h1)
 			for (int64_t d = 0; d < hd; d++)
 				y[d] += w * cp[2 + d];
 		}
-		float inv = 1.0f / l;
+		float inv = cpu_attn_inv(a, h, m, l);
 		for (int64_t d = 0; d < hd; d++)
 			y[d] *= inv;
 	}

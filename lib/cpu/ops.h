@@ -11,6 +11,7 @@
 #ifndef TERN_CPU_OPS_H
 #define TERN_CPU_OPS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,7 +47,20 @@ struct cpu_attn_args {
 	 * chunk's unnormalized state to part, combined by cpu_attn_combine */
 	int64_t n_chunks, chunk;
 	float *part;
+	const float *sinks;        /* [nh] sink logits (struct tern_attn), or NULL */
 };
+
+/* y = o / l, or with a sink logit s the same with exp(s - m) added to the
+ * denominator (o and l are relative to the running maximum m) */
+static inline float cpu_attn_inv(const struct cpu_attn_args *a, int64_t h, float m, float l)
+{
+	if (!a->sinks)
+		return 1.0f / l;
+	float s = a->sinks[h];
+	if (s > m) /* rescale to the sink's maximum: nothing overflows */
+		return expf(m - s) / (l * expf(m - s) + 1.0f);
+	return 1.0f / (l + expf(s - m));
+}
 
 struct cpu_ops {
 	/* Rows [u * unit_rows, ...) of KV head kh against key chunk c

@@ -96,6 +96,12 @@ struct tern_arch_llm {
 	uint32_t n_expert_used;        /* expert_used_count */
 	uint32_t n_ff_exp;             /* expert_feed_forward_length */
 	uint32_t n_expert_shared;      /* expert_shared_count */
+	uint32_t n_ff_shexp;           /* expert_shared_feed_forward_length (0: absent) */
+	float expert_weights_scale;    /* expert_weights_scale (0: absent) */
+	uint32_t expert_gating_func;   /* expert_gating_func: llama.cpp's 1 softmax, 2 sigmoid, 3 softmax
+					* of the selected (0: absent, the family decides) */
+	uint32_t n_expert_group;       /* expert_group_count (0: absent) */
+	uint32_t n_expert_group_used;  /* expert_group_used_count */
 	uint32_t n_swa;                /* attention.sliding_window (0: none) */
 	float attn_softcap;            /* attn_logit_softcapping (0: none) */
 	float final_softcap;           /* final_logit_softcapping (0: none) */

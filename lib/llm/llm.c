@@ -42,6 +42,9 @@ struct layer_bufs {
 	 * attn_kv_b at load (owned); wv_b the file's, or a view of wkv_b */
 	struct tern_buf wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b, wkv_b;
 	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx}; MLA: k {n_lora_kv + n_rot, 1, n_ctx}, no v */
+	/* mixture of experts (model.h) */
+	struct tern_buf attn_sinks, gate_inp, gate_inp_b, exp_probs_b, gate_exps, up_exps, down_exps;
+	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 };
 
 struct tern_llm {
@@ -69,6 +72,12 @@ struct tern_llm {
 	struct tern_buf mla_qn, mla_qp;     /* [n_head][nope], [n_head][n_rot] */
 	struct tern_buf mla_qx;             /* [n_head][n_lora_kv]: the absorbed query, then the attention's output */
 	struct tern_buf mla_qm;             /* [n_head][n_lora_kv + n_rot]: the query over the cache */
+	/* mixture of experts, k = n_expert_used (unallocated for a dense model) */
+	struct tern_buf router;             /* f32 [n_ubatch][n_expert] */
+	struct tern_buf sel_ids, sel_w;     /* i32, f32 [n_ubatch][k] */
+	struct tern_buf eg, eu;             /* f32 [n_ubatch][k][n_ff_exp] */
+	struct tern_buf ed;                 /* f32 [n_ubatch][k][n_embd] */
+	struct tern_buf sgate;              /* f32 [n_ubatch][1]: the shared expert's gate */
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
@@ -177,6 +186,8 @@ static struct act_widths widest(const struct tern_model_config *c)
 		w.no = a > w.no ? a : w.no;
 		w.nff = lc->n_ff > w.nff ? lc->n_ff : w.nff;
 	}
+	/* the shared expert runs in the dense FFN's buffers */
+	w.nff = c->moe.n_ff_shexp > w.nff ? c->moe.n_ff_shexp : w.nff;
 	return w;
 }
 
@@ -202,6 +213,10 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)w.nq + (double)w.nkv + (double)w.nv +
 						      (double)w.no + 2.0 * (double)w.nff + mla)) +
 		     8.0 * rows * c->n_vocab;
+	if (c->moe.n_expert) /* router, selection, the experts' activations, the shared gate */
+		act += (double)n_ubatch * 4.0 *
+		       ((double)c->moe.n_expert + 2.0 * c->moe.n_expert_used +
+			(double)c->moe.n_expert_used * (2.0 * c->moe.n_ff_exp + c->n_embd) + 1.0);
 	double cap = (double)UINT64_MAX / 2;
 	if (kv)
 		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
@@ -293,6 +308,20 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->wkv_b, w->wkv_b, false, e);
 	if (!rc && c->mla_kv_b)
 		rc = split_kv_b(l, il, e);
+	rc = rc ? rc : weight(l, &L->attn_sinks, w->attn_sinks, false, e);
+	rc = rc ? rc : weight(l, &L->gate_inp, w->ffn_gate_inp, true, e);
+	rc = rc ? rc : weight(l, &L->gate_inp_b, w->ffn_gate_inp_b, false, e);
+	rc = rc ? rc : weight(l, &L->exp_probs_b, w->exp_probs_b, false, e);
+	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
+	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
+	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
+	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->up_exps_b, w->ffn_up_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->down_exps_b, w->ffn_down_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->gate_inp_shexp, w->ffn_gate_inp_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->gate_shexp, w->ffn_gate_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->up_shexp, w->ffn_up_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->down_shexp, w->ffn_down_shexp, true, e);
 	if (rc)
 		return rc;
 	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
@@ -400,6 +429,16 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		rc = rc ? rc : alloc2(l, &l->mla_qx, QT_F32, nh * c->n_lora_kv, n_ub, e);
 		rc = rc ? rc : alloc2(l, &l->mla_qm, QT_F32, nh * kr, n_ub, e);
 	}
+	if (c->moe.n_expert) {
+		int64_t k = c->moe.n_expert_used;
+		rc = rc ? rc : alloc2(l, &l->router, QT_F32, c->moe.n_expert, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sel_ids, QT_I32, k, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sel_w, QT_F32, k, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->eg, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->eu, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->ed, QT_F32, c->n_embd, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sgate, QT_F32, 1, n_ub, e);
+	}
 	if (rc) {
 		tern_llm_free(l);
 		return rc;
@@ -416,7 +455,8 @@ void tern_llm_free(struct tern_llm *l)
 	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
 				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
 				  &l->rope_freqs, &l->mla_qa, &l->mla_kv, &l->mla_lat, &l->mla_pe, &l->mla_qn,
-				  &l->mla_qp, &l->mla_qx, &l->mla_qm};
+				  &l->mla_qp, &l->mla_qx, &l->mla_qm, &l->router, &l->sel_ids, &l->sel_w, &l->eg,
+				  &l->eu, &l->ed, &l->sgate};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -426,7 +466,10 @@ void tern_llm_free(struct tern_llm *l)
 						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
 						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
 						&L->wq_a, &L->q_a_norm, &L->wq_b, &L->wkv_a, &L->kv_a_norm, &L->wk_b,
-						&L->wv_b, &L->wkv_b, &L->k_cache, &L->v_cache};
+						&L->wv_b, &L->wkv_b, &L->k_cache, &L->v_cache, &L->attn_sinks, &L->gate_inp,
+						&L->gate_inp_b, &L->exp_probs_b, &L->gate_exps, &L->up_exps, &L->down_exps,
+						&L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->gate_inp_shexp,
+						&L->gate_shexp, &L->up_shexp, &L->down_shexp};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -467,6 +510,87 @@ static void product(struct tern_backend *be, const struct tern_buf *w, const str
 		be->mat_vec(be, w, x, y);
 	else
 		be->mat_mul(be, w, x, y);
+}
+
+static int glu_kind(enum tern_model_act a)
+{
+	return a == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : a == TERN_MODEL_ACT_SWIGLU_OAI ? TERN_GLU_SWIGLU_OAI
+										  : TERN_GLU_SWIGLU;
+}
+
+/* The mixture of experts of block il over n tokens: h the normed input,
+ * o the output (llama.cpp's build_moe_ffn, then qwen2moe's shared
+ * expert):
+ *
+ *   r = Wgate_inp h (+ b);  ids, w = route(r)      (top-k, the gating)
+ *   g, u = Wgate[e] h (+ b[e]), Wup[e] h (+ b[e])   for each selected e
+ *   d = Wdown[e] act(g, u) (+ b[e]);  o = sum w d
+ *   o += sigmoid(Wgate_inp_shexp h) * Wdown_s act(Wgate_s h, Wup_s h)
+ *        (deepseek2's shared experts have no gate: o += Wdown_s act(...))
+ *
+ * Only the selected experts' weights are read (mat_mul_id). */
+static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_moe *mc = &c->moe;
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const int64_t k = mc->n_expert_used, nf = mc->n_ff_exp, ne = c->n_embd;
+	struct tern_buf h = act2(&l->h, ne, n), o = act2(&l->out, ne, n);
+	struct tern_buf r = act2(&l->router, mc->n_expert, n);
+	struct tern_buf ids = act2(&l->sel_ids, k, n), w = act2(&l->sel_w, k, n);
+	product(be, &L->gate_inp, &h, &r, n);
+	if (opt(&L->gate_inp_b))
+		be->add(be, &r, &L->gate_inp_b, &r);
+	const struct tern_moe_route rp = {
+		.gating = mc->gating == TERN_MODEL_GATING_SIGMOID	 ? TERN_MOE_SIGMOID
+			  : mc->gating == TERN_MODEL_GATING_SOFTMAX_TOPK ? TERN_MOE_SOFTMAX_TOPK
+									  : TERN_MOE_SOFTMAX,
+		.k = (int)k,
+		.norm = mc->norm_w,
+		.scale = mc->w_scale,
+		.n_group = (int)mc->n_group,
+		.n_group_used = (int)mc->n_group_used,
+	};
+	be->moe_route(be, &r, opt(&L->exp_probs_b), &ids, &w, &rp);
+
+	struct tern_buf h3 = act3(&l->h, ne, 1, n);
+	struct tern_buf g = act3(&l->eg, nf, k, n), u = act3(&l->eu, nf, k, n), d = act3(&l->ed, ne, k, n);
+	be->mat_mul_id(be, &L->gate_exps, &h3, &ids, opt(&L->gate_exps_b), &g);
+	be->mat_mul_id(be, &L->up_exps, &h3, &ids, opt(&L->up_exps_b), &u);
+	be->glu(be, &g, &u, &g, glu_kind(mc->act));
+	be->mat_mul_id(be, &L->down_exps, &g, &ids, opt(&L->down_exps_b), &d);
+	be->moe_combine(be, &d, &w, &o);
+
+	if (!opt(&L->gate_shexp))
+		return;
+	/* the shared expert, in the dense FFN's buffers; its output into
+	 * ed (free again), gated into h (no longer read) where it has a gate
+	 * (qwen2moe), added as it is otherwise (deepseek2) */
+	const int64_t ns = mc->n_ff_shexp;
+	struct tern_buf sg = act2(&l->gate, ns, n), su = act2(&l->up, ns, n), sd = act2(&l->ed, ne, n);
+	struct tern_buf gt = act2(&l->sgate, 1, n);
+	const bool gated = opt(&L->gate_inp_shexp) != NULL;
+	if (n == 1) {
+		const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
+		struct tern_buf *y3[3] = {&sg, &su, &gt};
+		be->mat_vec_n(be, gated ? 3 : 2, w3, &h, y3);
+	} else {
+		be->mat_mul(be, &L->gate_shexp, &h, &sg);
+		be->mat_mul(be, &L->up_shexp, &h, &su);
+		if (gated)
+			be->mat_mul(be, &L->gate_inp_shexp, &h, &gt);
+	}
+	be->glu(be, &sg, &su, &sg, TERN_GLU_SWIGLU);
+	product(be, &L->down_shexp, &sg, &sd, n);
+	if (!gated) {
+		be->add(be, &o, &sd, &o);
+		return;
+	}
+	be->unary(be, &gt, &gt, TERN_UNARY_SIGMOID);
+	struct tern_buf sd3 = act3(&l->ed, ne, 1, n);
+	be->moe_combine(be, &sd3, &gt, &h);
+	be->add(be, &o, &h, &o);
 }
 
 /* Multi-head latent attention (DeepSeek-V2/V3), as llama.cpp's MLA path
@@ -607,6 +731,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.scale = c->attn_scale,
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
+		.sinks = opt(&L->attn_sinks),
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	product(be, &L->wo, &a, &o, n);
@@ -639,6 +764,12 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &rms);
 
 	/* feed-forward */
+	if (lc->is_moe) {
+		moe_ffn(l, il, n);
+		if (opt(&L->ffn_post_norm))
+			be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
+		return;
+	}
 	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
 	if (n == 1) {
 		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
@@ -648,7 +779,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, &L->ffn_gate, &h, &g);
 		be->mat_mul(be, &L->ffn_up, &h, &u);
 	}
-	be->glu(be, &g, &u, &g, c->act == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : TERN_GLU_SWIGLU);
+	be->glu(be, &g, &u, &g, glu_kind(c->act));
 	product(be, &L->ffn_down, &g, &o, n);
 	if (opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);

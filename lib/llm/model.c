@@ -26,20 +26,27 @@
 
 enum slot {
 	S_ATTN_NORM, S_WQ, S_WK, S_WV, S_WO, S_BQ, S_BK, S_BV, S_BO, S_Q_NORM, S_K_NORM, S_ATTN_POST_NORM,
-	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM, S_COUNT
+	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM,
+	/* mixture of experts */
+	S_ATTN_SINKS, S_FFN_NORM_PA, S_GATE_INP, S_GATE_INP_B, S_EXP_PROBS_B, S_GATE_EXPS, S_UP_EXPS, S_DOWN_EXPS,
+	S_GATE_EXPS_B, S_UP_EXPS_B, S_DOWN_EXPS_B, S_GATE_INP_SHEXP, S_GATE_SHEXP, S_UP_SHEXP, S_DOWN_SHEXP,
+	S_COUNT
 };
+_Static_assert(S_COUNT <= 64, "slot masks are 64 bits");
 
 /* the sizes a shape is made of, evaluated per layer */
-enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_COUNT };
+enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_COUNT };
 
 struct slot_info {
 	const char *name;   /* after "blk.N." */
 	size_t offset;      /* of the pointer in struct tern_model_layer */
 	unsigned char ne0, ne1; /* enum dim */
 	bool matrix;        /* used in a product (else an f32 vector) */
+	unsigned char ne2;  /* enum dim: D_EXP for a stack of experts, else D_ONE */
 };
 
-#define SLOT(s, n, field, a, b, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m}
+#define SLOT(s, n, field, a, b, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m, D_ONE}
+#define SLOT3(s, n, field, a, b, c, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m, c}
 static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_ATTN_NORM, "attn_norm.weight", attn_norm, D_EMBD, D_ONE, false),
 	SLOT(S_WQ, "attn_q.weight", wq, D_EMBD, D_Q, true),
@@ -58,26 +65,61 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_FFN_UP, "ffn_up.weight", ffn_up, D_EMBD, D_FF, true),
 	SLOT(S_FFN_DOWN, "ffn_down.weight", ffn_down, D_FF, D_EMBD, true),
 	SLOT(S_FFN_POST_NORM, "post_ffw_norm.weight", ffn_post_norm, D_EMBD, D_ONE, false),
+	SLOT(S_ATTN_SINKS, "attn_sinks.weight", attn_sinks, D_NHEAD, D_ONE, false),
+	/* gpt-oss: the norm before the FFN carries the post-attention name */
+	SLOT(S_FFN_NORM_PA, "post_attention_norm.weight", ffn_norm, D_EMBD, D_ONE, false),
+	SLOT(S_GATE_INP, "ffn_gate_inp.weight", ffn_gate_inp, D_EMBD, D_EXP, true),
+	SLOT(S_GATE_INP_B, "ffn_gate_inp.bias", ffn_gate_inp_b, D_EXP, D_ONE, false),
+	SLOT(S_EXP_PROBS_B, "exp_probs_b.bias", exp_probs_b, D_EXP, D_ONE, false),
+	SLOT3(S_GATE_EXPS, "ffn_gate_exps.weight", ffn_gate_exps, D_EMBD, D_FF_EXP, D_EXP, true),
+	SLOT3(S_UP_EXPS, "ffn_up_exps.weight", ffn_up_exps, D_EMBD, D_FF_EXP, D_EXP, true),
+	SLOT3(S_DOWN_EXPS, "ffn_down_exps.weight", ffn_down_exps, D_FF_EXP, D_EMBD, D_EXP, true),
+	SLOT(S_GATE_EXPS_B, "ffn_gate_exps.bias", ffn_gate_exps_b, D_FF_EXP, D_EXP, false),
+	SLOT(S_UP_EXPS_B, "ffn_up_exps.bias", ffn_up_exps_b, D_FF_EXP, D_EXP, false),
+	SLOT(S_DOWN_EXPS_B, "ffn_down_exps.bias", ffn_down_exps_b, D_EMBD, D_EXP, false),
+	SLOT(S_GATE_INP_SHEXP, "ffn_gate_inp_shexp.weight", ffn_gate_inp_shexp, D_EMBD, D_ONE, true),
+	SLOT(S_GATE_SHEXP, "ffn_gate_shexp.weight", ffn_gate_shexp, D_EMBD, D_FF_SHEXP, true),
+	SLOT(S_UP_SHEXP, "ffn_up_shexp.weight", ffn_up_shexp, D_EMBD, D_FF_SHEXP, true),
+	SLOT(S_DOWN_SHEXP, "ffn_down_shexp.weight", ffn_down_shexp, D_FF_SHEXP, D_EMBD, true),
 };
 
-#define B(s) (1u << (s))
+#define B(s) (1ull << (s))
 /* what every pre-norm transformer block with a gated FFN has */
 #define BLOCK_BASE                                                                                             \
 	(B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_FFN_NORM) | B(S_FFN_GATE) | B(S_FFN_UP) | \
 	 B(S_FFN_DOWN))
+/* the dense FFN, which a mixture-of-experts layer replaces */
+#define FFN_DENSE (B(S_FFN_GATE) | B(S_FFN_UP) | B(S_FFN_DOWN))
+/* the router and the experts' stacks */
+#define MOE_BASE (B(S_GATE_INP) | B(S_GATE_EXPS) | B(S_UP_EXPS) | B(S_DOWN_EXPS))
+#define MOE_SHARED (B(S_GATE_INP_SHEXP) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP))
 
 /* ---- the architectures ----------------------------------------------------- */
 
+/* The router of a family (llama.cpp fixes it per architecture in its
+ * graph code, whatever the file's keys say, except where moe_keys). */
+struct moe_desc {
+	uint64_t required;     /* slots an is_moe block must have (the dense FFN slots are dropped) */
+	uint64_t optional;
+	enum tern_model_gating gating;
+	enum tern_model_act act;
+	bool norm_w;
+	bool moe_keys;         /* expert_gating_func / expert_weights_scale from the file */
+	bool moe_only;         /* every layer is a mixture: expert_count is required */
+	bool ff_is_n_ff;       /* an expert's size is feed_forward_length (llama), not the expert key */
+};
+
 struct arch_desc {
 	const char *name;
-	unsigned required;     /* slots every block must have */
-	unsigned optional;     /* slots a block may have */
+	uint64_t required;     /* slots every block must have */
+	uint64_t optional;     /* slots a block may have */
+	struct moe_desc moe;   /* with expert_count > 0 (moe.required 0: experts are not supported) */
 	enum tern_model_norm norm;
 	enum tern_model_act act;
 	enum tern_model_rope rope;
 	bool rope_freqs;       /* may carry rope_freqs.weight (llama3 scaling) */
 	uint32_t swa_period;   /* with a sliding window: layer l is global iff l % period == period - 1 */
-	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none) */
+	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none); 0: the global base */
 	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
 	bool mla;              /* multi-head latent attention (load_mla); the dense FFN only in the leading layers */
 	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
@@ -91,10 +133,14 @@ static void gemma3_fixup(struct tern_model_config *c)
 		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
 }
 
+#define ATTN_BASE (B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO))
+
 static const struct arch_desc archs[] = {
-	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama */
+	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama; with experts Mixtral */
 	 .required = BLOCK_BASE,
 	 .optional = B(S_BQ) | B(S_BK) | B(S_BV) | B(S_BO),
+	 .moe = {.required = MOE_BASE, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .norm_w = true,
+		 .ff_is_n_ff = true},
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .rope_freqs = true},
 	{.name = "qwen2",
 	 .required = BLOCK_BASE | B(S_BQ) | B(S_BK) | B(S_BV),
@@ -106,8 +152,26 @@ static const struct arch_desc archs[] = {
 	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM) | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
 	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
 	 .swa_period = 6, .swa_rope_base = 10000.0f, .embd_scale_sqrt = true, .fixup = gemma3_fixup},
-	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3 (their MoE layers not yet) */
+	{.name = "qwen2moe", /* Qwen1.5-MoE, Qwen2-57B-A14B: a shared expert behind a sigmoid gate */
+	 .required = ATTN_BASE | B(S_FFN_NORM) | B(S_BQ) | B(S_BK) | B(S_BV),
+	 .moe = {.required = MOE_BASE | MOE_SHARED, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU,
+		 .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "qwen3moe", /* Qwen3-30B-A3B, 235B-A22B: norm_topk_prob */
+	 .required = ATTN_BASE | B(S_FFN_NORM) | B(S_Q_NORM) | B(S_K_NORM),
+	 .moe = {.required = MOE_BASE, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .norm_w = true,
+		 .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "gpt-oss", /* attention sinks, biases, clamped SwiGLU, softmax after top-k, 1 local : 1 global */
+	 .required = ATTN_BASE | B(S_BO) | B(S_ATTN_SINKS) | B(S_FFN_NORM_PA),
+	 .optional = B(S_BQ) | B(S_BK) | B(S_BV),
+	 .moe = {.required = MOE_BASE | B(S_GATE_INP_B) | B(S_GATE_EXPS_B) | B(S_UP_EXPS_B) | B(S_DOWN_EXPS_B),
+		 .gating = TERN_MODEL_GATING_SOFTMAX_TOPK, .act = TERN_MODEL_ACT_SWIGLU_OAI, .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .swa_period = 2},
+	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3: latent attention, shared experts */
 	 .required = B(S_ATTN_NORM) | B(S_WO) | B(S_FFN_NORM),
+	 .moe = {.required = MOE_BASE, .optional = B(S_EXP_PROBS_B) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP),
+		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true},
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .mla = true},
 };
 
@@ -123,7 +187,7 @@ static const struct arch_desc *find_arch(const char *name)
 
 const char *tern_model_supported(void)
 {
-	return "llama, qwen2, qwen3, gemma3, deepseek2"; /* the names of `archs`, in order (a test checks) */
+	return "llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2"; /* the names of `archs`, in order (a test checks) */
 }
 
 bool tern_model_arch_supported(const char *arch)
@@ -198,9 +262,9 @@ static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *
 	const char *a = hp->arch;
 	if (!hp->n_lora_kv)
 		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.kv_lora_rank'", a);
-	if (hp->n_layer_dense_lead < hp->n_layer)
-		return tern_errf(e, TERN_EUNSUPPORTED, "mixture-of-experts layers ('%s.leading_dense_block_count' = %u of "
-				 "%u layers) are not supported yet", a, hp->n_layer_dense_lead, hp->n_layer);
+	if (hp->n_layer_dense_lead < hp->n_layer && !hp->n_expert)
+		return tern_errf(e, TERN_EFORMAT, "'%s.leading_dense_block_count' = %u of %u layers, but no "
+				 "'%s.expert_count'", a, hp->n_layer_dense_lead, hp->n_layer, a);
 	c->n_lora_q = hp->n_lora_q;
 	c->n_lora_kv = hp->n_lora_kv;
 	c->n_layer_dense_lead = hp->n_layer_dense_lead < hp->n_layer ? hp->n_layer_dense_lead : hp->n_layer;
@@ -255,6 +319,81 @@ static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *
 	c->rope_mscale = c->rope_ext_factor > 0 ? af * (1.0f + 0.1f * logf(1.0f / fs)) : af;
 	float ms = af * (1.0f + 0.1f * logf(1.0f / fs)) * (1.0f + 0.1f * log_mul * logf(1.0f / fs));
 	c->attn_scale = ms * ms / sqrtf((float)c->head_dim);
+
+	/* the experts (moe_config read the router's keys): from
+	 * leading_dense_block_count on, beside expert_shared_count experts'
+	 * worth of shared expert (llama.cpp's deepseek2 graph) */
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		c->layer[l].is_moe = c->moe.n_expert && l >= c->n_layer_dense_lead;
+	c->moe.n_ff_shexp = c->moe.n_ff_exp * hp->n_expert_shared;
+	return 0;
+}
+
+/* deepseek2's expert_weights_norm, a bool (absent: false, as llama.cpp) */
+static int mla_weights_norm(const tern_mf *mf, struct tern_model_config *c, tern_err *e)
+{
+	char key[TERN_ARCH_NAME_MAX + 32];
+	snprintf(key, sizeof key, "%s.expert_weights_norm", c->arch);
+	const struct tern_mf_kv *kv = tern_mf_find(mf, key);
+	if (!kv)
+		return 0;
+	if (kv->v.type != GGUF_T_BOOL || kv->v.size < 1)
+		return tern_errf(e, TERN_ETYPE, "key '%s': %s, want a bool", key, gguf_vtype_name(kv->v.type));
+	c->moe.norm_w = kv->v.p[0] != 0;
+	return 0;
+}
+
+/* The mixture of experts: sizes, the router. As llama.cpp: a family's
+ * gating and normalization are fixed by its graph code (moe_keys: the
+ * file's keys decide), expert groups come from the file for every family,
+ * and an absent expert_feed_forward_length means n_ff / n_expert_used
+ * (llama's experts are always feed_forward_length wide). */
+static int moe_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
+		      tern_err *e)
+{
+	const char *a = hp->arch;
+	struct tern_model_moe *m = &c->moe;
+	if (!hp->n_expert) {
+		if (d->moe.moe_only)
+			return tern_errf(e, TERN_EFORMAT, "missing key '%s.expert_count' (%s is a mixture of experts)", a, a);
+		return 0;
+	}
+	if (!d->moe.required)
+		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported for %s",
+				 a, hp->n_expert, a);
+	if (hp->n_expert_used > TERN_MOE_MAX_USED || hp->n_expert > 4096)
+		return tern_errf(e, TERN_EUNSUPPORTED, "%u of %u experts per token: tern takes at most %d of 4096", 
+				 hp->n_expert_used, hp->n_expert, TERN_MOE_MAX_USED);
+	m->n_expert = hp->n_expert;
+	m->n_expert_used = hp->n_expert_used;
+	m->n_ff_exp = d->moe.ff_is_n_ff ? hp->n_ff : hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff / hp->n_expert_used;
+	m->n_ff_shexp = d->moe.required & B(S_GATE_SHEXP) ? (hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff) : 0;
+	if (!m->n_ff_exp)
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.expert_feed_forward_length'", a);
+	m->gating = d->moe.gating;
+	m->act = d->moe.act;
+	m->norm_w = d->moe.norm_w;
+	m->w_scale = 1.0f;
+	if (d->moe.moe_keys) {
+		if (hp->expert_gating_func == 1 || hp->expert_gating_func == 2 || hp->expert_gating_func == 3)
+			m->gating = hp->expert_gating_func == 1   ? TERN_MODEL_GATING_SOFTMAX
+				    : hp->expert_gating_func == 2 ? TERN_MODEL_GATING_SIGMOID
+								  : TERN_MODEL_GATING_SOFTMAX_TOPK;
+		else if (hp->expert_gating_func)
+			return tern_errf(e, TERN_EUNSUPPORTED, "'%s.expert_gating_func' = %u is not supported", a,
+					 hp->expert_gating_func);
+		if (hp->expert_weights_scale != 0)
+			m->w_scale = hp->expert_weights_scale;
+	}
+	if (hp->n_expert_group > 1) {
+		if (hp->n_expert % hp->n_expert_group || !hp->n_expert_group_used ||
+		    hp->n_expert_group_used > hp->n_expert_group ||
+		    hp->n_expert_used > hp->n_expert / hp->n_expert_group * hp->n_expert_group_used)
+			return tern_errf(e, TERN_EFORMAT, "'%s.expert_group_count' = %u, used %u do not fit %u experts, %u used",
+					 a, hp->n_expert_group, hp->n_expert_group_used, hp->n_expert, hp->n_expert_used);
+		m->n_group = hp->n_expert_group;
+		m->n_group_used = hp->n_expert_group_used;
+	}
 	return 0;
 }
 
@@ -262,9 +401,9 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			tern_err *e)
 {
 	const char *a = hp->arch;
-	if (hp->n_expert && !d->mla)
-		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported", a,
-				 hp->n_expert);
+	int rc = moe_config(d, hp, c, e);
+	if (rc)
+		return rc;
 	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
 				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : "");
@@ -298,13 +437,14 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->final_softcap = hp->final_softcap;
 	c->has_qk_norm = (d->required & B(S_Q_NORM)) != 0;
 	c->has_post_norms = (d->required & B(S_ATTN_POST_NORM)) != 0;
+	c->has_attn_sinks = (d->required & B(S_ATTN_SINKS)) != 0;
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct tern_model_layer_config *lc = &c->layer[l];
 		lc->n_head = hp->n_head_l[l];
 		lc->n_head_kv = hp->n_head_kv_l[l];
 		lc->n_ff = hp->n_ff_l[l];
-		if (!lc->n_head || !lc->n_head_kv || !lc->n_ff)
+		if (!lc->n_head || !lc->n_head_kv || (!lc->n_ff && !c->moe.n_expert))
 			return tern_errf(e, TERN_EFORMAT, "layer %u: '%s.%s' is 0", l, a,
 					 !lc->n_head ? "attention.head_count"
 					 : !lc->n_head_kv ? "attention.head_count_kv" : "feed_forward_length");
@@ -312,13 +452,15 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			return tern_errf(e, TERN_EFORMAT, "layer %u: %u kv heads do not divide %u heads", l,
 					 lc->n_head_kv, lc->n_head);
 		lc->is_swa = c->n_swa && l % d->swa_period != d->swa_period - 1;
+		lc->is_moe = c->moe.n_expert > 0;
 		/* the local layers' base: the file's, else the family's (llama.cpp) */
 		lc->rope_base = !lc->is_swa ? c->rope_freq_base
-			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa : d->swa_rope_base;
+			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
+			      : d->swa_rope_base > 0 ? d->swa_rope_base : c->rope_freq_base;
 		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
 	}
 	if (d->mla) {
-		int rc = mla_config(hp, c, e);
+		rc = mla_config(hp, c, e);
 		if (rc)
 			return rc;
 	}
@@ -392,14 +534,22 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_O] = (uint64_t)lc->n_head * c->head_dim_v,
 			[D_HEAD] = c->head_dim,
 			[D_FF] = lc->n_ff,
+			[D_NHEAD] = lc->n_head,
+			[D_EXP] = c->moe.n_expert,
+			[D_FF_EXP] = c->moe.n_ff_exp,
+			[D_FF_SHEXP] = c->moe.n_ff_shexp,
 		};
-		unsigned required = d->required;
+		uint64_t required = d->required, optional = d->optional;
 		if (d->mla) { /* a plain attn_q without the Q bottleneck; the dense FFN of the leading layers */
 			required |= c->n_lora_q ? 0 : B(S_WQ);
-			required |= l < c->n_layer_dense_lead ? B(S_FFN_GATE) | B(S_FFN_UP) | B(S_FFN_DOWN) : 0;
+			required |= l < c->n_layer_dense_lead ? FFN_DENSE : 0;
+		}
+		if (lc->is_moe) {
+			required = (required & ~FFN_DENSE) | d->moe.required;
+			optional = (optional & ~FFN_DENSE) | d->moe.optional;
 		}
 		for (int s = 0; s < S_COUNT; s++) {
-			bool req = (required >> s) & 1, opt = (d->optional >> s) & 1;
+			bool req = (required >> s) & 1, opt = (optional >> s) & 1;
 			if (!req && !opt)
 				continue;
 			const struct slot_info *si = &slots[s];
@@ -407,7 +557,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			snprintf(name, sizeof name, "blk.%u.%s", l, si->name);
 			const struct tern_tensor_view **dst =
 				(const struct tern_tensor_view **)((char *)&w->layers[l] + si->offset);
-			rc = get_tensor(mf, name, dims[si->ne0], dims[si->ne1], si->matrix, req, dst, e);
+			rc = get_tensor3(mf, name, dims[si->ne0], dims[si->ne1], dims[si->ne2], si->matrix, req, dst, e);
 			if (rc)
 				return rc;
 		}
@@ -446,6 +596,8 @@ int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
 	int rc = tern_arch_llm_load(mf, hp, e);
 	if (!rc)
 		rc = build_config(d, hp, &m->cfg, e);
+	if (!rc && d->mla)
+		rc = mla_weights_norm(mf, &m->cfg, e);
 	free(hp);
 	if (!rc) {
 		/* n_layer <= TERN_ARCH_MAX_LAYERS (arch.c): a bounded table */

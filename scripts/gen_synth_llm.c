@@ -50,7 +50,11 @@
  *                    0.1 (mscale_all_dim 1), 16 experts in 4 groups (the 2
  *                    best groups compete, 4 experts used), sigmoid router
  *                    with the selection bias exp_probs_b, weights
- *                    normalized then scaled by 2.5, 1 shared expert.
+ *                    normalized then scaled by 2.5, 1 shared expert;
+ *   deepseek2-big    for speed, not reference data: DeepSeek-V2-Lite's
+ *                    attention (16 heads of 128 + 64 RoPE dims, values of
+ *                    128, kv_lora_rank 512), n_embd 2048, 8 dense layers of
+ *                    5632, 32000 tokens.
  * Types f32, q8_0, q4_0 (the per-head matrices have rows of 32); the
  * router (ffn_gate_inp) and exp_probs_b stay f32 as converted files keep
  * them.
@@ -220,11 +224,12 @@ static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, u
 		float sd);
 
 /* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
-static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
+static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
 {
 	gguf_writer *w = g->w;
-	const uint32_t nh = 4, nope = 32, nrot = 32, hv = 64, kvr = 64, qr = yarn || v3 ? 128 : 0;
-	const uint32_t n_layer = moe || v3 ? 3 : 2, lead = moe || v3 ? 1 : n_layer;
+	const uint32_t nh = big ? 16 : 4, nope = big ? 128 : 32, nrot = big ? 64 : 32, hv = big ? 128 : 64;
+	const uint32_t kvr = big ? 512 : 64, qr = yarn || v3 ? 128 : 0;
+	const uint32_t n_layer = big ? 8 : moe || v3 ? 3 : 2, lead = moe || v3 ? 1 : n_layer;
 	const uint32_t n_exp = v3 ? 16 : 8, n_used = v3 ? 4 : 3, n_shared = v3 ? 1 : 2, n_ff_exp = 128;
 	char name[64];
 	gguf_writer_u32(w, "deepseek2.context_length", 256);
@@ -276,7 +281,9 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 	rc |= mat(g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
 	/* q, the shared RoPE key: ~1.5 per value (in_sd as the other models);
 	 * the latent is normed (~1), W_kb and W_vb ~1/sqrt(kv_lora_rank) */
-	const float in_sd = 1.5f / 16.0f, lat_sd = 0.125f;
+	const float in_sd = big ? 1.5f / 45.254834f : 1.5f / 16.0f, lat_sd = big ? 1.0f / 22.627417f : 0.125f;
+	const float o_sd = big ? 4.0f / 45.254834f : 4.0f / 16.0f, ff_sd = big ? 1.0f / 45.254834f : 1.0f / 16.0f;
+	const float down_sd = big ? 4.0f / 75.04665f : 4.0f / 22.627417f;
 	for (uint32_t l = 0; l < n_layer; l++) {
 #define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
 		rc |= vec(g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
@@ -295,12 +302,12 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3)
 			rc |= mat3(g, g->type, T("attn_k_b.weight"), nope, kvr, nh, lat_sd);
 			rc |= mat3(g, g->type, T("attn_v_b.weight"), kvr, hv, nh, lat_sd);
 		}
-		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, 4.0f / 16.0f);
+		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, o_sd);
 		rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
 		if (l < lead) {
-			rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
-			rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / 16.0f);
-			rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, 4.0f / 22.627417f);
+			rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, ff_sd);
+			rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, ff_sd);
+			rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, down_sd);
 			continue;
 		}
 		/* the router's logits spread ~3: the choice is rarely a near tie */
@@ -495,8 +502,8 @@ int main(int argc, char **argv)
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
 				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
 				"OUT.gguf\n"
-				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3 "
-				"f32|q8_0|q4_0 OUT.gguf\n");
+				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|"
+				"deepseek2-big f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "mixtral") || !strcmp(argv[1], "mixtral-big") || !strcmp(argv[1], "qwen2moe") ||
@@ -506,10 +513,13 @@ int main(int argc, char **argv)
 	if (ds) {
 		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
 		int moe = !strcmp(argv[1], "deepseek2-moe"), v3 = !strcmp(argv[1], "deepseek2-v3");
+		int dbig = !strcmp(argv[1], "deepseek2-big");
+		if (dbig) /* DeepSeek-V2-Lite's attention, 8 dense layers: for speed, not reference data */
+			N_EMBD = 2048, N_FF = 5632, N_VOCAB = 32000;
 		struct gen dg = { 0 };
 		dg.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
 			  : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : 999;
-		if ((!yarn && !kvb && !moe && !v3 && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
+		if ((!yarn && !kvb && !moe && !v3 && !dbig && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
 			fprintf(stderr, "gen_synth_llm: unknown deepseek2 variant or type\n");
 			return 2;
 		}
@@ -520,7 +530,7 @@ int main(int argc, char **argv)
 		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
 		gguf_writer_u32(dg.w, "general.quantization_version", 2);
 		tern_err de = { 0 };
-		int drc = deepseek2(&dg, yarn, kvb, moe, v3);
+		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig);
 		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
 			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
 			gguf_writer_free(dg.w);

@@ -23,7 +23,9 @@ cc -O2 -std=c11 -I"$SRC/include" -I"$SRC/ggml/include" scripts/llm_ref_llama.c \
 # excluded); 24 positions reach well past gemma3's sliding window of 4.
 IDS=1,263,104,300,72,265,119,281,259,45,318,200,262,87,301,150,270,33,312,266,99,288,260,205
 # ARCHS (default: all) regenerates a subset, e.g. ARCHS="gpt-oss".
-for arch in ${ARCHS:-llama qwen2 qwen3 gemma3 llama-linear llama-freqs mixtral qwen2moe qwen3moe gpt-oss deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-v3}; do
+ALL="llama qwen2 qwen3 gemma3 llama-linear llama-freqs mixtral qwen2moe qwen3moe gpt-oss"
+ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-v3"
+for arch in ${ARCHS:-$ALL}; do
 	types="f32 q8_0 q4_0 q4_k"
 	case $arch in
 	llama-*) types="f32 q8_0" ;;

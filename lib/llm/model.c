@@ -187,7 +187,8 @@ static const struct arch_desc *find_arch(const char *name)
 
 const char *tern_model_supported(void)
 {
-	return "llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2"; /* the names of `archs`, in order (a test checks) */
+	/* the names of `archs`, in order (a test checks) */
+	return "llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2";
 }
 
 bool tern_model_arch_supported(const char *arch)

@@ -26,10 +26,12 @@
 
 #include "cmd/common/cli.h"
 #include "cmd/common/llm_opts.h"
+#include "cmd/run/embed.h"
 #include "lib/format/modelfile.h"
 #include "lib/llm/prompt.h"
 #include "lib/cpu/backend.h"
 #include "lib/llm/chatfmt.h"
+#include "lib/llm/embed.h"
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -49,6 +51,9 @@
 static const char *o_prompt, *o_file, *o_system, *o_messages, *o_tools;
 static int64_t o_logprobs = -1;
 static bool o_json, o_raw, o_no_parse_special, o_no_stdin, o_print_prompt;
+static bool o_embedding;
+static const char *o_pooling, *o_embd_format, *o_embd_sep;
+static int64_t o_embd_norm = 2;
 static struct cli_common common;
 
 static const struct cli_opt opts[] = {
@@ -78,6 +83,20 @@ static const struct cli_opt opts[] = {
 	LLM_OPTS_TEMPLATE,
 	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
 	 .help = "do not read standard input even when it is not a terminal"},
+	{.lng = "embedding", .kind = CLI_FLAG, .dst = &o_embedding,
+	 .excludes = "messages|tools|system-prompt|print-prompt|logprobs|chat-template|chat-template-file|jinja|no-jinja|"
+		     "raw|stop|ignore-eos",
+	 .help = "print the embedding of each input line instead of generating (see EMBEDDINGS)"},
+	{.lng = "pooling", .kind = CLI_CHOICE, .dst = &o_pooling, .arg = "TYPE", .choices = "none|mean|cls|last|rank",
+	 .needs = "embedding", .help = "pool the tokens' states by TYPE: mean, cls or last (default: the file's)"},
+	{.lng = "embd-normalize", .kind = CLI_INT, .dst = &o_embd_norm, .arg = "N", .min = -1, .max = 100,
+	 .needs = "embedding",
+	 .help = "normalise each embedding: -1 none, 0 int16 range, 1 taxicab, 2 Euclidean (default), N > 2 p-norm"},
+	{.lng = "embd-output-format", .kind = CLI_CHOICE, .dst = &o_embd_format, .arg = "FMT",
+	 .choices = "jsonl|array|json|raw|f32", .needs = "embedding", .excludes = "json",
+	 .help = "jsonl: a JSON array per line (default); array; json; raw: text; f32: binary (see EMBEDDINGS)"},
+	{.lng = "embd-separator", .kind = CLI_STR, .dst = &o_embd_sep, .arg = "TEXT", .needs = "embedding",
+	 .help = "what separates the inputs (default: a newline)"},
 	{0},
 };
 
@@ -136,6 +155,39 @@ static const struct cli_section sections[] = {
 	 "context, cache, threads, seed, chat format and prompt size before generating and a timing summary "
 	 "after it (load; prompt eval: tokens, ms, ms per token, tokens per second; eval: the same for the "
 	 "generated tokens). -q leaves only errors."},
+	{"EMBEDDINGS",
+	 "--embedding turns tern-run into an embedding tool, as llama.cpp's llama-embedding: the input (the same "
+	 "sources as a prompt: PROMPT arguments, -p, -f, standard input, whose lines follow the others') is split "
+	 "into lines, each line is one input (a final newline ends the last line; --embd-separator TEXT splits at "
+	 "TEXT instead), and each input is tokenized as plain text (with the vocabulary's special tokens: [CLS] and "
+	 "[SEP] for BERT, BOS/EOS as the file says; special-token text parsed unless --no-parse-special) and "
+	 "run through the model as its own sequence: inputs never attend to each other. Models: the encoders "
+	 "bert (BERT, MiniLM, BGE, ...) and nomic-bert (nomic-embed-text), whose attention sees the whole input, "
+	 "and every decoder tern-run generates with (llama, qwen2, qwen3, gemma3, ...: embedding models of those "
+	 "families, causal as they were trained), whose embedding is the final hidden state after the output norm.\n"
+	 "\n"
+	 "The tokens' states are pooled into one vector per input as the file's {arch}.pooling_type says, or as "
+	 "--pooling chooses: mean (the average over the input's tokens), cls (the first token's) or last (the last "
+	 "token's); a file that declares none (or rank, a reranker) needs --pooling. The vector is then "
+	 "normalised by --embd-normalize N, llama.cpp's option: 2 Euclidean (unit length, the default), -1 none, 0 "
+	 "scaled so that the largest absolute value is 32760 (an int16 range), 1 taxicab, N > 2 the p-norm.\n"
+	 "\n"
+	 "Output (--embd-output-format), one vector per input in input order: jsonl (the default): one JSON array of "
+	 "n_embd numbers per line; array: one JSON array of those arrays (llama-embedding's array); json (also "
+	 "--json): an OpenAI-style object {\"object\": \"list\", \"model\", \"n_embd\", \"pooling\", \"normalize\", "
+	 "\"data\": [{\"object\": \"embedding\", \"index\", \"tokens\", \"embedding\": [...]}], \"usage\": "
+	 "{\"prompt_tokens\", \"total_tokens\"}}; raw: text, the numbers of one vector separated by spaces, one "
+	 "vector per line (llama-embedding's raw); f32: binary, n_embd little-endian IEEE float32 values per input "
+	 "and nothing else (refused when standard output is a terminal). Numbers are written in the shortest form "
+	 "that reads back to the same float32. Each vector is written as soon as it is computed.\n"
+	 "\n"
+	 "Every input is tokenized before the first is embedded: an empty input (an empty line) exits with status "
+	 "65 and an input longer than the context (-c; by default the trained context, at most 4096; a BERT "
+	 "model cannot go beyond its trained positions) with status 1, both naming the input, before anything is "
+	 "written. An encoder runs an input in one pass of up to the context's tokens; a decoder in passes of "
+	 "-ub tokens with the KV cache of -ctk/-ctv, refused (status 1, with the numbers) when the file, the cache "
+	 "and the buffers do not fit in the memory available. An embedding model run without --embedding is a usage error "
+	 "(status 2) that says so."},
 	{"DEFAULTS",
 	 "The sampling defaults are llama.cpp's: --temp 0.8, --top-k 40, --top-p 0.95, --min-p 0.05, "
 	 "--repeat-penalty 1.0 (off) over --repeat-last-n 64, no presence or frequency penalty, a random seed. "
@@ -160,7 +212,8 @@ static const struct cli_section sections[] = {
 	 "no model, an unknown chat format); 65 the model file is not a valid GGUF file, lacks a tensor or "
 	 "key, has a tensor of the wrong shape, or an architecture or type tern cannot run, the prompt "
 	 "is not text (a NUL byte, or invalid UTF-8 for a chat template), --messages or --tools is not the "
-	 "JSON described above, or the chat template cannot be parsed or rendered; 130 interrupted by "
+	 "JSON described above, or the chat template cannot be parsed or rendered, or (--embedding) an input is "
+	 "empty or the file declares no pooling and --pooling is not given; 130 interrupted by "
 	 "Ctrl-C.\n"
 	 "\n"
 	 "Errors are one line on stderr: tern-run: PATH: what is wrong."},
@@ -178,7 +231,9 @@ static const struct cli_section sections[] = {
 	 "  tern-run -m model.gguf -sys \"Answer in one word.\" --stop \".\" \"Best colour?\"\n"
 	 "  tern-run -m model.gguf -f question.txt -c 8192 -ctk q8_0 -ctv q8_0\n"
 	 "  tern-run -m model.gguf --messages chat.json --tools tools.json --print-prompt\n"
-	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\""},
+	 "  tern-run -m model.gguf --chat-template llama3 \"Hi\"\n"
+	 "  tern-run -m bge-small-en-v1.5-f16.gguf --embedding -f sentences.txt > vectors.jsonl\n"
+	 "  tern-run -m nomic-embed-text-v1.5.Q8_0.gguf --embedding --embd-output-format f32 -f docs.txt > docs.f32"},
 	{NULL, NULL},
 };
 
@@ -187,8 +242,11 @@ static const struct cli_prog prog = {
 	.summary = "generate text with a language model, for pipes and scripts",
 	.usage = "[OPTIONS] [PROMPT...]",
 	.description =
-		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3), gives it one "
-		"prompt and writes the generated text to standard output, streamed as it is produced. It is made for "
+		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3, gemma, gemma2, "
+		"phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2; llama also with experts, as Mixtral), "
+		"gives it one prompt and writes the generated text to standard output, streamed as it is produced; with "
+		"--embedding it writes the embeddings of its input lines instead (also for the encoders bert and "
+		"nomic-bert; see EMBEDDINGS). It is made for "
 		"scripts and pipes: it never asks anything, reads standard input when that is not a terminal, and "
 		"reports errors as one line and an exit status.\n"
 		"\n"
@@ -298,6 +356,13 @@ static void check_options(void)
 {
 	model_path = llm_opts_model();
 	llm_opts_check();
+	if (o_pooling && (strcmp(o_pooling, "none") == 0 || strcmp(o_pooling, "rank") == 0))
+		cli_usage_error("--pooling %s: %s are not supported (mean, cls, last)", o_pooling,
+				strcmp(o_pooling, "none") == 0 ? "per-token embeddings" : "rerankers");
+	if (o_embd_sep && !*o_embd_sep)
+		cli_usage_error("--embd-separator: must not be empty");
+	if (o_embd_format && strcmp(o_embd_format, "f32") == 0 && cli_isatty(stdout))
+		cli_usage_error("--embd-output-format f32 writes binary: redirect standard output to a file or a pipe");
 }
 
 /* ---- step 2: the prompt text ------------------------------------------------ */
@@ -369,7 +434,8 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 		if (err)
 			die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
 		if (in.len) {
-			ok = (!b.len || buf_add(&b, "\n\n", 2)) && b.len + in.len <= MAX_PROMPT_BYTES &&
+			/* embeddings: standard input's lines follow the others' */
+			ok = (!b.len || (o_embedding ? buf_add(&b, "\n", 1) : buf_add(&b, "\n\n", 2))) && b.len + in.len <= MAX_PROMPT_BYTES &&
 			     buf_add(&b, in.p, in.len);
 			free(in.p);
 			if (!ok) {
@@ -439,6 +505,21 @@ static void load_vocab_only(struct session *ss)
 		exit(cli_fail(model_path, rc, &e));
 }
 
+/* An embedding model given to generate: say how to run it (exit 2). */
+static void encoder_hint(void)
+{
+	tern_mf *mf = NULL;
+	char arch[TERN_ARCH_NAME_MAX];
+	tern_err e = {0};
+	if (tern_mf_open(&mf, model_path, NULL, &e) == 0 && tern_arch_family(mf, arch, sizeof arch) == TERN_ARCH_LLM &&
+	    tern_embed_is_encoder(arch)) {
+		tern_mf_close(mf);
+		cli_usage_error("%s: %s is an embedding model, it does not generate text: run it with --embedding",
+				model_path, arch);
+	}
+	tern_mf_close(mf);
+}
+
 static void load(struct session *ss)
 {
 	tern_err e = {0};
@@ -450,6 +531,8 @@ static void load(struct session *ss)
 	int rc = tern_model_open(&ss->m, model_path, &e);
 	if (rc) {
 		loading_clear();
+		if (rc == TERN_EUNSUPPORTED)
+			encoder_hint();
 		exit(cli_fail(NULL, rc, &e));
 	}
 	const struct tern_model_config *c = &ss->m->cfg;
@@ -975,6 +1058,21 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_RESETHAND | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+
+	if (o_embedding) {
+		struct embed_cli ec = {
+			.model = model_path, .text = prompt.p, .len = prompt.len, .sep = o_embd_sep ? o_embd_sep : "\n",
+			.pooling = o_pooling, .normalize = (int)o_embd_norm,
+			.format = o_embd_format ? o_embd_format : o_json ? "json" : "jsonl",
+			.ctx = llm_o.ctx, .ubatch = llm_o.ubatch,
+			.threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
+			.ctk = llm_o.ctk, .ctv = llm_o.ctv, .parse_special = !o_no_parse_special,
+			.verbose = common.verbose, .quiet = common.quiet,
+		};
+		int status = embed_main(&ec);
+		free(prompt.p);
+		return status;
+	}
 
 	struct session ss = {0};
 	if (o_print_prompt) {

@@ -83,6 +83,18 @@ _tern_run()
 	-ctv|--cache-type-v)
 		COMPREPLY=($(compgen -W "f32 f16 q8_0" -- "$cur"))
 		return ;;
+	--pooling)
+		COMPREPLY=($(compgen -W "none mean cls last rank" -- "$cur"))
+		return ;;
+	--embd-normalize)
+		COMPREPLY=()
+		return ;;
+	--embd-output-format)
+		COMPREPLY=($(compgen -W "jsonl array json raw f32" -- "$cur"))
+		return ;;
+	--embd-separator)
+		COMPREPLY=()
+		return ;;
 	--color)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
 		return ;;
@@ -91,7 +103,7 @@ _tern_run()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -f --file -sys --system-prompt --messages --tools --print-prompt -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v --no-stdin -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -f --file -sys --system-prompt --messages --tools --print-prompt -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v --no-stdin --embedding --pooling --embd-normalize --embd-output-format --embd-separator -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -8,7 +8,8 @@
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
  * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
- * frequency factors and YaRN (rope), the KV cache store in f32, f16 or
+ * frequency factors or LongRoPE's, LongRoPE's attention factor and YaRN
+ * (rope), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
  * window, soft-cap, V heads narrower than K's, V read from a column window
  * of the K cache as multi-head latent attention does; online softmax,
@@ -115,13 +116,14 @@ struct tern_norm {
  * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
  * each head turns by theta_j = freq_scale * e_j, e_j = pos /
  * (freq_base^(2j / n_rot) * freq[j]) for pair j (freq[j] = 1 without
- * factors); dimensions from n_rot on are left alone. YaRN (ext_factor >
- * 0) mixes in the unscaled angle: r_j = ext_factor * (1 - clamp((j -
- * corr_low) / max(0.001, corr_high - corr_low), 0, 1)), theta_j =
- * freq_scale * e_j * (1 - r_j) + e_j * r_j. The turned pair is multiplied
- * by mscale (YaRN's magnitude; 0 stands for 1). As llama.cpp's rope, whose
- * own extra factor (1 + 0.1 ln(1 / freq_scale)) with YaRN the caller
- * folds into mscale. */
+ * factors); dimensions from n_rot on are left alone (and not scaled).
+ * YaRN (ext_factor > 0) mixes in the unscaled angle: r_j = ext_factor *
+ * (1 - clamp((j - corr_low) / max(0.001, corr_high - corr_low), 0, 1)),
+ * theta_j = freq_scale * e_j * (1 - r_j) + e_j * r_j. The turned pair is
+ * multiplied by mscale * attn_factor (YaRN's magnitude and LongRoPE's
+ * attention factor; 0 stands for 1 in each). As llama.cpp's rope, which
+ * takes the product as its one attn_factor and whose own extra factor
+ * (1 + 0.1 ln(1 / freq_scale)) with YaRN the caller folds into mscale. */
 enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
 
 struct tern_rope {
@@ -132,6 +134,8 @@ struct tern_rope {
 	float ext_factor; /* YaRN's extrapolation mix, 0..1; 0: none */
 	float corr_low, corr_high; /* YaRN's ramp between these pairs (ggml_rope_yarn_corr_dims) */
 	float mscale;     /* magnitude of the turned pairs; 0: 1 */
+	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
+			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
 };
 
 /* attention */
@@ -321,7 +325,10 @@ struct tern_backend {
 	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
 	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere.
 	 * With p->sinks, head h's sink logit joins each query's softmax (see
-	 * struct tern_attn). */
+	 * struct tern_attn). Non-causal attention over a sequence of n rows
+	 * (an encoder's: lib/llm/embed.c) is this op with k, v the
+	 * sequence's own rows {head_dim, n_head_kv, n} and every pos[t] =
+	 * n - 1: each query then sees all n keys. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);

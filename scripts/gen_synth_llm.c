@@ -10,7 +10,12 @@
  *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style),
  *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
- *           for speed comparisons, not reference data
+ *           for speed comparisons, not reference data; or gemma | gemma2 |
+ *           phi2 | phi3 | phi3-long (see gen_gemma_phi below)
+ *           Embedding models (lib/llm/embed.h): bert, nomic-bert (see
+ *           gen_encoder below), and llama-mean / qwen3-last: the llama /
+ *           qwen3 models (same weights) with {arch}.pooling_type mean /
+ *           last, as embedding files of those families declare it
  *     TYPE: f32 | q8_0 | q4_0 | q4_k  (every 2-D weight, token_embd and
  *           output included; norms and biases stay F32), or q4_k_m:
  *           llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for output.weight and
@@ -495,10 +500,164 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 	return 0;
 }
 
+/* ---- the gemma and phi families ------------------------------------------------
+ *
+ *   gemma:  Gemma 1, 2 layers, head dim 128 (4 x 128 != n_embd), one KV
+ *           head (multi-query, as Gemma 2B), GeGLU, sqrt(n_embd) scale;
+ *   gemma2: 4 layers alternating local (window 4, even layers) and global,
+ *           post-attention and post-FFN norms, attention soft-cap 5 and final
+ *           soft-cap 15 (small, so that both act on these logits);
+ *   phi2:   parallel attention and plain GELU FFN under one biased layer
+ *           norm, separate Q/K/V with biases, n_ff 1024, partial rotary
+ *           (32 of 64 dims), untied output with a bias;
+ *   phi3:   fused attn_qkv and fused gate/up ffn_up {256, 1024}, GQA 2,
+ *           partial rotary 48 of 64 with LongRoPE factors (24 long, 24
+ *           short) and attention factor 1.19024, a sliding window of 8 that
+ *           llama.cpp ignores for phi3; original context 4096 (llama.cpp's
+ *           2048 and tern's 256-rounded contexts are below: short factors);
+ *   phi3-long: the same weights with original context 16 and rope.scaling
+ *           .type "longrope": every context is above it, the long factors.
+ *
+ * Gemma's output is always its token embedding (llama.cpp ignores an
+ * output.weight), and the embedding is multiplied by sqrt(n_embd) = 16 on
+ * the way in: with embeddings of sd 1/64 the stream starts like qwen2's
+ * (sd 0.25) and the output norm's weights near 16 give logits of a few
+ * units (gemma stores norm weights as 1 + w, so any value is a real one). */
+static int gen_gemma_phi(struct gen *g, const char *variant, const char *out)
+{
+	int gemma = !strcmp(variant, "gemma"), gemma2 = !strcmp(variant, "gemma2");
+	int phi2 = !strcmp(variant, "phi2"), long_ctx = !strcmp(variant, "phi3-long");
+	int phi3 = !strcmp(variant, "phi3") || long_ctx;
+	const char *arch = long_ctx ? "phi3" : variant;
+	rng_state = 0x7465726eull * 1000003u + (uint64_t)(gemma ? 5 : gemma2 ? 6 : phi2 ? 7 : 8);
+	uint32_t n_layer = gemma2 ? 4 : 2, head_dim = gemma || gemma2 ? 128 : 64;
+	uint32_t n_head = 4, n_head_kv = gemma ? 1 : phi2 ? 4 : 2, n_ff = phi2 ? 1024 : 512;
+	uint32_t n_rot = phi2 ? 32 : phi3 ? 48 : head_dim;
+	uint32_t nq = n_head * head_dim, nkv = n_head_kv * head_dim;
+	const float in_sd = 1.5f / 16, res = 4.0f, sq_nq = gemma || gemma2 ? 22.627417f : 16.0f;
+	const float sq_ff = phi2 ? 32.0f : 22.627417f;
+	g->w = gguf_writer_new();
+	gguf_writer *w = g->w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic");
+	gguf_writer_u32(w, "general.file_type", g->type == QT_F32 ? 0 : g->type == QT_Q8_0 ? 7
+					 : g->type == QT_Q4_0 ? 2 : 14);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), phi3 ? (long_ctx ? 512 : 8192) : 256);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	gguf_writer_u32(w, KEY("feed_forward_length"), n_ff);
+	gguf_writer_u32(w, KEY("attention.head_count"), n_head);
+	gguf_writer_u32(w, KEY("attention.head_count_kv"), n_head_kv);
+	if (phi2)
+		gguf_writer_f32(w, KEY("attention.layer_norm_epsilon"), 1e-5f);
+	else
+		gguf_writer_f32(w, KEY("attention.layer_norm_rms_epsilon"), gemma || gemma2 ? 1e-6f : 1e-5f);
+	if (gemma || gemma2) {
+		gguf_writer_u32(w, KEY("attention.key_length"), head_dim);
+		gguf_writer_u32(w, KEY("attention.value_length"), head_dim);
+	}
+	if (phi2 || phi3)
+		gguf_writer_u32(w, KEY("rope.dimension_count"), n_rot);
+	gguf_writer_f32(w, KEY("rope.freq_base"), 10000.0f);
+	if (gemma2) {
+		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+		gguf_writer_f32(w, KEY("attn_logit_softcapping"), 5.0f);
+		gguf_writer_f32(w, KEY("final_logit_softcapping"), 15.0f);
+	}
+	if (phi3) {
+		gguf_writer_u32(w, KEY("attention.sliding_window"), 8);
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), long_ctx ? 16 : 4096);
+		gguf_writer_f32(w, KEY("rope.scaling.attn_factor"), 1.19024f);
+		if (long_ctx)
+			gguf_writer_str(w, KEY("rope.scaling.type"), "longrope");
+	}
+	vocab(w);
+
+	int rc = 0;
+	rc |= mat(g, "token_embd.weight", N_EMBD, N_VOCAB, gemma || gemma2 ? 1.0f / 64 : 1.0f);
+	rc |= vec(g, "output_norm.weight", N_EMBD, gemma || gemma2 ? 16.0f : 1.0f, gemma || gemma2 ? 1.6f : 0.1f);
+	if (phi2)
+		rc |= vec(g, "output_norm.bias", N_EMBD, 0, 0.1f);
+	if (phi2 || phi3)
+		rc |= mat(g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
+	if (phi2)
+		rc |= vec(g, "output.bias", N_VOCAB, 0, 0.5f);
+	if (phi3) {
+		/* LongRoPE divisors per rotated pair: short ones near 1, long
+		 * ones a ramp to 8 (both exact in float), so that they differ
+		 * within 24 positions */
+		float lf[32], sf[32];
+		uint64_t n = n_rot / 2;
+		for (uint64_t i = 0; i < n; i++) {
+			lf[i] = 1.0f + 7.0f * (float)i / (float)(n - 1);
+			sf[i] = 1.0f + 0.5f * (float)i / (float)(n - 1);
+		}
+		rc |= gguf_writer_tensor(w, "rope_factors_long.weight", QT_F32, 1, &n, lf);
+		rc |= gguf_writer_tensor(w, "rope_factors_short.weight", QT_F32, 1, &n, sf);
+	}
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (phi2)
+			rc |= vec(g, T("attn_norm.bias"), N_EMBD, 0, 0.1f);
+		if (phi3) { /* Phi-3's qkv_proj: the rows of Q, then K, then V */
+			rc |= mat(g, T("attn_qkv.weight"), N_EMBD, nq + 2 * nkv, in_sd);
+		} else {
+			rc |= mat(g, T("attn_q.weight"), N_EMBD, nq, in_sd);
+			rc |= mat(g, T("attn_k.weight"), N_EMBD, nkv, in_sd);
+			rc |= mat(g, T("attn_v.weight"), N_EMBD, nkv, 1.0f / 16);
+		}
+		if (phi2) {
+			rc |= vec(g, T("attn_q.bias"), nq, 0, 0.2f);
+			rc |= vec(g, T("attn_k.bias"), nkv, 0, 0.5f);
+			rc |= vec(g, T("attn_v.bias"), nkv, 0, 0.1f);
+		}
+		rc |= mat(g, T("attn_output.weight"), nq, N_EMBD, res / sq_nq);
+		if (phi2)
+			rc |= vec(g, T("attn_output.bias"), N_EMBD, 0, 0.1f);
+		if (gemma2)
+			rc |= vec(g, T("post_attention_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (!phi2)
+			rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (phi3) { /* gate rows, then up rows */
+			rc |= mat(g, T("ffn_up.weight"), N_EMBD, 2 * n_ff, 1.0f / 16);
+		} else {
+			if (!phi2)
+				rc |= mat(g, T("ffn_gate.weight"), N_EMBD, n_ff, 1.0f / 16);
+			rc |= mat(g, T("ffn_up.weight"), N_EMBD, n_ff, 1.0f / 16);
+		}
+		if (phi2)
+			rc |= vec(g, T("ffn_up.bias"), n_ff, 0, 0.2f);
+		rc |= mat(g, T("ffn_down.weight"), n_ff, N_EMBD, res / sq_ff);
+		if (phi2)
+			rc |= vec(g, T("ffn_down.bias"), N_EMBD, 0, 0.1f);
+		if (gemma2)
+			rc |= vec(g, T("post_ffw_norm.weight"), N_EMBD, 1.0f, 0.1f);
+#undef T
+	}
+#undef KEY
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, out, &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}
+
+static int gen_encoder(const char *arch, const char *type, const char *out);
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && (!strcmp(argv[1], "bert") || !strcmp(argv[1], "nomic-bert")))
+		return gen_encoder(argv[1], argv[2], argv[3]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama "
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama"
+				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
 				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
 				"OUT.gguf\n"
@@ -541,7 +700,9 @@ int main(int argc, char **argv)
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");
-	const char *arch = linear || freqs || big ? "llama" : argv[1];
+	/* embedding variants: the same weights, a pooling type (llama.cpp's values) */
+	int pooling = !strcmp(argv[1], "llama-mean") ? 1 : !strcmp(argv[1], "qwen3-last") ? 3 : 0;
+	const char *arch = linear || freqs || big || pooling == 1 ? "llama" : pooling == 3 ? "qwen3" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
@@ -549,6 +710,10 @@ int main(int argc, char **argv)
 		 : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : !strcmp(argv[2], "q4_k") ? QT_Q4_K
 		 : !strcmp(argv[2], "q4_k_m") ? QT_Q4_K : 999;
 	g.q4_k_m = !strcmp(argv[2], "q4_k_m");
+	static const char *const gemma_phi[] = {"gemma", "gemma2", "phi2", "phi3", "phi3-long"};
+	for (size_t i = 0; i < sizeof gemma_phi / sizeof *gemma_phi; i++)
+		if (!strcmp(argv[1], gemma_phi[i]) && g.type != 999 && !g.q4_k_m)
+			return gen_gemma_phi(&g, argv[1], argv[3]);
 	if (!(llama || qwen2 || qwen3 || gemma3) || g.type == 999) {
 		fprintf(stderr, "gen_synth_llm: unknown architecture or type\n");
 		return 2;
@@ -594,6 +759,8 @@ int main(int argc, char **argv)
 	}
 	if (gemma3)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (pooling)
+		gguf_writer_u32(w, KEY("pooling_type"), (uint32_t)pooling);
 	vocab(w);
 
 	/* residual-stream scale: gemma3 scales embeddings by sqrt(n_embd) = 16 */
@@ -650,6 +817,165 @@ int main(int argc, char **argv)
 #undef KEY
 	tern_err e = { 0 };
 	if (rc || gguf_writer_write(w, argv[3], &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}
+
+/* ---- embedding encoders ---------------------------------------------------------
+ * bert: BERT / MiniLM / BGE's layout (llama.cpp's names): token, token-type
+ * (2 rows, row 0 used) and learned position embeddings (128 rows: the
+ * trained context), a biased LayerNorm after them, then post-norm blocks
+ * with separate Q/K/V/O weights and biases, a GELU FFN with biases, the
+ * attention and output LayerNorms with biases; pooling CLS (as BGE).
+ * nomic-bert: nomic-embed-text's layout: no position table (RoPE NEOX,
+ * base 1000), one fused attn_qkv without bias, no output bias, a SwiGLU
+ * FFN (gate, up, down) without biases; pooling mean.
+ * Both: n_embd 256, 4 heads of 64, n_ff 512, 2 layers, non-causal
+ * (attention.causal false), layer_norm_epsilon 1e-12 (as the real
+ * files), and a 320-token WordPiece vocabulary laid out as BERT's: [PAD]
+ * 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then
+ * pieces in the GGUF converter's form ("\u2581word" starts a word, "ing"
+ * continues one), so that text of lowercase words, digits and common
+ * punctuation tokenizes without [UNK]. */
+static void wpm_vocab(gguf_writer *w)
+{
+	static const char *words[] = {
+		"the", "of", "and", "to", "in", "is", "it", "that", "was", "for", "on", "with", "as", "he",
+		"she", "at", "by", "this", "be", "cat", "dog", "sat", "mat", "hello", "world", "red", "blue", "green",
+		"small", "big", "fast", "slow", "sea", "sky", "sun", "moon", "tree", "house", "car", "book", "read",
+		"write", "run", "walk", "water", "fire", "stone", "paris", "france", "capital", "city", "river",
+		"music", "song", "night", "day", "time", "year", "good", "bad", "new", "old", "one", "two",
+		"three", "man", "woman", "child", "king", "queen", "bird", "fish", "food", "eat", "drink",
+	};
+	static const char *suffixes[] = {"ing", "ed", "er", "ly", "est", "tion", "ness"};
+	static const char *punct = ".,!?'-:;()\"";
+	const size_t nw = sizeof words / sizeof *words, ns = sizeof suffixes / sizeof *suffixes;
+	char (*text)[24] = calloc(N_VOCAB, sizeof *text);
+	const char **tok = malloc(sizeof *tok * N_VOCAB);
+	float *score = calloc(N_VOCAB, sizeof *score);
+	int32_t *type = malloc(sizeof *type * N_VOCAB);
+	uint32_t n = 0;
+#define ADD(t, ...) (snprintf(text[n], sizeof text[n], __VA_ARGS__), type[n++] = (t))
+	ADD(3, "[PAD]");
+	for (int i = 0; i < 99; i++)
+		ADD(1, "[unused%d]", i);
+	ADD(3, "[UNK]");
+	ADD(3, "[CLS]");
+	ADD(3, "[SEP]");
+	ADD(3, "[MASK]");
+	for (char c = 'a'; c <= 'z'; c++)
+		ADD(1, SP "%c", c);
+	for (char c = 'a'; c <= 'z'; c++)
+		ADD(1, "%c", c);
+	for (char c = '0'; c <= '9'; c++)
+		ADD(1, SP "%c", c);
+	for (char c = '0'; c <= '9'; c++)
+		ADD(1, "%c", c);
+	for (const char *p = punct; *p; p++)
+		ADD(1, SP "%c", *p);
+	for (size_t i = 0; i < ns; i++)
+		ADD(1, "%s", suffixes[i]);
+	for (size_t i = 0; i < nw && n < N_VOCAB; i++)
+		ADD(1, SP "%s", words[i]);
+	for (int i = 99; n < N_VOCAB; i++)
+		ADD(1, "[unused%d]", i);
+#undef ADD
+	for (uint32_t i = 0; i < N_VOCAB; i++)
+		tok[i] = text[i];
+	gguf_writer_str(w, "tokenizer.ggml.model", "bert");
+	gguf_writer_str(w, "tokenizer.ggml.pre", "bert-bge");
+	gguf_writer_u32(w, "tokenizer.ggml.token_type_count", 2);
+	gguf_writer_arr_str(w, "tokenizer.ggml.tokens", tok, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.scores", GGUF_T_F32, score, N_VOCAB);
+	gguf_writer_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, type, N_VOCAB);
+	gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 100);
+	gguf_writer_u32(w, "tokenizer.ggml.seperator_token_id", 102);
+	gguf_writer_u32(w, "tokenizer.ggml.padding_token_id", 0);
+	gguf_writer_u32(w, "tokenizer.ggml.cls_token_id", 101);
+	gguf_writer_u32(w, "tokenizer.ggml.mask_token_id", 103);
+	free(text);
+	free(tok);
+	free(score);
+	free(type);
+}
+
+static int gen_encoder(const char *arch, const char *type, const char *out)
+{
+	int nomic = !strcmp(arch, "nomic-bert");
+	struct gen g = { 0 };
+	g.type = !strcmp(type, "f32") ? QT_F32 : !strcmp(type, "q8_0") ? QT_Q8_0 : !strcmp(type, "q4_0") ? QT_Q4_0
+		 : !strcmp(type, "q4_k") ? QT_Q4_K : 999;
+	if (g.type == 999) {
+		fprintf(stderr, "gen_synth_llm: unknown type\n");
+		return 2;
+	}
+	rng_state = 0x7465726eull * 1000003u + (nomic ? 6 : 5);
+	const uint32_t n_layer = 2, n_ctx = nomic ? 256 : 128;
+	const float sq_embd = 16.0f, sq_ff = 22.627417f; /* sqrt(256), sqrt(512) */
+	g.w = gguf_writer_new();
+	gguf_writer *w = g.w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic");
+	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : g.type == QT_Q8_0 ? 7 : g.type == QT_Q4_0 ? 2 : 14);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), n_ctx);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
+	gguf_writer_u32(w, KEY("attention.head_count"), N_HEAD);
+	gguf_writer_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f);
+	gguf_writer_bool(w, KEY("attention.causal"), false);
+	gguf_writer_u32(w, KEY("pooling_type"), nomic ? 1 : 2);
+	if (nomic)
+		gguf_writer_f32(w, KEY("rope.freq_base"), 1000.0f);
+#undef KEY
+	wpm_vocab(w);
+
+	const float in_sd = 1.5f / sq_embd;
+	int rc = 0;
+	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= mat_t(&g, QT_F32, "token_types.weight", N_EMBD, 2, 0.5f);
+	if (!nomic)
+		rc |= mat_t(&g, QT_F32, "position_embd.weight", N_EMBD, n_ctx, 0.5f);
+	rc |= vec(&g, "token_embd_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= vec(&g, "token_embd_norm.bias", N_EMBD, 0, 0.1f);
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		if (nomic) {
+			rc |= mat(&g, T("attn_qkv.weight"), N_EMBD, 3 * N_EMBD, in_sd);
+		} else {
+			rc |= mat(&g, T("attn_q.weight"), N_EMBD, N_EMBD, in_sd);
+			rc |= vec(&g, T("attn_q.bias"), N_EMBD, 0, 0.2f);
+			rc |= mat(&g, T("attn_k.weight"), N_EMBD, N_EMBD, in_sd);
+			rc |= vec(&g, T("attn_k.bias"), N_EMBD, 0, 0.2f);
+			rc |= mat(&g, T("attn_v.weight"), N_EMBD, N_EMBD, 1.0f / sq_embd);
+			rc |= vec(&g, T("attn_v.bias"), N_EMBD, 0, 0.1f);
+		}
+		rc |= mat(&g, T("attn_output.weight"), N_EMBD, N_EMBD, 1.0f / sq_embd);
+		if (!nomic)
+			rc |= vec(&g, T("attn_output.bias"), N_EMBD, 0, 0.1f);
+		rc |= vec(&g, T("attn_output_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= vec(&g, T("attn_output_norm.bias"), N_EMBD, 0, 0.1f);
+		if (nomic)
+			rc |= mat(&g, T("ffn_gate.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		rc |= mat(&g, T("ffn_up.weight"), N_EMBD, N_FF, 1.0f / sq_embd);
+		if (!nomic)
+			rc |= vec(&g, T("ffn_up.bias"), N_FF, 0, 0.2f);
+		rc |= mat(&g, T("ffn_down.weight"), N_FF, N_EMBD, 1.0f / sq_ff);
+		if (!nomic)
+			rc |= vec(&g, T("ffn_down.bias"), N_EMBD, 0, 0.1f);
+		rc |= vec(&g, T("layer_output_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= vec(&g, T("layer_output_norm.bias"), N_EMBD, 0, 0.1f);
+#undef T
+	}
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, out, &e)) {
 		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
 		gguf_writer_free(w);
 		return 1;

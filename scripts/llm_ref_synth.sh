@@ -6,6 +6,8 @@
 #   make -j2 && scripts/llm_ref_synth.sh LLAMA_SRC LLAMA_LIBDIR "VERSION TEXT"
 # LLAMA_SRC: llama.cpp source tree (include/, ggml/include/); LLAMA_LIBDIR:
 # its built libllama.so / libggml*.so.  It does not build llama.cpp.
+# ARCHS (environment) limits the run to some architectures, e.g.
+# ARCHS="gemma gemma2 phi2 phi3 phi3-long" for the gemma / phi families.
 # The models themselves are not committed: each JSON records the sha256 of
 # the file it was made from, so a test can regenerate and check it.
 set -eu
@@ -22,13 +24,13 @@ cc -O2 -std=c11 -I"$SRC/include" -I"$SRC/ggml/include" scripts/llm_ref_llama.c \
 # BOS, then 23 ids over the whole vocabulary (bytes, word pieces, specials
 # excluded); 24 positions reach well past gemma3's sliding window of 4.
 IDS=1,263,104,300,72,265,119,281,259,45,318,200,262,87,301,150,270,33,312,266,99,288,260,205
-# ARCHS (default: all) regenerates a subset, e.g. ARCHS="gpt-oss".
-ALL="llama qwen2 qwen3 gemma3 llama-linear llama-freqs mixtral qwen2moe qwen3moe gpt-oss"
+ALL="llama qwen2 qwen3 gemma3 llama-linear llama-freqs gemma gemma2 phi2 phi3 phi3-long"
+ALL="$ALL mixtral qwen2moe qwen3moe gpt-oss"
 ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-v3"
 for arch in ${ARCHS:-$ALL}; do
 	types="f32 q8_0 q4_0 q4_k"
 	case $arch in
-	llama-*) types="f32 q8_0" ;;
+	llama-* | phi3-long) types="f32 q8_0" ;;
 	mixtral | qwen2moe | qwen3moe) types="f32 q8_0 q4_k" ;;
 	gpt-oss) types="f32 q8_0 mxfp4" ;; # mxfp4: the experts, as gpt-oss is published
 	deepseek2*) types="f32 q8_0 q4_0" ;; # the per-head matrices have rows of 32

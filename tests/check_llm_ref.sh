@@ -4,7 +4,7 @@
 # still writes byte for byte the synthetic models the data was made from
 # (their sha256 is in each JSON; a change to the GGUF writer or the reference
 # quantizer that alters them means the data must be regenerated with
-# scripts/llm_ref_synth.sh); (2) every logits .bin is well-formed and agrees
+# scripts/llm_ref_synth.sh, or embed_ref_synth.sh for embed/); (2) every logits .bin is well-formed and agrees
 # with its JSON: rows' argmax = the recorded top-1, the recorded top-5
 # log-probabilities = log-softmax of the stored logits (recomputed here).
 set -u
@@ -19,7 +19,7 @@ if [ -f "$OUTDIR/libtern.a" ]; then
 	[ "${SANITIZE:-}" = 1 ] && flags="$flags -fsanitize=address,undefined"
 	PKG=$(pkg-config --libs libpcre2-8 libutf8proc 2>/dev/null || true)
 	if expect 0 cc $flags scripts/gen_synth_llm.c "$OUTDIR/libtern.a" $PKG -lpthread -lm -o "$T/gen"; then
-		for j in "$D"/synth/*.json; do
+		for j in "$D"/synth/*.json "$D"/embed/*.json; do
 			read -r arch type sha < <("$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(*d["model"].split()[1:], d["model_sha256"])' "$j")
 			expect 0 "$T/gen" "$arch" "$type" "$T/m.gguf" &&
 				check "$arch $type regenerates to the sha256 in $j" \

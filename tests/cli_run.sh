@@ -81,6 +81,17 @@ expect 65 $TO $R -m "$T/trunc.gguf" hi </dev/null && check "a truncated model: o
 NREF=$($PYTHON -c 'import json, sys
 g = json.load(open(sys.argv[1]))["generated"]
 print(next((s["step"] for s in g if s["top5"][0][1] - s["top5"][1][1] < 0.1), len(g)))' $REF)
+# The README's quick start: its question, through the file's chat template,
+# gives the answer the README prints (llama.cpp's greedy answer to the same
+# rendered prompt too, with top-1 margins of 0.98 nats or more).
+QS=$(sed -n 's/.*bin\/run -m models\/SmolLM2-135M-Instruct.Q4_1.gguf --temp 0 "\([^"]*\)".*/\1/p' README.md | head -1)
+QA=$($PYTHON -c 'import sys
+s = open("README.md", encoding="utf-8").read().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+blocks = s.split("\n```")[1::2]  # fenced blocks: the command, then the answer
+print(blocks[1].split("\n", 1)[1])')
+check "the README's quick start has a question and an answer" test -n "$QS" -a -n "$QA"
+expect 0 $TO $R -m $S --temp 0 "$QS" </dev/null
+check "the README's quick start answer: $QA" test "$(cat "$T/out")" = "$QA"
 PROMPT=tests/data/llm_ref/prompts/short.txt
 expect 0 $TO $R -m $S --raw --temp 0 -n "$NREF" -f $PROMPT </dev/null
 check "greedy text = llama.cpp's first $NREF tokens, then one newline" $PYTHON -c 'import json, sys

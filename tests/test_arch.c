@@ -73,13 +73,13 @@ static void test_every_key(void **state)
 	gguf_writer_u32(w, "llama.attention.kv_lora_rank", 512);
 	gguf_writer_u32(w, "llama.leading_dense_block_count", 1);
 	gguf_writer_f32(w, "llama.rope.scaling.yarn_log_multiplier", 0.0707f);
-	gguf_writer_f32(w, "llama.rope.scaling.attn_factor", 1.25f);
 	gguf_writer_u64(w, "llama.feed_forward_length", 5632); /* any integer type that fits */
 	gguf_writer_u32(w, "llama.rope.dimension_count", 32);
 	gguf_writer_f32(w, "llama.rope.freq_base", 500000.0f);
 	gguf_writer_f32(w, "llama.rope.freq_base_swa", 10000.0f);
 	gguf_writer_str(w, "llama.rope.scaling.type", "yarn");
 	gguf_writer_f32(w, "llama.rope.scaling.factor", 4.0f);
+	gguf_writer_f32(w, "llama.rope.scaling.attn_factor", 1.25f);
 	gguf_writer_u32(w, "llama.rope.scaling.original_context_length", 1024);
 	gguf_writer_f64(w, "llama.attention.layer_norm_rms_epsilon", 1e-5);
 	gguf_writer_u32(w, "llama.attention.sliding_window", 512);
@@ -113,6 +113,7 @@ static void test_every_key(void **state)
 	assert_float_equal(hp.rope_freq_base_swa, 10000.0f, 0);
 	assert_int_equal(hp.rope_scaling, TERN_ROPE_SCALING_YARN);
 	assert_float_equal(hp.rope_scaling_factor, 4.0f, 0);
+	assert_float_equal(hp.rope_attn_factor, 1.25f, 0);
 	assert_int_equal(hp.n_ctx_orig, 1024);
 	assert_int_equal(hp.n_embd_head_k_mla, 192);
 	assert_int_equal(hp.n_embd_head_v_mla, 128);
@@ -120,7 +121,6 @@ static void test_every_key(void **state)
 	assert_int_equal(hp.n_lora_kv, 512);
 	assert_int_equal(hp.n_layer_dense_lead, 1);
 	assert_float_equal(hp.rope_yarn_log_mul, 0.0707f, 0);
-	assert_float_equal(hp.rope_attn_factor, 1.25f, 0);
 	assert_float_equal(hp.norm_rms_eps, 1e-5f, 1e-12);
 	assert_int_equal(hp.n_swa, 512);
 	assert_int_equal(hp.n_expert, 8);
@@ -161,6 +161,7 @@ static void test_defaults(void **state)
 	assert_int_equal(hp.n_rot, 64);               /* the whole head */
 	assert_float_equal(hp.rope_freq_base, 10000.0f, 0);
 	assert_float_equal(hp.rope_scaling_factor, 1.0f, 0);
+	assert_float_equal(hp.rope_attn_factor, 1.0f, 0);
 	assert_int_equal(hp.rope_scaling, TERN_ROPE_SCALING_NONE);
 	assert_int_equal(hp.n_ctx_orig, 4096);
 	assert_int_equal(hp.n_expert, 0);
@@ -296,6 +297,10 @@ static void test_validation(void **state)
 	w = base_llama(2);
 	gguf_writer_f32(w, "llama.rope.freq_base", 0.0f);
 	expect_invalid(w, "rope.freq_base");
+
+	w = base_llama(2);
+	gguf_writer_f32(w, "llama.rope.scaling.attn_factor", -1.0f);
+	expect_invalid(w, "'llama.rope.scaling.attn_factor' = -1: must be positive");
 
 	w = gguf_writer_new();
 	gguf_writer_str(w, "general.architecture", "llama");

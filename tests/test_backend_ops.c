@@ -560,24 +560,34 @@ struct rope_case {
 	bool factors;
 	int32_t pos0; /* positions pos0 + t, or random in 0..5000 when < 0 */
 	float ext, low, high, mscale; /* YaRN (DeepSeek's files); 0: none */
+	float attn_factor;            /* 0: not set (1) */
 };
 
 static const struct rope_case rope_cases[] = {
-	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0, 0, 0, 0, 0},
-	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13, 0, 0, 0, 0},
-	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0},
-	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0, 0, 0, 0},
-	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0, 0, 0, 0},
-	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1, 0, 0, 0, 0},
-	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100, 0, 0, 0, 0},
-	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0, 0, 0, 0},
-	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000, 0, 0, 0, 0},
-	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0, 0, 0, 0},
+	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0, 0, 0, 0, 0, 0},
+	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13, 0, 0, 0, 0, 0},
+	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0, 0},
+	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0, 0, 0, 0, 0},
+	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0, 0, 0, 0, 0},
+	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1, 0, 0, 0, 0, 0},
+	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100, 0, 0, 0, 0, 0},
+	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0, 0, 0, 0, 0},
+	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000, 0, 0, 0, 0, 0},
+	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0, 0, 0, 0, 0},
 	/* YaRN: the ramp inside the rotated pairs, past them, a magnitude */
-	{64, 1, 9, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 100, 1, 4, 20, 1.37f},
-	{192, 4, 5, 64, TERN_ROPE_NORMAL, 10000, 0.25f, false, -1, 1, 11, 27, 0},
-	{32, 16, 3, 32, TERN_ROPE_NEOX, 1e6f, 0.5f, true, 4000, 0.5f, 2, 3, 0.8f},
-	{576, 2, 4, 576, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f},
+	{64, 1, 9, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 100, 1, 4, 20, 1.37f, 0},
+	{192, 4, 5, 64, TERN_ROPE_NORMAL, 10000, 0.25f, false, -1, 1, 11, 27, 0, 0},
+	{32, 16, 3, 32, TERN_ROPE_NEOX, 1e6f, 0.5f, true, 4000, 0.5f, 2, 3, 0.8f, 0},
+	{576, 2, 4, 576, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f, 0},
+	/* phi3's LongRoPE: factors and an attention factor, partial (phi-4-mini)
+	 * and full rotation, and a rotation wider than the CPU's angle table */
+	{96, 3, 11, 64, TERN_ROPE_NEOX, 10000, 1, true, -1, 0, 0, 0, 0, 1.1902f},
+	{96, 2, 5, 96, TERN_ROPE_NEOX, 10000, 1, true, 40, 0, 0, 0, 0, 0.75f},
+	{80, 2, 4, 32, TERN_ROPE_NEOX, 10000, 1, false, 4090, 0, 0, 0, 0, 1.5f},
+	{1024, 1, 3, 1024, TERN_ROPE_NORMAL, 10000, 1, false, 17, 0, 0, 0, 0, 1.25f},
+	/* both magnitudes: YaRN's mscale times the attention factor */
+	{64, 2, 5, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 60, 1, 4, 20, 1.37f, 0.9f},
+	{1024, 1, 2, 1024, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f, 1.25f},
 };
 
 static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
@@ -585,9 +595,9 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 	if (ci >= (int)(sizeof rope_cases / sizeof *rope_cases))
 		return false;
 	const struct rope_case *c = &rope_cases[ci];
-	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s%s", c->mode ? "neox" : "normal",
-		 (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok, c->factors ? ", factors" : "",
-		 c->ext > 0 ? ", yarn" : "");
+	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s%s, attn factor %g",
+		 c->mode ? "neox" : "normal", (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok,
+		 c->factors ? ", factors" : "", c->ext > 0 ? ", yarn" : "", (double)c->attn_factor);
 	qu_seed((uint64_t)ci + 201);
 	size_t cnt = (size_t)(c->hd * c->nh * c->ntok);
 	float *x = normals(cnt, 1), *ff = malloc(sizeof(float) * (size_t)c->n_rot / 2);
@@ -602,7 +612,8 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 		fb = in_buf(be, QT_F32, 1, fne, ff);
 	out_buf(be, &xw, &xv, QT_F32, c->hd, c->nh * c->ntok, 3, ne, x);
 	struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale,
-			      .ext_factor = c->ext, .corr_low = c->low, .corr_high = c->high, .mscale = c->mscale};
+			      .ext_factor = c->ext, .corr_low = c->low, .corr_high = c->high, .mscale = c->mscale,
+			      .attn_factor = c->attn_factor};
 	be->rope(be, &xv, &pb, c->factors ? &fb : NULL, &p);
 	*out = take_out(be, &xw, desc);
 	*n = cnt;
@@ -617,14 +628,16 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 			for (int j = 0; j < half; j++) {
 				int i0 = c->mode ? j : 2 * j, i1 = c->mode ? j + half : 2 * j + 1;
 				double ex = pos[t] / pow(c->base, 2.0 * j / c->n_rot) / (c->factors ? ff[j] : 1);
-				double th = c->scale * ex, mag = c->mscale > 0 ? c->mscale : 1;
+				double th = c->scale * ex;
+				/* both magnitudes multiply the turned pair */
+				double mag = (c->mscale > 0 ? c->mscale : 1) * (c->attn_factor > 0 ? c->attn_factor : 1);
 				if (c->ext > 0) { /* YaRN (arXiv:2309.00071): a linear ramp between the pairs */
 					double ramp = j <= c->low ? 1 : j >= c->high ? 0 : 1 - (j - c->low) / (c->high - c->low);
 					th = th * (1 - c->ext * ramp) + ex * c->ext * ramp;
 				}
 				double re = mag * (xi[i0] * cos(th) - xi[i1] * sin(th));
 				double im = mag * (xi[i0] * sin(th) + xi[i1] * cos(th));
-				double tol = 1e-5 + 4e-7 * pos[t] * mag * (fabs(xi[i0]) + fabs(xi[i1]));
+				double tol = (1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]))) * fmax(mag, 1);
 				if (fabs(re - yo[i0]) > tol || fabs(im - yo[i1]) > tol)
 					fail_msg("%s: %s: token %lld head %lld pair %d: (%g, %g), expected (%g, %g)",
 						 be->name, desc, (long long)t, (long long)h, j, yo[i0], yo[i1], re, im);
@@ -703,7 +716,7 @@ struct attn_case {
 	int32_t n_past; /* the batch sits at positions n_past.. */
 	int32_t window;
 	float softcap;
-	int reversed; /* positions n_past + ntok - 1 - t */
+	int reversed; /* 1: positions n_past + ntok - 1 - t; 2: every query at n_past + ntok - 1 */
 };
 
 static const struct attn_case attn_cases[] = {
@@ -718,6 +731,9 @@ static const struct attn_case attn_cases[] = {
 	{32, 80, 1, 3, 70, 0, 0, 0},     {256, 4, 1, 40, 3, 16, 30.f, 0},
 	/* a batch whose positions run backwards: masks per row, not per tile */
 	{64, 8, 2, 70, 20, 0, 0, 1},   {128, 4, 4, 33, 0, 16, 0, 1},
+	/* every query at the last position: an encoder's non-causal
+	 * attention (lib/llm/embed.c), each token sees every key */
+	{64, 4, 4, 9, 0, 0, 0, 2},     {64, 12, 12, 130, 0, 0, 0, 2},  {64, 4, 4, 1, 0, 0, 0, 2},
 };
 
 /* Fill a cache with n_ctx rows of random K or V through kv_store (the
@@ -804,7 +820,7 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 		k[i] *= 4; /* some large scores: the running maximum must move */
 	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
 	for (int64_t t = 0; t < c->ntok; t++)
-		pos[t] = c->n_past + (int32_t)(c->reversed ? c->ntok - 1 - t : t);
+		pos[t] = c->n_past + (int32_t)(c->reversed == 2 ? c->ntok - 1 : c->reversed ? c->ntok - 1 - t : t);
 	struct tern_buf kb = make_cache(be, tk, c->hd, c->nkv, n_ctx, k), vb = make_cache(be, tv, c->hd, c->nkv, n_ctx, v);
 	int64_t qne[3] = {c->hd, c->nh, c->ntok}, pne[1] = {c->ntok};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;

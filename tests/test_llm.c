@@ -231,6 +231,12 @@ static const struct synth_case synth_cases[] = {
 	{"qwen2", "f32"},        {"qwen2", "q8_0"},        {"qwen2", "q4_0"},  {"qwen2", "q4_k"},
 	{"qwen3", "f32"},        {"qwen3", "q8_0"},        {"qwen3", "q4_0"},  {"qwen3", "q4_k"},
 	{"gemma3", "f32"},       {"gemma3", "q8_0"},       {"gemma3", "q4_0"}, {"gemma3", "q4_k"},
+	/* the gemma and phi families */
+	{"gemma", "f32"},        {"gemma", "q8_0"},        {"gemma", "q4_0"},  {"gemma", "q4_k"},
+	{"gemma2", "f32"},       {"gemma2", "q8_0"},       {"gemma2", "q4_0"}, {"gemma2", "q4_k"},
+	{"phi2", "f32"},         {"phi2", "q8_0"},         {"phi2", "q4_0"},   {"phi2", "q4_k"},
+	{"phi3", "f32"},         {"phi3", "q8_0"},         {"phi3", "q4_0"},   {"phi3", "q4_k"},
+	{"phi3-long", "f32"},    {"phi3-long", "q8_0"},
 	/* mixtures of experts */
 	{"mixtral", "f32"},      {"mixtral", "q8_0"},      {"mixtral", "q4_k"},
 	{"qwen2moe", "f32"},     {"qwen2moe", "q8_0"},     {"qwen2moe", "q4_k"},
@@ -266,14 +272,19 @@ static const struct synth_case synth_cases[] = {
  *    summation orders, the transcendental functions and where values are
  *    rounded to f16 differ), so 1e-5 leaves a 7x margin and still fails on any real
  *    error (a wrong RoPE pairing, base or scale, a missing norm or bias
- *    gives NMSE 1e-2 .. 1).
+ *    gives NMSE 1e-2 .. 1). The gemma / phi families measure 4.6e-7 (phi2)
+ *    .. 1.3e-6 (gemma2); their planted errors: gemma2 without the
+ *    attention soft-cap 6.5e-2, with a window pattern of 3 instead of 2
+ *    6.7e-1, phi3 without LongRoPE's attention factor 1.4e-1, phi3-long
+ *    with the short factors 4.0e-1.
  *  - Quantized weights: 5e-3. The activations are quantized to Q8 before
  *    each product on both sides but rounded at different points, so the
  *    errors are those of two different quantizations of the same values;
  *    llama.cpp's own batched vs token-by-token spread reaches 9e-4 on the
  *    Q4_K models (README), and we measured 2.8e-4 .. 1.6e-3 (gemma3 q4_k,
  *    six layers), so 5e-3 is about 2x our worst and 5x llama.cpp's own
- *    spread; a broken product or norm is >= 1e-2.
+ *    spread (gemma / phi: 1.3e-4 .. 1.5e-3, gemma2 q4_k the worst); a
+ *    broken product or norm is >= 1e-2.
  *
  * Top-1: at every position where llama.cpp's own top-2 gap is at least
  * TOP1_MARGIN_F32 / TOP1_MARGIN_Q, our argmax must be llama.cpp's. The

@@ -547,12 +547,12 @@ static void test_unsupported_arch(void **state)
 	s.arch = "mamba";
 	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
 	assert_null(m);
-	assert_string_equal(e.msg, "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2)");
+	assert_string_equal(e.msg, "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2)");
 	assert_false(tern_model_arch_supported("mamba"));
 	/* the name comes from the file: a newline in it must not forge a second line */
 	s.arch = "ma\nmba";
 	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
-	assert_string_equal(e.msg, "architecture 'ma\\x0amba' is not supported (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2)");
+	assert_string_equal(e.msg, "architecture 'ma\\x0amba' is not supported (supported: llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2)");
 	/* the list names exactly the architectures that load */
 	char list[128];
 	snprintf(list, sizeof list, "%s", tern_model_supported());

@@ -295,9 +295,10 @@ static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct t
 #define ROPE_MAX_PAIRS (TERN_ATTN_MAX_HEAD_DIM / 2)
 
 /* cos and sin of pair j whose unscaled angle is e (pos / base^(2j/n_rot)
- * / freq[j]): linear scaling, YaRN's ramp and magnitude (lib/backend.h),
- * in f32 as llama.cpp */
-static inline void rope_angle(const struct tern_rope *p, int64_t j, float e, float *cs, float *sn)
+ * / freq[j]): linear scaling and YaRN's ramp (lib/backend.h), both times
+ * mag (rope_mag: YaRN's mscale times the attention factor), in f32 as
+ * llama.cpp */
+static inline void rope_angle(const struct tern_rope *p, int64_t j, float e, float mag, float *cs, float *sn)
 {
 	float th = p->freq_scale * e;
 	if (p->ext_factor > 0) {
@@ -306,10 +307,15 @@ static inline void rope_angle(const struct tern_rope *p, int64_t j, float e, flo
 		th = th * (1.0f - r) + e * r;
 	}
 	sincosf(th, sn, cs);
-	if (p->mscale > 0) {
-		*sn *= p->mscale;
-		*cs *= p->mscale;
-	}
+	*sn *= mag;
+	*cs *= mag;
+}
+
+/* YaRN's mscale and the attention factor both scale cos and sin (llama.cpp
+ * passes one product as ggml_rope_ext's attn_factor); 0 stands for 1 in each */
+static inline float rope_mag(const struct tern_rope *p)
+{
+	return (p->mscale > 0 ? p->mscale : 1.0f) * (p->attn_factor > 0 ? p->attn_factor : 1.0f);
 }
 
 static void rope_rows(void *arg, int64_t r0, int64_t r1)
@@ -321,11 +327,12 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = rope_mag(p);
 	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			rope_angle(p, j, ff ? theta / ff[j] : theta, &cs[j], &sn[j]);
+			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs[j], &sn[j]);
 			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
 			sn2[2 * j] = -sn[j];
 			sn2[2 * j + 1] = sn[j];
@@ -344,12 +351,13 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = rope_mag(p);
 	for (int64_t r = r0; r < r1; r++) {
 		float *xh = (float *)tern_buf_host(o->x) + r * hd;
 		float theta = (float)pd[r / nh];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			float cs, sn;
-			rope_angle(p, j, ff ? theta / ff[j] : theta, &cs, &sn);
+			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs, &sn);
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];

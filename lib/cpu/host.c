@@ -282,7 +282,8 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 		  cpu_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
 		  p->n_rot >= 2 && p->n_rot % 2 == 0 && p->n_rot <= x->ne[0] && p->freq_base > 0 &&
 		  p->freq_scale > 0 && p->ext_factor >= 0 && p->ext_factor <= 1 && p->mscale >= 0 &&
-		  isfinite(p->mscale) && isfinite(p->corr_low) && isfinite(p->corr_high);
+		  isfinite(p->mscale) && isfinite(p->corr_low) && isfinite(p->corr_high) && p->attn_factor >= 0 &&
+		  isfinite(p->attn_factor);
 	if (ok && freq)
 		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && cpu_host_nrows(freq) == 1;
 	if (!ok)

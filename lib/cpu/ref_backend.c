@@ -226,6 +226,8 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	const float *ff = freq ? tern_buf_host(freq) : NULL;
 	float *xd = tern_buf_host(x);
 	int64_t hd = x->ne[0], nh = x->ne[1], half = p->n_rot / 2;
+	/* YaRN's mscale and the attention factor both scale the turned pair */
+	double mag = (p->mscale > 0 ? p->mscale : 1.0) * (p->attn_factor > 0 ? p->attn_factor : 1.0);
 	for (int64_t t = 0; t < pos->ne[0]; t++) {
 		for (int64_t h = 0; h < nh; h++) {
 			float *xh = xd + (t * nh + h) * hd;
@@ -237,7 +239,6 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 					double r = p->ext_factor * (1.0 - fmin(1.0, fmax(0.0, y)));
 					theta = theta * (1.0 - r) + e * r;
 				}
-				double mag = p->mscale > 0 ? p->mscale : 1.0;
 				int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 				int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 				double a = xh[i0], b = xh[i1];

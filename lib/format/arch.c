@@ -40,12 +40,12 @@ static const struct tern_arch_field llm_fields[] = {
 	  rope_scaling_name),
 	F("rope.scaling.factor", "rope factor", "rope_scaling_factor", TERN_ARCH_F32, struct tern_arch_llm,
 	  rope_scaling_factor),
+	F("rope.scaling.attn_factor", "rope attn factor", "rope_scaling_attn_factor", TERN_ARCH_F32,
+	  struct tern_arch_llm, rope_attn_factor),
 	F("rope.scaling.original_context_length", "rope orig. context", "rope_original_context_length",
 	  TERN_ARCH_U32, struct tern_arch_llm, n_ctx_orig),
 	F("rope.scaling.yarn_log_multiplier", "yarn log multiplier", "rope_yarn_log_multiplier", TERN_ARCH_F32,
 	  struct tern_arch_llm, rope_yarn_log_mul),
-	F("rope.scaling.attn_factor", "rope attn factor", "rope_attn_factor", TERN_ARCH_F32, struct tern_arch_llm,
-	  rope_attn_factor),
 	F("attention.layer_norm_epsilon", "norm epsilon", "layer_norm_epsilon", TERN_ARCH_F32, struct tern_arch_llm,
 	  norm_eps),
 	F("attention.layer_norm_rms_epsilon", "rms norm epsilon", "layer_norm_rms_epsilon", TERN_ARCH_F32,
@@ -295,10 +295,10 @@ int tern_arch_llm_read(const tern_mf *m, struct tern_arch_llm *hp, tern_err *e)
 		hp->rope_freq_base = 10000.0f;
 	if (!has(hp->present, llm_fields, nf, "rope.scaling.factor"))
 		hp->rope_scaling_factor = 1.0f;
-	if (!has(hp->present, llm_fields, nf, "rope.scaling.original_context_length"))
-		hp->n_ctx_orig = hp->n_ctx_train;
 	if (!has(hp->present, llm_fields, nf, "rope.scaling.attn_factor"))
 		hp->rope_attn_factor = 1.0f;
+	if (!has(hp->present, llm_fields, nf, "rope.scaling.original_context_length"))
+		hp->n_ctx_orig = hp->n_ctx_train;
 	if (!hp->rope_scaling_name[0])
 		hp->rope_scaling = hp->rope_scaling_factor != 1.0f ? TERN_ROPE_SCALING_LINEAR : TERN_ROPE_SCALING_NONE;
 	else if (strcmp(hp->rope_scaling_name, "none") == 0)
@@ -351,6 +351,9 @@ int tern_arch_llm_validate(const struct tern_arch_llm *hp, tern_err *e)
 	if (!(hp->rope_scaling_factor > 0))
 		return tern_errf(e, TERN_EFORMAT, "'%s.rope.scaling.factor' = %g: must be positive", a,
 				 (double)hp->rope_scaling_factor);
+	if (!(hp->rope_attn_factor > 0))
+		return tern_errf(e, TERN_EFORMAT, "'%s.rope.scaling.attn_factor' = %g: must be positive", a,
+				 (double)hp->rope_attn_factor);
 	if (hp->norm_eps < 0 || hp->norm_rms_eps < 0)
 		return tern_errf(e, TERN_EFORMAT, "'%s.attention.layer_norm%s_epsilon' is negative", a,
 				 hp->norm_eps < 0 ? "" : "_rms");

@@ -87,9 +87,9 @@ struct tern_arch_llm {
 	char rope_scaling_name[TERN_ARCH_NAME_MAX]; /* rope.scaling.type as in the file */
 	enum tern_rope_scaling rope_scaling;        /* ... decoded (default none, linear if a factor is given) */
 	float rope_scaling_factor;     /* rope.scaling.factor (default 1) */
+	float rope_attn_factor;        /* rope.scaling.attn_factor: LongRoPE's cos/sin multiplier, YaRN's (default 1) */
 	uint32_t n_ctx_orig;           /* rope.scaling.original_context_length (default n_ctx_train) */
 	float rope_yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as stored (0: absent) */
-	float rope_attn_factor;        /* rope.scaling.attn_factor (default 1) */
 	float norm_eps;                /* attention.layer_norm_epsilon (0: absent) */
 	float norm_rms_eps;            /* attention.layer_norm_rms_epsilon (0: absent) */
 	uint32_t n_expert;             /* expert_count (0: dense) */

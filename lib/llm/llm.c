@@ -1,6 +1,7 @@
 /* llm.c - the forward pass of the decoder-only transformers tern runs
- * (llama, qwen2, qwen3, gemma3, deepseek2), written once over the backend
- * operation table (lib/backend.h), with its KV cache and activations.
+ * (llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe,
+ * qwen3moe, gpt-oss, deepseek2), written once over the backend operation
+ * table (lib/backend.h), with its KV cache and activations.
  *
  * One block, per token of the batch (the architectures differ only in the
  * optional parts, all decided by the model's config):
@@ -16,13 +17,19 @@
  *   f  = Wdown (act(Wgate h) * Wup h);  f = norm(f) * post_norm (gemma3)
  *   x += f                                         (fused into the next norm)
  *
+ * phi2 differs in two places: the norm is a layer norm with bias, and the
+ * block is parallel with a plain FFN: x += o, then f = Wdown gelu(Wup h +
+ * bu) + bd from the same h. phi3 rotates with LongRoPE factors (long or
+ * short, chosen by the context) and its attention factor.
+ *
  * deepseek2's multi-head latent attention replaces the attention part
  * (attn_mla below): its cache keeps one compressed latent and the RoPE
- * dimensions per position, never the heads.
+ * dimensions per position, never the heads. A mixture-of-experts layer
+ * (is_moe) replaces the FFN (moe_ffn below).
  *
- * then logits = Wout (norm(x) * output_norm) for the rows kept, with the
- * architecture's final soft-cap. Batches of more than one token use the
- * products' GEMM path (mat_mul), one token the mat-vec path.
+ * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
+ * kept, with the architecture's final soft-cap. Batches of more than one
+ * token use the products' GEMM path (mat_mul), one token the mat-vec path.
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step
@@ -45,6 +52,7 @@ struct layer_bufs {
 	/* mixture of experts (model.h) */
 	struct tern_buf attn_sinks, gate_inp, gate_inp_b, exp_probs_b, gate_exps, up_exps, down_exps;
 	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
 };
 
 struct tern_llm {
@@ -57,7 +65,8 @@ struct tern_llm {
 	uint64_t kv_bytes;
 
 	/* weights */
-	struct tern_buf token_embd, output_norm, output, rope_freqs;
+	struct tern_buf token_embd, output_norm, output, rope_freqs; /* rope_freqs: llama3's, or phi3's long/short */
+	struct tern_buf output_norm_b, output_b; /* phi2 */
 	bool output_is_embd;    /* tied: output shares token_embd's buffer */
 	struct layer_bufs *layers;
 
@@ -81,6 +90,7 @@ struct tern_llm {
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
+	float *host_embd;                   /* opts.embeddings: [n_ubatch][n_embd], else NULL */
 };
 
 struct tern_llm_opts tern_llm_opts_default(void)
@@ -156,6 +166,18 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 	*n_ctx = (int32_t)ctx;
 	*n_ubatch = (int32_t)ub;
 	return 0;
+}
+
+/* The RoPE frequency factors: llama3's, else phi3's LongRoPE long factors
+ * when the context exceeds the original one, else its short factors. As
+ * llama.cpp decides it, from the context rounded up to 256 positions (as
+ * llama.cpp pads n_ctx), so that the same -c chooses the same factors. */
+static const struct tern_tensor_view *rope_factors(const struct tern_model *m, int64_t n_ctx)
+{
+	if (m->w.rope_freqs || !m->cfg.has_longrope)
+		return m->w.rope_freqs;
+	int64_t padded = (n_ctx + 255) / 256 * 256;
+	return padded > (int64_t)m->cfg.n_ctx_orig ? m->w.rope_long : m->w.rope_short;
 }
 
 /* bytes of one layer's K and V caches, or 0 on overflow */
@@ -322,6 +344,9 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->gate_shexp, w->ffn_gate_shexp, true, e);
 	rc = rc ? rc : weight(l, &L->up_shexp, w->ffn_up_shexp, true, e);
 	rc = rc ? rc : weight(l, &L->down_shexp, w->ffn_down_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->attn_norm_b, w->attn_norm_b, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_up_b, w->ffn_up_b, false, e);
+	rc = rc ? rc : weight(l, &L->ffn_down_b, w->ffn_down_b, false, e);
 	if (rc)
 		return rc;
 	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
@@ -385,7 +410,9 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	l->host_ids = calloc((size_t)n_ub, sizeof *l->host_ids);
 	l->host_pos = calloc((size_t)n_ub, sizeof *l->host_pos);
 	l->host_logits = calloc((size_t)out_rows * c->n_vocab, sizeof *l->host_logits);
-	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits) {
+	if (o.embeddings)
+		l->host_embd = calloc((size_t)n_ub * c->n_embd, sizeof *l->host_embd);
+	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits || (o.embeddings && !l->host_embd)) {
 		tern_llm_free(l);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
 	}
@@ -398,7 +425,11 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		rc = weight(l, &l->output, m->w.output, true, e);
 	l->output_is_embd = c->tied_output;
 	if (!rc)
-		rc = weight(l, &l->rope_freqs, m->w.rope_freqs, false, e);
+		rc = weight(l, &l->rope_freqs, rope_factors(m, n_ctx), false, e);
+	if (!rc)
+		rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
+	if (!rc)
+		rc = weight(l, &l->output_b, m->w.output_b, false, e);
 	for (uint32_t il = 0; !rc && il < c->n_layer; il++)
 		rc = load_layer(l, il, e);
 
@@ -456,7 +487,7 @@ void tern_llm_free(struct tern_llm *l)
 				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
 				  &l->rope_freqs, &l->mla_qa, &l->mla_kv, &l->mla_lat, &l->mla_pe, &l->mla_qn,
 				  &l->mla_qp, &l->mla_qx, &l->mla_qm, &l->router, &l->sel_ids, &l->sel_w, &l->eg,
-				  &l->eu, &l->ed, &l->sgate};
+				  &l->eu, &l->ed, &l->sgate, &l->output_norm_b, &l->output_b};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -469,7 +500,8 @@ void tern_llm_free(struct tern_llm *l)
 						&L->wv_b, &L->wkv_b, &L->k_cache, &L->v_cache, &L->attn_sinks, &L->gate_inp,
 						&L->gate_inp_b, &L->exp_probs_b, &L->gate_exps, &L->up_exps, &L->down_exps,
 						&L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->gate_inp_shexp,
-						&L->gate_shexp, &L->up_shexp, &L->down_shexp};
+						&L->gate_shexp, &L->up_shexp, &L->down_shexp, &L->attn_norm_b,
+						&L->ffn_up_b, &L->ffn_down_b};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -478,6 +510,7 @@ void tern_llm_free(struct tern_llm *l)
 	free(l->host_ids);
 	free(l->host_pos);
 	free(l->host_logits);
+	free(l->host_embd);
 	free(l);
 }
 
@@ -510,6 +543,12 @@ static void product(struct tern_backend *be, const struct tern_buf *w, const str
 		be->mat_vec(be, w, x, y);
 	else
 		be->mat_mul(be, w, x, y);
+}
+
+/* the norm of the residual stream: RMS, or layer norm with bias (phi2) */
+static struct tern_norm model_norm(const struct tern_model_config *c)
+{
+	return (struct tern_norm){c->norm == TERN_MODEL_NORM_LAYER ? TERN_NORM_LAYER : TERN_NORM_RMS, c->norm_eps};
 }
 
 static int glu_kind(enum tern_model_act a)
@@ -720,6 +759,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.n_rot = (int)c->n_rot,
 		.freq_base = lc->rope_base,
 		.freq_scale = lc->rope_scale,
+		.attn_factor = c->rope_attn_factor,
 	};
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
@@ -750,7 +790,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
 	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
 
 	if (c->n_lora_kv)
@@ -760,8 +800,10 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	if (opt(&L->attn_post_norm))
 		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
 
-	/* x += o; h = norm(x) * ffn_norm */
-	be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &rms);
+	if (c->parallel) /* phi2: the FFN reads the same h; the attention joins x now */
+		be->add(be, &x, &o, &x);
+	else /* x += o; h = norm(x) * ffn_norm */
+		be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &nrm);
 
 	/* feed-forward */
 	if (lc->is_moe) {
@@ -771,6 +813,16 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		return;
 	}
 	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
+	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
+		product(be, &L->ffn_up, &h, &u, n);
+		if (opt(&L->ffn_up_b))
+			be->add(be, &u, &L->ffn_up_b, &u);
+		be->unary(be, &u, &u, TERN_UNARY_GELU);
+		product(be, &L->ffn_down, &u, &o, n);
+		if (opt(&L->ffn_down_b))
+			be->add(be, &o, &L->ffn_down_b, &o);
+		return;
+	}
 	if (n == 1) {
 		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
 		struct tern_buf *y2[2] = {&g, &u};
@@ -790,7 +842,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	struct tern_backend *be = l->be;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm nrm = model_norm(c);
 	for (int32_t i = 0; i < n; i++) {
 		l->host_ids[i] = tokens[i];
 		l->host_pos[i] = l->n_past + i;
@@ -809,18 +861,24 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	for (uint32_t il = 0; il < c->n_layer; il++) {
 		/* the first block's input has nothing to add; the others add
 		 * the previous block's FFN output */
-		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, NULL, &h, &rms);
+		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, opt(&l->layers[il].attn_norm_b), &h, &nrm);
 		block(l, il, n);
 	}
 
 	/* the output rows: the last token's, or every token's */
 	int64_t r0 = l->o.logits_all ? 0 : n - 1, nr = l->o.logits_all ? n : 1;
-	if (last_chunk || l->o.logits_all) {
+	if (l->o.embeddings) {
+		/* every row's final hidden state, no logits */
+		be->norm(be, &x, &o, &l->output_norm, opt(&l->output_norm_b), &h, &nrm);
+		be->download(be, &h, 0, l->host_embd, sizeof(float) * (size_t)n * c->n_embd);
+	} else if (last_chunk || l->o.logits_all) {
 		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
-		be->norm(be, &xr, &orr, &l->output_norm, NULL, &hr, &rms);
+		be->norm(be, &xr, &orr, &l->output_norm, opt(&l->output_norm_b), &hr, &nrm);
 		struct tern_buf lg = act2(&l->logits, c->n_vocab, nr);
 		product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		if (opt(&l->output_b))
+			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
 	}
 	if (n == 1)
@@ -828,7 +886,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	int rc = be->sync(be, e);
 	if (rc)
 		return rc;
-	if ((last_chunk || l->o.logits_all) && c->final_softcap > 0) {
+	if (!l->o.embeddings && (last_chunk || l->o.logits_all) && c->final_softcap > 0) {
 		float s = c->final_softcap;
 		float *lg = l->host_logits;
 		for (size_t i = 0; i < (size_t)nr * c->n_vocab; i++)
@@ -841,9 +899,9 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 {
 	if (n < 1 || !tokens)
 		return tern_errf(e, TERN_EINVAL, "decode: no tokens");
-	if (l->o.logits_all && n > l->n_ubatch)
-		return tern_errf(e, TERN_EINVAL, "decode: %d tokens with every row's logits kept: at most %d per call",
-				 n, l->n_ubatch);
+	if ((l->o.logits_all || l->o.embeddings) && n > l->n_ubatch)
+		return tern_errf(e, TERN_EINVAL, "decode: %d tokens with every row's %s kept: at most %d per call",
+				 n, l->o.embeddings ? "embedding" : "logits", l->n_ubatch);
 	if (n > l->n_ctx - l->n_past)
 		return tern_errf(e, TERN_ERANGE, "%d more tokens do not fit the context of %d (%d used)", n, l->n_ctx,
 				 l->n_past);
@@ -872,13 +930,20 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i)
 {
-	if (!l->n_out)
+	if (!l->n_out || l->o.embeddings)
 		return NULL;
 	if (i < 0 || i == l->n_last - 1)
 		return l->host_logits + (size_t)(l->n_out - 1) * l->m->cfg.n_vocab;
 	if (!l->o.logits_all || i >= l->n_out)
 		return NULL;
 	return l->host_logits + (size_t)i * l->m->cfg.n_vocab;
+}
+
+const float *tern_llm_embedding(const struct tern_llm *l, int32_t i)
+{
+	if (!l->host_embd || !l->n_out || i < 0 || i >= l->n_last)
+		return NULL;
+	return l->host_embd + (size_t)i * l->m->cfg.n_embd;
 }
 
 int32_t tern_llm_n_past(const struct tern_llm *l)

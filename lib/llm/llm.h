@@ -33,6 +33,8 @@ struct tern_llm_opts {
 	uint32_t type_k;  /* KV cache element types: QT_F32, QT_F16 or QT_Q8_0 */
 	uint32_t type_v;
 	bool logits_all;  /* keep the logits of every token of a decode call (n_ubatch rows), not only the last */
+	bool embeddings;  /* no logits: keep every token's final hidden state (after output_norm), the
+			   * embeddings lib/llm/embed.h pools; a decode call then takes at most n_ubatch */
 };
 
 /* n_ctx -1, n_ubatch 0, f16 caches, logits of the last token only. */
@@ -62,8 +64,13 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
  * i = -1 (or n - 1) is the last token, the only one kept unless
  * logits_all (then 0 <= i < min(n, n_ubatch) of the last chunk: with
  * logits_all a decode call takes at most n_ubatch tokens). NULL before
- * any decode or for an i not kept. */
+ * any decode, for an i not kept, and with opts.embeddings (no logits). */
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i);
+
+/* With opts.embeddings: the final hidden state (n_embd floats, after the
+ * output norm: llama.cpp's "result_norm") of token i, 0 <= i < n, of the
+ * last decode call; NULL otherwise. */
+const float *tern_llm_embedding(const struct tern_llm *l, int32_t i);
 
 int32_t tern_llm_n_past(const struct tern_llm *l);
 int32_t tern_llm_n_ctx(const struct tern_llm *l);

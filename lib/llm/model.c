@@ -7,9 +7,11 @@
  * tensor is looked up by its llama.cpp name, its shape checked against the
  * one the hyperparameters imply and its type against what the products
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
- * global pattern and local RoPE base, deepseek2's latent attention and
- * YaRN attention factor) follow llama.cpp's llama-arch.cpp,
- * llama-model.cpp, models/deepseek2.cpp and llama-context.cpp. */
+ * global pattern and local RoPE base, gemma2's alternating windows and
+ * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE,
+ * deepseek2's latent attention and YaRN attention factor) follow
+ * llama.cpp's llama-arch.cpp, llama-model.cpp, src/models/ (deepseek2.cpp
+ * among them) and llama-context.cpp. */
 #include "lib/llm/model.h"
 
 #include <math.h>
@@ -30,12 +32,16 @@ enum slot {
 	/* mixture of experts */
 	S_ATTN_SINKS, S_FFN_NORM_PA, S_GATE_INP, S_GATE_INP_B, S_EXP_PROBS_B, S_GATE_EXPS, S_UP_EXPS, S_DOWN_EXPS,
 	S_GATE_EXPS_B, S_UP_EXPS_B, S_DOWN_EXPS_B, S_GATE_INP_SHEXP, S_GATE_SHEXP, S_UP_SHEXP, S_DOWN_SHEXP,
+	/* gemma / phi families */
+	S_ATTN_NORM_B, S_FFN_UP_B, S_FFN_DOWN_B, S_WQKV, S_BQKV, S_FFN_GATE_UP,
 	S_COUNT
 };
 _Static_assert(S_COUNT <= 64, "slot masks are 64 bits");
 
 /* the sizes a shape is made of, evaluated per layer */
-enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_COUNT };
+enum dim {
+	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_COUNT
+};
 
 struct slot_info {
 	const char *name;   /* after "blk.N." */
@@ -81,6 +87,12 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_GATE_SHEXP, "ffn_gate_shexp.weight", ffn_gate_shexp, D_EMBD, D_FF_SHEXP, true),
 	SLOT(S_UP_SHEXP, "ffn_up_shexp.weight", ffn_up_shexp, D_EMBD, D_FF_SHEXP, true),
 	SLOT(S_DOWN_SHEXP, "ffn_down_shexp.weight", ffn_down_shexp, D_FF_SHEXP, D_EMBD, true),
+	SLOT(S_ATTN_NORM_B, "attn_norm.bias", attn_norm_b, D_EMBD, D_ONE, false),
+	SLOT(S_FFN_UP_B, "ffn_up.bias", ffn_up_b, D_FF, D_ONE, false),
+	SLOT(S_FFN_DOWN_B, "ffn_down.bias", ffn_down_b, D_EMBD, D_ONE, false),
+	SLOT(S_WQKV, "attn_qkv.weight", wqkv, D_EMBD, D_QKV, true),
+	SLOT(S_BQKV, "attn_qkv.bias", bqkv, D_QKV, D_ONE, false),
+	SLOT(S_FFN_GATE_UP, "ffn_up.weight", ffn_gate_up, D_EMBD, D_FF2, true),
 };
 
 #define B(s) (1ull << (s))
@@ -123,6 +135,14 @@ struct arch_desc {
 	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
 	bool mla;              /* multi-head latent attention (load_mla); the dense FFN only in the leading layers */
 	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
+	/* gemma / phi families */
+	uint32_t swa_default;  /* the window when the file gives none (gemma2: 4096) */
+	bool swa_rope_global;  /* local layers: base rope.freq_base_swa else the global one, global scaling */
+	bool always_tied;      /* the output is the token embedding even if output.weight exists */
+	bool output_bias;      /* output.bias (and with NORM_LAYER, the norms' biases) required */
+	bool longrope;         /* rope_factors_long / _short, rope.scaling.attn_factor */
+	bool ffn_plain;        /* up -> act -> down, no gate */
+	bool parallel;         /* attention and FFN from the same norm */
 };
 
 /* gemma_pytorch: the 27B model (62 layers) scales queries by
@@ -134,6 +154,29 @@ static void gemma3_fixup(struct tern_model_config *c)
 }
 
 #define ATTN_BASE (B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO))
+
+/* llama.cpp's gemma graph scales queries by 1/sqrt(n_embd_head_v) */
+static void gemma_fixup(struct tern_model_config *c)
+{
+	c->attn_scale = 1.0f / sqrtf((float)c->head_dim_v);
+}
+
+/* Gemma 2: soft-capping is always on, 50 and 30 when the file says
+ * nothing (llama.cpp's defaults); the 27B model (46 layers) scales queries
+ * by 1/sqrt(n_embd/n_head) (gemma_pytorch's query_pre_attn_scalar). */
+static void gemma2_fixup(struct tern_model_config *c)
+{
+	if (c->n_layer == 46)
+		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
+	if (!(c->attn_softcap > 0))
+		c->attn_softcap = 50.0f;
+	if (!(c->final_softcap > 0))
+		c->final_softcap = 30.0f;
+}
+
+/* what a block may carry besides, as llama.cpp's create_tensor_qkv: Q, K
+ * and V biases (separate, or fused with a fused attn_qkv) */
+#define QKV_BIAS (B(S_BQ) | B(S_BK) | B(S_BV))
 
 static const struct arch_desc archs[] = {
 	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama; with experts Mixtral */
@@ -152,6 +195,26 @@ static const struct arch_desc archs[] = {
 	 .required = BLOCK_BASE | B(S_Q_NORM) | B(S_K_NORM) | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
 	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
 	 .swa_period = 6, .swa_rope_base = 10000.0f, .embd_scale_sqrt = true, .fixup = gemma3_fixup},
+	{.name = "gemma", /* Gemma 1: the converter stores RMS norm weights as 1 + w */
+	 .required = BLOCK_BASE,
+	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .embd_scale_sqrt = true, .always_tied = true, .fixup = gemma_fixup},
+	{.name = "gemma2", /* even layers local (window), odd layers global */
+	 .required = BLOCK_BASE | B(S_ATTN_POST_NORM) | B(S_FFN_POST_NORM),
+	 .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .swa_period = 2, .swa_default = 4096, .swa_rope_global = true,
+	 .embd_scale_sqrt = true, .always_tied = true, .fixup = gemma2_fixup},
+	{.name = "phi2", /* one layer norm feeds attention and a plain GELU FFN, biases everywhere */
+	 .required = B(S_ATTN_NORM) | B(S_ATTN_NORM_B) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_BO) |
+		     B(S_FFN_UP) | B(S_FFN_UP_B) | B(S_FFN_DOWN) | B(S_FFN_DOWN_B),
+	 .optional = QKV_BIAS,
+	 .norm = TERN_MODEL_NORM_LAYER, .act = TERN_MODEL_ACT_GELU, .rope = TERN_MODEL_ROPE_NEOX,
+	 .output_bias = true, .ffn_plain = true, .parallel = true},
+	{.name = "phi3", /* gate and up fused in ffn_up; the sliding window is ignored as llama.cpp does */
+	 .required = B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_FFN_NORM) | B(S_FFN_GATE_UP) |
+		     B(S_FFN_DOWN),
+	 .optional = QKV_BIAS,
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .longrope = true},
 	{.name = "qwen2moe", /* Qwen1.5-MoE, Qwen2-57B-A14B: a shared expert behind a sigmoid gate */
 	 .required = ATTN_BASE | B(S_FFN_NORM) | B(S_BQ) | B(S_BK) | B(S_BV),
 	 .moe = {.required = MOE_BASE | MOE_SHARED, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU,
@@ -188,7 +251,7 @@ static const struct arch_desc *find_arch(const char *name)
 const char *tern_model_supported(void)
 {
 	/* the names of `archs`, in order (a test checks) */
-	return "llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, deepseek2";
+	return "llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2";
 }
 
 bool tern_model_arch_supported(const char *arch)
@@ -405,11 +468,14 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	int rc = moe_config(d, hp, c, e);
 	if (rc)
 		return rc;
-	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) || hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE)
+	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) ||
+	    (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope))
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
-				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : "");
-	if (!(hp->norm_rms_eps > 0))
-		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm_rms_epsilon'", a);
+				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : d->longrope ? ", longrope" : "");
+	bool layer_norm = d->norm == TERN_MODEL_NORM_LAYER;
+	if (!((layer_norm ? hp->norm_eps : hp->norm_rms_eps) > 0))
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm%s_epsilon'", a,
+				 layer_norm ? "" : "_rms");
 
 	snprintf(c->arch, sizeof c->arch, "%s", a);
 	c->n_vocab = hp->n_vocab;
@@ -423,7 +489,7 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->head_dim_v = hp->n_embd_head_v;
 	c->n_rot = hp->n_rot;
 	c->norm = d->norm;
-	c->norm_eps = hp->norm_rms_eps;
+	c->norm_eps = layer_norm ? hp->norm_eps : hp->norm_rms_eps;
 	c->act = d->act;
 	c->rope = d->rope;
 	c->rope_scaling = hp->rope_scaling;
@@ -431,7 +497,10 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	/* as llama.cpp: the factor applies whatever the type says (validated > 0) */
 	c->rope_freq_scale = 1.0f / hp->rope_scaling_factor;
 	c->n_ctx_orig = hp->n_ctx_orig;
-	c->n_swa = d->swa_period ? hp->n_swa : 0;
+	c->rope_attn_factor = d->longrope ? hp->rope_attn_factor : 1.0f;
+	c->n_swa = d->swa_period ? (hp->n_swa ? hp->n_swa : d->swa_default) : 0;
+	c->ffn_plain = d->ffn_plain;
+	c->parallel = d->parallel;
 	c->embd_scale = d->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
 	c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
 	c->attn_softcap = hp->attn_softcap;
@@ -458,7 +527,7 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 		lc->rope_base = !lc->is_swa ? c->rope_freq_base
 			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
 			      : d->swa_rope_base > 0 ? d->swa_rope_base : c->rope_freq_base;
-		lc->rope_scale = lc->is_swa ? 1.0f : c->rope_freq_scale;
+		lc->rope_scale = lc->is_swa && !d->swa_rope_global ? 1.0f : c->rope_freq_scale;
 	}
 	if (d->mla) {
 		rc = mla_config(hp, c, e);
@@ -503,6 +572,71 @@ static int load_mla(const tern_mf *mf, const struct tern_model_config *c, uint32
 	return rc;
 }
 
+/* As llama.cpp's create_tensor_qkv: any block may store Q, K and V as one
+ * matrix, blk.N.attn_qkv.weight (the rows of Q, then K, then V), with one
+ * fused bias or, without it, the separate ones. Where the file has it, the
+ * fused slots replace the separate ones in the masks. */
+static void qkv_slots(const tern_mf *mf, uint32_t l, uint64_t *required, uint64_t *optional)
+{
+	const uint64_t qkv = B(S_WQ) | B(S_WK) | B(S_WV), bias = QKV_BIAS;
+	char name[64];
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_WQKV].name);
+	if (!tern_mf_find_tensor(mf, name)) {
+		*required &= ~(B(S_WQKV) | B(S_BQKV));
+		*optional &= ~(B(S_WQKV) | B(S_BQKV));
+		return;
+	}
+	if (*required & qkv)
+		*required = (*required & ~qkv) | B(S_WQKV);
+	*optional &= ~qkv;
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_BQKV].name);
+	if (tern_mf_find_tensor(mf, name)) {
+		*required &= ~bias;
+		*optional = (*optional & ~bias) | B(S_BQKV);
+	}
+}
+
+/* rows [r0, r0 + n) of a matrix, or elements of a vector, as a view of
+ * the same mapping (the name stays the file's, for messages) */
+static const struct tern_tensor_view *part(struct tern_tensor_view *dst, const struct tern_tensor_view *t,
+					   uint64_t r0, uint64_t n)
+{
+	*dst = *t;
+	uint64_t unit;
+	if (t->ne[1] > 1) { /* a matrix: whole rows */
+		unit = quant_row_size(t->type, t->ne[0], NULL);
+		dst->ne[1] = n;
+	} else { /* an f32 vector */
+		unit = sizeof(float);
+		dst->ne[0] = n;
+	}
+	dst->data = (const uint8_t *)t->data + r0 * unit;
+	dst->offset += r0 * unit;
+	dst->nbytes = n * unit;
+	return dst;
+}
+
+/* Split the fused tensors of a layer into the views the forward pass
+ * uses (no copies); their shapes were checked against dims. */
+static void split_fused(struct tern_model_layer *L, struct tern_tensor_view *parts, const uint64_t *dims)
+{
+	uint64_t nq = dims[D_Q], nkv = dims[D_KV], nv = dims[D_V], nff = dims[D_FF];
+	if (L->wqkv) {
+		L->wq = part(&parts[0], L->wqkv, 0, nq);
+		L->wk = part(&parts[1], L->wqkv, nq, nkv);
+		L->wv = part(&parts[2], L->wqkv, nq + nkv, nv);
+	}
+	if (L->bqkv) {
+		L->bq = part(&parts[3], L->bqkv, 0, nq);
+		L->bk = part(&parts[4], L->bqkv, nq, nkv);
+		L->bv = part(&parts[5], L->bqkv, nq + nkv, nv);
+	}
+	if (L->ffn_gate_up) { /* llama.cpp's swiglu of the fused product: gate first */
+		L->ffn_gate = part(&parts[6], L->ffn_gate_up, 0, nff);
+		L->ffn_up = part(&parts[7], L->ffn_gate_up, nff, nff);
+	}
+}
+
 static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct tern_model *m, tern_err *e)
 {
 	struct tern_model_config *c = &m->cfg;
@@ -510,10 +644,19 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 	int rc = get_tensor(mf, "token_embd.weight", c->n_embd, c->n_vocab, true, true, &w->token_embd, e);
 	if (!rc)
 		rc = get_tensor(mf, "output_norm.weight", c->n_embd, 1, false, true, &w->output_norm, e);
-	if (!rc)
-		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, false, &w->output, e);
+	if (!rc && !d->always_tied)
+		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, d->output_bias, &w->output, e);
+	if (!rc && d->output_bias)
+		rc = get_tensor(mf, "output.bias", c->n_vocab, 1, false, true, &w->output_b, e);
+	if (!rc && c->norm == TERN_MODEL_NORM_LAYER)
+		rc = get_tensor(mf, "output_norm.bias", c->n_embd, 1, false, d->output_bias, &w->output_norm_b, e);
+	if (!rc && d->longrope)
+		rc = get_tensor(mf, "rope_factors_long.weight", c->n_rot / 2, 1, false, false, &w->rope_long, e);
+	if (!rc && d->longrope)
+		rc = get_tensor(mf, "rope_factors_short.weight", c->n_rot / 2, 1, false, false, &w->rope_short, e);
 	if (rc)
 		return rc;
+	c->has_longrope = w->rope_long || w->rope_short;
 	c->tied_output = w->output == NULL;
 	if (c->tied_output)
 		w->output = w->token_embd;
@@ -539,7 +682,9 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_EXP] = c->moe.n_expert,
 			[D_FF_EXP] = c->moe.n_ff_exp,
 			[D_FF_SHEXP] = c->moe.n_ff_shexp,
+			[D_FF2] = 2 * (uint64_t)lc->n_ff,
 		};
+		dims[D_QKV] = dims[D_Q] + dims[D_KV] + dims[D_V]; /* Q, K and V fused */
 		uint64_t required = d->required, optional = d->optional;
 		if (d->mla) { /* a plain attn_q without the Q bottleneck; the dense FFN of the leading layers */
 			required |= c->n_lora_q ? 0 : B(S_WQ);
@@ -549,6 +694,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			required = (required & ~FFN_DENSE) | d->moe.required;
 			optional = (optional & ~FFN_DENSE) | d->moe.optional;
 		}
+		qkv_slots(mf, l, &required, &optional);
 		for (int s = 0; s < S_COUNT; s++) {
 			bool req = (required >> s) & 1, opt = (optional >> s) & 1;
 			if (!req && !opt)
@@ -567,6 +713,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			if (rc)
 				return rc;
 		}
+		split_fused(&w->layers[l], m->parts + (size_t)l * TERN_MODEL_PARTS, dims);
 		const struct tern_model_layer *L = &w->layers[l];
 		c->has_qkv_bias = c->has_qkv_bias || L->bq || L->bk || L->bv;
 	}
@@ -603,7 +750,8 @@ int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
 	if (!rc) {
 		/* n_layer <= TERN_ARCH_MAX_LAYERS (arch.c): a bounded table */
 		m->w.layers = calloc(m->cfg.n_layer, sizeof *m->w.layers);
-		if (!m->w.layers)
+		m->parts = calloc((size_t)m->cfg.n_layer * TERN_MODEL_PARTS, sizeof *m->parts);
+		if (!m->w.layers || !m->parts)
 			rc = tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
 	if (!rc)
@@ -638,6 +786,7 @@ void tern_model_free(struct tern_model *m)
 	if (!m)
 		return;
 	free(m->w.layers);
+	free(m->parts);
 	tern_mf_close(m->own_mf);
 	free(m);
 }

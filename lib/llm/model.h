@@ -23,10 +23,12 @@
 #include "lib/format/tensor.h"
 
 enum tern_model_norm {
-	TERN_MODEL_NORM_RMS, /* x / sqrt(mean(x^2) + eps) * w */
+	TERN_MODEL_NORM_RMS,   /* x / sqrt(mean(x^2) + eps) * w */
+	TERN_MODEL_NORM_LAYER, /* (x - mean) / sqrt(var + eps) * w + b (phi2) */
 };
 
-/* The FFN: act(gate(x)) * up(x), then down. */
+/* The FFN: act(gate(x)) * up(x), then down; with ffn_plain (phi2)
+ * act(up(x) + b) then down. */
 enum tern_model_act {
 	TERN_MODEL_ACT_SILU, /* SwiGLU (llama, qwen) */
 	TERN_MODEL_ACT_GELU, /* GeGLU with tanh-approximated GELU (gemma) */
@@ -91,6 +93,8 @@ struct tern_model_config {
 	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR; YARN for deepseek2 (others are refused) */
 	float rope_freq_base;             /* the file's base: the global layers' */
 	float rope_freq_scale;            /* 1 / rope.scaling.factor for linear scaling, else 1 */
+	float rope_attn_factor;           /* rope.scaling.attn_factor: multiplies the rotated pairs (LongRoPE) */
+	bool has_longrope;                /* phi3: rope_factors_long / _short, chosen by the context (llm.c) */
 	uint32_t n_ctx_orig;              /* rope.scaling.original_context_length */
 	bool has_rope_freqs;              /* llama3 scaling: per-dimension divisors in rope_freqs.weight */
 	float rope_ext_factor;            /* YaRN's extrapolation mix (0: none); see struct tern_rope */
@@ -115,6 +119,8 @@ struct tern_model_config {
 	bool tied_output;                 /* no output.weight: the token embedding is the output */
 	bool has_attn_sinks;              /* per-head sink logits join the attention softmax (gpt-oss) */
 	struct tern_model_moe moe;        /* n_expert 0: dense */
+	bool ffn_plain;                   /* phi2: no gate; act(up h + b) */
+	bool parallel;                    /* phi2: attention and FFN both read norm(x) and both add to x */
 	struct tern_model_layer_config layer[TERN_ARCH_MAX_LAYERS]; /* [n_layer] */
 };
 
@@ -167,13 +173,30 @@ struct tern_model_layer {
 	const struct tern_tensor_view *ffn_gate_shexp; /* {n_embd, S} */
 	const struct tern_tensor_view *ffn_up_shexp;   /* {n_embd, S} */
 	const struct tern_tensor_view *ffn_down_shexp; /* {S, n_embd} */
+	const struct tern_tensor_view *attn_norm_b;    /* {n_embd} phi2 (layer norm) */
+	const struct tern_tensor_view *ffn_up_b;       /* {n_ff} phi2 */
+	const struct tern_tensor_view *ffn_down_b;     /* {n_embd} phi2 */
+	/* fused forms, as the file stores them; the loader splits them into
+	 * views (wq/wk/wv, bq/bk/bv, ffn_gate/ffn_up above), so the forward
+	 * pass never sees them */
+	const struct tern_tensor_view *wqkv;           /* {n_embd, nq + nkv + nv} phi2, phi3 (any arch) */
+	const struct tern_tensor_view *bqkv;           /* {nq + nkv + nv} */
+	const struct tern_tensor_view *ffn_gate_up;    /* {n_embd, 2 n_ff} phi3: gate rows, then up rows */
 };
+
+/* the views one layer's fused tensors split into: q, k, v, bq, bk, bv,
+ * gate, up */
+#define TERN_MODEL_PARTS 8
 
 struct tern_model_weights {
 	const struct tern_tensor_view *token_embd;  /* {n_embd, n_vocab} */
 	const struct tern_tensor_view *output_norm; /* {n_embd} */
 	const struct tern_tensor_view *output;      /* {n_embd, n_vocab}: token_embd when tied */
 	const struct tern_tensor_view *rope_freqs;  /* {n_rot/2} llama3 scaling, or NULL */
+	const struct tern_tensor_view *output_norm_b; /* {n_embd} phi2 */
+	const struct tern_tensor_view *output_b;    /* {n_vocab} phi2 */
+	const struct tern_tensor_view *rope_long;   /* {n_rot/2} phi3 LongRoPE, or NULL */
+	const struct tern_tensor_view *rope_short;  /* {n_rot/2} */
 	struct tern_model_layer *layers;            /* [n_layer] */
 };
 
@@ -181,6 +204,7 @@ struct tern_model {
 	struct tern_model_config cfg;
 	struct tern_model_weights w;
 	const tern_mf *mf; /* the file the views point into */
+	struct tern_tensor_view *parts; /* [n_layer][TERN_MODEL_PARTS]: views into fused tensors */
 	tern_mf *own_mf;   /* set when tern_model_open opened it */
 };
 

@@ -124,7 +124,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    m->w.token_embd->ne[0] != c->n_embd)
 		__builtin_trap();
 	uint64_t acc = touch(m->w.token_embd, data, size) + touch(m->w.output_norm, data, size) +
-		       touch(m->w.output, data, size) + touch(m->w.rope_freqs, data, size);
+		       touch(m->w.output, data, size) + touch(m->w.rope_freqs, data, size) +
+		       touch(m->w.output_norm_b, data, size) + touch(m->w.output_b, data, size) +
+		       touch(m->w.rope_long, data, size) + touch(m->w.rope_short, data, size);
 	for (uint32_t l = 0; l < c->n_layer; l++) {
 		const struct tern_model_layer *L = &m->w.layers[l];
 		const struct tern_model_layer_config *lc = &c->layer[l];
@@ -133,7 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		const struct tern_tensor_view *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq,
 							L->bk, L->bv, L->bo, L->q_norm, L->k_norm, L->attn_post_norm,
-							L->ffn_norm, L->ffn_gate, L->ffn_up, L->ffn_down, L->ffn_post_norm};
+							L->ffn_norm, L->ffn_gate, L->ffn_up, L->ffn_down, L->ffn_post_norm,
+							L->attn_norm_b, L->ffn_up_b, L->ffn_down_b, L->wqkv, L->bqkv,
+							L->ffn_gate_up};
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			acc += touch(all[i], data, size);
 	}

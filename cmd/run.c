@@ -243,8 +243,8 @@ static const struct cli_prog prog = {
 	.usage = "[OPTIONS] [PROMPT...]",
 	.description =
 		"tern-run loads a GGUF language model (architectures llama, qwen2, qwen3, gemma3, gemma, gemma2, "
-		"phi2, phi3), gives it one "
-		"prompt and writes the generated text to standard output, streamed as it is produced; with "
+		"phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2; llama also with experts, as Mixtral), "
+		"gives it one prompt and writes the generated text to standard output, streamed as it is produced; with "
 		"--embedding it writes the embeddings of its input lines instead (also for the encoders bert and "
 		"nomic-bert; see EMBEDDINGS). It is made for "
 		"scripts and pipes: it never asks anything, reads standard input when that is not a terminal, and "

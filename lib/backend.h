@@ -8,13 +8,20 @@
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
  * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
- * or LongRoPE's frequency factors and LongRoPE's attention factor (rope;
- * no YaRN yet), the KV cache store in f32, f16 or
+ * frequency factors or LongRoPE's, LongRoPE's attention factor and YaRN
+ * (rope), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
- * window, soft-cap; online softmax, memory linear in the prompt), gated
+ * window, soft-cap, V heads narrower than K's, V read from a column window
+ * of the K cache as multi-head latent attention does; online softmax,
+ * memory linear in the prompt), per-head products (mat_mul_heads, MLA's
+ * absorbed projections), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),
- * scale, softmax and copy; for Whisper's encoder the rows of a 1-D
- * convolution (im2col). A new op is one more function pointer below,
+ * scale, softmax and copy (also between column windows of wider rows,
+ * tern_buf_cols); for Whisper's encoder the rows of a 1-D
+ * convolution (im2col); for a mixture of experts the router (moe_route),
+ * the experts' products over the selected experts only (mat_mul_id) and
+ * their weighted sum (moe_combine), and attention sinks (gpt-oss). A new
+ * op is one more function pointer below,
  * with the same contract, and one more check in tests/test_backend_ops.c.
  *
  * Shapes: ne[0] is the row; "rows" are everything above it, contiguous
@@ -107,11 +114,16 @@ struct tern_norm {
 
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
  * (TERN_ROPE_NEOX: qwen2, qwen3, gemma3) of the first n_rot dimensions of
- * each head turns by theta = freq_scale * pos / (freq_base^(2j / n_rot) *
- * freq[j]) for pair j (freq[j] = 1 without factors), both results
- * times attn_factor; dimensions from n_rot on are left alone (and not
- * scaled). As llama.cpp's rope with ext_factor 0 (YaRN is not
- * implemented). */
+ * each head turns by theta_j = freq_scale * e_j, e_j = pos /
+ * (freq_base^(2j / n_rot) * freq[j]) for pair j (freq[j] = 1 without
+ * factors); dimensions from n_rot on are left alone (and not scaled).
+ * YaRN (ext_factor > 0) mixes in the unscaled angle: r_j = ext_factor *
+ * (1 - clamp((j - corr_low) / max(0.001, corr_high - corr_low), 0, 1)),
+ * theta_j = freq_scale * e_j * (1 - r_j) + e_j * r_j. The turned pair is
+ * multiplied by mscale * attn_factor (YaRN's magnitude and LongRoPE's
+ * attention factor; 0 stands for 1 in each). As llama.cpp's rope, which
+ * takes the product as its one attn_factor and whose own extra factor
+ * (1 + 0.1 ln(1 / freq_scale)) with YaRN the caller folds into mscale. */
 enum { TERN_ROPE_NORMAL, TERN_ROPE_NEOX };
 
 struct tern_rope {
@@ -119,6 +131,9 @@ struct tern_rope {
 	int n_rot;        /* even, 2..head_dim */
 	float freq_base;  /* 10000, 500000, 1e6 ... */
 	float freq_scale; /* 1 / the linear scaling factor; 1 without */
+	float ext_factor; /* YaRN's extrapolation mix, 0..1; 0: none */
+	float corr_low, corr_high; /* YaRN's ramp between these pairs (ggml_rope_yarn_corr_dims) */
+	float mscale;     /* magnitude of the turned pairs; 0: 1 */
 	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
 			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
 };
@@ -137,6 +152,40 @@ struct tern_attn {
 	 * each so summed, and the chunks combined in f32 in order (ggml's split
 	 * of one token's keys over its threads). 0: the usual f32 attention. */
 	int32_t f16_split;
+	/* f32 [n_head] or NULL: per query head a logit (not scaled, not
+	 * capped) that joins the softmax's denominator with no value row
+	 * (gpt-oss's attention sinks): the weights of the keys then sum to
+	 * less than 1 */
+	const struct tern_buf *sinks;
+};
+
+/* moe_route: how the router's logits become expert probabilities */
+enum {
+	TERN_MOE_SOFTMAX,      /* softmax over all experts (Mixtral, Qwen-MoE) */
+	TERN_MOE_SIGMOID,      /* each expert's sigmoid (DeepSeek-V3) */
+	TERN_MOE_SOFTMAX_TOPK, /* select on the logits, softmax over the k selected (gpt-oss) */
+};
+
+/* experts one token may select (the slots of mat_mul_id and moe_combine) */
+#define TERN_MOE_MAX_USED 64
+
+/* The router of a mixture of experts, per token (llama.cpp's
+ * build_moe_ffn): p = gating(logits); the selection scores are p + bias
+ * (the bias, DeepSeek-V3's exp_probs_b, only steers the choice); with
+ * groups, the n_expert experts form n_group equal groups, a group's score
+ * is the sum of its two best selection scores, and only the experts of the
+ * n_group_used best groups compete; the k best selection scores win (ties:
+ * the lower index), in decreasing order. Their weights are p of the
+ * winners (TERN_MOE_SOFTMAX_TOPK: the softmax of their logits), divided by
+ * their sum if norm (the sum clamped below at 6.103515625e-5), then times
+ * scale. */
+struct tern_moe_route {
+	int gating;       /* TERN_MOE_* */
+	int k;            /* experts per token, 1..min(n_expert, TERN_MOE_MAX_USED) */
+	bool norm;        /* normalize the selected weights to sum 1 */
+	float scale;      /* multiply the weights (1: none) */
+	int n_group;      /* groups of experts; 0 or 1: none */
+	int n_group_used; /* groups that compete, 1..n_group */
 };
 
 /* im2col: a 1-D convolution's geometry */
@@ -146,19 +195,24 @@ struct tern_conv {
 	int pad;    /* zeros on each side, 0..k-1 */
 };
 
-/* glu: kind */
-enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU };
+/* glu: kind. TERN_GLU_SWIGLU_OAI is gpt-oss's clamped SwiGLU:
+ * g = min(gate, 7), u = clamp(up, -7, 7), y = g * sigmoid(1.702 g) * (u + 1) */
+enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU, TERN_GLU_SWIGLU_OAI };
 /* unary: kind. TERN_UNARY_GELU_F16 is the tanh GELU as ggml's CPU computes
  * it (whisper.cpp's numbers): x <= -10 gives 0, x >= 10 gives x, else x is
  * rounded to f16 and the f32 GELU of that value, rounded to f16 again, is
  * the result (ggml looks it up in a table of the 65,536 halves). */
-enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F16 };
+enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F16, TERN_UNARY_SIGMOID };
 
 /* weights one mat_vec_n call takes */
 #define TERN_MAT_VEC_N 4
 
-/* head dimensions the attention takes (its per-row state is fixed) */
-#define TERN_ATTN_MAX_HEAD_DIM 512
+/* head dimensions the attention takes (its per-row state is fixed):
+ * DeepSeek's MLA attends with kv_lora_rank 512 + 64 RoPE dimensions */
+#define TERN_ATTN_MAX_HEAD_DIM 576
+
+/* the longest row mat_mul_heads takes (its activations live on the stack) */
+#define TERN_HEADS_MAX_COLS 1024
 
 struct tern_backend {
 	const char *name;   /* "cpu", "cpu-ref", later "cuda", "vulkan" */
@@ -183,9 +237,11 @@ struct tern_backend {
 	 * left empty. Safe on an empty buffer. */
 	void (*buf_free)(struct tern_backend *be, struct tern_buf *b);
 	/* Prepare a 2-D weight ([rows][cols], ne[1] rows of ne[0]) for
-	 * mat_vec / mat_mul: check its type and shape, size the backend's
-	 * scratch for max_tokens, repack if the backend does. TERN_EUNSUPPORTED
-	 * for a type without a product. */
+	 * mat_vec / mat_mul, or a 3-D stack of experts ([n_expert][rows]
+	 * [cols], ne = {cols, rows, n_expert}) for mat_mul_id (a 2-D weight
+	 * is one expert): check its type and shape, size the backend's
+	 * scratch for max_tokens, repack if the backend does.
+	 * TERN_EUNSUPPORTED for a type without a product. */
 	int (*mat_prepare)(struct tern_backend *be, struct tern_buf *w, tern_err *err);
 
 	/* ---- transfers (enqueued) ---- */
@@ -211,6 +267,41 @@ struct tern_backend {
 	 * [ntok][rows], contiguous, ntok = x->ne[1] in 1..max_tokens. */
 	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y);
+	/* y[t][h] = w[h] x[t][h] for every token t and head h, one matrix
+	 * per head: w a 3-D weight {cols, rows, n_head} as buf_weight made
+	 * it (any type mat_prepare takes; not prepared), whose heads may lie
+	 * apart (nb[2] larger than its rows: the heads of a wider matrix);
+	 * x f32 {cols, n_head, ntok}, y f32 {rows, n_head, ntok}, contiguous;
+	 * cols at most TERN_HEADS_MAX_COLS, ntok 1..max_tokens. Multi-head
+	 * latent attention's absorbed projections (W_kb^T into the query,
+	 * W_vb out of the latent). */
+	void (*mat_mul_heads)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y);
+
+	/* The experts' products of a mixture of experts: y[t][i] = w[e] x[t]
+	 * [i or 0] (+ b[e]), e = ids[t][i], for the k experts token t
+	 * selected. w a prepared stack {cols, rows, n_expert}; x f32 {cols,
+	 * n_x, ntok}, n_x = 1 (every slot of a token takes the same input: the
+	 * gate and up products) or k (slot i its own: the down product); ids
+	 * i32 {k, ntok} (k 1..TERN_MOE_MAX_USED) as moe_route wrote them; b
+	 * f32 {rows, n_expert} or NULL (gpt-oss's expert biases); y f32 {rows,
+	 * k, ntok}; ntok 1..max_tokens. Only the selected experts' weights are
+	 * read: for one token, k mat-vecs; for a batch, the tokens are grouped
+	 * by expert so that each selected expert's weights go once through the
+	 * GEMM. An id outside 0..n_expert-1 is a violation (its row of y is
+	 * left as it was). */
+	void (*mat_mul_id)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y);
+	/* The router of a mixture of experts (struct tern_moe_route): logits
+	 * f32 {n_expert, ntok}; bias f32 {n_expert} or NULL; ids i32 {k, ntok}
+	 * and weights f32 {k, ntok} are written. */
+	void (*moe_route)(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p);
+	/* y[t] = sum over i of w[t][i] x[t][i], summed in slot order: x f32
+	 * {n, k, ntok}, w f32 {k, ntok}, y f32 {n, ntok}; y must not overlap
+	 * x. */
+	void (*moe_combine)(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			    struct tern_buf *y);
 
 	/* y[t] = row ids[t] of w, decoded to f32: w [rows][cols] of any
 	 * type, ids i32 [ntok], y f32 [ntok][cols]. An id outside w is a
@@ -238,13 +329,18 @@ struct tern_backend {
 	/* y = softmax(scale * q k^T) v per query and head over the cache
 	 * rows the query sees: key p is visible to the query at position
 	 * q = pos[t] iff p <= q and (window == 0 or q - p < window); query
-	 * head h reads KV head h / (n_head / n_head_kv). q, y f32 {head_dim,
-	 * n_head, ntok}; k, v caches {head_dim, n_head_kv, n_ctx} as
-	 * kv_store wrote them (rows 0..pos[t] must have been stored). Online
-	 * softmax: no [ntok][n_ctx] scores anywhere. Non-causal attention
-	 * over a sequence of n rows (an encoder's: lib/llm/embed.c) is this
-	 * op with k, v the sequence's own rows {head_dim, n_head_kv, n} and
-	 * every pos[t] = n - 1: each query then sees all n keys. */
+	 * head h reads KV head h / (n_head / n_head_kv). q f32 {head_dim,
+	 * n_head, ntok}, y f32 {head_dim_v, n_head, ntok}; k cache {head_dim,
+	 * n_head_kv, n_ctx}, v cache {head_dim_v, n_head_kv, n_ctx} as
+	 * kv_store wrote them (rows 0..pos[t] must have been stored), both
+	 * at most TERN_ATTN_MAX_HEAD_DIM; v may be a column window of k
+	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
+	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere.
+	 * With p->sinks, head h's sink logit joins each query's softmax (see
+	 * struct tern_attn). Non-causal attention over a sequence of n rows
+	 * (an encoder's: lib/llm/embed.c) is this op with k, v the
+	 * sequence's own rows {head_dim, n_head_kv, n} and every pos[t] =
+	 * n - 1: each query then sees all n keys. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p);
@@ -256,7 +352,8 @@ struct tern_backend {
 	 * of ggml files' conv1d kernels (Whisper's encoder). */
 	void (*im2col)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p);
 	/* y = act(gate) * up, act TERN_GLU_SWIGLU (silu) or TERN_GLU_GEGLU
-	 * (gelu, tanh form); f32, same shapes; y may be gate or up. */
+	 * (gelu, tanh form), or TERN_GLU_SWIGLU_OAI (see its enum); f32, same
+	 * shapes; y may be gate or up. */
 	void (*glu)(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up, struct tern_buf *y,
 		    int kind);
 	/* y = f(x), f a TERN_UNARY_*; f32, same shapes; y may be x. */
@@ -270,7 +367,9 @@ struct tern_backend {
 	void (*softmax)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y);
 	/* dst = src, the same number of rows of the same length: the same
 	 * type (bytes copied), f32 to any type quant/ can encode, or any type
-	 * to f32. */
+	 * to f32. Either side may be a column window of wider rows
+	 * (tern_buf_cols): rows are then found through nb[1..3], row r being
+	 * (r % ne1, r / ne1 % ne2, r / (ne1 ne2)) of each side's own shape. */
 	void (*copy)(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst);
 
 	/* Bracket one step (a token of decode); see the top of this file. */
@@ -329,6 +428,20 @@ static inline struct tern_buf tern_buf_reshape(const struct tern_buf *b, int n_d
 	v.nb[1] = quant_row_size(b->type, (uint64_t)v.ne[0], NULL);
 	for (int i = 2; i < TERN_MAX_DIMS; i++)
 		v.nb[i] = v.nb[i - 1] * (size_t)v.ne[i - 1];
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	return v;
+}
+
+/* View of columns [c0, c0 + n) of every row of b (c0 and n multiples of
+ * the type's block): the same storage and row strides, not owned, not
+ * prepared; its rows no longer follow each other without gaps, so only
+ * the ops that say so take it (copy, attention's v). */
+static inline struct tern_buf tern_buf_cols(const struct tern_buf *b, int64_t c0, int64_t n)
+{
+	struct tern_buf v = *b;
+	v.offset += quant_row_size(b->type, (uint64_t)c0, NULL);
+	v.ne[0] = n;
 	v.flags &= ~(unsigned)TERN_BUF_OWNS;
 	v.prep = NULL;
 	return v;

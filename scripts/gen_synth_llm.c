@@ -33,6 +33,37 @@
  * the real files omit rope.freq_base_swa), pre and post norms, GeGLU and
  * the sqrt(n_embd) embedding scale.
  *
+ * deepseek2 (multi-head latent attention, DeepSeek-V2/V3's layout as
+ * llama.cpp's converter writes it): n_embd 256, 4 heads of 32 unrotated +
+ * 32 RoPE dimensions (key_length_mla 64), value heads of 64, a KV latent of
+ * kv_lora_rank 64 (the cache row: 64 + 32), 2 dense layers
+ * (leading_dense_block_count 2), untied output. Variants:
+ *   deepseek2        V2-Lite style: q_lora_rank 0 (a plain attn_q), no
+ *                    RoPE scaling, attn_k_b / attn_v_b (the _mla keys);
+ *   deepseek2-yarn   V3 style: the query through q_lora_rank 128
+ *                    (attn_q_a, attn_q_a_norm, attn_q_b) and YaRN (factor
+ *                    40 over 4096 positions, yarn_log_multiplier 0.0707 as
+ *                    V2's files carry);
+ *   deepseek2-kvb    older conversions: no _mla keys, key_length 64 /
+ *                    value_length 64 over 4 KV heads and the joint
+ *                    attn_kv_b (llama.cpp runs it without absorption, as
+ *                    plain multi-head attention: an independent check);
+ *   deepseek2-moe    V2-Lite's mixture of experts: 3 layers, the first
+ *                    dense, then 8 experts of 128 (3 used, softmax router,
+ *                    weights neither normalized nor scaled) and 2 shared;
+ *   deepseek2-v3     V3's: q_lora_rank 128, YaRN with yarn_log_multiplier
+ *                    0.1 (mscale_all_dim 1), 16 experts in 4 groups (the 2
+ *                    best groups compete, 4 experts used), sigmoid router
+ *                    with the selection bias exp_probs_b, weights
+ *                    normalized then scaled by 2.5, 1 shared expert;
+ *   deepseek2-big    for speed, not reference data: DeepSeek-V2-Lite's
+ *                    attention (16 heads of 128 + 64 RoPE dims, values of
+ *                    128, kv_lora_rank 512), n_embd 2048, 8 dense layers of
+ *                    5632, 32000 tokens.
+ * Types f32, q8_0, q4_0 (the per-head matrices have rows of 32); the
+ * router (ffn_gate_inp) and exp_probs_b stay f32 as converted files keep
+ * them.
+ *
  * Vocabulary: a 320-token SentencePiece ("llama") vocabulary: <unk> <s>
  * </s>, the 256 byte tokens, then 61 word pieces, BOS added.  It exists so
  * that llama.cpp loads the file; the tests feed token ids directly.
@@ -194,6 +225,281 @@ static void vocab(gguf_writer *w)
 	free(extra);
 }
 
+static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
+		float sd);
+
+/* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
+static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
+{
+	gguf_writer *w = g->w;
+	const uint32_t nh = big ? 16 : 4, nope = big ? 128 : 32, nrot = big ? 64 : 32, hv = big ? 128 : 64;
+	const uint32_t kvr = big ? 512 : 64, qr = yarn || v3 ? 128 : 0;
+	const uint32_t n_layer = big ? 8 : moe || v3 ? 3 : 2, lead = moe || v3 ? 1 : n_layer;
+	const uint32_t n_exp = v3 ? 16 : 8, n_used = v3 ? 4 : 3, n_shared = v3 ? 1 : 2, n_ff_exp = 128;
+	char name[64];
+	gguf_writer_u32(w, "deepseek2.context_length", 256);
+	gguf_writer_u32(w, "deepseek2.embedding_length", N_EMBD);
+	gguf_writer_u32(w, "deepseek2.block_count", n_layer);
+	gguf_writer_u32(w, "deepseek2.feed_forward_length", N_FF);
+	gguf_writer_u32(w, "deepseek2.attention.head_count", nh);
+	gguf_writer_u32(w, "deepseek2.attention.head_count_kv", kvb ? nh : 1);
+	gguf_writer_f32(w, "deepseek2.attention.layer_norm_rms_epsilon", 1e-6f);
+	gguf_writer_f32(w, "deepseek2.rope.freq_base", 10000.0f);
+	gguf_writer_u32(w, "deepseek2.rope.dimension_count", nrot);
+	gguf_writer_u32(w, "deepseek2.leading_dense_block_count", lead);
+	/* llama.cpp reads q_lora_rank unless it takes the file for V2-Lite (by
+	 * its layer count): 0 means a plain attn_q */
+	gguf_writer_u32(w, "deepseek2.attention.q_lora_rank", qr);
+	gguf_writer_u32(w, "deepseek2.attention.kv_lora_rank", kvr);
+	if (kvb) {
+		gguf_writer_u32(w, "deepseek2.attention.key_length", nope + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length", hv);
+	} else {
+		gguf_writer_u32(w, "deepseek2.attention.key_length", kvr + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length", kvr);
+		gguf_writer_u32(w, "deepseek2.attention.key_length_mla", nope + nrot);
+		gguf_writer_u32(w, "deepseek2.attention.value_length_mla", hv);
+	}
+	gguf_writer_u32(w, "deepseek2.expert_feed_forward_length", moe || v3 ? n_ff_exp : N_FF);
+	gguf_writer_u32(w, "deepseek2.expert_shared_count", moe || v3 ? n_shared : 0);
+	if (moe || v3) {
+		gguf_writer_u32(w, "deepseek2.expert_count", n_exp);
+		gguf_writer_u32(w, "deepseek2.expert_used_count", n_used);
+		gguf_writer_f32(w, "deepseek2.expert_weights_scale", v3 ? 2.5f : 1.0f);
+	}
+	if (v3) {
+		gguf_writer_bool(w, "deepseek2.expert_weights_norm", true);
+		gguf_writer_u32(w, "deepseek2.expert_gating_func", 2); /* llama.cpp's sigmoid */
+		gguf_writer_u32(w, "deepseek2.expert_group_count", 4);
+		gguf_writer_u32(w, "deepseek2.expert_group_used_count", 2);
+	}
+	if (yarn || v3) {
+		gguf_writer_str(w, "deepseek2.rope.scaling.type", "yarn");
+		gguf_writer_f32(w, "deepseek2.rope.scaling.factor", 40.0f);
+		gguf_writer_u32(w, "deepseek2.rope.scaling.original_context_length", 4096);
+		gguf_writer_f32(w, "deepseek2.rope.scaling.yarn_log_multiplier", v3 ? 0.1f : 0.0707f);
+	}
+	vocab(w);
+	int rc = 0;
+	rc |= mat(g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= vec(g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= mat(g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
+	/* q, the shared RoPE key: ~1.5 per value (in_sd as the other models);
+	 * the latent is normed (~1), W_kb and W_vb ~1/sqrt(kv_lora_rank) */
+	const float in_sd = big ? 1.5f / 45.254834f : 1.5f / 16.0f, lat_sd = big ? 1.0f / 22.627417f : 0.125f;
+	const float o_sd = big ? 4.0f / 45.254834f : 4.0f / 16.0f, ff_sd = big ? 1.0f / 45.254834f : 1.0f / 16.0f;
+	const float down_sd = big ? 4.0f / 75.04665f : 4.0f / 22.627417f;
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (qr) {
+			rc |= mat(g, T("attn_q_a.weight"), N_EMBD, qr, 1.0f / 16.0f);
+			rc |= vec(g, T("attn_q_a_norm.weight"), qr, 1.0f, 0.1f);
+			rc |= mat(g, T("attn_q_b.weight"), qr, nh * (nope + nrot), 1.5f / 11.3137085f /* sqrt(128) */);
+		} else {
+			rc |= mat(g, T("attn_q.weight"), N_EMBD, nh * (nope + nrot), in_sd);
+		}
+		rc |= mat(g, T("attn_kv_a_mqa.weight"), N_EMBD, kvr + nrot, in_sd);
+		rc |= vec(g, T("attn_kv_a_norm.weight"), kvr, 1.0f, 0.1f);
+		if (kvb) {
+			rc |= mat(g, T("attn_kv_b.weight"), kvr, nh * (nope + hv), lat_sd);
+		} else {
+			rc |= mat3(g, g->type, T("attn_k_b.weight"), nope, kvr, nh, lat_sd);
+			rc |= mat3(g, g->type, T("attn_v_b.weight"), kvr, hv, nh, lat_sd);
+		}
+		rc |= mat(g, T("attn_output.weight"), nh * hv, N_EMBD, o_sd);
+		rc |= vec(g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		if (l < lead) {
+			rc |= mat(g, T("ffn_gate.weight"), N_EMBD, N_FF, ff_sd);
+			rc |= mat(g, T("ffn_up.weight"), N_EMBD, N_FF, ff_sd);
+			rc |= mat(g, T("ffn_down.weight"), N_FF, N_EMBD, down_sd);
+			continue;
+		}
+		/* the router's logits spread ~3: the choice is rarely a near tie */
+		rc |= mat_t(g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / 16.0f);
+		if (v3)
+			rc |= vec(g, T("exp_probs_b.bias"), n_exp, 0, 0.3f);
+		rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		rc |= mat3(g, g->type, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
+		rc |= mat(g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
+		rc |= mat(g, T("ffn_down_shexp.weight"), n_ff_exp * n_shared, N_EMBD,
+			  4.0f / (n_shared == 2 ? 16.0f : 11.3137085f));
+#undef T
+	}
+	return rc ? -1 : 0;
+}
+
+/* ---- mixtures of experts --------------------------------------------------------
+ *
+ *   gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss TYPE OUT.gguf
+ *     mixtral: a llama file with 8 experts, 2 used (llama.cpp: softmax,
+ *       selected weights normalized); qwen2moe: 8 experts, 4 used, and a
+ *       shared expert (512 wide) behind its sigmoid gate, Q/K/V biases;
+ *       qwen3moe: 8 experts, 3 used, Q/K norms, head dim 128; gpt-oss: 8
+ *       experts, 2 used, softmax over the selected logits, attention sinks,
+ *       biases on Q/K/V/O, the router and every expert, the clamped SwiGLU
+ *       (gate and up drawn wide enough that some values pass the clamp at
+ *       7), layers alternating sliding window 4 / global.
+ *     TYPE: f32 | q8_0 | q4_k for every matrix, or mxfp4 (gpt-oss as
+ *       published: the experts MXFP4, the other matrices Q8_0). The
+ *       router (ffn_gate_inp) stays F32, as llama.cpp's quantizer leaves it.
+ *   Shapes: n_embd 256, 4 heads over 2 KV heads, 2 layers, experts 256
+ *   wide, untied output.
+ *
+ *   gen_synth_llm mixtral-big TYPE OUT.gguf: for speed (not reference
+ *   data): n_embd 2048, 32 heads over 8 KV heads, 4 layers, 8 experts of
+ *   5632 (TinyLlama's FFN), 2 used, 32000 tokens. */
+
+/* A stack of n_exp matrices {cols, rows} as one 3-D tensor {cols, rows, n_exp}. */
+static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
+		float sd)
+{
+	bool ok = true;
+	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok);
+	uint8_t *q = malloc(rs * rows * n_exp);
+	float *x = malloc(sizeof *x * cols);
+	int rc = ok && q && x ? 0 : -1;
+	for (uint64_t r = 0; r < rows * n_exp && !rc; r++) {
+		fill(x, cols, 0, sd);
+		if (type == QT_F32)
+			memcpy(q + r * rs, x, rs);
+		else
+			rc = quant_quantize_row(type, x, q + r * rs, cols);
+	}
+	uint64_t ne[3] = { cols, rows, n_exp };
+	if (!rc)
+		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
+	free(q);
+	free(x);
+	return rc;
+}
+
+static int moe_main(const char *name_arg, const char *type_arg, const char *out)
+{
+	int mixtral = !strcmp(name_arg, "mixtral"), big = !strcmp(name_arg, "mixtral-big");
+	int qwen2moe = !strcmp(name_arg, "qwen2moe"), qwen3moe = !strcmp(name_arg, "qwen3moe");
+	int oss = !strcmp(name_arg, "gpt-oss");
+	const char *arch = mixtral || big ? "llama" : name_arg;
+	struct gen g = { 0 };
+	uint32_t xtype = 999; /* the experts' type */
+	g.type = !strcmp(type_arg, "f32") ? QT_F32 : !strcmp(type_arg, "q8_0") ? QT_Q8_0
+		 : !strcmp(type_arg, "q4_0") ? QT_Q4_0 : !strcmp(type_arg, "q4_k") ? QT_Q4_K
+		 : !strcmp(type_arg, "mxfp4") && oss ? QT_Q8_0 : 999;
+	xtype = !strcmp(type_arg, "mxfp4") ? QT_MXFP4 : g.type;
+	if (g.type == 999) {
+		fprintf(stderr, "gen_synth_llm: unknown type for %s\n", name_arg);
+		return 2;
+	}
+	rng_state = 0x7465726eull * 1000003u + (uint64_t)(mixtral || big ? 11 : qwen2moe ? 12 : qwen3moe ? 13 : 18);
+	uint32_t n_layer = 2, head_dim = qwen3moe ? 128 : 64, n_exp = 8, n_used = qwen2moe ? 4 : qwen3moe ? 3 : 2;
+	uint32_t n_ff_exp = 256, n_ff_sh = 512;
+	float sq_embd = 16.0f, sq_ffx = 16.0f; /* sqrt(n_embd), sqrt(n_ff_exp) */
+	if (big) {
+		N_EMBD = 2048, N_HEAD = 32, N_HEAD_KV = 8, N_VOCAB = 32000;
+		n_layer = 4, n_ff_exp = 5632;
+		sq_embd = 45.254834f, sq_ffx = 75.04665f;
+	}
+	uint32_t nq = N_HEAD * head_dim, nkv = N_HEAD_KV * head_dim;
+	g.w = gguf_writer_new();
+	gguf_writer *w = g.w;
+	char k[96], name[64];
+	gguf_writer_str(w, "general.architecture", arch);
+	gguf_writer_str(w, "general.name", "tern synthetic moe");
+	gguf_writer_u32(w, "general.file_type", g.type == QT_F32 ? 0 : xtype == QT_MXFP4 ? 38 : g.type == QT_Q8_0 ? 7
+					 : g.type == QT_Q4_0 ? 2 : 14);
+	gguf_writer_u32(w, "general.quantization_version", 2);
+#define KEY(s) (key(k, sizeof k, arch, s), k)
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
+	gguf_writer_u32(w, KEY("block_count"), n_layer);
+	/* llama's experts are feed_forward_length wide; the others' have their key */
+	gguf_writer_u32(w, KEY("feed_forward_length"), mixtral || big ? n_ff_exp : 512);
+	if (!mixtral && !big)
+		gguf_writer_u32(w, KEY("expert_feed_forward_length"), n_ff_exp);
+	if (qwen2moe)
+		gguf_writer_u32(w, KEY("expert_shared_feed_forward_length"), n_ff_sh);
+	gguf_writer_u32(w, KEY("expert_count"), n_exp);
+	gguf_writer_u32(w, KEY("expert_used_count"), n_used);
+	gguf_writer_u32(w, KEY("attention.head_count"), N_HEAD);
+	gguf_writer_u32(w, KEY("attention.head_count_kv"), N_HEAD_KV);
+	gguf_writer_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+	gguf_writer_f32(w, KEY("rope.freq_base"), oss ? 150000.0f : mixtral || big ? 1000000.0f : 10000.0f);
+	if (qwen3moe || oss) {
+		gguf_writer_u32(w, KEY("attention.key_length"), head_dim);
+		gguf_writer_u32(w, KEY("attention.value_length"), head_dim);
+	}
+	if (oss)
+		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (mixtral || big)
+		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
+	vocab(w);
+
+	int rc = 0;
+	rc |= mat(&g, "token_embd.weight", N_EMBD, N_VOCAB, 1.0f);
+	rc |= vec(&g, "output_norm.weight", N_EMBD, 1.0f, 0.1f);
+	rc |= mat(&g, "output.weight", N_EMBD, N_VOCAB, 0.5f);
+	const float in_sd = 1.5f / sq_embd, res_gain = 4.0f;
+	/* gpt-oss: gate and up 4x wider, so that the clamp at 7 matters; its
+	 * down product 4x smaller to keep the residual's scale */
+	const float xin = oss ? 4.0f / sq_embd : 1.0f / sq_embd, xout = res_gain / sq_ffx / (oss ? 4.0f : 1.0f);
+	for (uint32_t l = 0; l < n_layer; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+		rc |= vec(&g, T("attn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		rc |= mat(&g, T("attn_q.weight"), N_EMBD, nq, in_sd);
+		rc |= mat(&g, T("attn_k.weight"), N_EMBD, nkv, in_sd);
+		rc |= mat(&g, T("attn_v.weight"), N_EMBD, nkv, 1.0f / sq_embd);
+		if (qwen2moe || oss) {
+			rc |= vec(&g, T("attn_q.bias"), nq, 0, 0.2f);
+			rc |= vec(&g, T("attn_k.bias"), nkv, 0, 0.5f);
+			rc |= vec(&g, T("attn_v.bias"), nkv, 0, 0.1f);
+		}
+		if (qwen3moe) {
+			rc |= vec(&g, T("attn_q_norm.weight"), head_dim, 1.5f, 0.2f);
+			rc |= vec(&g, T("attn_k_norm.weight"), head_dim, 1.5f, 0.2f);
+		}
+		rc |= mat(&g, T("attn_output.weight"), nq, N_EMBD,
+			  res_gain / (nq == N_EMBD ? sq_embd : 22.627417f /* nq 512 */));
+		if (oss) {
+			rc |= vec(&g, T("attn_output.bias"), N_EMBD, 0, 0.1f);
+			/* sinks near the scores' own scale: a visible share of the softmax */
+			rc |= vec(&g, T("attn_sinks.weight"), N_HEAD, 1.0f, 1.0f);
+			rc |= vec(&g, T("post_attention_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		} else {
+			rc |= vec(&g, T("ffn_norm.weight"), N_EMBD, 1.0f, 0.1f);
+		}
+		/* router logits spread ~3: clear choices, weights not all on one */
+		rc |= mat_t(&g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / sq_embd);
+		if (oss)
+			rc |= vec(&g, T("ffn_gate_inp.bias"), n_exp, 0, 0.5f);
+		rc |= mat3(&g, xtype, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, xin);
+		rc |= mat3(&g, xtype, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, xin);
+		rc |= mat3(&g, xtype, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, xout);
+		if (oss) {
+			rc |= mat_t(&g, QT_F32, T("ffn_gate_exps.bias"), n_ff_exp, n_exp, 0.5f);
+			rc |= mat_t(&g, QT_F32, T("ffn_up_exps.bias"), n_ff_exp, n_exp, 0.5f);
+			rc |= mat_t(&g, QT_F32, T("ffn_down_exps.bias"), N_EMBD, n_exp, 0.2f);
+		}
+		if (qwen2moe) {
+			rc |= vec(&g, T("ffn_gate_inp_shexp.weight"), N_EMBD, 0, 2.0f / sq_embd);
+			rc |= mat(&g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_sh, 1.0f / sq_embd);
+			rc |= mat(&g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_sh, 1.0f / sq_embd);
+			rc |= mat(&g, T("ffn_down_shexp.weight"), n_ff_sh, N_EMBD, res_gain / 22.627417f);
+		}
+#undef T
+	}
+#undef KEY
+	tern_err e = { 0 };
+	if (rc || gguf_writer_write(w, out, &e)) {
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+		gguf_writer_free(w);
+		return 1;
+	}
+	gguf_writer_free(w);
+	return 0;
+}
+
 /* ---- the gemma and phi families ------------------------------------------------
  *
  *   gemma:  Gemma 1, 2 layers, head dim 128 (4 x 128 != n_embd), one KV
@@ -352,8 +658,45 @@ int main(int argc, char **argv)
 	if (argc != 4) {
 		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama"
 				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
-				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n");
+				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
+				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
+				"OUT.gguf\n"
+				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|"
+				"deepseek2-big f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
+	}
+	if (!strcmp(argv[1], "mixtral") || !strcmp(argv[1], "mixtral-big") || !strcmp(argv[1], "qwen2moe") ||
+	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss"))
+		return moe_main(argv[1], argv[2], argv[3]);
+	int ds = !strncmp(argv[1], "deepseek2", 9);
+	if (ds) {
+		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
+		int moe = !strcmp(argv[1], "deepseek2-moe"), v3 = !strcmp(argv[1], "deepseek2-v3");
+		int dbig = !strcmp(argv[1], "deepseek2-big");
+		if (dbig) /* DeepSeek-V2-Lite's attention, 8 dense layers: for speed, not reference data */
+			N_EMBD = 2048, N_FF = 5632, N_VOCAB = 32000;
+		struct gen dg = { 0 };
+		dg.type = !strcmp(argv[2], "f32") ? QT_F32 : !strcmp(argv[2], "q8_0") ? QT_Q8_0
+			  : !strcmp(argv[2], "q4_0") ? QT_Q4_0 : 999;
+		if ((!yarn && !kvb && !moe && !v3 && !dbig && strcmp(argv[1], "deepseek2")) || dg.type == 999) {
+			fprintf(stderr, "gen_synth_llm: unknown deepseek2 variant or type\n");
+			return 2;
+		}
+		rng_state = 0x7465726eull * 1000003u + (uint64_t)(5 + yarn + 2 * kvb + 3 * moe + 4 * v3);
+		dg.w = gguf_writer_new();
+		gguf_writer_str(dg.w, "general.architecture", "deepseek2");
+		gguf_writer_str(dg.w, "general.name", "tern synthetic");
+		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
+		gguf_writer_u32(dg.w, "general.quantization_version", 2);
+		tern_err de = { 0 };
+		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig);
+		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
+			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
+			gguf_writer_free(dg.w);
+			return 1;
+		}
+		gguf_writer_free(dg.w);
+		return 0;
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");

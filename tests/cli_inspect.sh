@@ -251,7 +251,7 @@ check "FILE - on a terminal: says why" grep -q "standard input is a terminal" "$
 C=tests/fuzz/corpus/llm_model
 expect 0 $I --no-tensors $C/qwen3.gguf && check "summary: a supported model loads" grep -q '^  tern loads it: *yes$' "$T/out"
 expect 0 $I --no-tensors $C/mamba.gguf && check "summary: an unsupported architecture says why" \
-	grep -q "^  tern loads it: *no: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3)$" "$T/out"
+	grep -q "^  tern loads it: *no: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2)$" "$T/out"
 expect 0 $I --json --no-tensors $C/mamba.gguf && check "json summary: loadable false with the reason" \
 	$PYTHON -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]
 assert s["loadable"] is False and "mamba" in s["loadable_error"], s' "$T/out"

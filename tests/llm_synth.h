@@ -30,8 +30,10 @@ static void synth_cleanup(void)
 		return;
 	static const char *const archs[] = {"llama", "llama-linear", "llama-freqs", "qwen2", "qwen3", "gemma3",
 					    "gemma", "gemma2", "phi2", "phi3", "phi3-long",
+					    "mixtral", "qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "deepseek2-yarn",
+					    "deepseek2-kvb", "deepseek2-moe", "deepseek2-v3",
 					    "llama-mean", "qwen3-last", "bert", "nomic-bert"};
-	static const char *const types[] = {"f32", "q8_0", "q4_0", "q4_k"};
+	static const char *const types[] = {"f32", "q8_0", "q4_0", "q4_k", "mxfp4"};
 	char p[512];
 	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {

@@ -67,6 +67,12 @@ static void test_every_key(void **state)
 	gguf_writer_u32(w, "llama.attention.head_count_kv", 8);
 	gguf_writer_u32(w, "llama.attention.key_length", 64);
 	gguf_writer_u32(w, "llama.attention.value_length", 64);
+	gguf_writer_u32(w, "llama.attention.key_length_mla", 192);
+	gguf_writer_u32(w, "llama.attention.value_length_mla", 128);
+	gguf_writer_u32(w, "llama.attention.q_lora_rank", 1536);
+	gguf_writer_u32(w, "llama.attention.kv_lora_rank", 512);
+	gguf_writer_u32(w, "llama.leading_dense_block_count", 1);
+	gguf_writer_f32(w, "llama.rope.scaling.yarn_log_multiplier", 0.0707f);
 	gguf_writer_u64(w, "llama.feed_forward_length", 5632); /* any integer type that fits */
 	gguf_writer_u32(w, "llama.rope.dimension_count", 32);
 	gguf_writer_f32(w, "llama.rope.freq_base", 500000.0f);
@@ -81,6 +87,11 @@ static void test_every_key(void **state)
 	gguf_writer_u32(w, "llama.expert_used_count", 2);
 	gguf_writer_u32(w, "llama.expert_feed_forward_length", 1408);
 	gguf_writer_u32(w, "llama.expert_shared_count", 1);
+	gguf_writer_u32(w, "llama.expert_shared_feed_forward_length", 2816);
+	gguf_writer_f32(w, "llama.expert_weights_scale", 2.5f);
+	gguf_writer_u32(w, "llama.expert_gating_func", 2);
+	gguf_writer_u32(w, "llama.expert_group_count", 4);
+	gguf_writer_u32(w, "llama.expert_group_used_count", 2);
 	gguf_writer_f32(w, "llama.attn_logit_softcapping", 50.0f);
 	gguf_writer_f32(w, "llama.final_logit_softcapping", 30.0f);
 	gguf_writer_i32(w, "llama.vocab_size", 32000);
@@ -104,12 +115,23 @@ static void test_every_key(void **state)
 	assert_float_equal(hp.rope_scaling_factor, 4.0f, 0);
 	assert_float_equal(hp.rope_attn_factor, 1.25f, 0);
 	assert_int_equal(hp.n_ctx_orig, 1024);
+	assert_int_equal(hp.n_embd_head_k_mla, 192);
+	assert_int_equal(hp.n_embd_head_v_mla, 128);
+	assert_int_equal(hp.n_lora_q, 1536);
+	assert_int_equal(hp.n_lora_kv, 512);
+	assert_int_equal(hp.n_layer_dense_lead, 1);
+	assert_float_equal(hp.rope_yarn_log_mul, 0.0707f, 0);
 	assert_float_equal(hp.norm_rms_eps, 1e-5f, 1e-12);
 	assert_int_equal(hp.n_swa, 512);
 	assert_int_equal(hp.n_expert, 8);
 	assert_int_equal(hp.n_expert_used, 2);
 	assert_int_equal(hp.n_ff_exp, 1408);
 	assert_int_equal(hp.n_expert_shared, 1);
+	assert_int_equal(hp.n_ff_shexp, 2816);
+	assert_float_equal(hp.expert_weights_scale, 2.5f, 0);
+	assert_int_equal(hp.expert_gating_func, 2);
+	assert_int_equal(hp.n_expert_group, 4);
+	assert_int_equal(hp.n_expert_group_used, 2);
 	assert_float_equal(hp.attn_softcap, 50.0f, 0);
 	assert_float_equal(hp.final_softcap, 30.0f, 0);
 	assert_int_equal(hp.n_vocab, 32000);

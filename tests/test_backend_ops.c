@@ -296,8 +296,12 @@ static void check_contract(struct tern_backend *be)
 	bad = tv;
 	bad.ne[0] = 48;
 	assert_int_equal(be->buf_weight(be, &wi, &bad, &e), TERN_EINVAL);
-	int64_t ne3[3] = {32, 2, 2};
+	/* a stack of experts prepares (for mat_mul_id); four dimensions do not */
+	int64_t ne3[3] = {32, 2, 2}, ne4[4] = {32, 2, 2, 2};
 	assert_int_equal(be->buf_alloc(be, &w3, QT_Q4_0, 3, ne3, &e), 0);
+	assert_int_equal(be->mat_prepare(be, &w3, &e), 0);
+	be->buf_free(be, &w3);
+	assert_int_equal(be->buf_alloc(be, &w3, QT_Q4_0, 4, ne4, &e), 0);
 	assert_int_equal(be->mat_prepare(be, &w3, &e), TERN_EINVAL);
 	be->buf_free(be, &w3);
 	int64_t nx[2] = {32, 2}, ny[2] = {4, 2}, big[2] = {1, (int64_t)1 << 41};
@@ -555,26 +559,35 @@ struct rope_case {
 	float base, scale;
 	bool factors;
 	int32_t pos0; /* positions pos0 + t, or random in 0..5000 when < 0 */
-	float attn_factor; /* 0: not set (1) */
+	float ext, low, high, mscale; /* YaRN (DeepSeek's files); 0: none */
+	float attn_factor;            /* 0: not set (1) */
 };
 
 static const struct rope_case rope_cases[] = {
-	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0, 0},
-	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13, 0},
-	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0},
-	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0},
-	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0},
-	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1, 0},
-	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100, 0},
-	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0},
-	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000, 0},
-	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0},
+	{64, 1, 1, 64, TERN_ROPE_NORMAL, 10000, 1, false, 0, 0, 0, 0, 0, 0},
+	{64, 3, 7, 64, TERN_ROPE_NEOX, 10000, 1, false, 13, 0, 0, 0, 0, 0},
+	{80, 5, 3, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0, 0},
+	{80, 2, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0, 0, 0, 0, 0},
+	{128, 8, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0, 0, 0, 0, 0},
+	{128, 4, 9, 128, TERN_ROPE_NEOX, 1e6f, 1, true, -1, 0, 0, 0, 0, 0},
+	{128, 2, 5, 64, TERN_ROPE_NEOX, 10000, 1, false, 100, 0, 0, 0, 0, 0},
+	{256, 4, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0, 0, 0, 0, 0},
+	{256, 1, 2, 256, TERN_ROPE_NORMAL, 10000, 1, false, 3000, 0, 0, 0, 0, 0},
+	{2, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0, 0, 0, 0, 0},
+	/* YaRN: the ramp inside the rotated pairs, past them, a magnitude */
+	{64, 1, 9, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 100, 1, 4, 20, 1.37f, 0},
+	{192, 4, 5, 64, TERN_ROPE_NORMAL, 10000, 0.25f, false, -1, 1, 11, 27, 0, 0},
+	{32, 16, 3, 32, TERN_ROPE_NEOX, 1e6f, 0.5f, true, 4000, 0.5f, 2, 3, 0.8f, 0},
+	{576, 2, 4, 576, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f, 0},
 	/* phi3's LongRoPE: factors and an attention factor, partial (phi-4-mini)
 	 * and full rotation, and a rotation wider than the CPU's angle table */
-	{96, 3, 11, 64, TERN_ROPE_NEOX, 10000, 1, true, -1, 1.1902f},
-	{96, 2, 5, 96, TERN_ROPE_NEOX, 10000, 1, true, 40, 0.75f},
-	{80, 2, 4, 32, TERN_ROPE_NEOX, 10000, 1, false, 4090, 1.5f},
-	{1024, 1, 3, 1024, TERN_ROPE_NORMAL, 10000, 1, false, 17, 1.25f},
+	{96, 3, 11, 64, TERN_ROPE_NEOX, 10000, 1, true, -1, 0, 0, 0, 0, 1.1902f},
+	{96, 2, 5, 96, TERN_ROPE_NEOX, 10000, 1, true, 40, 0, 0, 0, 0, 0.75f},
+	{80, 2, 4, 32, TERN_ROPE_NEOX, 10000, 1, false, 4090, 0, 0, 0, 0, 1.5f},
+	{1024, 1, 3, 1024, TERN_ROPE_NORMAL, 10000, 1, false, 17, 0, 0, 0, 0, 1.25f},
+	/* both magnitudes: YaRN's mscale times the attention factor */
+	{64, 2, 5, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 60, 1, 4, 20, 1.37f, 0.9f},
+	{1024, 1, 2, 1024, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f, 1.25f},
 };
 
 static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
@@ -582,9 +595,9 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 	if (ci >= (int)(sizeof rope_cases / sizeof *rope_cases))
 		return false;
 	const struct rope_case *c = &rope_cases[ci];
-	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s, attn factor %g",
+	snprintf(desc, dn, "rope %s hd %lld n_rot %d, %lld heads, %lld tokens%s%s, attn factor %g",
 		 c->mode ? "neox" : "normal", (long long)c->hd, c->n_rot, (long long)c->nh, (long long)c->ntok,
-		 c->factors ? ", factors" : "", (double)c->attn_factor);
+		 c->factors ? ", factors" : "", c->ext > 0 ? ", yarn" : "", (double)c->attn_factor);
 	qu_seed((uint64_t)ci + 201);
 	size_t cnt = (size_t)(c->hd * c->nh * c->ntok);
 	float *x = normals(cnt, 1), *ff = malloc(sizeof(float) * (size_t)c->n_rot / 2);
@@ -599,6 +612,7 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 		fb = in_buf(be, QT_F32, 1, fne, ff);
 	out_buf(be, &xw, &xv, QT_F32, c->hd, c->nh * c->ntok, 3, ne, x);
 	struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale,
+			      .ext_factor = c->ext, .corr_low = c->low, .corr_high = c->high, .mscale = c->mscale,
 			      .attn_factor = c->attn_factor};
 	be->rope(be, &xv, &pb, c->factors ? &fb : NULL, &p);
 	*out = take_out(be, &xw, desc);
@@ -613,11 +627,17 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 			const float *xi = x + (t * c->nh + h) * c->hd, *yo = *out + (t * c->nh + h) * c->hd;
 			for (int j = 0; j < half; j++) {
 				int i0 = c->mode ? j : 2 * j, i1 = c->mode ? j + half : 2 * j + 1;
-				double th = c->scale * pos[t] / pow(c->base, 2.0 * j / c->n_rot) / (c->factors ? ff[j] : 1);
-				double ms = c->attn_factor > 0 ? c->attn_factor : 1;
-				double re = ms * (xi[i0] * cos(th) - xi[i1] * sin(th));
-				double im = ms * (xi[i0] * sin(th) + xi[i1] * cos(th));
-				double tol = (1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]))) * ms;
+				double ex = pos[t] / pow(c->base, 2.0 * j / c->n_rot) / (c->factors ? ff[j] : 1);
+				double th = c->scale * ex;
+				/* both magnitudes multiply the turned pair */
+				double mag = (c->mscale > 0 ? c->mscale : 1) * (c->attn_factor > 0 ? c->attn_factor : 1);
+				if (c->ext > 0) { /* YaRN (arXiv:2309.00071): a linear ramp between the pairs */
+					double ramp = j <= c->low ? 1 : j >= c->high ? 0 : 1 - (j - c->low) / (c->high - c->low);
+					th = th * (1 - c->ext * ramp) + ex * c->ext * ramp;
+				}
+				double re = mag * (xi[i0] * cos(th) - xi[i1] * sin(th));
+				double im = mag * (xi[i0] * sin(th) + xi[i1] * cos(th));
+				double tol = (1e-5 + 4e-7 * pos[t] * (fabs(xi[i0]) + fabs(xi[i1]))) * fmax(mag, 1);
 				if (fabs(re - yo[i0]) > tol || fabs(im - yo[i1]) > tol)
 					fail_msg("%s: %s: token %lld head %lld pair %d: (%g, %g), expected (%g, %g)",
 						 be->name, desc, (long long)t, (long long)h, j, yo[i0], yo[i1], re, im);
@@ -1108,6 +1128,221 @@ static bool case_im2col(struct tern_backend *be, int ci, float **out, size_t *n,
 	return true;
 }
 
+/* attention with V narrower than K (multi-head latent attention): one K
+ * head of dk = kv_lora_rank + rope dims shared by every query head, V the
+ * first dv columns of that same cache (a column window, no copy), or a
+ * cache of its own */
+struct mla_case {
+	int64_t dk, dv, nh, ntok;
+	int32_t n_past;
+	bool own_v; /* V in a cache of its own, not a window of K */
+};
+
+static const struct mla_case mla_cases[] = {
+	{96, 64, 4, 1, 20, false},  {96, 64, 4, 24, 0, false},   {576, 512, 16, 1, 300, false},
+	{576, 512, 8, 40, 5, false}, {48, 32, 3, 7, 2, false},    {48, 16, 5, 1, 9, false},
+	{96, 64, 2, 1, 500, true},   {160, 128, 6, 30, 11, true},
+};
+
+static bool case_attention_mla(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	int na = (int)(sizeof mla_cases / sizeof *mla_cases);
+	if (ci >= na * 3)
+		return false;
+	const struct mla_case *c = &mla_cases[ci / 3];
+	uint32_t t = cache_types[ci % 3];
+	if ((c->dk % 32 || c->dv % 32) && t == QT_Q8_0) {
+		*n = 0;
+		return true;
+	}
+	snprintf(desc, dn, "attention (latent) %s dk %lld dv %lld%s, %lld heads, %lld tokens from %d", quant_type_name(t),
+		 (long long)c->dk, (long long)c->dv, c->own_v ? " own V" : "", (long long)c->nh, (long long)c->ntok,
+		 c->n_past);
+	qu_seed((uint64_t)ci + 451);
+	int64_t n_ctx = c->n_past + c->ntok + 2;
+	size_t qn = (size_t)(c->dk * c->nh * c->ntok), yn = (size_t)(c->dv * c->nh * c->ntok);
+	size_t kn = (size_t)(c->dk * n_ctx), vn = (size_t)(c->dv * n_ctx);
+	float *q = normals(qn, 1), *k = normals(kn, 1), *vo = normals(vn, 1);
+	for (size_t i = 0; i < kn; i += 5)
+		k[i] *= 4;
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
+	for (int64_t i = 0; i < c->ntok; i++)
+		pos[i] = c->n_past + (int32_t)i;
+	struct tern_buf kb = make_cache(be, t, c->dk, 1, n_ctx, k), vcache = {0}, vb;
+	if (c->own_v) {
+		vcache = make_cache(be, t, c->dv, 1, n_ctx, vo);
+		vb = vcache;
+	} else {
+		vb = tern_buf_cols(&kb, 0, c->dv);
+	}
+	int64_t qne[3] = {c->dk, c->nh, c->ntok}, yne[3] = {c->dv, c->nh, c->ntok}, pne[1] = {c->ntok};
+	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
+	out_buf(be, &yw, &yv, QT_F32, c->dv, c->nh * c->ntok, 3, yne, NULL);
+	struct tern_attn p = {.scale = 1.0f / sqrtf((float)c->dk)};
+	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	*out = take_out(be, &yw, desc);
+	*n = yn;
+	/* independent, on the reference's f32 cache: the quadratic softmax,
+	 * V's rows being the first dv values of K's (or their own) */
+	if ((be->caps & TERN_BACKEND_REFERENCE) && t == QT_F32) {
+		double num = 0, den = 0, *s = malloc(sizeof(double) * (size_t)n_ctx);
+		for (int64_t ti = 0; ti < c->ntok; ti++)
+			for (int64_t h = 0; h < c->nh; h++) {
+				double mx = -INFINITY, sum = 0;
+				for (int64_t pp = 0; pp <= pos[ti]; pp++) {
+					double d = 0;
+					for (int64_t i = 0; i < c->dk; i++)
+						d += (double)q[(ti * c->nh + h) * c->dk + i] * k[pp * c->dk + i];
+					s[pp] = d * p.scale;
+					mx = s[pp] > mx ? s[pp] : mx;
+				}
+				for (int64_t pp = 0; pp <= pos[ti]; pp++)
+					sum += (s[pp] = exp(s[pp] - mx));
+				for (int64_t i = 0; i < c->dv; i++) {
+					double a = 0;
+					for (int64_t pp = 0; pp <= pos[ti]; pp++)
+						a += s[pp] * (c->own_v ? vo[pp * c->dv + i] : k[pp * c->dk + i]);
+					double got = (*out)[(ti * c->nh + h) * c->dv + i];
+					num += (a / sum - got) * (a / sum - got);
+					den += (a / sum) * (a / sum);
+				}
+			}
+		if (!(num / den < 1e-9))
+			fail_msg("%s: %s: NMSE %.3g against the quadratic softmax", be->name, desc, num / den);
+		free(s);
+	}
+	free(q);
+	free(k);
+	free(vo);
+	free(pos);
+	be->buf_free(be, &kb);
+	be->buf_free(be, &vcache);
+	be->buf_free(be, &qb);
+	be->buf_free(be, &pb);
+	return true;
+}
+
+/* copy between column windows (tern_buf_cols): a window of wide rows into
+ * a packed buffer, and a packed buffer into a window of rows whose other
+ * columns must keep their values (MLA splits and joins heads this way) */
+static bool case_copy_cols(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const int64_t geo[][4] = {/* wide ne0, c0, width, rows */
+					 {96, 64, 32, 5}, {96, 0, 64, 5}, {192, 128, 64, 12}, {576, 0, 512, 3}, {64, 32, 32, 300}};
+	if (ci >= 5 * 4)
+		return false;
+	const int64_t *g = geo[ci / 4];
+	int mode = ci % 4; /* 0: window -> packed f32; 1: packed -> window; 2: f32 window -> f16; 3: both windows, 3-D */
+	int64_t wide = g[0], c0 = g[1], w = g[2], rows = g[3];
+	snprintf(desc, dn, "copy columns %lld..%lld of %lld, %lld rows, mode %d", (long long)c0, (long long)(c0 + w),
+		 (long long)wide, (long long)rows, mode);
+	qu_seed((uint64_t)ci + 651);
+	float *a = normals((size_t)(wide * rows), 1), *b = normals((size_t)(wide * rows), 1);
+	int64_t wne[2] = {wide, rows}, pne[2] = {w, rows};
+	struct tern_buf ow, ov;
+	if (mode == 1 || mode == 3) {
+		/* the destination: wide rows, initialized from b, a window written */
+		int64_t srcne[3] = {mode == 3 ? wide : w, rows, 1};
+		struct tern_buf sb = in_buf(be, QT_F32, 2, srcne, a);
+		out_buf(be, &ow, &ov, QT_F32, wide, rows, 2, wne, b);
+		struct tern_buf src = mode == 3 ? tern_buf_cols(&sb, c0, w) : sb;
+		struct tern_buf dst = tern_buf_cols(&ov, mode == 3 ? 0 : c0, w);
+		if (mode == 3) { /* the same rows seen as {w, 1, rows}: strides in dims 1 and 2 */
+			src.ne[1] = 1, src.ne[2] = rows, src.nb[2] = src.nb[1];
+			dst.ne[1] = 1, dst.ne[2] = rows, dst.nb[2] = dst.nb[1];
+		}
+		be->copy(be, &src, &dst);
+		be->buf_free(be, &sb);
+		*out = take_out(be, &ow, desc);
+		*n = (size_t)(wide * rows);
+		int64_t d0 = mode == 3 ? 0 : c0, s0 = mode == 3 ? c0 : 0, sw = mode == 3 ? wide : w;
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t i = 0; i < wide; i++) {
+				float want = i >= d0 && i < d0 + w ? a[r * sw + s0 + i - d0] : b[r * wide + i];
+				if ((*out)[r * wide + i] != want)
+					fail_msg("%s: %s: row %lld column %lld", be->name, desc, (long long)r, (long long)i);
+			}
+	} else {
+		uint32_t td = mode == 2 ? QT_F16 : QT_F32;
+		struct tern_buf sb = in_buf(be, QT_F32, 2, wne, a), src = tern_buf_cols(&sb, c0, w);
+		out_buf(be, &ow, &ov, td, w, rows, 2, pne, NULL);
+		be->copy(be, &src, &ov);
+		be->buf_free(be, &sb);
+		*out = take_out(be, &ow, desc);
+		*n = (size_t)(w * rows);
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t i = 0; i < w; i++) {
+				float want = a[r * wide + c0 + i];
+				if (td == QT_F16)
+					want = quant_fp16_to_f32(quant_f32_to_fp16(want));
+				if ((*out)[r * w + i] != want)
+					fail_msg("%s: %s: row %lld column %lld", be->name, desc, (long long)r, (long long)i);
+			}
+	}
+	free(a);
+	free(b);
+	return true;
+}
+
+/* mat_mul_heads: one matrix per head over the weight types DeepSeek files
+ * use, one token and batches; independent: each head's product with
+ * dequantized weights in double (the activations' Q8 rounding allows
+ * ~1e-4 relative) */
+static bool case_heads(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	static const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+	static const int64_t geo[][4] = {/* cols, rows, heads, tokens */
+					 {256, 40, 3, 1}, {256, 64, 4, 20}, {512, 128, 2, 3}, {1024, 16, 5, 9}, {256, 7, 16, 1}};
+	int nt = (int)(sizeof types / sizeof *types);
+	if (ci >= nt * 5)
+		return false;
+	uint32_t t = types[ci % nt];
+	const int64_t *g = geo[ci / nt];
+	int64_t cols = g[0], rows = g[1], nh = g[2], ntok = g[3];
+	snprintf(desc, dn, "mat_mul_heads %s %lldx%lld, %lld heads, %lld tokens", quant_type_name(t), (long long)rows,
+		 (long long)cols, (long long)nh, (long long)ntok);
+	qu_seed((uint64_t)ci + 701);
+	size_t rs = quant_row_size(t, (uint64_t)cols, NULL);
+	uint8_t *wq = malloc(rs * (size_t)(rows * nh));
+	float *wf = malloc(sizeof(float) * (size_t)(cols * rows * nh));
+	for (int64_t r = 0; r < rows * nh; r++) {
+		qu_make_row(t, wq + rs * (size_t)r, cols, 0);
+		quant_dequantize_row(t, wq + rs * (size_t)r, wf + r * cols, (uint64_t)cols);
+	}
+	float *x = normals((size_t)(cols * nh * ntok), 1);
+	struct tern_tensor_view tv = {.type = t, .n_dims = 3, .ne = {(uint64_t)cols, (uint64_t)rows, (uint64_t)nh, 1},
+				      .data = wq, .nbytes = rs * (size_t)(rows * nh)};
+	tern_err e = {0};
+	struct tern_buf wb;
+	if (be->buf_weight(be, &wb, &tv, &e))
+		fail_msg("%s: %s", be->name, e.msg);
+	int64_t xne[3] = {cols, nh, ntok}, yne[3] = {rows, nh, ntok};
+	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, x), yw, yv;
+	out_buf(be, &yw, &yv, QT_F32, rows, nh * ntok, 3, yne, NULL);
+	be->mat_mul_heads(be, &wb, &xb, &yv);
+	*out = take_out(be, &yw, desc);
+	*n = (size_t)(rows * nh * ntok);
+	double num = 0, den = 0;
+	for (int64_t ti = 0; ti < ntok; ti++)
+		for (int64_t h = 0; h < nh; h++)
+			for (int64_t r = 0; r < rows; r++) {
+				double d = 0;
+				for (int64_t i = 0; i < cols; i++)
+					d += (double)wf[(h * rows + r) * cols + i] * x[(ti * nh + h) * cols + i];
+				double got = (*out)[(ti * nh + h) * rows + r];
+				num += (d - got) * (d - got);
+				den += d * d;
+			}
+	if (!(num / den < (t == QT_F32 || t == QT_F16 ? 1e-10 : 1e-4)))
+		fail_msg("%s: %s: NMSE %.3g against the dequantized product", be->name, desc, num / den);
+	free(wq);
+	free(wf);
+	free(x);
+	be->buf_free(be, &wb);
+	be->buf_free(be, &xb);
+	return true;
+}
+
 /* NMSE of each op against the reference, which sums in double:
  *   - get_rows, kv_store, copy: the same decoder and encoder: exact (0);
  *   - im2col moves values: exact;
@@ -1118,7 +1353,12 @@ static bool case_im2col(struct tern_backend *be, int ci, float **out, size_t *n,
  *     llama.cpp does: an error of ~pos x j x 2^-24 rad, 1e-4 at pos 5000:
  *     NMSE up to ~1e-8 for the slow pairs; 1e-6;
  *   - attention: f32 scores and online softmax in f32 over up to 1000
- *     keys (with the SIMD exp, ~1 ulp): ~1e-6 relative: NMSE ~1e-11; 1e-9.
+ *     keys (with the SIMD exp, ~1 ulp): ~1e-6 relative: NMSE ~1e-11; 1e-9;
+ *     the same for the latent (MLA) form;
+ *   - mat_mul_heads: the products' tolerance, but the optimized backend
+ *     quantizes activations with the ISA's quantizer, whose rounding of
+ *     ties differs from the reference's: one Q8 step here and there,
+ *     measured up to 1.1e-8 (q4_0); 1e-7.
  * A real bug (a pair swapped, a key off the window, a head of the wrong
  * group, the residual not added) gives 1e-3 and more. */
 static const struct op_check {
@@ -1129,6 +1369,8 @@ static const struct op_check {
 	{"get_rows", case_get_rows, 0},   {"norm", case_norm, 1e-10},         {"rope", case_rope, 1e-6},
 	{"kv_store", case_kv_store, 0},   {"attention", case_attention, 1e-9}, {"eltwise", case_eltwise, 1e-10},
 	{"copy", case_copy, 0},           {"im2col", case_im2col, 0},	       {"attention f16", case_attention_f16, 1e-6},
+	{"attention (latent)", case_attention_mla, 1e-9}, {"copy columns", case_copy_cols, 0},
+	{"mat_mul_heads", case_heads, 1e-7},
 };
 
 static void test_ops(void **state)

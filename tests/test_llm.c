@@ -237,6 +237,28 @@ static const struct synth_case synth_cases[] = {
 	{"phi2", "f32"},         {"phi2", "q8_0"},         {"phi2", "q4_0"},   {"phi2", "q4_k"},
 	{"phi3", "f32"},         {"phi3", "q8_0"},         {"phi3", "q4_0"},   {"phi3", "q4_k"},
 	{"phi3-long", "f32"},    {"phi3-long", "q8_0"},
+	/* mixtures of experts */
+	{"mixtral", "f32"},      {"mixtral", "q8_0"},      {"mixtral", "q4_k"},
+	{"qwen2moe", "f32"},     {"qwen2moe", "q8_0"},     {"qwen2moe", "q4_k"},
+	{"qwen3moe", "f32"},     {"qwen3moe", "q8_0"},     {"qwen3moe", "q4_k"},
+	{"gpt-oss", "f32"},      {"gpt-oss", "q8_0"},      {"gpt-oss", "mxfp4"},
+	/* multi-head latent attention: dense (V2-Lite's attention, V3's with
+	 * YaRN, the older attn_kv_b layout), then with V2-Lite's and V3's
+	 * experts. V3's quantized files are left out: its group-limited
+	 * sigmoid router flips at near ties under the quantized models' noise:
+	 * at position 11 of deepseek2-v3 q8_0 and q4_0 tern and llama.cpp pick
+	 * different experts (NMSE 0.11 and 0.09 there, ~2e-3 elsewhere), and
+	 * of 14 other generator seeds tried all but two flip somewhere in q8_0
+	 * or q4_0 (two even in F32: there llama.cpp's eval callback showed the
+	 * 2nd and 3rd groups' scores 8e-4 apart, either choice being right).
+	 * The router is f32 in every file, so the F32 model checks it at every
+	 * position; the experts' quantized products are checked by
+	 * deepseek2-moe, whose softmax router has no such ties here. */
+	{"deepseek2", "f32"},    {"deepseek2", "q8_0"},    {"deepseek2", "q4_0"},
+	{"deepseek2-yarn", "f32"}, {"deepseek2-yarn", "q8_0"}, {"deepseek2-yarn", "q4_0"},
+	{"deepseek2-kvb", "f32"}, {"deepseek2-kvb", "q8_0"}, {"deepseek2-kvb", "q4_0"},
+	{"deepseek2-moe", "f32"}, {"deepseek2-moe", "q8_0"}, {"deepseek2-moe", "q4_0"},
+	{"deepseek2-v3", "f32"},
 };
 
 /*
@@ -373,6 +395,133 @@ static void test_synth_vs_llamacpp(void **state)
 		ref_bin_free(&r);
 	}
 	printf("worst NMSE vs llama.cpp: F32 %.2e, quantized %.2e\n", worst_f32, worst_q);
+}
+
+/* What the loader makes of gen_synth_llm's deepseek2 files (their keys
+ * are listed there): the latent attention's sizes, the layout, and YaRN's
+ * numbers from the formulas of the YaRN paper and DeepSeek's config (not
+ * from model.c): factor 40 over 4096 positions, 32 rotated dimensions,
+ * base 10000, beta_fast 32, beta_slow 1; mscale_all_dim 0.707 (stored as
+ * yarn_log_multiplier 0.0707) scales the scores by (1 + 0.0707 ln 40)^2. */
+static void test_mla_config(void **state)
+{
+	(void)state;
+	struct tern_model *m = synth_open("deepseek2", "f32");
+	assert_non_null(m);
+	const struct tern_model_config *c = &m->cfg;
+	assert_int_equal(c->n_lora_kv, 64);
+	assert_int_equal(c->n_lora_q, 0);
+	assert_int_equal(c->head_dim, 64);
+	assert_int_equal(c->head_dim_v, 64);
+	assert_int_equal(c->n_rot, 32);
+	assert_int_equal(c->n_layer_dense_lead, 2);
+	assert_false(c->mla_kv_b);
+	assert_non_null(m->w.layers[1].wq);
+	assert_null(m->w.layers[1].wq_a);
+	assert_non_null(m->w.layers[1].wk_b);
+	assert_true(c->rope_ext_factor == 0);
+	assert_float_equal(c->attn_scale, 0.125, 1e-7);
+	tern_model_free(m);
+
+	m = synth_open("deepseek2-yarn", "q8_0");
+	assert_non_null(m);
+	c = &m->cfg;
+	assert_int_equal(c->n_lora_q, 128);
+	assert_non_null(m->w.layers[0].wq_b);
+	assert_null(m->w.layers[0].wq);
+	assert_true(c->rope_ext_factor == 1);
+	double lo = floor(32 * log(4096 / (32 * 2 * M_PI)) / (2 * log(10000.0)));
+	double hi = ceil(32 * log(4096 / (1 * 2 * M_PI)) / (2 * log(10000.0)));
+	assert_float_equal(c->rope_corr_low, lo, 0);
+	assert_float_equal(c->rope_corr_high, hi, 0);
+	assert_true(lo == 5 && hi == 12); /* the ramp lies inside the 16 pairs */
+	/* the rotation's own magnitude cancels: mscale == mscale_all_dim */
+	assert_float_equal(c->rope_mscale, 1.0, 1e-6);
+	double ms = 1 + 0.0707 * log(40.0);
+	assert_float_equal(c->attn_scale, ms * ms / 8, 1e-6);
+	tern_model_free(m);
+
+	/* V3's experts: from the second layer; grouped sigmoid router */
+	m = synth_open("deepseek2-v3", "f32");
+	assert_non_null(m);
+	c = &m->cfg;
+	assert_false(c->layer[0].is_moe);
+	assert_true(c->layer[1].is_moe && c->layer[2].is_moe);
+	assert_non_null(m->w.layers[0].ffn_gate);
+	assert_non_null(m->w.layers[2].exp_probs_b);
+	assert_null(m->w.layers[2].ffn_gate_inp_shexp); /* no gate on the shared expert */
+	assert_int_equal(c->moe.n_expert, 16);
+	assert_int_equal(c->moe.n_expert_used, 4);
+	assert_int_equal(c->moe.n_group, 4);
+	assert_int_equal(c->moe.n_group_used, 2);
+	assert_int_equal(c->moe.gating, TERN_MODEL_GATING_SIGMOID);
+	assert_true(c->moe.norm_w);
+	assert_float_equal(c->moe.w_scale, 2.5, 0);
+	assert_int_equal(c->moe.n_ff_exp, 128);
+	assert_int_equal(c->moe.n_ff_shexp, 128); /* one shared expert */
+	tern_model_free(m);
+	m = synth_open("deepseek2-moe", "q8_0"); /* V2-Lite's: softmax, not normalized, 2 shared */
+	assert_non_null(m);
+	assert_int_equal(m->cfg.moe.gating, TERN_MODEL_GATING_SOFTMAX);
+	assert_false(m->cfg.moe.norm_w);
+	assert_int_equal(m->cfg.moe.n_group, 0);
+	assert_int_equal(m->cfg.moe.n_ff_shexp, 256);
+	tern_model_free(m);
+
+	m = synth_open("deepseek2-kvb", "f32");
+	assert_non_null(m);
+	assert_true(m->cfg.mla_kv_b);
+	assert_int_equal(m->cfg.head_dim, 64);
+	assert_non_null(m->w.layers[0].wkv_b);
+	assert_null(m->w.layers[0].wk_b);
+	tern_model_free(m);
+}
+
+/* deepseek2's KV cache holds, per layer and position, the compressed
+ * latent and the shared RoPE key (kv_lora_rank 64 + rope.dimension_count
+ * 32 in gen_synth_llm's files), never the expanded heads (4 heads x (64 +
+ * 64) per position): its size is that, whatever the cache type; the
+ * estimate callers check memory with agrees; and the model still matches
+ * itself across cache types (the f32 cache against f16 and q8_0). */
+static void test_mla_cache(void **state)
+{
+	(void)state;
+	static const char *const archs[] = {"deepseek2", "deepseek2-yarn", "deepseek2-kvb"};
+	static const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+	const int32_t n_ctx = 40, n_layer = 2, row = 64 + 32, expanded = 4 * (64 + 64);
+	struct ref_bin r = {0};
+	ref_bin_load(&r, REF_DIR "/synth/deepseek2-f32.logits.bin"); /* its 24 ids */
+	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
+		struct tern_model *m = synth_open(archs[a], "f32");
+		assert_non_null(m);
+		struct tern_backend *be = backend(false, 2, 32);
+		const int32_t nv = (int32_t)m->cfg.n_vocab, n = N_SYNTH_POS;
+		float *lg[3];
+		for (size_t t = 0; t < 3; t++) {
+			struct tern_llm *l = llm_new(m, be, n_ctx, 8, types[t], true);
+			uint64_t want = (uint64_t)n_ctx * n_layer * quant_row_size(types[t], row, NULL), kv = 0;
+			assert_int_equal(tern_llm_kv_bytes(l), want);
+			tern_llm_memory_estimate(&m->cfg, n_ctx, 8, types[t], types[t], true, &kv);
+			assert_int_equal(kv, want);
+			assert_true(kv < (uint64_t)n_ctx * n_layer * quant_row_size(types[t], expanded, NULL) / 2);
+			lg[t] = malloc(sizeof(float) * (size_t)n * nv);
+			logits_all(l, r.tok, n, 8, lg[t]);
+			tern_llm_free(l);
+		}
+		/* the cache types against each other: f16 rounds the latent
+		 * (measured 2e-7 .. 5e-7), q8_0 more (1.6e-4 .. 3.8e-4); a row
+		 * stored or read at the wrong place is >= 1e-2 */
+		double e16 = nmse(lg[1], lg[0], (size_t)n * nv), e8 = nmse(lg[2], lg[0], (size_t)n * nv);
+		printf("%s: %d bytes per position, f16 vs f32 cache %.1e, q8_0 vs f32 %.1e\n", archs[a],
+		       (int)(n_layer * quant_row_size(QT_F16, row, NULL)), e16, e8);
+		assert_true(e16 < 1e-5);
+		assert_true(e8 < 2e-3);
+		for (size_t t = 0; t < 3; t++)
+			free(lg[t]);
+		tern_backend_free(be);
+		tern_model_free(m);
+	}
+	ref_bin_free(&r);
 }
 
 /* ---- real models against llama.cpp -------------------------------------------------- */
@@ -1625,6 +1774,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_synth_vs_llamacpp),
+		cmocka_unit_test(test_mla_config),
+		cmocka_unit_test(test_mla_cache),
 		cmocka_unit_test(test_real_smollm2),
 		cmocka_unit_test(test_real_gemma3),
 		cmocka_unit_test(test_threads_synth),

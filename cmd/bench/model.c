@@ -223,15 +223,20 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 }
 
 /* KV bytes a decode step reads at context ctx: each layer's K and V rows of
- * the positions it attends to (the window on sliding-window layers). */
+ * the positions it attends to (the window on sliding-window layers); with
+ * latent attention (deepseek2) the one latent row per position, V being
+ * a window of it. */
 static double kv_read_bytes(const struct tern_model_config *c, uint32_t tk, uint32_t tv, double ctx)
 {
 	double b = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
 		const struct tern_model_layer_config *lc = &c->layer[il];
 		double n = lc->is_swa && c->n_swa && ctx > c->n_swa ? c->n_swa : ctx;
-		b += n * (double)(quant_row_size(tk, (uint64_t)c->head_dim * lc->n_head_kv, NULL) +
-				  quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL));
+		if (c->n_lora_kv)
+			b += n * (double)quant_row_size(tk, (uint64_t)c->n_lora_kv + c->n_rot, NULL);
+		else
+			b += n * (double)(quant_row_size(tk, (uint64_t)c->head_dim * lc->n_head_kv, NULL) +
+					  quant_row_size(tv, (uint64_t)c->head_dim_v * lc->n_head_kv, NULL));
 	}
 	return b;
 }
@@ -527,9 +532,11 @@ static bool unfit(const struct bench_ctx *bc, const struct bench_test *t, char *
 		return true;
 	}
 	uint32_t tk = (uint32_t)tern_llm_cache_type(t->type_k), tv = (uint32_t)tern_llm_cache_type(t->type_v);
-	if ((tk == QT_Q8_0 || tv == QT_Q8_0) && (c->head_dim % 32 || c->head_dim_v % 32)) {
-		snprintf(why, cap, "a q8_0 cache needs a head size that is a multiple of 32 (this model's is %u)",
-			 c->head_dim);
+	uint32_t hk = c->n_lora_kv ? c->n_lora_kv + c->n_rot : c->head_dim, hv = c->n_lora_kv ? c->n_lora_kv : c->head_dim_v;
+	if (c->n_lora_kv) /* latent attention: one cache, of type_k */
+		tv = tk;
+	if ((tk == QT_Q8_0 || tv == QT_Q8_0) && (hk % 32 || hv % 32)) {
+		snprintf(why, cap, "a q8_0 cache needs a head size that is a multiple of 32 (this model's is %u)", hk);
 		return true;
 	}
 	double bytes = (double)tern_llm_memory_estimate(c, need, t->ubatch, tk, tv, false, NULL);

@@ -23,6 +23,9 @@
 #include "quant/cpu.h"
 #include "quant/quant.h"
 
+/* experts moe_route takes (its per-token state lives on the stack) */
+#define CPU_MOE_MAX_EXPERTS 1024
+
 struct cpu {
 	struct cpu_host host; /* first: the shared host state */
 	struct tern_backend be;
@@ -34,20 +37,51 @@ struct cpu {
 	float *attn_part;     /* [ATTN_PART_FLOATS]: a split decode attention's chunks */
 };
 
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* mat_mul_id of a batch: the GEMM's scratch, then the gathered inputs
+ * [max_tokens][cols] and outputs [max_tokens][rows] of one expert and the
+ * list of its (token, slot) pairs */
+static size_t id_gather_offset(const struct cpu_mm *mm) { return up64(mm->scratch_size); }
+
+static size_t id_scratch(const struct cpu_mm *mm)
+{
+	size_t n = (size_t)mm->max_tokens;
+	return id_gather_offset(mm) + up64(n * (size_t)mm->cols * 4) + up64(n * (size_t)mm->rows * 4) + up64(n * 8);
+}
+
+static void release_experts(struct cpu_mm *mm, int64_t n)
+{
+	for (int64_t e = 0; e < n; e++)
+		cpu_mm_release(&mm[e]);
+	free(mm);
+}
+
+/* The prepared form of a weight: one struct cpu_mm per expert (a 2-D
+ * weight is one), so that mat_vec / mat_mul read the first as before. */
 static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct cpu *c = be->impl;
 	int rc = cpu_host_weight_shape(be, w, err);
 	if (rc)
 		return rc;
-	struct cpu_mm *mm = calloc(1, sizeof *mm);
+	int64_t n_exp = w->ne[2];
+	struct cpu_mm *mm = calloc((size_t)n_exp, sizeof *mm);
 	if (!mm)
 		return tern_errf(err, TERN_ENOMEM, "%s: out of memory", be->name);
 	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack};
-	rc = cpu_mm_prepare(mm, c->pool, w->type, tern_buf_host(w), w->nb[1], w->ne[1], w->ne[0], &o, err);
+	for (int64_t e = 0; e < n_exp && !rc; e++)
+		rc = cpu_mm_prepare(&mm[e], c->pool, w->type, (const uint8_t *)tern_buf_host(w) + (size_t)e * w->nb[2],
+				    w->nb[1], w->ne[1], w->ne[0], &o, err);
+	if (rc && n_exp > 1)
+		tern_err_prefixf(err, "%s: expert stack", be->name);
 	size_t need = rc ? 0 : mm->scratch_size;
 	if (!rc && cpu_mm_vec_n_scratch(mm) > need)
 		need = cpu_mm_vec_n_scratch(mm);
+	if (!rc && n_exp > 1 && cpu_mm_vec_multi_scratch(mm) > need)
+		need = cpu_mm_vec_multi_scratch(mm);
+	if (!rc && n_exp > 1 && id_scratch(mm) > need)
+		need = id_scratch(mm);
 	if (!rc && need > c->scratch_size) {
 		void *s = aligned_alloc(64, (need + 63) & ~(size_t)63);
 		if (s) {
@@ -59,14 +93,11 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 		}
 	}
 	if (rc) {
-		cpu_mm_release(mm);
-		free(mm);
+		release_experts(mm, n_exp);
 		return rc;
 	}
-	if (w->prep) { /* a second prepare replaces the first */
-		cpu_mm_release(w->prep);
-		free(w->prep);
-	}
+	if (w->prep) /* a second prepare replaces the first */
+		release_experts(w->prep, n_exp);
 	w->prep = mm;
 	return 0;
 }
@@ -165,6 +196,52 @@ struct ops_args {
 	float s;
 };
 
+/* ---- one matrix per head (MLA) ----
+ * Units: a head x a block of HEADS_TOK tokens, from a shared counter; each
+ * quantizes its block's activations (on its stack) and takes one tile of
+ * dots, so that a unit's result does not depend on the thread. */
+#define HEADS_TOK 8
+
+static void heads_rows(void *arg, int64_t u0, int64_t u1)
+{
+	struct ops_args *o = arg;
+	const struct tern_buf *w = o->a, *x = o->b;
+	struct tern_buf *y = o->y;
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2], ntok = x->ne[2];
+	int64_t nblk = (ntok + HEADS_TOK - 1) / HEADS_TOK;
+	uint32_t at = quant_vec_dot_type(w->type);
+	size_t arow = quant_row_size(at, (uint64_t)cols, NULL);
+	_Alignas(64) uint8_t act[HEADS_TOK * 2 * TERN_HEADS_MAX_COLS];
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	for (int64_t u = u0; u < u1; u++) {
+		int64_t h = u / nblk, t0 = u % nblk * HEADS_TOK;
+		int nt = (int)(ntok - t0 < HEADS_TOK ? ntok - t0 : HEADS_TOK);
+		const float *xr = xd + (t0 * nh + h) * cols;
+		const void *a = xr;
+		size_t astride = sizeof(float) * (size_t)(nh * cols);
+		if (at != QT_F32) {
+			for (int i = 0; i < nt; i++)
+				quant_quantize_act(at, xr + (size_t)i * (size_t)(nh * cols), act + (size_t)i * arow,
+						   (uint64_t)cols);
+			a = act;
+			astride = arow;
+		}
+		quant_dot_tile(w->type, cols, (const uint8_t *)tern_buf_host(w) + (size_t)h * w->nb[2], w->nb[1],
+			       (int)rows, a, astride, nt, yd + (t0 * nh + h) * rows, (size_t)(nh * rows));
+	}
+}
+
+static void cpu_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y)
+{
+	if (!cpu_host_heads_args(be, w, x, y))
+		return;
+	struct ops_args o = {.be = be, .a = w, .b = x, .y = y};
+	int64_t units = w->ne[2] * ((x->ne[2] + HEADS_TOK - 1) / HEADS_TOK);
+	par_rows(be, heads_rows, &o, units, w->ne[0] * w->ne[1] * w->ne[2] * x->ne[2]);
+}
+
 static const uint8_t *row_at(const struct tern_buf *b, int64_t i1, int64_t i2)
 {
 	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2];
@@ -217,6 +294,30 @@ static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct t
  * products in f32 */
 #define ROPE_MAX_PAIRS (TERN_ATTN_MAX_HEAD_DIM / 2)
 
+/* cos and sin of pair j whose unscaled angle is e (pos / base^(2j/n_rot)
+ * / freq[j]): linear scaling and YaRN's ramp (lib/backend.h), both times
+ * mag (rope_mag: YaRN's mscale times the attention factor), in f32 as
+ * llama.cpp */
+static inline void rope_angle(const struct tern_rope *p, int64_t j, float e, float mag, float *cs, float *sn)
+{
+	float th = p->freq_scale * e;
+	if (p->ext_factor > 0) {
+		float y = ((float)j - p->corr_low) / fmaxf(0.001f, p->corr_high - p->corr_low);
+		float r = p->ext_factor * (1.0f - fminf(1.0f, fmaxf(0.0f, y)));
+		th = th * (1.0f - r) + e * r;
+	}
+	sincosf(th, sn, cs);
+	*sn *= mag;
+	*cs *= mag;
+}
+
+/* YaRN's mscale and the attention factor both scale cos and sin (llama.cpp
+ * passes one product as ggml_rope_ext's attn_factor); 0 stands for 1 in each */
+static inline float rope_mag(const struct tern_rope *p)
+{
+	return (p->mscale > 0 ? p->mscale : 1.0f) * (p->attn_factor > 0 ? p->attn_factor : 1.0f);
+}
+
 static void rope_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
@@ -226,14 +327,12 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-	float ms = p->attn_factor > 0 ? p->attn_factor : 1.0f;
+	float ms = rope_mag(p);
 	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn[j], &cs[j]);
-			cs[j] *= ms;
-			sn[j] *= ms;
+			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs[j], &sn[j]);
 			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
 			sn2[2 * j] = -sn[j];
 			sn2[2 * j + 1] = sn[j];
@@ -252,15 +351,13 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-	float ms = p->attn_factor > 0 ? p->attn_factor : 1.0f;
+	float ms = rope_mag(p);
 	for (int64_t r = r0; r < r1; r++) {
 		float *xh = (float *)tern_buf_host(o->x) + r * hd;
 		float theta = (float)pd[r / nh];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			float cs, sn;
-			sincosf(p->freq_scale * (ff ? theta / ff[j] : theta), &sn, &cs);
-			cs *= ms;
-			sn *= ms;
+			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs, &sn);
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];
@@ -312,6 +409,204 @@ static void cpu_kv_store(struct tern_backend *be, struct tern_buf *cache, const 
 		return;
 	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos};
 	par_rows(be, kv_store_rows, &o, pos->ne[0], pos->ne[0] * x->ne[0] * x->ne[1] * 4);
+}
+
+/* ---- mixture of experts ---- */
+
+/* One token: the k selected experts' rows in one pool job. A batch: per
+ * expert, the (token, slot) pairs that chose it are gathered into one
+ * block of inputs, which goes through that expert's product (the GEMM
+ * from quant_gemm_min_tokens on) once, and the outputs are scattered
+ * back. An expert no token chose is not read. */
+static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
+{
+	struct cpu *c = be->impl;
+	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y))
+		return;
+	const struct cpu_mm *mm = w->prep;
+	int64_t k = ids->ne[0], ntok = ids->ne[1], nx = x->ne[1], n_exp = w->ne[2];
+	int64_t rows = w->ne[1], cols = w->ne[0];
+	const int32_t *id = tern_buf_host(ids);
+	const float *xd = tern_buf_host(x), *bd = b ? tern_buf_host(b) : NULL;
+	float *yd = tern_buf_host(y);
+	if (ntok * k > 1 && c->scratch_size < id_scratch(mm)) {
+		cpu_host_fail(be, "mat_mul_id: weight of one expert not prepared as a stack");
+		return;
+	}
+	if (ntok == 1) {
+		const struct cpu_mm *sel[TERN_MOE_MAX_USED];
+		const float *xs[TERN_MOE_MAX_USED];
+		float *ys[TERN_MOE_MAX_USED];
+		int n = 0;
+		for (int64_t i = 0; i < k; i++) {
+			if (!cpu_host_pos_ok(be, "mat_mul_id", id[i], n_exp))
+				continue;
+			sel[n] = &mm[id[i]];
+			xs[n] = xd + (nx == 1 ? 0 : i) * cols;
+			ys[n] = yd + i * rows;
+			n++;
+		}
+		if (n)
+			cpu_mm_run_vec_multi(sel, n, c->pool, xs, ys, c->scratch);
+		for (int i = 0; bd && i < n; i++) {
+			const float *be_ = bd + (sel[i] - mm) * rows;
+			for (int64_t r = 0; r < rows; r++)
+				ys[i][r] += be_[r];
+		}
+		return;
+	}
+	for (int64_t t = 0; t < ntok; t++)
+		for (int64_t i = 0; i < k; i++)
+			cpu_host_pos_ok(be, "mat_mul_id", id[t * k + i], n_exp);
+	uint8_t *base = c->scratch;
+	float *gx = (float *)(void *)(base + id_gather_offset(mm));
+	float *gy = gx + up64((size_t)mm->max_tokens * (size_t)cols * 4) / 4;
+	int32_t *list = (int32_t *)(void *)(gy + up64((size_t)mm->max_tokens * (size_t)rows * 4) / 4);
+	for (int64_t e = 0; e < n_exp; e++) {
+		int64_t cnt = 0, pair = 0, total = ntok * k;
+		while (pair < total) {
+			/* a block of up to max_tokens pairs (more only with repeated ids) */
+			for (; pair < total && cnt < mm->max_tokens; pair++) {
+				if (id[pair] != e)
+					continue;
+				int64_t t = pair / k, i = pair % k;
+				memcpy(gx + cnt * cols, xd + (t * nx + (nx == 1 ? 0 : i)) * cols, sizeof(float) * (size_t)cols);
+				list[cnt++] = (int32_t)pair;
+			}
+			if (!cnt)
+				break;
+			cpu_mm_run(&mm[e], c->pool, gx, cnt, gy, c->scratch);
+			for (int64_t r = 0; r < cnt; r++) {
+				float *dst = yd + (int64_t)list[r] * rows;
+				const float *src = gy + r * rows;
+				if (bd)
+					for (int64_t j = 0; j < rows; j++)
+						dst[j] = src[j] + bd[e * rows + j];
+				else
+					memcpy(dst, src, sizeof(float) * (size_t)rows);
+			}
+			cnt = 0;
+		}
+	}
+}
+
+/* the router, token by token on the caller: a few experts' worth of work */
+static void cpu_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
+{
+	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+		return;
+	int64_t ne = logits->ne[0], k = p->k;
+	int ng = p->n_group > 1 ? p->n_group : 1;
+	int64_t per = ne / ng;
+	if (ne > CPU_MOE_MAX_EXPERTS) {
+		cpu_host_fail(be, "moe_route: %lld experts (at most %d)", (long long)ne, CPU_MOE_MAX_EXPERTS);
+		return;
+	}
+	const float *ld = tern_buf_host(logits), *bd = bias ? tern_buf_host(bias) : NULL;
+	int32_t *id = tern_buf_host(ids);
+	float *wd = tern_buf_host(weights);
+	float prob[CPU_MOE_MAX_EXPERTS], sel[CPU_MOE_MAX_EXPERTS];
+	for (int64_t t = 0; t < cpu_host_nrows(logits); t++) {
+		const float *lt = ld + t * ne;
+		if (p->gating == TERN_MOE_SOFTMAX) {
+			float m = -INFINITY, sum = 0;
+			for (int64_t e = 0; e < ne; e++)
+				m = fmaxf(m, lt[e]);
+			for (int64_t e = 0; e < ne; e++)
+				sum += prob[e] = expf(lt[e] - m);
+			for (int64_t e = 0; e < ne; e++)
+				prob[e] /= sum;
+		} else {
+			for (int64_t e = 0; e < ne; e++)
+				prob[e] = p->gating == TERN_MOE_SIGMOID ? 1.0f / (1.0f + expf(-lt[e])) : lt[e];
+		}
+		for (int64_t e = 0; e < ne; e++)
+			sel[e] = bd ? prob[e] + bd[e] : prob[e];
+		if (ng > 1) {
+			float gs[CPU_MOE_MAX_EXPERTS];
+			for (int g = 0; g < ng; g++) {
+				float b1 = -INFINITY, b2 = -INFINITY;
+				for (int64_t e = g * per; e < (g + 1) * per; e++) {
+					float v = sel[e];
+					b2 = v > b1 ? b1 : fmaxf(b2, v);
+					b1 = fmaxf(b1, v);
+				}
+				gs[g] = per > 1 ? b1 + b2 : b1;
+			}
+			/* a group survives when fewer than n_group_used groups beat it */
+			bool keep[CPU_MOE_MAX_EXPERTS];
+			for (int g = 0; g < ng; g++) {
+				int better = 0;
+				for (int h = 0; h < ng; h++)
+					better += gs[h] > gs[g] || (gs[h] == gs[g] && h < g);
+				keep[g] = better < p->n_group_used;
+			}
+			for (int64_t e = 0; e < ne; e++)
+				if (!keep[e / per])
+					sel[e] = -INFINITY;
+		}
+		/* top-k by insertion into a sorted list (k is small) */
+		int32_t *it = id + t * k;
+		float top[TERN_MOE_MAX_USED];
+		int64_t nt = 0;
+		for (int64_t e = 0; e < ne; e++) {
+			float v = sel[e];
+			if (nt == k && !(v > top[k - 1]))
+				continue;
+			int64_t j = nt < k ? nt++ : k - 1;
+			for (; j > 0 && v > top[j - 1]; j--) {
+				top[j] = top[j - 1];
+				it[j] = it[j - 1];
+			}
+			top[j] = v;
+			it[j] = (int32_t)e;
+		}
+		float *wt = wd + t * k, sum = 0;
+		for (int64_t i = 0; i < k; i++)
+			wt[i] = prob[it[i]];
+		if (p->gating == TERN_MOE_SOFTMAX_TOPK) {
+			float m = -INFINITY, s = 0;
+			for (int64_t i = 0; i < k; i++)
+				m = fmaxf(m, wt[i]);
+			for (int64_t i = 0; i < k; i++)
+				s += wt[i] = expf(wt[i] - m);
+			for (int64_t i = 0; i < k; i++)
+				wt[i] /= s;
+		}
+		for (int64_t i = 0; i < k; i++)
+			sum += wt[i];
+		float inv = p->norm ? 1.0f / fmaxf(sum, 6.103515625e-5f) : 1.0f;
+		for (int64_t i = 0; i < k; i++)
+			wt[i] = wt[i] * inv * p->scale;
+	}
+}
+
+static void combine_rows(void *arg, int64_t r0, int64_t r1)
+{
+	struct ops_args *o = arg;
+	int64_t n = o->a->ne[0], k = o->a->ne[1];
+	const float *xd = tern_buf_host(o->a), *wd = tern_buf_host(o->b);
+	float *yd = tern_buf_host(o->y);
+	for (int64_t t = r0; t < r1; t++) {
+		float *yt = yd + t * n;
+		const float *xt = xd + t * k * n, *wt = wd + t * k;
+		for (int64_t j = 0; j < n; j++)
+			yt[j] = wt[0] * xt[j];
+		for (int64_t i = 1; i < k; i++)
+			for (int64_t j = 0; j < n; j++)
+				yt[j] += wt[i] * xt[i * n + j];
+	}
+}
+
+static void cpu_moe_combine(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			    struct tern_buf *y)
+{
+	if (!cpu_host_moe_combine_args(be, x, w, y))
+		return;
+	struct ops_args o = {.be = be, .a = x, .b = w, .y = y};
+	par_rows(be, combine_rows, &o, x->ne[2], x->ne[0] * x->ne[1] * x->ne[2]);
 }
 
 /* ---- attention ----
@@ -396,9 +691,10 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	*a = (struct cpu_attn_args){
 		.q = tern_buf_host(q), .y = tern_buf_host(y), .k = tern_buf_host(k), .v = tern_buf_host(v),
 		.k_head = k->nb[1], .k_pos = k->nb[2], .v_head = v->nb[1], .v_pos = v->nb[2],
-		.ktype = k->type, .vtype = v->type, .pos = pd, .hd = q->ne[0], .nh = q->ne[1], .nkv = k->ne[1],
+		.ktype = k->type, .vtype = v->type, .pos = pd, .hd = q->ne[0], .hdv = v->ne[0], .nh = q->ne[1],
+		.nkv = k->ne[1],
 		.ntok = ntok, .n_ctx = n_ctx, .scale = p->scale, .softcap = p->softcap, .window = p->window,
-		.n_chunks = 1, .part = c->attn_part,
+		.n_chunks = 1, .part = c->attn_part, .sinks = p->sinks ? tern_buf_host(p->sinks) : NULL,
 	};
 	a->group = a->nh / a->nkv;
 	a->unit_rows = a->group <= CPU_ATTN_ROWS ? a->group * (CPU_ATTN_ROWS / a->group) : CPU_ATTN_ROWS;
@@ -406,7 +702,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	/* one token over a long context: chunks of keys, as many as the
 	 * partials' space holds (a rule of the shapes alone) */
 	if (ntok == 1 && keys >= 2 * ATTN_CHUNK) {
-		int64_t cap = ATTN_PART_FLOATS / (a->nh * (a->hd + 2));
+		int64_t cap = ATTN_PART_FLOATS / (a->nh * (a->hdv + 2));
 		int64_t nc = (keys + ATTN_CHUNK - 1) / ATTN_CHUNK;
 		nc = nc < cap ? nc : cap;
 		if (nc > 1) {
@@ -414,11 +710,11 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 			a->n_chunks = (keys + a->chunk - 1) / a->chunk;
 		}
 	}
-	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0;
+	j.dec = ntok == 1 && a->group <= CPU_ATTN_DEC_ROWS && a->hd % 16 == 0 && a->hdv % 16 == 0;
 	j.n_units = a->nkv * (j.dec ? 1 : a->n_row_units) * a->n_chunks;
 	atomic_init(&j.next, 0);
 	/* work: scores and weighted sums, ~4 flops per key and dimension */
-	if (keys * a->nh * a->hd < PAR_MIN_WORK * 8 || j.n_units < 2 || tp_threads(c->pool) == 1)
+	if (keys * a->nh * (a->hd + a->hdv) < PAR_MIN_WORK * 16 || j.n_units < 2 || tp_threads(c->pool) == 1)
 		attn_body(&j, 0, 1);
 	else
 		tp_run_any(c->pool, attn_body, &j);
@@ -428,7 +724,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 
 /* element-wise ops: rows of ne[0]; kind selects the op */
 /* EW_UNARY + a TERN_UNARY_* kind: the unary ops, last */
-enum { EW_GLU_SILU, EW_GLU_GELU, EW_ADD, EW_SCALE, EW_SOFTMAX, EW_UNARY };
+enum { EW_GLU_SILU, EW_GLU_GELU, EW_GLU_OAI, EW_ADD, EW_SCALE, EW_SOFTMAX, EW_UNARY };
 
 static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
 
@@ -471,6 +767,16 @@ static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 		for (int64_t i = 0; i < len; i++)
 			y[i] = cpu_host_gelu_f16(a[i]);
 		break;
+	case EW_GLU_OAI: /* gpt-oss's clamped SwiGLU (lib/backend.h) */
+		for (int64_t i = 0; i < len; i++) {
+			float g = fminf(a[i], 7.0f), u = fminf(fmaxf(b[i], -7.0f), 7.0f);
+			y[i] = g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+		}
+		break;
+	case EW_UNARY + TERN_UNARY_SIGMOID:
+		for (int64_t i = 0; i < len; i++)
+			y[i] = 1.0f / (1.0f + expf(-a[i]));
+		break;
 	default: /* gelu with erf: libm's erff */
 		for (int64_t i = 0; i < len; i++)
 			y[i] = gelu_erf(a[i]);
@@ -487,22 +793,25 @@ static void eltwise(struct tern_backend *be, const struct tern_buf *a, const str
 static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up,
 		    struct tern_buf *y, int kind)
 {
-	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU) {
+	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU && kind != TERN_GLU_SWIGLU_OAI) {
 		cpu_host_fail(be, "glu: unknown kind %d", kind);
 		return;
 	}
 	if (cpu_host_eltwise_args(be, "glu", gate, up, y, false))
-		eltwise(be, gate, up, y, kind == TERN_GLU_GEGLU ? EW_GLU_GELU : EW_GLU_SILU, 0, 2);
+		eltwise(be, gate, up, y,
+			kind == TERN_GLU_GEGLU ? EW_GLU_GELU : kind == TERN_GLU_SWIGLU ? EW_GLU_SILU : EW_GLU_OAI, 0,
+			kind == TERN_GLU_SWIGLU_OAI ? 8 : 2);
 }
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_GELU_F16) {
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
 		cpu_host_fail(be, "unary: unknown kind %d", kind);
 		return;
 	}
 	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
-		eltwise(be, x, NULL, y, EW_UNARY + kind, 0, kind == TERN_UNARY_GELU_ERF ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
+		eltwise(be, x, NULL, y, EW_UNARY + kind, 0,
+			kind == TERN_UNARY_GELU_ERF || kind == TERN_UNARY_SIGMOID ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
 }
 
 static void cpu_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
@@ -551,21 +860,39 @@ static void cpu_im2col(struct tern_backend *be, const struct tern_buf *x, struct
 	par_rows(be, im2col_rows, &o, y->ne[1], y->ne[1] * y->ne[0]);
 }
 
+/* row r of b (r over every dimension above ne[0]), through its strides:
+ * either side of a copy may be a column window (tern_buf_cols) */
+static const uint8_t *row_n(const struct tern_buf *b, int64_t r)
+{
+	int64_t i1 = r % b->ne[1], i2 = r / b->ne[1] % b->ne[2], i3 = r / (b->ne[1] * b->ne[2]);
+	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2] +
+	       (size_t)i3 * b->nb[3];
+}
+
+static bool packed(const struct tern_buf *b)
+{
+	size_t row = quant_row_size(b->type, (uint64_t)b->ne[0], NULL);
+	return b->nb[1] == row && b->nb[2] == row * (size_t)b->ne[1] && b->nb[3] == b->nb[2] * (size_t)b->ne[2];
+}
+
 static void copy_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
 	const struct tern_buf *src = o->a;
 	struct tern_buf *dst = o->y;
-	if (src->type == dst->type) {
-		memcpy((uint8_t *)tern_buf_host(dst) + (size_t)r0 * dst->nb[1],
-		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * src->nb[1], (size_t)(r1 - r0) * src->nb[1]);
+	size_t bytes = quant_row_size(src->type, (uint64_t)src->ne[0], NULL);
+	if (src->type == dst->type && packed(src) && packed(dst)) {
+		memcpy((uint8_t *)tern_buf_host(dst) + (size_t)r0 * bytes,
+		       (const uint8_t *)tern_buf_host(src) + (size_t)r0 * bytes, (size_t)(r1 - r0) * bytes);
 		return;
 	}
 	const struct cpu_ops *k = cpu_ops();
 	for (int64_t r = r0; r < r1; r++) {
-		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
-		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
-		if (src->type == QT_F32)
+		const uint8_t *s = row_n(src, r);
+		uint8_t *d = (uint8_t *)row_n(dst, r);
+		if (src->type == dst->type)
+			memcpy(d, s, bytes);
+		else if (src->type == QT_F32)
 			k->encode_row(dst->type, (const float *)(const void *)s, d, src->ne[0]);
 		else
 			k->decode_row(src->type, s, (float *)(void *)d, src->ne[0]);
@@ -583,10 +910,8 @@ static void cpu_copy(struct tern_backend *be, const struct tern_buf *src, struct
 static void cpu_buf_free(struct tern_backend *be, struct tern_buf *b)
 {
 	(void)be;
-	if (b->prep) {
-		cpu_mm_release(b->prep);
-		free(b->prep);
-	}
+	if (b->prep)
+		release_experts(b->prep, b->ne[2]);
 	cpu_host_buf_release(b);
 }
 
@@ -634,6 +959,10 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.mat_vec = cpu_mat_vec;
 	c->be.mat_vec_n = cpu_mat_vec_n;
 	c->be.mat_mul = cpu_mat_mul;
+	c->be.mat_mul_heads = cpu_mat_mul_heads;
+	c->be.mat_mul_id = cpu_mat_mul_id;
+	c->be.moe_route = cpu_moe_route;
+	c->be.moe_combine = cpu_moe_combine;
 	c->be.get_rows = cpu_get_rows;
 	c->be.norm = cpu_norm;
 	c->be.rope = cpu_rope;

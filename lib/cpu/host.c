@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,10 @@ bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern
 		return false;
 	}
 	int64_t ntok = x->ne[1];
+	if (w->ne[2] != 1) {
+		cpu_host_fail(be, "%s: a stack of %lld experts takes mat_mul_id", op, (long long)w->ne[2]);
+		return false;
+	}
 	if (x->be != be || y->be != be || !contiguous_f32(x) || !contiguous_f32(y) || x->ne[0] != w->ne[0] ||
 	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens || (one_token && ntok != 1)) {
 		cpu_host_fail(be, "%s: operands do not fit a %lld x %lld weight (x %lld x %lld, y %lld x %lld)", op,
@@ -169,8 +174,8 @@ int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, ter
 {
 	if (w->be != be || !w->mem)
 		return tern_errf(err, TERN_EINVAL, "%s: weight is not a buffer of this backend", be->name);
-	if (w->ne[2] != 1 || w->ne[3] != 1)
-		return tern_errf(err, TERN_EINVAL, "%s: weight of %lld x %lld x %lld x %lld is not a matrix", be->name,
+	if (w->ne[3] != 1)
+		return tern_errf(err, TERN_EINVAL, "%s: weight of %lld x %lld x %lld x %lld is not a matrix or a stack of them", be->name,
 				 (long long)w->ne[0], (long long)w->ne[1], (long long)w->ne[2], (long long)w->ne[3]);
 	return 0;
 }
@@ -203,6 +208,18 @@ static bool contiguous(const struct tern_buf *b)
 		return false;
 	for (int i = 2; i < TERN_MAX_DIMS; i++)
 		if (b->ne[i] > 1 && b->nb[i] != b->nb[i - 1] * (size_t)b->ne[i - 1])
+			return false;
+	return true;
+}
+
+/* rows of b do not overlap, with or without gaps between them (a column
+ * window, tern_buf_cols) */
+static bool rows_apart(const struct tern_buf *b)
+{
+	if (b->nb[1] < quant_row_size(b->type, (uint64_t)b->ne[0], NULL))
+		return false;
+	for (int i = 2; i < TERN_MAX_DIMS; i++)
+		if (b->ne[i] > 1 && b->nb[i] < b->nb[i - 1] * (size_t)b->ne[i - 1])
 			return false;
 	return true;
 }
@@ -267,7 +284,9 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	bool ok = mine(be, x, QT_F32) && writable(x) && mine(be, pos, QT_I32) && pos->ne[0] == ntok &&
 		  cpu_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
 		  p->n_rot >= 2 && p->n_rot % 2 == 0 && p->n_rot <= x->ne[0] && p->freq_base > 0 &&
-		  p->freq_scale > 0 && p->attn_factor >= 0;
+		  p->freq_scale > 0 && p->ext_factor >= 0 && p->ext_factor <= 1 && p->mscale >= 0 &&
+		  isfinite(p->mscale) && isfinite(p->corr_low) && isfinite(p->corr_high) && p->attn_factor >= 0 &&
+		  isfinite(p->attn_factor);
 	if (ok && freq)
 		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && cpu_host_nrows(freq) == 1;
 	if (!ok)
@@ -296,17 +315,37 @@ bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, 
 			     const struct tern_attn *p)
 {
 	char s1[96], s2[96];
-	int64_t hd = q->ne[0], nh = q->ne[1], nkv = k->ne[1];
-	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hd &&
+	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], nkv = k->ne[1];
+	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hdv &&
 		  y->ne[1] == nh && y->ne[2] == q->ne[2] && y->ne[3] == 1 && hd <= TERN_ATTN_MAX_HEAD_DIM &&
-		  k->be == be && k->mem && contiguous(k) && k->ne[3] == 1 && v->be == be && v->mem &&
-		  contiguous(v) && v->ne[3] == 1 && k->ne[0] == hd && v->ne[0] == hd && v->ne[1] == nkv &&
-		  v->ne[2] == k->ne[2] && nh % nkv == 0 && (k->type == QT_F32 || quant_can_quantize(k->type)) &&
+		  hdv >= 1 && hdv <= TERN_ATTN_MAX_HEAD_DIM && k->be == be && k->mem && contiguous(k) &&
+		  k->ne[3] == 1 && v->be == be && v->mem && rows_apart(v) && v->ne[3] == 1 && k->ne[0] == hd &&
+		  v->ne[1] == nkv && v->ne[2] == k->ne[2] && nh % nkv == 0 &&
+		  (k->type == QT_F32 || quant_can_quantize(k->type)) &&
 		  (v->type == QT_F32 || quant_can_quantize(v->type)) && mine(be, pos, QT_I32) &&
 		  pos->ne[0] == q->ne[2] && cpu_host_nrows(pos) == 1 && p->window >= 0 && p->softcap >= 0;
+	if (ok && p->sinks)
+		ok = mine(be, p->sinks, QT_F32) && p->sinks->ne[0] == nh && cpu_host_nrows(p->sinks) == 1;
 	if (!ok)
 		cpu_host_fail(be, "attention: q %s does not fit cache %s", shape(s1, sizeof s1, q),
 			      shape(s2, sizeof s2, k));
+	return ok;
+}
+
+bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			 const struct tern_buf *y)
+{
+	char s1[96], s2[96];
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
+	bool ok = w->be == be && w->mem && rows_apart(w) && w->ne[3] == 1 && quant_is_weight_type(w->type) &&
+		  cols % quant_type_info(w->type)->blck == 0 &&
+		  cols % quant_type_info(quant_vec_dot_type(w->type))->blck == 0 && cols <= TERN_HEADS_MAX_COLS &&
+		  mine(be, x, QT_F32) && mine(be, y, QT_F32) && writable(y) && x->ne[0] == cols && x->ne[1] == nh &&
+		  y->ne[0] == rows && y->ne[1] == nh && x->ne[2] == y->ne[2] && x->ne[3] == 1 && y->ne[3] == 1 &&
+		  x->ne[2] >= 1 && x->ne[2] <= be->max_tokens;
+	if (!ok)
+		cpu_host_fail(be, "mat_mul_heads: weight %s and x %s do not fit", shape(s1, sizeof s1, w),
+			      shape(s2, sizeof s2, x));
 	return ok;
 }
 
@@ -327,7 +366,7 @@ bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst)
 {
 	char s1[96], s2[96];
-	bool ok = src->be == be && src->mem && contiguous(src) && dst->be == be && dst->mem && contiguous(dst) &&
+	bool ok = src->be == be && src->mem && rows_apart(src) && dst->be == be && dst->mem && rows_apart(dst) &&
 		  writable(dst) && same_shape(src, dst) &&
 		  (src->type == dst->type || (src->type == QT_F32 && quant_can_quantize(dst->type)) ||
 		   dst->type == QT_F32);
@@ -403,4 +442,68 @@ bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, c
 	};
 	a->group = a->nh / a->nkv;
 	return true;
+}
+
+/* ---- mixture of experts ---- */
+
+bool cpu_host_mat_mul_id_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      const struct tern_buf *ids, const struct tern_buf *b, const struct tern_buf *y)
+{
+	char s1[96], s2[96], s3[96];
+	if (w->be != be || !w->prep) {
+		cpu_host_fail(be, "mat_mul_id: weight not prepared by this backend");
+		return false;
+	}
+	int64_t k = ids->ne[0], ntok = ids->ne[1];
+	bool ok = mine(be, x, QT_F32) && mine(be, ids, QT_I32) && mine(be, y, QT_F32) && writable(y) &&
+		  ids->ne[2] == 1 && ids->ne[3] == 1 && k >= 1 && k <= TERN_MOE_MAX_USED && ntok >= 1 &&
+		  ntok <= be->max_tokens && x->ne[0] == w->ne[0] && (x->ne[1] == 1 || x->ne[1] == k) &&
+		  x->ne[2] == ntok && x->ne[3] == 1 && y->ne[0] == w->ne[1] && y->ne[1] == k && y->ne[2] == ntok &&
+		  y->ne[3] == 1;
+	if (ok && b)
+		ok = mine(be, b, QT_F32) && b->ne[0] == w->ne[1] && b->ne[1] == w->ne[2] && b->ne[2] == 1 &&
+		     b->ne[3] == 1;
+	if (!ok)
+		cpu_host_fail(be, "mat_mul_id: x %s, ids %s, y %s do not fit the experts %lld x %lld x %lld",
+			      shape(s1, sizeof s1, x), shape(s2, sizeof s2, ids), shape(s3, sizeof s3, y),
+			      (long long)w->ne[2], (long long)w->ne[1], (long long)w->ne[0]);
+	return ok;
+}
+
+bool cpu_host_moe_route_args(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			     const struct tern_buf *ids, const struct tern_buf *weights, const struct tern_moe_route *p)
+{
+	char s1[96], s2[96];
+	int64_t ne = logits->ne[0], ntok = cpu_host_nrows(logits);
+	int ng = p->n_group > 1 ? p->n_group : 1;
+	bool ok = mine(be, logits, QT_F32) && mine(be, ids, QT_I32) && mine(be, weights, QT_F32) && writable(ids) &&
+		  writable(weights) && p->k >= 1 && p->k <= TERN_MOE_MAX_USED && p->k <= ne &&
+		  (p->gating == TERN_MOE_SOFTMAX || p->gating == TERN_MOE_SIGMOID ||
+		   p->gating == TERN_MOE_SOFTMAX_TOPK) &&
+		  ids->ne[0] == p->k && cpu_host_nrows(ids) == ntok && weights->ne[0] == p->k &&
+		  cpu_host_nrows(weights) == ntok && ne % ng == 0 &&
+		  (ng == 1 || (p->n_group_used >= 1 && p->n_group_used <= ng && p->k <= ne / ng * p->n_group_used));
+	if (ok && bias)
+		ok = mine(be, bias, QT_F32) && bias->ne[0] == ne && cpu_host_nrows(bias) == 1;
+	if (!ok)
+		cpu_host_fail(be, "moe_route: logits %s, ids %s do not fit (k %d, gating %d, groups %d/%d)",
+			      shape(s1, sizeof s1, logits), shape(s2, sizeof s2, ids), p->k, p->gating, p->n_group_used,
+			      p->n_group);
+	return ok;
+}
+
+bool cpu_host_moe_combine_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			       const struct tern_buf *y)
+{
+	char s1[96], s2[96];
+	int64_t n = x->ne[0], k = x->ne[1], ntok = x->ne[2];
+	bool ok = mine(be, x, QT_F32) && mine(be, w, QT_F32) && mine(be, y, QT_F32) && writable(y) && x->ne[3] == 1 &&
+		  w->ne[0] == k && cpu_host_nrows(w) == ntok && y->ne[0] == n && cpu_host_nrows(y) == ntok;
+	if (ok && y->mem == x->mem) { /* views of one buffer: their bytes must not meet */
+		size_t y0 = y->offset, y1 = y0 + tern_buf_nbytes(y), x0 = x->offset, x1 = x0 + tern_buf_nbytes(x);
+		ok = y1 <= x0 || x1 <= y0;
+	}
+	if (!ok)
+		cpu_host_fail(be, "moe_combine: x %s, y %s do not fit", shape(s1, sizeof s1, x), shape(s2, sizeof s2, y));
+	return ok;
 }

@@ -43,7 +43,7 @@ void cpu_host_fail(struct tern_backend *be, const char *fmt, ...) __attribute__(
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
 		      const struct tern_buf *y, bool one_token);
 
-/* Check a weight for mat_prepare: a 2-D buffer of this backend. */
+/* Check a weight for mat_prepare: a 2-D or 3-D buffer of this backend. */
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
 
 /* ---- operands of the other ops (lib/backend.h): each records the
@@ -64,6 +64,9 @@ bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cach
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
 			     const struct tern_attn *p);
+/* mat_mul_heads: w a 3-D weight of this backend, x, y f32 (lib/backend.h) */
+bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			 const struct tern_buf *y);
 /* glu (b: up), add (b: the same shape or one row), unary, scale,
  * softmax (b NULL): f32 operands of y's shape. */
 bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
@@ -83,6 +86,14 @@ bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, c
 
 /* TERN_UNARY_GELU_F16 of x (backend.h), from a table built on first use. */
 float cpu_host_gelu_f16(float x);
+
+/* mat_mul_id, moe_route, moe_combine: the shapes lib/backend.h gives */
+bool cpu_host_mat_mul_id_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      const struct tern_buf *ids, const struct tern_buf *b, const struct tern_buf *y);
+bool cpu_host_moe_route_args(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			     const struct tern_buf *ids, const struct tern_buf *weights, const struct tern_moe_route *p);
+bool cpu_host_moe_combine_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			       const struct tern_buf *y);
 
 /* A position read from a device buffer at run time: in 0..n-1, else the
  * violation is recorded and false returned. */

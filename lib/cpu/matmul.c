@@ -380,3 +380,93 @@ void cpu_mm_run_vec_n(const struct cpu_mm *const *mm, int n, struct tp_pool *poo
 	}
 	tp_run_any(pool, mv_n_body, &j);
 }
+
+/* ---- several weights, one token, each its own input --------------------------- */
+
+struct mv_multi_job {
+	const struct cpu_mm *const *mm;
+	const uint8_t *a[CPU_MM_MULTI_MAX]; /* the input of item i as its weight pairs with it */
+	size_t arow[CPU_MM_MULTI_MAX];
+	float *const *y;
+	int64_t first[CPU_MM_MULTI_MAX + 1]; /* chunk index where item i starts */
+	int n_ranges;
+	struct {
+		_Atomic int64_t next;
+		int64_t end;
+		char pad[48];
+	} range[MV_RANGES];
+};
+
+static void mv_multi_body(void *varg, int ith, int nth)
+{
+	(void)nth;
+	struct mv_multi_job *j = varg;
+	int own = ith % j->n_ranges;
+	for (int k = 0; k < j->n_ranges; k++) {
+		int rg = (own + k) % j->n_ranges;
+		int i = 0;
+		for (;;) {
+			int64_t c = atomic_fetch_add_explicit(&j->range[rg].next, 1, memory_order_relaxed);
+			if (c >= j->range[rg].end)
+				break;
+			while (c >= j->first[i + 1])
+				i++;
+			const struct cpu_mm *mm = j->mm[i];
+			int64_t r0 = (c - j->first[i]) * MV_ROW_CHUNK;
+			int nr = (int)(mm->rows - r0 < MV_ROW_CHUNK ? mm->rows - r0 : MV_ROW_CHUNK);
+			quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, j->a[i],
+				       j->arow[i], 1, j->y[i] + r0, (size_t)mm->rows);
+		}
+	}
+}
+
+size_t cpu_mm_vec_multi_scratch(const struct cpu_mm *mm)
+{
+	return CPU_MM_MULTI_MAX * up64(tile_scratch(mm->wtype, mm->cols, 1));
+}
+
+void cpu_mm_run_vec_multi(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *const *x,
+			  float *const *y, void *scratch)
+{
+	for (int i = 0; i < n; i++)
+		if (mm[i]->gemm_from <= 1) { /* repacked for decode: cpu_mm_run's own bits */
+			for (int k = 0; k < n; k++)
+				cpu_mm_run(mm[k], pool, x[k], 1, y[k], scratch);
+			return;
+		}
+	struct mv_multi_job j = {.mm = mm, .y = y};
+	uint8_t *q = scratch;
+	int64_t chunks = 0;
+	for (int i = 0; i < n; i++) {
+		j.first[i] = chunks;
+		chunks += (mm[i]->rows + MV_ROW_CHUNK - 1) / MV_ROW_CHUNK;
+		uint32_t at = mm[i]->at;
+		if (at == QT_F32) {
+			j.a[i] = (const uint8_t *)x[i];
+			j.arow[i] = (size_t)mm[i]->cols * sizeof(float);
+			continue;
+		}
+		j.arow[i] = quant_row_size(at, (uint64_t)mm[i]->cols, NULL);
+		/* an input shared by several items (the gate and up products of
+		 * the selected experts) is quantized once */
+		int same = -1;
+		for (int k = 0; k < i && same < 0; k++)
+			if (x[k] == x[i] && mm[k]->at == at && mm[k]->cols == mm[i]->cols)
+				same = k;
+		if (same >= 0) {
+			j.a[i] = j.a[same];
+		} else {
+			quant_quantize_act(at, x[i], q, (uint64_t)mm[i]->cols);
+			j.a[i] = q;
+			q += up64(j.arow[i]);
+		}
+	}
+	j.first[n] = chunks;
+	int nth = tp_threads(pool);
+	j.n_ranges = nth < MV_RANGES ? nth : MV_RANGES;
+	for (int k = 0; k < j.n_ranges; k++) {
+		atomic_init(&j.range[k].next, chunks * k / j.n_ranges);
+		j.range[k].end = chunks * (k + 1) / j.n_ranges;
+	}
+	tp_run_any(pool, mv_multi_body, &j);
+}

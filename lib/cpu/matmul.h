@@ -96,4 +96,15 @@ size_t cpu_mm_vec_n_scratch(const struct cpu_mm *mm);
 void cpu_mm_run_vec_n(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *x,
 		      float *const *y, void *scratch);
 
+/* One token through n (1..CPU_MM_MULTI_MAX) weights, each with its own
+ * input x[i] ([cols] of weight i): y[i] = w[i] x[i], the same bits as n
+ * calls of cpu_mm_run(mm[i], ..., 1, ...), in one pool job; inputs that
+ * are the same pointer are quantized once (the selected experts of a
+ * mixture, which read the same token). scratch:
+ * cpu_mm_vec_multi_scratch() bytes of the widest. */
+#define CPU_MM_MULTI_MAX 64
+size_t cpu_mm_vec_multi_scratch(const struct cpu_mm *mm);
+void cpu_mm_run_vec_multi(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *const *x,
+			  float *const *y, void *scratch);
+
 #endif

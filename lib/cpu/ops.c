@@ -37,7 +37,7 @@ const struct cpu_ops *cpu_ops_isa(int isa)
 
 void cpu_attn_combine(const struct cpu_attn_args *a, int64_t h0, int64_t h1)
 {
-	int64_t hd = a->hd, nc = a->n_chunks;
+	int64_t hd = a->hdv, nc = a->n_chunks;
 	for (int64_t h = h0; h < h1; h++) {
 		const float *pp = a->part + h * nc * (hd + 2);
 		float m = -INFINITY, l = 0;
@@ -55,7 +55,7 @@ void cpu_attn_combine(const struct cpu_attn_args *a, int64_t h0, int64_t h1)
 			for (int64_t d = 0; d < hd; d++)
 				y[d] += w * cp[2 + d];
 		}
-		float inv = 1.0f / l;
+		float inv = cpu_attn_inv(a, h, m, l);
 		for (int64_t d = 0; d < hd; d++)
 			y[d] *= inv;
 	}

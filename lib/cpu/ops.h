@@ -11,6 +11,7 @@
 #ifndef TERN_CPU_OPS_H
 #define TERN_CPU_OPS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,13 +32,13 @@
 
 struct cpu_attn_args {
 	const float *q;            /* [ntok][nh][hd] */
-	float *y;                  /* [ntok][nh][hd] */
+	float *y;                  /* [ntok][nh][hdv] */
 	const uint8_t *k, *v;      /* caches: element 0 */
 	size_t k_head, k_pos;      /* bytes from head to head, position to position */
 	size_t v_head, v_pos;
 	uint32_t ktype, vtype;     /* f32, f16, q8_0, or any type quant/ decodes */
 	const int32_t *pos;        /* [ntok]; a token outside 0..n_ctx-1 is skipped */
-	int64_t hd, nh, nkv, ntok, group, n_ctx;
+	int64_t hd, hdv, nh, nkv, ntok, group, n_ctx; /* hd: of Q and K; hdv: of V (MLA: narrower) */
 	float scale, softcap;
 	int32_t window;
 	int64_t unit_rows;         /* query rows (token x group head) per unit */
@@ -46,14 +47,28 @@ struct cpu_attn_args {
 	 * chunk's unnormalized state to part, combined by cpu_attn_combine */
 	int64_t n_chunks, chunk;
 	float *part;
+	const float *sinks;        /* [nh] sink logits (struct tern_attn), or NULL */
 };
+
+/* y = o / l, or with a sink logit s the same with exp(s - m) added to the
+ * denominator (o and l are relative to the running maximum m) */
+static inline float cpu_attn_inv(const struct cpu_attn_args *a, int64_t h, float m, float l)
+{
+	if (!a->sinks)
+		return 1.0f / l;
+	float s = a->sinks[h];
+	if (s > m) /* rescale to the sink's maximum: nothing overflows */
+		return expf(m - s) / (l * expf(m - s) + 1.0f);
+	return 1.0f / (l + expf(s - m));
+}
 
 struct cpu_ops {
 	/* Rows [u * unit_rows, ...) of KV head kh against key chunk c
 	 * (0 when unsplit); ws: CPU_ATTN_WS_FLOATS floats, 64-byte aligned. */
 	void (*attn_unit)(const struct cpu_attn_args *a, int64_t kh, int64_t u, int64_t c, float *ws);
 	/* The same for one token (ntok 1) whose group has at most
-	 * CPU_ATTN_DEC_ROWS heads, hd a multiple of 16: KV head kh, chunk c. */
+	 * CPU_ATTN_DEC_ROWS heads, hd and hdv multiples of 16: KV head kh,
+	 * chunk c. */
 	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
 	/* Query rows [r0, r1) (row = token * nh + head) in ggml's f16
 	 * flash attention (struct tern_attn's f16_split: split chunks). */

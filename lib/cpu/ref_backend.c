@@ -98,11 +98,79 @@ static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const
 		ref_products(be, w, x, y);
 }
 
+/* one matrix per head: the activations quantized with the reference
+ * quantizer, each output a reference dot, as ref_products */
+static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			      struct tern_buf *y)
+{
+	if (!cpu_host_heads_args(be, w, x, y))
+		return;
+	const uint8_t *wd = tern_buf_host(w);
+	const float *xd = tern_buf_host(x);
+	float *yd = tern_buf_host(y);
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
+	uint32_t at = quant_vec_dot_type(w->type);
+	_Alignas(64) uint8_t act[2 * TERN_HEADS_MAX_COLS]; /* a Q8 row takes at most 1.25 bytes per element */
+	for (int64_t t = 0; t < x->ne[2]; t++)
+		for (int64_t h = 0; h < nh; h++) {
+			const float *xr = xd + (t * nh + h) * cols;
+			const void *a = xr;
+			if (at != QT_F32) {
+				quant_quantize_row(at, xr, act, (uint64_t)cols);
+				a = act;
+			}
+			for (int64_t r = 0; r < rows; r++)
+				yd[(t * nh + h) * rows + r] =
+					quant_dot_ref(w->type, cols, wd + (size_t)h * w->nb[2] + (size_t)r * w->nb[1], a);
+		}
+}
+
+/* the experts' products: each slot as one row of mat_vec, the weights of
+ * its expert and no other read */
+static void ref_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
+{
+	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y))
+		return;
+	struct ref *r = be->impl;
+	const int32_t *id = tern_buf_host(ids);
+	const float *xd = tern_buf_host(x), *bd = b ? tern_buf_host(b) : NULL;
+	float *yd = tern_buf_host(y);
+	int64_t rows = w->ne[1], cols = w->ne[0], k = ids->ne[0], nx = x->ne[1];
+	uint32_t at = quant_vec_dot_type(w->type);
+	for (int64_t t = 0; t < ids->ne[1]; t++) {
+		for (int64_t i = 0; i < k; i++) {
+			int32_t e = id[t * k + i];
+			if (!cpu_host_pos_ok(be, "mat_mul_id", e, w->ne[2]))
+				continue;
+			const float *xt = xd + (t * nx + (nx == 1 ? 0 : i)) * cols;
+			const void *a = xt;
+			if (at != QT_F32) {
+				quant_quantize_row(at, xt, r->act, (uint64_t)cols);
+				a = r->act;
+			}
+			const uint8_t *we = (const uint8_t *)tern_buf_host(w) + (size_t)e * w->nb[2];
+			float *yt = yd + (t * k + i) * rows;
+			for (int64_t j = 0; j < rows; j++)
+				yt[j] = quant_dot_ref(w->type, cols, we + (size_t)j * w->nb[1], a) +
+					(bd ? bd[e * rows + j] : 0.0f);
+		}
+	}
+}
+
 /* ---- the other ops: plain loops, sums and softmax state in double ---- */
 
 static const uint8_t *row_at(const struct tern_buf *b, int64_t i1, int64_t i2)
 {
 	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2];
+}
+
+/* row r of b (r over every dimension above ne[0]), through its strides */
+static const uint8_t *row_n(const struct tern_buf *b, int64_t r)
+{
+	int64_t i1 = r % b->ne[1], i2 = r / b->ne[1] % b->ne[2], i3 = r / (b->ne[1] * b->ne[2]);
+	return (const uint8_t *)tern_buf_host(b) + (size_t)i1 * b->nb[1] + (size_t)i2 * b->nb[2] +
+	       (size_t)i3 * b->nb[3];
 }
 
 static void ref_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
@@ -160,18 +228,24 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	const float *ff = freq ? tern_buf_host(freq) : NULL;
 	float *xd = tern_buf_host(x);
 	int64_t hd = x->ne[0], nh = x->ne[1], half = p->n_rot / 2;
-	double mscale = p->attn_factor > 0 ? p->attn_factor : 1.0;
+	/* YaRN's mscale and the attention factor both scale the turned pair */
+	double mag = (p->mscale > 0 ? p->mscale : 1.0) * (p->attn_factor > 0 ? p->attn_factor : 1.0);
 	for (int64_t t = 0; t < pos->ne[0]; t++) {
 		for (int64_t h = 0; h < nh; h++) {
 			float *xh = xd + (t * nh + h) * hd;
 			for (int64_t j = 0; j < half; j++) {
-				double theta = p->freq_scale * (double)pd[t] /
-					       (pow(p->freq_base, 2.0 * (double)j / p->n_rot) * (ff ? ff[j] : 1.0));
+				double e = (double)pd[t] / (pow(p->freq_base, 2.0 * (double)j / p->n_rot) * (ff ? ff[j] : 1.0));
+				double theta = p->freq_scale * e;
+				if (p->ext_factor > 0) { /* YaRN: the ramp between the corrected pairs */
+					double y = ((double)j - p->corr_low) / fmax(0.001, (double)p->corr_high - p->corr_low);
+					double r = p->ext_factor * (1.0 - fmin(1.0, fmax(0.0, y)));
+					theta = theta * (1.0 - r) + e * r;
+				}
 				int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 				int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 				double a = xh[i0], b = xh[i1];
-				xh[i0] = (float)(mscale * (a * cos(theta) - b * sin(theta)));
-				xh[i1] = (float)(mscale * (a * sin(theta) + b * cos(theta)));
+				xh[i0] = (float)(mag * (a * cos(theta) - b * sin(theta)));
+				xh[i1] = (float)(mag * (a * sin(theta) + b * cos(theta)));
 			}
 		}
 	}
@@ -218,7 +292,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
 	float *yd = tern_buf_host(y);
-	int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1];
+	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], group = nh / k->ne[1];
 	float kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
 	double acc[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
@@ -229,14 +303,14 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 		for (int64_t h = 0; h < nh; h++) {
 			const float *qh = qd + (t * nh + h) * hd;
 			double m = -INFINITY, l = 0;
-			for (int64_t i = 0; i < hd; i++)
+			for (int64_t i = 0; i < hdv; i++)
 				acc[i] = 0;
 			/* the online softmax: a running maximum m, the sum l of
 			 * exp(s - m) and the weighted sum of V rows, rescaled
 			 * when m grows */
 			for (int64_t kp = lo; kp <= qp; kp++) {
 				quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
-				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hd);
+				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hdv);
 				double s = 0;
 				for (int64_t i = 0; i < hd; i++)
 					s += (double)qh[i] * kr[i];
@@ -246,20 +320,137 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 				if (s > m) {
 					double c = exp(m - s);
 					l *= c;
-					for (int64_t i = 0; i < hd; i++)
+					for (int64_t i = 0; i < hdv; i++)
 						acc[i] *= c;
 					m = s;
 				}
 				double e = exp(s - m);
 				l += e;
-				for (int64_t i = 0; i < hd; i++)
+				for (int64_t i = 0; i < hdv; i++)
 					acc[i] += e * vr[i];
 			}
-			float *yh = yd + (t * nh + h) * hd;
-			for (int64_t i = 0; i < hd; i++)
+			if (p->sinks) { /* the sink's term: in the denominator only */
+				double sk = ((const float *)tern_buf_host(p->sinks))[h];
+				if (sk > m) {
+					double c = exp(m - sk);
+					l *= c;
+					for (int64_t i = 0; i < hdv; i++)
+						acc[i] *= c;
+					m = sk;
+				}
+				l += exp(sk - m);
+			}
+			float *yh = yd + (t * nh + h) * hdv;
+			for (int64_t i = 0; i < hdv; i++)
 				yh[i] = (float)(acc[i] / l);
 		}
 	}
+}
+
+/* the router, one token at a time, in double */
+static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
+{
+	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+		return;
+	int64_t ne = logits->ne[0], k = p->k;
+	int ng = p->n_group > 1 ? p->n_group : 1;
+	int64_t per = ne / ng;
+	const float *ld = tern_buf_host(logits), *bd = bias ? tern_buf_host(bias) : NULL;
+	int32_t *id = tern_buf_host(ids);
+	float *wd = tern_buf_host(weights);
+	double prob[1024], sel[1024]; /* experts of a token: checked below */
+	if (ne > 1024) {
+		cpu_host_fail(be, "moe_route: %lld experts (the reference takes 1024)", (long long)ne);
+		return;
+	}
+	for (int64_t t = 0; t < cpu_host_nrows(logits); t++) {
+		const float *lt = ld + t * ne;
+		double m = -INFINITY, sum = 0;
+		for (int64_t e = 0; e < ne; e++)
+			m = lt[e] > m ? lt[e] : m;
+		for (int64_t e = 0; e < ne; e++)
+			sum += exp(lt[e] - m);
+		for (int64_t e = 0; e < ne; e++) {
+			prob[e] = p->gating == TERN_MOE_SOFTMAX   ? exp(lt[e] - m) / sum
+				  : p->gating == TERN_MOE_SIGMOID ? 1.0 / (1.0 + exp(-(double)lt[e]))
+								  : lt[e];
+			sel[e] = prob[e] + (bd ? bd[e] : 0.0);
+		}
+		if (ng > 1) {
+			/* keep the n_group_used groups whose two best scores sum highest */
+			double gscore[1024];
+			bool keep[1024] = {false};
+			for (int g = 0; g < ng; g++) {
+				double b1 = -INFINITY, b2 = -INFINITY;
+				for (int64_t e = g * per; e < (g + 1) * per; e++) {
+					if (sel[e] > b1) {
+						b2 = b1;
+						b1 = sel[e];
+					} else if (sel[e] > b2) {
+						b2 = sel[e];
+					}
+				}
+				gscore[g] = per > 1 ? b1 + b2 : b1;
+			}
+			for (int u = 0; u < p->n_group_used; u++) {
+				int best = -1;
+				for (int g = 0; g < ng; g++)
+					if (!keep[g] && (best < 0 || gscore[g] > gscore[best]))
+						best = g;
+				keep[best] = true;
+			}
+			for (int64_t e = 0; e < ne; e++)
+				if (!keep[e / per])
+					sel[e] = -INFINITY;
+		}
+		int32_t *it = id + t * k;
+		double w[TERN_MOE_MAX_USED], wsum = 0;
+		for (int64_t i = 0; i < k; i++) {
+			int64_t best = -1;
+			for (int64_t e = 0; e < ne; e++) {
+				bool taken = false;
+				for (int64_t j = 0; j < i; j++)
+					taken = taken || it[j] == e;
+				if (!taken && (best < 0 || sel[e] > sel[best]))
+					best = e;
+			}
+			it[i] = (int32_t)best;
+			w[i] = prob[best];
+		}
+		if (p->gating == TERN_MOE_SOFTMAX_TOPK) {
+			double wm = -INFINITY, s = 0;
+			for (int64_t i = 0; i < k; i++)
+				wm = w[i] > wm ? w[i] : wm;
+			for (int64_t i = 0; i < k; i++)
+				s += exp(w[i] - wm);
+			for (int64_t i = 0; i < k; i++)
+				w[i] = exp(w[i] - wm) / s;
+		}
+		for (int64_t i = 0; i < k; i++)
+			wsum += w[i];
+		if (wsum < 6.103515625e-5)
+			wsum = 6.103515625e-5;
+		for (int64_t i = 0; i < k; i++)
+			wd[t * k + i] = (float)((p->norm ? w[i] / wsum : w[i]) * p->scale);
+	}
+}
+
+static void ref_moe_combine(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			    struct tern_buf *y)
+{
+	if (!cpu_host_moe_combine_args(be, x, w, y))
+		return;
+	const float *xd = tern_buf_host(x), *wd = tern_buf_host(w);
+	float *yd = tern_buf_host(y);
+	int64_t n = x->ne[0], k = x->ne[1];
+	for (int64_t t = 0; t < x->ne[2]; t++)
+		for (int64_t j = 0; j < n; j++) {
+			double s = 0;
+			for (int64_t i = 0; i < k; i++)
+				s += (double)wd[t * k + i] * xd[(t * k + i) * n + j];
+			yd[t * n + j] = (float)s;
+		}
 }
 
 static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
@@ -271,15 +462,25 @@ static double act(int kind, double x)
 		return gelu_tanh(x);
 	case TERN_UNARY_GELU_ERF:
 		return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+	case TERN_UNARY_SIGMOID:
+		return 1.0 / (1.0 + exp(-x));
 	default:
 		return x / (1.0 + exp(-x));
 	}
 }
 
+/* gpt-oss: the gate capped at 7, the up clamped to [-7, 7] and shifted by 1 */
+static double swiglu_oai(double g, double u)
+{
+	g = g < 7.0 ? g : 7.0;
+	u = u < -7.0 ? -7.0 : u > 7.0 ? 7.0 : u;
+	return g / (1.0 + exp(-1.702 * g)) * (u + 1.0);
+}
+
 static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up,
 		    struct tern_buf *y, int kind)
 {
-	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU) {
+	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU && kind != TERN_GLU_SWIGLU_OAI) {
 		cpu_host_fail(be, "glu: unknown kind %d", kind);
 		return;
 	}
@@ -289,12 +490,12 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 	float *yd = tern_buf_host(y);
 	int a = kind == TERN_GLU_GEGLU ? TERN_UNARY_GELU : TERN_UNARY_SILU;
 	for (int64_t i = 0; i < gate->ne[0] * cpu_host_nrows(gate); i++)
-		yd[i] = (float)(act(a, g[i]) * u[i]);
+		yd[i] = (float)(kind == TERN_GLU_SWIGLU_OAI ? swiglu_oai(g[i], u[i]) : act(a, g[i]) * u[i]);
 }
 
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_GELU_F16) {
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
 		cpu_host_fail(be, "unary: unknown kind %d", kind);
 		return;
 	}
@@ -364,11 +565,12 @@ static void ref_copy(struct tern_backend *be, const struct tern_buf *src, struct
 {
 	if (!cpu_host_copy_args(be, src, dst))
 		return;
+	size_t bytes = quant_row_size(src->type, (uint64_t)src->ne[0], NULL);
 	for (int64_t r = 0; r < cpu_host_nrows(src); r++) {
-		const uint8_t *s = (const uint8_t *)tern_buf_host(src) + (size_t)r * src->nb[1];
-		uint8_t *d = (uint8_t *)tern_buf_host(dst) + (size_t)r * dst->nb[1];
+		const uint8_t *s = row_n(src, r);
+		uint8_t *d = (uint8_t *)row_n(dst, r);
 		if (src->type == dst->type)
-			memcpy(d, s, src->nb[1]);
+			memcpy(d, s, bytes);
 		else if (src->type == QT_F32)
 			quant_quantize_row(dst->type, (const float *)s, d, (uint64_t)src->ne[0]);
 		else
@@ -406,6 +608,10 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.mat_vec = ref_mat_vec;
 	r->be.mat_vec_n = ref_mat_vec_n;
 	r->be.mat_mul = ref_mat_mul;
+	r->be.mat_mul_heads = ref_mat_mul_heads;
+	r->be.mat_mul_id = ref_mat_mul_id;
+	r->be.moe_route = ref_moe_route;
+	r->be.moe_combine = ref_moe_combine;
 	r->be.get_rows = ref_get_rows;
 	r->be.norm = ref_norm;
 	r->be.rope = ref_rope;

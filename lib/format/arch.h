@@ -72,20 +72,36 @@ struct tern_arch_llm {
 	uint32_t n_head_kv;            /* attention.head_count_kv (largest layer; default n_head) */
 	uint32_t n_embd_head_k;        /* attention.key_length (default n_embd / n_head) */
 	uint32_t n_embd_head_v;        /* attention.value_length (default n_embd / n_head) */
+	/* multi-head latent attention (deepseek2): with the _mla keys the file
+	 * stores MLA as MQA over the latent (key_length = kv_lora_rank + rope
+	 * dims, value_length = kv_lora_rank) and these give the heads once
+	 * decompressed; without them key_length / value_length are those */
+	uint32_t n_embd_head_k_mla;    /* attention.key_length_mla (0: absent) */
+	uint32_t n_embd_head_v_mla;    /* attention.value_length_mla (0: absent) */
+	uint32_t n_lora_q;             /* attention.q_lora_rank (0: absent, a plain attn_q) */
+	uint32_t n_lora_kv;            /* attention.kv_lora_rank (0: absent) */
+	uint32_t n_layer_dense_lead;   /* leading_dense_block_count: layers before the first MoE one */
 	uint32_t n_rot;                /* rope.dimension_count (default n_embd_head_k) */
 	float rope_freq_base;          /* rope.freq_base (default 10000) */
 	float rope_freq_base_swa;      /* rope.freq_base_swa: of the sliding-window layers (0: absent) */
 	char rope_scaling_name[TERN_ARCH_NAME_MAX]; /* rope.scaling.type as in the file */
 	enum tern_rope_scaling rope_scaling;        /* ... decoded (default none, linear if a factor is given) */
 	float rope_scaling_factor;     /* rope.scaling.factor (default 1) */
-	float rope_attn_factor;        /* rope.scaling.attn_factor: LongRoPE's cos/sin multiplier (default 1) */
+	float rope_attn_factor;        /* rope.scaling.attn_factor: LongRoPE's cos/sin multiplier, YaRN's (default 1) */
 	uint32_t n_ctx_orig;           /* rope.scaling.original_context_length (default n_ctx_train) */
+	float rope_yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as stored (0: absent) */
 	float norm_eps;                /* attention.layer_norm_epsilon (0: absent) */
 	float norm_rms_eps;            /* attention.layer_norm_rms_epsilon (0: absent) */
 	uint32_t n_expert;             /* expert_count (0: dense) */
 	uint32_t n_expert_used;        /* expert_used_count */
 	uint32_t n_ff_exp;             /* expert_feed_forward_length */
 	uint32_t n_expert_shared;      /* expert_shared_count */
+	uint32_t n_ff_shexp;           /* expert_shared_feed_forward_length (0: absent) */
+	float expert_weights_scale;    /* expert_weights_scale (0: absent) */
+	uint32_t expert_gating_func;   /* expert_gating_func: llama.cpp's 1 softmax, 2 sigmoid, 3 softmax
+					* of the selected (0: absent, the family decides) */
+	uint32_t n_expert_group;       /* expert_group_count (0: absent) */
+	uint32_t n_expert_group_used;  /* expert_group_used_count */
 	uint32_t n_swa;                /* attention.sliding_window (0: none) */
 	float attn_softcap;            /* attn_logit_softcapping (0: none) */
 	float final_softcap;           /* final_logit_softcapping (0: none) */

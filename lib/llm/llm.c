@@ -1,7 +1,7 @@
 /* llm.c - the forward pass of the decoder-only transformers tern runs
- * (llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3), written once
- * over the backend operation table (lib/backend.h), with its KV cache and
- * activations.
+ * (llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe,
+ * qwen3moe, gpt-oss, deepseek2), written once over the backend operation
+ * table (lib/backend.h), with its KV cache and activations.
  *
  * One block, per token of the batch (the architectures differ only in the
  * optional parts, all decided by the model's config):
@@ -22,9 +22,14 @@
  * bu) + bd from the same h. phi3 rotates with LongRoPE factors (long or
  * short, chosen by the context) and its attention factor.
  *
+ * deepseek2's multi-head latent attention replaces the attention part
+ * (attn_mla below): its cache keeps one compressed latent and the RoPE
+ * dimensions per position, never the heads. A mixture-of-experts layer
+ * (is_moe) replaces the FFN (moe_ffn below).
+ *
  * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
- * kept, with the architecture's final soft-cap. Batches of more than one token use the
- * products' GEMM path (mat_mul), one token the mat-vec path.
+ * kept, with the architecture's final soft-cap. Batches of more than one
+ * token use the products' GEMM path (mat_mul), one token the mat-vec path.
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step
@@ -40,8 +45,14 @@
 struct layer_bufs {
 	struct tern_buf attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, attn_post_norm;
 	struct tern_buf ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_post_norm;
+	/* latent attention (deepseek2): wk_b is the file's, or made from
+	 * attn_kv_b at load (owned); wv_b the file's, or a view of wkv_b */
+	struct tern_buf wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b, wkv_b;
+	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx}; MLA: k {n_lora_kv + n_rot, 1, n_ctx}, no v */
+	/* mixture of experts (model.h) */
+	struct tern_buf attn_sinks, gate_inp, gate_inp_b, exp_probs_b, gate_exps, up_exps, down_exps;
+	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
-	struct tern_buf k_cache, v_cache; /* {head_dim, n_head_kv, n_ctx} */
 };
 
 struct tern_llm {
@@ -63,6 +74,19 @@ struct tern_llm {
 	struct tern_buf ids, pos;           /* i32 [n_ubatch] */
 	struct tern_buf x, h, q, k, v, a, out, gate, up; /* out: a block's attention, then FFN output */
 	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all, else 1 */
+	/* latent attention (deepseek2), [n_ubatch] rows each; see attn_mla */
+	struct tern_buf mla_qa;             /* [n_lora_q] */
+	struct tern_buf mla_kv;             /* [n_lora_kv + n_rot]: a cache row */
+	struct tern_buf mla_lat, mla_pe;    /* [n_lora_kv], [n_rot] */
+	struct tern_buf mla_qn, mla_qp;     /* [n_head][nope], [n_head][n_rot] */
+	struct tern_buf mla_qx;             /* [n_head][n_lora_kv]: the absorbed query, then the attention's output */
+	struct tern_buf mla_qm;             /* [n_head][n_lora_kv + n_rot]: the query over the cache */
+	/* mixture of experts, k = n_expert_used (unallocated for a dense model) */
+	struct tern_buf router;             /* f32 [n_ubatch][n_expert] */
+	struct tern_buf sel_ids, sel_w;     /* i32, f32 [n_ubatch][k] */
+	struct tern_buf eg, eu;             /* f32 [n_ubatch][k][n_ff_exp] */
+	struct tern_buf ed;                 /* f32 [n_ubatch][k][n_embd] */
+	struct tern_buf sgate;              /* f32 [n_ubatch][1]: the shared expert's gate */
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
@@ -112,6 +136,11 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 {
 	uint32_t types[2] = {o->type_k, o->type_v};
 	uint32_t dims[2] = {c->head_dim, c->head_dim_v};
+	if (c->n_lora_kv) { /* one cache: its rows, and the latent V reads from them */
+		types[1] = o->type_k;
+		dims[0] = c->n_lora_kv + c->n_rot;
+		dims[1] = c->n_lora_kv;
+	}
 	for (int i = 0; i < 2; i++) {
 		uint32_t t = types[i];
 		if (t != QT_F32 && t != QT_F16 && t != QT_Q8_0)
@@ -179,6 +208,8 @@ static struct act_widths widest(const struct tern_model_config *c)
 		w.no = a > w.no ? a : w.no;
 		w.nff = lc->n_ff > w.nff ? lc->n_ff : w.nff;
 	}
+	/* the shared expert runs in the dense FFN's buffers */
+	w.nff = c->moe.n_ff_shexp > w.nff ? c->moe.n_ff_shexp : w.nff;
 	return w;
 }
 
@@ -187,20 +218,82 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 {
 	double cache = 0; /* in double: a hostile size must not wrap */
 	for (uint32_t il = 0; il < c->n_layer; il++)
-		cache += (double)n_ctx * (double)c->layer[il].n_head_kv *
-			 (double)(quant_row_size(type_k, c->head_dim, NULL) + quant_row_size(type_v, c->head_dim_v, NULL));
+		cache += c->n_lora_kv ? (double)n_ctx * (double)quant_row_size(type_k, c->n_lora_kv + c->n_rot, NULL)
+				      : (double)n_ctx * (double)c->layer[il].n_head_kv *
+						(double)(quant_row_size(type_k, c->head_dim, NULL) +
+							 quant_row_size(type_v, c->head_dim_v, NULL));
 	struct act_widths w = widest(c);
+	double mla = 0; /* floats per token of the latent attention's activations */
+	if (c->n_lora_kv) {
+		double nh = c->n_head, kr = c->n_lora_kv + c->n_rot;
+		mla = c->n_lora_q + 2.0 * kr + nh * ((double)c->head_dim + 2.0 * c->n_lora_kv + c->n_rot);
+	}
 	/* as tern_llm_new makes them: ids and positions (on the host and the
 	 * backend), x, h, q, k, v, a, out, gate, up, and the logits on both
 	 * sides */
 	double rows = logits_all ? (double)n_ubatch : 1;
 	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)w.nq + (double)w.nkv + (double)w.nv +
-						      (double)w.no + 2.0 * (double)w.nff)) +
+						      (double)w.no + 2.0 * (double)w.nff + mla)) +
 		     8.0 * rows * c->n_vocab;
+	if (c->moe.n_expert) /* router, selection, the experts' activations, the shared gate */
+		act += (double)n_ubatch * 4.0 *
+		       ((double)c->moe.n_expert + 2.0 * c->moe.n_expert_used +
+			(double)c->moe.n_expert_used * (2.0 * c->moe.n_ff_exp + c->n_embd) + 1.0);
 	double cap = (double)UINT64_MAX / 2;
 	if (kv)
 		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
 	return cache + act < cap ? (uint64_t)(cache + act) : (uint64_t)cap;
+}
+
+/* Older deepseek2 files keep W_kb and W_vb together in attn_kv_b ({kv_lora,
+ * n_head * (nope + head_dim_v)}: per head nope rows of W_kb, then
+ * head_dim_v of W_vb). W_vb is read in place (a view whose heads are
+ * apart); W_kb goes into the query transposed, so it is transposed once
+ * here, into f32 (f16 unless the file's is f32), as attn_k_b holds it. */
+static int split_kv_b(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	struct layer_bufs *L = &l->layers[il];
+	const struct tern_tensor_view *t = l->m->w.layers[il].wkv_b;
+	int64_t nh = c->layer[il].n_head, nope = c->head_dim - c->n_rot, hv = c->head_dim_v, kvr = c->n_lora_kv;
+	struct tern_buf v = L->wkv_b;
+	v.offset += (size_t)nope * L->wkv_b.nb[1];
+	v.ne[1] = hv;
+	v.ne[2] = nh;
+	v.nb[2] = (size_t)(nope + hv) * L->wkv_b.nb[1];
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	L->wv_b = v;
+
+	uint32_t type = t->type == QT_F32 ? QT_F32 : QT_F16;
+	size_t rs = quant_row_size(t->type, (uint64_t)kvr, NULL), ors = quant_row_size(type, (uint64_t)nope, NULL);
+	float *row = malloc(sizeof(float) * (size_t)kvr);
+	float *tr = malloc(sizeof(float) * (size_t)(kvr * nope));
+	uint8_t *out = malloc(ors * (size_t)(kvr * nh));
+	int rc = row && tr && out ? 0 : tern_errf(e, TERN_ENOMEM, "out of memory");
+	for (int64_t h = 0; !rc && h < nh; h++) {
+		for (int64_t i = 0; !rc && i < nope; i++) {
+			const uint8_t *src = (const uint8_t *)t->data + rs * (size_t)(h * (nope + hv) + i);
+			rc = quant_dequantize_row(t->type, src, row, (uint64_t)kvr);
+			for (int64_t r = 0; r < kvr; r++)
+				tr[r * nope + i] = row[r];
+		}
+		for (int64_t r = 0; !rc && r < kvr; r++)
+			rc = quant_quantize_row(type, tr + r * nope, out + ors * (size_t)(h * kvr + r), (uint64_t)nope);
+	}
+	int64_t ne[3] = {nope, kvr, nh};
+	if (!rc)
+		rc = l->be->buf_alloc(l->be, &L->wk_b, type, 3, ne, e);
+	if (!rc) {
+		l->be->upload(l->be, &L->wk_b, 0, out, ors * (size_t)(kvr * nh));
+		rc = l->be->sync(l->be, e);
+	}
+	free(row);
+	free(tr);
+	free(out);
+	if (rc)
+		tern_err_prefixf(e, "layer %u: W_kb from attn_kv_b", il);
+	return rc;
 }
 
 static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
@@ -227,11 +320,42 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->ffn_up, w->ffn_up, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_down, w->ffn_down, true, e);
 	rc = rc ? rc : weight(l, &L->ffn_post_norm, w->ffn_post_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wq_a, w->wq_a, true, e);
+	rc = rc ? rc : weight(l, &L->q_a_norm, w->q_a_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wq_b, w->wq_b, true, e);
+	rc = rc ? rc : weight(l, &L->wkv_a, w->wkv_a, true, e);
+	rc = rc ? rc : weight(l, &L->kv_a_norm, w->kv_a_norm, false, e);
+	rc = rc ? rc : weight(l, &L->wk_b, w->wk_b, false, e); /* mat_mul_heads: not prepared */
+	rc = rc ? rc : weight(l, &L->wv_b, w->wv_b, false, e);
+	rc = rc ? rc : weight(l, &L->wkv_b, w->wkv_b, false, e);
+	if (!rc && c->mla_kv_b)
+		rc = split_kv_b(l, il, e);
+	rc = rc ? rc : weight(l, &L->attn_sinks, w->attn_sinks, false, e);
+	rc = rc ? rc : weight(l, &L->gate_inp, w->ffn_gate_inp, true, e);
+	rc = rc ? rc : weight(l, &L->gate_inp_b, w->ffn_gate_inp_b, false, e);
+	rc = rc ? rc : weight(l, &L->exp_probs_b, w->exp_probs_b, false, e);
+	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
+	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
+	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
+	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->up_exps_b, w->ffn_up_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->down_exps_b, w->ffn_down_exps_b, false, e);
+	rc = rc ? rc : weight(l, &L->gate_inp_shexp, w->ffn_gate_inp_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->gate_shexp, w->ffn_gate_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->up_shexp, w->ffn_up_shexp, true, e);
+	rc = rc ? rc : weight(l, &L->down_shexp, w->ffn_down_shexp, true, e);
 	rc = rc ? rc : weight(l, &L->attn_norm_b, w->attn_norm_b, false, e);
 	rc = rc ? rc : weight(l, &L->ffn_up_b, w->ffn_up_b, false, e);
 	rc = rc ? rc : weight(l, &L->ffn_down_b, w->ffn_down_b, false, e);
 	if (rc)
 		return rc;
+	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
+		int64_t ne[3] = {c->n_lora_kv + c->n_rot, 1, l->n_ctx};
+		rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, ne, e);
+		if (rc)
+			tern_err_prefixf(e, "KV cache of layer %u", il);
+		return rc;
+	}
 	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
 	int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
 	rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, kne, e);
@@ -256,9 +380,15 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	/* the cache, checked for overflow before anything is allocated */
 	uint64_t kv = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
-		uint64_t kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-		uint64_t vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-		if (!kb || !vb || kv > UINT64_MAX / 4 - kb - vb)
+		uint64_t kb, vb = 0; /* latent attention: one cache, V is a window of it */
+		if (c->n_lora_kv) {
+			kb = cache_bytes(o.type_k, c->n_lora_kv + c->n_rot, 1, (uint64_t)n_ctx);
+		} else {
+			kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+			vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
+			kb = vb ? kb : 0;
+		}
+		if (!kb || kv > UINT64_MAX / 4 - kb - vb)
 			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
 		kv += kb + vb;
 	}
@@ -318,6 +448,28 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, w.nff, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->up, QT_F32, w.nff, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->logits, QT_F32, c->n_vocab, out_rows, e);
+	if (!rc && c->n_lora_kv) {
+		int64_t nh = c->n_head, kr = c->n_lora_kv + c->n_rot, nope = c->head_dim - c->n_rot;
+		if (c->n_lora_q)
+			rc = alloc2(l, &l->mla_qa, QT_F32, c->n_lora_q, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_kv, QT_F32, kr, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_lat, QT_F32, c->n_lora_kv, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_pe, QT_F32, c->n_rot, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qn, QT_F32, nh * nope, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qp, QT_F32, nh * c->n_rot, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qx, QT_F32, nh * c->n_lora_kv, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->mla_qm, QT_F32, nh * kr, n_ub, e);
+	}
+	if (c->moe.n_expert) {
+		int64_t k = c->moe.n_expert_used;
+		rc = rc ? rc : alloc2(l, &l->router, QT_F32, c->moe.n_expert, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sel_ids, QT_I32, k, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sel_w, QT_F32, k, n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->eg, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->eu, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->ed, QT_F32, c->n_embd, k * n_ub, e);
+		rc = rc ? rc : alloc2(l, &l->sgate, QT_F32, 1, n_ub, e);
+	}
 	if (rc) {
 		tern_llm_free(l);
 		return rc;
@@ -333,7 +485,9 @@ void tern_llm_free(struct tern_llm *l)
 	struct tern_backend *be = l->be;
 	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
 				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
-				  &l->rope_freqs, &l->output_norm_b, &l->output_b};
+				  &l->rope_freqs, &l->mla_qa, &l->mla_kv, &l->mla_lat, &l->mla_pe, &l->mla_qn,
+				  &l->mla_qp, &l->mla_qx, &l->mla_qm, &l->router, &l->sel_ids, &l->sel_w, &l->eg,
+				  &l->eu, &l->ed, &l->sgate, &l->output_norm_b, &l->output_b};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -342,7 +496,12 @@ void tern_llm_free(struct tern_llm *l)
 			struct tern_buf *b[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
 						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
-						&L->k_cache, &L->v_cache, &L->attn_norm_b, &L->ffn_up_b, &L->ffn_down_b};
+						&L->wq_a, &L->q_a_norm, &L->wq_b, &L->wkv_a, &L->kv_a_norm, &L->wk_b,
+						&L->wv_b, &L->wkv_b, &L->k_cache, &L->v_cache, &L->attn_sinks, &L->gate_inp,
+						&L->gate_inp_b, &L->exp_probs_b, &L->gate_exps, &L->up_exps, &L->down_exps,
+						&L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->gate_inp_shexp,
+						&L->gate_shexp, &L->up_shexp, &L->down_shexp, &L->attn_norm_b,
+						&L->ffn_up_b, &L->ffn_down_b};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -392,21 +551,182 @@ static struct tern_norm model_norm(const struct tern_model_config *c)
 	return (struct tern_norm){c->norm == TERN_MODEL_NORM_LAYER ? TERN_NORM_LAYER : TERN_NORM_RMS, c->norm_eps};
 }
 
-/* The input of the first block and its norm are made by the caller; this
- * runs block il over n tokens: x is the residual (its pending addition r
- * from the previous block already folded in by the caller's norm), h the
- * normed input. On return o holds the block's FFN output, not yet added
- * to x (the next norm adds it). */
-static void block(struct tern_llm *l, uint32_t il, int64_t n)
+static int glu_kind(enum tern_model_act a)
+{
+	return a == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : a == TERN_MODEL_ACT_SWIGLU_OAI ? TERN_GLU_SWIGLU_OAI
+										  : TERN_GLU_SWIGLU;
+}
+
+/* The mixture of experts of block il over n tokens: h the normed input,
+ * o the output (llama.cpp's build_moe_ffn, then qwen2moe's shared
+ * expert):
+ *
+ *   r = Wgate_inp h (+ b);  ids, w = route(r)      (top-k, the gating)
+ *   g, u = Wgate[e] h (+ b[e]), Wup[e] h (+ b[e])   for each selected e
+ *   d = Wdown[e] act(g, u) (+ b[e]);  o = sum w d
+ *   o += sigmoid(Wgate_inp_shexp h) * Wdown_s act(Wgate_s h, Wup_s h)
+ *        (deepseek2's shared experts have no gate: o += Wdown_s act(...))
+ *
+ * Only the selected experts' weights are read (mat_mul_id). */
+static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_moe *mc = &c->moe;
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const int64_t k = mc->n_expert_used, nf = mc->n_ff_exp, ne = c->n_embd;
+	struct tern_buf h = act2(&l->h, ne, n), o = act2(&l->out, ne, n);
+	struct tern_buf r = act2(&l->router, mc->n_expert, n);
+	struct tern_buf ids = act2(&l->sel_ids, k, n), w = act2(&l->sel_w, k, n);
+	product(be, &L->gate_inp, &h, &r, n);
+	if (opt(&L->gate_inp_b))
+		be->add(be, &r, &L->gate_inp_b, &r);
+	const struct tern_moe_route rp = {
+		.gating = mc->gating == TERN_MODEL_GATING_SIGMOID	 ? TERN_MOE_SIGMOID
+			  : mc->gating == TERN_MODEL_GATING_SOFTMAX_TOPK ? TERN_MOE_SOFTMAX_TOPK
+									  : TERN_MOE_SOFTMAX,
+		.k = (int)k,
+		.norm = mc->norm_w,
+		.scale = mc->w_scale,
+		.n_group = (int)mc->n_group,
+		.n_group_used = (int)mc->n_group_used,
+	};
+	be->moe_route(be, &r, opt(&L->exp_probs_b), &ids, &w, &rp);
+
+	struct tern_buf h3 = act3(&l->h, ne, 1, n);
+	struct tern_buf g = act3(&l->eg, nf, k, n), u = act3(&l->eu, nf, k, n), d = act3(&l->ed, ne, k, n);
+	be->mat_mul_id(be, &L->gate_exps, &h3, &ids, opt(&L->gate_exps_b), &g);
+	be->mat_mul_id(be, &L->up_exps, &h3, &ids, opt(&L->up_exps_b), &u);
+	be->glu(be, &g, &u, &g, glu_kind(mc->act));
+	be->mat_mul_id(be, &L->down_exps, &g, &ids, opt(&L->down_exps_b), &d);
+	be->moe_combine(be, &d, &w, &o);
+
+	if (!opt(&L->gate_shexp))
+		return;
+	/* the shared expert, in the dense FFN's buffers; its output into
+	 * ed (free again), gated into h (no longer read) where it has a gate
+	 * (qwen2moe), added as it is otherwise (deepseek2) */
+	const int64_t ns = mc->n_ff_shexp;
+	struct tern_buf sg = act2(&l->gate, ns, n), su = act2(&l->up, ns, n), sd = act2(&l->ed, ne, n);
+	struct tern_buf gt = act2(&l->sgate, 1, n);
+	const bool gated = opt(&L->gate_inp_shexp) != NULL;
+	if (n == 1) {
+		const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
+		struct tern_buf *y3[3] = {&sg, &su, &gt};
+		be->mat_vec_n(be, gated ? 3 : 2, w3, &h, y3);
+	} else {
+		be->mat_mul(be, &L->gate_shexp, &h, &sg);
+		be->mat_mul(be, &L->up_shexp, &h, &su);
+		if (gated)
+			be->mat_mul(be, &L->gate_inp_shexp, &h, &gt);
+	}
+	be->glu(be, &sg, &su, &sg, TERN_GLU_SWIGLU);
+	product(be, &L->down_shexp, &sg, &sd, n);
+	if (!gated) {
+		be->add(be, &o, &sd, &o);
+		return;
+	}
+	be->unary(be, &gt, &gt, TERN_UNARY_SIGMOID);
+	struct tern_buf sd3 = act3(&l->ed, ne, 1, n);
+	be->moe_combine(be, &sd3, &gt, &h);
+	be->add(be, &o, &h, &o);
+}
+
+/* Multi-head latent attention (DeepSeek-V2/V3), as llama.cpp's MLA path
+ * computes it, over n tokens of layer il; o gets the output projection.
+ *
+ *   q        = Wq h, or Wq_b norm(Wq_a h)            {nope | rope} per head
+ *   [c | kp] = Wkv_a h;  c = norm(c) * kv_a_norm;  kp = rope(kp)
+ *   cache[pos] = [c | kp]                               (n_lora_kv + n_rot values)
+ *   qm = [W_kb^T q_nope | rope(q_rope)]  per head      (W_kb absorbed into the query)
+ *   u  = attention(qm, K = cache, V = cache's first n_lora_kv columns)
+ *   a  = W_vb u  per head;  o = Wo a
+ *
+ * K of head h would be W_kb c and its scores q_nope . W_kb c = (W_kb^T
+ * q_nope) . c, V would be W_vb c and sum p V = W_vb sum p c: the heads are
+ * never expanded, the cache holds the latent only (one KV head). The row
+ * splits and joins are copies between column windows. */
+static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const int64_t nh = lc->n_head, hd = c->head_dim, nr = c->n_rot, nope = hd - nr, kvr = c->n_lora_kv;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	int64_t n1[1] = {n};
+	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1);
+	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf q = act2(&l->q, nh * hd, n), kv = act2(&l->mla_kv, kvr + nr, n);
+
+	/* the query and the compressed KV, both from h */
+	struct tern_buf qa = opt(&L->wq_a) ? act2(&l->mla_qa, c->n_lora_q, n) : q;
+	const struct tern_buf *wq = opt(&L->wq_a) ? &L->wq_a : &L->wq;
+	if (n == 1) {
+		const struct tern_buf *w2[2] = {wq, &L->wkv_a};
+		struct tern_buf *y2[2] = {&qa, &kv};
+		be->mat_vec_n(be, 2, w2, &h, y2);
+	} else {
+		be->mat_mul(be, wq, &h, &qa);
+		be->mat_mul(be, &L->wkv_a, &h, &kv);
+	}
+	if (opt(&L->wq_a)) {
+		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
+		product(be, &L->wq_b, &qa, &q, n);
+	}
+	const struct tern_rope rope = {
+		.mode = TERN_ROPE_NORMAL, .n_rot = (int)nr, .freq_base = lc->rope_base, .freq_scale = lc->rope_scale,
+		.ext_factor = c->rope_ext_factor, .corr_low = c->rope_corr_low, .corr_high = c->rope_corr_high,
+		.mscale = c->rope_mscale,
+	};
+
+	/* the cache row: the normed latent, then the rotated shared key part */
+	struct tern_buf lat = act2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
+	struct tern_buf pe = act3(&l->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
+	be->copy(be, &kv_lat, &lat);
+	be->norm(be, &lat, NULL, &L->kv_a_norm, NULL, &lat, &rms);
+	be->copy(be, &lat, &kv_lat);
+	be->copy(be, &kv_pe, &pe);
+	be->rope(be, &pe, &pos, NULL, &rope);
+	be->copy(be, &pe, &kv_pe);
+	struct tern_buf kv3 = act3(&l->mla_kv, kvr + nr, 1, n);
+	be->kv_store(be, &L->k_cache, &kv3, &pos);
+
+	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
+	struct tern_buf q3 = act3(&l->q, hd, nh, n);
+	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
+	struct tern_buf qn = act3(&l->mla_qn, nope, nh, n), qp = act3(&l->mla_qp, nr, nh, n);
+	struct tern_buf qx = act3(&l->mla_qx, kvr, nh, n), qm = act3(&l->mla_qm, kvr + nr, nh, n);
+	be->copy(be, &q_nope, &qn);
+	be->copy(be, &q_pe, &qp);
+	be->rope(be, &qp, &pos, NULL, &rope);
+	be->mat_mul_heads(be, &L->wk_b, &qn, &qx);
+	struct tern_buf qm_lat = tern_buf_cols(&qm, 0, kvr), qm_pe = tern_buf_cols(&qm, kvr, nr);
+	be->copy(be, &qx, &qm_lat);
+	be->copy(be, &qp, &qm_pe);
+
+	/* one KV head: the latent rows are K, their first kvr values V */
+	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
+	const struct tern_attn at = {.scale = c->attn_scale};
+	be->attention(be, &qm, &L->k_cache, &v, &pos, &qx, &at);
+	struct tern_buf a3 = act3(&l->a, c->head_dim_v, nh, n), a = act2(&l->a, nh * c->head_dim_v, n);
+	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
+	product(be, &L->wo, &a, &o, n);
+}
+
+/* The attention of the other architectures over n tokens of layer il:
+ * QKV, their norms and RoPE, the cache, attention, the output projection
+ * (and its norm) into o. */
+static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
 
-	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
 	struct tern_buf q = act2(&l->q, nh * hd, n), k = act2(&l->k, nkv * hd, n), v = act2(&l->v, nkv * hdv, n);
 	struct tern_buf a = act2(&l->a, nh * hdv, n);
 	int64_t n1[1] = {n};
@@ -451,11 +771,32 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		.scale = c->attn_scale,
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
+		.sinks = opt(&L->attn_sinks),
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	product(be, &L->wo, &a, &o, n);
 	if (opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
+}
+
+/* The input of the first block and its norm are made by the caller; this
+ * runs block il over n tokens: x is the residual (its pending addition r
+ * from the previous block already folded in by the caller's norm), h the
+ * normed input. On return o holds the block's FFN output, not yet added
+ * to x (the next norm adds it). */
+static void block(struct tern_llm *l, uint32_t il, int64_t n)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	const struct tern_model_layer_config *lc = &c->layer[il];
+	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = l->be;
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
+	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+
+	if (c->n_lora_kv)
+		attn_mla(l, il, n);
+	else
+		attn_mha(l, il, n);
 	if (opt(&L->attn_post_norm))
 		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
 
@@ -465,6 +806,12 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &x, &o, &L->ffn_norm, NULL, &h, &nrm);
 
 	/* feed-forward */
+	if (lc->is_moe) {
+		moe_ffn(l, il, n);
+		if (opt(&L->ffn_post_norm))
+			be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
+		return;
+	}
 	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
 		product(be, &L->ffn_up, &h, &u, n);
@@ -484,7 +831,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, &L->ffn_gate, &h, &g);
 		be->mat_mul(be, &L->ffn_up, &h, &u);
 	}
-	be->glu(be, &g, &u, &g, c->act == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : TERN_GLU_SWIGLU);
+	be->glu(be, &g, &u, &g, glu_kind(c->act));
 	product(be, &L->ffn_down, &g, &o, n);
 	if (opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);

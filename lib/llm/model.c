@@ -8,8 +8,10 @@
  * one the hyperparameters imply and its type against what the products
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
  * global pattern and local RoPE base, gemma2's alternating windows and
- * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE)
- * follow llama.cpp's llama-arch.cpp, llama-model.cpp and src/models/. */
+ * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE,
+ * deepseek2's latent attention and YaRN attention factor) follow
+ * llama.cpp's llama-arch.cpp, llama-model.cpp, src/models/ (deepseek2.cpp
+ * among them) and llama-context.cpp. */
 #include "lib/llm/model.h"
 
 #include <math.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/backend.h"
 #include "lib/core/quote.h"
 #include "quant/quant.h"
 
@@ -26,22 +29,30 @@
 enum slot {
 	S_ATTN_NORM, S_WQ, S_WK, S_WV, S_WO, S_BQ, S_BK, S_BV, S_BO, S_Q_NORM, S_K_NORM, S_ATTN_POST_NORM,
 	S_FFN_NORM, S_FFN_GATE, S_FFN_UP, S_FFN_DOWN, S_FFN_POST_NORM,
+	/* mixture of experts */
+	S_ATTN_SINKS, S_FFN_NORM_PA, S_GATE_INP, S_GATE_INP_B, S_EXP_PROBS_B, S_GATE_EXPS, S_UP_EXPS, S_DOWN_EXPS,
+	S_GATE_EXPS_B, S_UP_EXPS_B, S_DOWN_EXPS_B, S_GATE_INP_SHEXP, S_GATE_SHEXP, S_UP_SHEXP, S_DOWN_SHEXP,
 	/* gemma / phi families */
 	S_ATTN_NORM_B, S_FFN_UP_B, S_FFN_DOWN_B, S_WQKV, S_BQKV, S_FFN_GATE_UP,
 	S_COUNT
 };
+_Static_assert(S_COUNT <= 64, "slot masks are 64 bits");
 
 /* the sizes a shape is made of, evaluated per layer */
-enum dim { D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_QKV, D_FF2, D_COUNT };
+enum dim {
+	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_COUNT
+};
 
 struct slot_info {
 	const char *name;   /* after "blk.N." */
 	size_t offset;      /* of the pointer in struct tern_model_layer */
 	unsigned char ne0, ne1; /* enum dim */
 	bool matrix;        /* used in a product (else an f32 vector) */
+	unsigned char ne2;  /* enum dim: D_EXP for a stack of experts, else D_ONE */
 };
 
-#define SLOT(s, n, field, a, b, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m}
+#define SLOT(s, n, field, a, b, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m, D_ONE}
+#define SLOT3(s, n, field, a, b, c, m) [s] = {n, offsetof(struct tern_model_layer, field), a, b, m, c}
 static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_ATTN_NORM, "attn_norm.weight", attn_norm, D_EMBD, D_ONE, false),
 	SLOT(S_WQ, "attn_q.weight", wq, D_EMBD, D_Q, true),
@@ -60,6 +71,22 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_FFN_UP, "ffn_up.weight", ffn_up, D_EMBD, D_FF, true),
 	SLOT(S_FFN_DOWN, "ffn_down.weight", ffn_down, D_FF, D_EMBD, true),
 	SLOT(S_FFN_POST_NORM, "post_ffw_norm.weight", ffn_post_norm, D_EMBD, D_ONE, false),
+	SLOT(S_ATTN_SINKS, "attn_sinks.weight", attn_sinks, D_NHEAD, D_ONE, false),
+	/* gpt-oss: the norm before the FFN carries the post-attention name */
+	SLOT(S_FFN_NORM_PA, "post_attention_norm.weight", ffn_norm, D_EMBD, D_ONE, false),
+	SLOT(S_GATE_INP, "ffn_gate_inp.weight", ffn_gate_inp, D_EMBD, D_EXP, true),
+	SLOT(S_GATE_INP_B, "ffn_gate_inp.bias", ffn_gate_inp_b, D_EXP, D_ONE, false),
+	SLOT(S_EXP_PROBS_B, "exp_probs_b.bias", exp_probs_b, D_EXP, D_ONE, false),
+	SLOT3(S_GATE_EXPS, "ffn_gate_exps.weight", ffn_gate_exps, D_EMBD, D_FF_EXP, D_EXP, true),
+	SLOT3(S_UP_EXPS, "ffn_up_exps.weight", ffn_up_exps, D_EMBD, D_FF_EXP, D_EXP, true),
+	SLOT3(S_DOWN_EXPS, "ffn_down_exps.weight", ffn_down_exps, D_FF_EXP, D_EMBD, D_EXP, true),
+	SLOT(S_GATE_EXPS_B, "ffn_gate_exps.bias", ffn_gate_exps_b, D_FF_EXP, D_EXP, false),
+	SLOT(S_UP_EXPS_B, "ffn_up_exps.bias", ffn_up_exps_b, D_FF_EXP, D_EXP, false),
+	SLOT(S_DOWN_EXPS_B, "ffn_down_exps.bias", ffn_down_exps_b, D_EMBD, D_EXP, false),
+	SLOT(S_GATE_INP_SHEXP, "ffn_gate_inp_shexp.weight", ffn_gate_inp_shexp, D_EMBD, D_ONE, true),
+	SLOT(S_GATE_SHEXP, "ffn_gate_shexp.weight", ffn_gate_shexp, D_EMBD, D_FF_SHEXP, true),
+	SLOT(S_UP_SHEXP, "ffn_up_shexp.weight", ffn_up_shexp, D_EMBD, D_FF_SHEXP, true),
+	SLOT(S_DOWN_SHEXP, "ffn_down_shexp.weight", ffn_down_shexp, D_FF_SHEXP, D_EMBD, true),
 	SLOT(S_ATTN_NORM_B, "attn_norm.bias", attn_norm_b, D_EMBD, D_ONE, false),
 	SLOT(S_FFN_UP_B, "ffn_up.bias", ffn_up_b, D_FF, D_ONE, false),
 	SLOT(S_FFN_DOWN_B, "ffn_down.bias", ffn_down_b, D_EMBD, D_ONE, false),
@@ -67,27 +94,46 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_BQKV, "attn_qkv.bias", bqkv, D_QKV, D_ONE, false),
 	SLOT(S_FFN_GATE_UP, "ffn_up.weight", ffn_gate_up, D_EMBD, D_FF2, true),
 };
-_Static_assert(S_COUNT <= 32, "slot masks are unsigned");
 
-#define B(s) (1u << (s))
+#define B(s) (1ull << (s))
 /* what every pre-norm transformer block with a gated FFN has */
 #define BLOCK_BASE                                                                                             \
 	(B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO) | B(S_FFN_NORM) | B(S_FFN_GATE) | B(S_FFN_UP) | \
 	 B(S_FFN_DOWN))
+/* the dense FFN, which a mixture-of-experts layer replaces */
+#define FFN_DENSE (B(S_FFN_GATE) | B(S_FFN_UP) | B(S_FFN_DOWN))
+/* the router and the experts' stacks */
+#define MOE_BASE (B(S_GATE_INP) | B(S_GATE_EXPS) | B(S_UP_EXPS) | B(S_DOWN_EXPS))
+#define MOE_SHARED (B(S_GATE_INP_SHEXP) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP))
 
 /* ---- the architectures ----------------------------------------------------- */
 
+/* The router of a family (llama.cpp fixes it per architecture in its
+ * graph code, whatever the file's keys say, except where moe_keys). */
+struct moe_desc {
+	uint64_t required;     /* slots an is_moe block must have (the dense FFN slots are dropped) */
+	uint64_t optional;
+	enum tern_model_gating gating;
+	enum tern_model_act act;
+	bool norm_w;
+	bool moe_keys;         /* expert_gating_func / expert_weights_scale from the file */
+	bool moe_only;         /* every layer is a mixture: expert_count is required */
+	bool ff_is_n_ff;       /* an expert's size is feed_forward_length (llama), not the expert key */
+};
+
 struct arch_desc {
 	const char *name;
-	unsigned required;     /* slots every block must have */
-	unsigned optional;     /* slots a block may have */
+	uint64_t required;     /* slots every block must have */
+	uint64_t optional;     /* slots a block may have */
+	struct moe_desc moe;   /* with expert_count > 0 (moe.required 0: experts are not supported) */
 	enum tern_model_norm norm;
 	enum tern_model_act act;
 	enum tern_model_rope rope;
 	bool rope_freqs;       /* may carry rope_freqs.weight (llama3 scaling) */
 	uint32_t swa_period;   /* with a sliding window: layer l is global iff l % period == period - 1 */
-	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none) */
+	float swa_rope_base;   /* RoPE base of the local layers (their scaling is none); 0: the global base */
 	bool embd_scale_sqrt;  /* token embeddings times sqrt(n_embd) */
+	bool mla;              /* multi-head latent attention (load_mla); the dense FFN only in the leading layers */
 	void (*fixup)(struct tern_model_config *c); /* what a family decides from its sizes */
 	/* gemma / phi families */
 	uint32_t swa_default;  /* the window when the file gives none (gemma2: 4096) */
@@ -106,6 +152,8 @@ static void gemma3_fixup(struct tern_model_config *c)
 	if (c->n_layer == 62)
 		c->attn_scale = 1.0f / sqrtf((float)(c->n_embd / c->n_head));
 }
+
+#define ATTN_BASE (B(S_ATTN_NORM) | B(S_WQ) | B(S_WK) | B(S_WV) | B(S_WO))
 
 /* llama.cpp's gemma graph scales queries by 1/sqrt(n_embd_head_v) */
 static void gemma_fixup(struct tern_model_config *c)
@@ -131,9 +179,11 @@ static void gemma2_fixup(struct tern_model_config *c)
 #define QKV_BIAS (B(S_BQ) | B(S_BK) | B(S_BV))
 
 static const struct arch_desc archs[] = {
-	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama */
+	{.name = "llama", /* Llama 2/3, Mistral, SmolLM, TinyLlama; with experts Mixtral */
 	 .required = BLOCK_BASE,
 	 .optional = B(S_BQ) | B(S_BK) | B(S_BV) | B(S_BO),
+	 .moe = {.required = MOE_BASE, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .norm_w = true,
+		 .ff_is_n_ff = true},
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .rope_freqs = true},
 	{.name = "qwen2",
 	 .required = BLOCK_BASE | B(S_BQ) | B(S_BK) | B(S_BV),
@@ -165,6 +215,27 @@ static const struct arch_desc archs[] = {
 		     B(S_FFN_DOWN),
 	 .optional = QKV_BIAS,
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .longrope = true},
+	{.name = "qwen2moe", /* Qwen1.5-MoE, Qwen2-57B-A14B: a shared expert behind a sigmoid gate */
+	 .required = ATTN_BASE | B(S_FFN_NORM) | B(S_BQ) | B(S_BK) | B(S_BV),
+	 .moe = {.required = MOE_BASE | MOE_SHARED, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU,
+		 .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "qwen3moe", /* Qwen3-30B-A3B, 235B-A22B: norm_topk_prob */
+	 .required = ATTN_BASE | B(S_FFN_NORM) | B(S_Q_NORM) | B(S_K_NORM),
+	 .moe = {.required = MOE_BASE, .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .norm_w = true,
+		 .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX},
+	{.name = "gpt-oss", /* attention sinks, biases, clamped SwiGLU, softmax after top-k, 1 local : 1 global */
+	 .required = ATTN_BASE | B(S_BO) | B(S_ATTN_SINKS) | B(S_FFN_NORM_PA),
+	 .optional = B(S_BQ) | B(S_BK) | B(S_BV),
+	 .moe = {.required = MOE_BASE | B(S_GATE_INP_B) | B(S_GATE_EXPS_B) | B(S_UP_EXPS_B) | B(S_DOWN_EXPS_B),
+		 .gating = TERN_MODEL_GATING_SOFTMAX_TOPK, .act = TERN_MODEL_ACT_SWIGLU_OAI, .moe_only = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .swa_period = 2},
+	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3: latent attention, shared experts */
+	 .required = B(S_ATTN_NORM) | B(S_WO) | B(S_FFN_NORM),
+	 .moe = {.required = MOE_BASE, .optional = B(S_EXP_PROBS_B) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP),
+		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .mla = true},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -179,7 +250,8 @@ static const struct arch_desc *find_arch(const char *name)
 
 const char *tern_model_supported(void)
 {
-	return "llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3"; /* the names of `archs`, in order (a test checks) */
+	/* the names of `archs`, in order (a test checks) */
+	return "llama, qwen2, qwen3, gemma3, gemma, gemma2, phi2, phi3, qwen2moe, qwen3moe, gpt-oss, deepseek2";
 }
 
 bool tern_model_arch_supported(const char *arch)
@@ -199,10 +271,10 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
 		snprintf(buf + n, cap - n, "}");
 }
 
-/* Find `name`, check it is {ne0, ne1} of a usable type, store it in *out.
- * A missing optional tensor leaves *out NULL. */
-static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
-		      const struct tern_tensor_view **out, tern_err *e)
+/* Find `name`, check it is {ne0, ne1, ne2} of a usable type, store it in
+ * *out. A missing optional tensor leaves *out NULL. */
+static int get_tensor3(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, uint64_t ne2, bool matrix,
+		       bool required, const struct tern_tensor_view **out, tern_err *e)
 {
 	*out = NULL;
 	const struct tern_tensor_view *t = tern_mf_find_tensor(mf, name);
@@ -211,14 +283,14 @@ static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_
 			return tern_errf(e, TERN_EFORMAT, "tensor '%s' is missing", name);
 		return 0;
 	}
-	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, 1, 1};
+	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, ne2, 1};
 	bool same = true;
 	for (int i = 0; i < TERN_MAX_DIMS; i++)
 		same = same && t->ne[i] == want[i];
 	if (!same) {
 		char found[96], expect[64];
 		fmt_shape(found, sizeof found, t->ne, t->n_dims ? t->n_dims : 1);
-		fmt_shape(expect, sizeof expect, want, ne1 == 1 ? 1 : 2);
+		fmt_shape(expect, sizeof expect, want, ne2 > 1 ? 3 : ne1 == 1 ? 1 : 2);
 		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has shape %s, expected %s", name, found, expect);
 	}
 	if (matrix && !quant_is_weight_type(t->type))
@@ -233,18 +305,173 @@ static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_
 	return 0;
 }
 
+static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
+		      const struct tern_tensor_view **out, tern_err *e)
+{
+	return get_tensor3(mf, name, ne0, ne1, 1, matrix, required, out, e);
+}
+
 /* ---- config ------------------------------------------------------------------ */
+
+/* llama.cpp's YaRN magnitude for a context stretched by `scale` */
+static float yarn_get_mscale(float scale, float m)
+{
+	return scale <= 1.0f ? 1.0f : 0.1f * m * logf(scale) + 1.0f;
+}
+
+/* deepseek2: the latent attention's sizes, YaRN and the attention scale,
+ * as llama.cpp derives them (llama-context.cpp, models/deepseek2.cpp) */
+static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *c, tern_err *e)
+{
+	const char *a = hp->arch;
+	if (!hp->n_lora_kv)
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.kv_lora_rank'", a);
+	if (hp->n_layer_dense_lead < hp->n_layer && !hp->n_expert)
+		return tern_errf(e, TERN_EFORMAT, "'%s.leading_dense_block_count' = %u of %u layers, but no "
+				 "'%s.expert_count'", a, hp->n_layer_dense_lead, hp->n_layer, a);
+	c->n_lora_q = hp->n_lora_q;
+	c->n_lora_kv = hp->n_lora_kv;
+	c->n_layer_dense_lead = hp->n_layer_dense_lead < hp->n_layer ? hp->n_layer_dense_lead : hp->n_layer;
+	if (hp->n_embd_head_k_mla || hp->n_embd_head_v_mla) {
+		/* stored as MQA over the latent: key_length = kv_lora_rank + rope
+		 * dims, value_length = kv_lora_rank; the heads are the _mla sizes */
+		if (!hp->n_embd_head_k_mla || !hp->n_embd_head_v_mla)
+			return tern_errf(e, TERN_EFORMAT, "'%s.attention.key_length_mla' and value_length_mla come together", a);
+		if (hp->n_embd_head_k != hp->n_lora_kv + hp->n_rot || hp->n_embd_head_v != hp->n_lora_kv)
+			return tern_errf(e, TERN_EFORMAT, "'%s.attention.key_length' = %u / value_length = %u: expected "
+					 "kv_lora_rank + rope dims = %u / kv_lora_rank = %u", a, hp->n_embd_head_k,
+					 hp->n_embd_head_v, hp->n_lora_kv + hp->n_rot, hp->n_lora_kv);
+		c->head_dim = hp->n_embd_head_k_mla;
+		c->head_dim_v = hp->n_embd_head_v_mla;
+	} else {
+		c->mla_kv_b = true; /* older conversions: the heads' own sizes and attn_kv_b */
+	}
+	if (c->head_dim <= c->n_rot)
+		return tern_errf(e, TERN_EFORMAT, "'%s.rope.dimension_count' = %u leaves no unrotated part of the %u "
+				 "dimensions of a head", a, c->n_rot, c->head_dim);
+	/* the cache row is one head of the attention; the per-head products
+	 * take rows of the latent and of the unrotated part */
+	if (c->n_lora_kv + c->n_rot > TERN_ATTN_MAX_HEAD_DIM)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.attention.kv_lora_rank' = %u with %u rope dims: at most %d "
+				 "in all", a, c->n_lora_kv, c->n_rot, TERN_ATTN_MAX_HEAD_DIM);
+	if (c->head_dim - c->n_rot > TERN_HEADS_MAX_COLS)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s': %u unrotated dimensions per head, at most %d", a,
+				 c->head_dim - c->n_rot, TERN_HEADS_MAX_COLS);
+
+	/* YaRN as llama.cpp's context sets it up: ext_factor 1, beta_fast 32,
+	 * beta_slow 1; DeepSeek's yarn_log_multiplier is stored times 0.1 */
+	float fs = c->rope_scaling == TERN_ROPE_SCALING_NONE ? 1.0f : c->rope_freq_scale;
+	float factor = 1.0f / fs, log_mul = hp->rope_yarn_log_mul / 0.1f, af = 1.0f;
+	if (c->rope_scaling == TERN_ROPE_SCALING_YARN) {
+		c->rope_ext_factor = 1.0f;
+		if (log_mul != 0.0f) {
+			float m = log_mul != 1.0f ? log_mul : 1.0f; /* llama.cpp's DeepSeek-V2 special case */
+			af = yarn_get_mscale(factor, m) / yarn_get_mscale(factor, log_mul);
+		} else {
+			af = yarn_get_mscale(factor, 1.0f);
+		}
+		af *= 1.0f / (1.0f + 0.1f * logf(factor));
+		/* ggml_rope_yarn_corr_dims */
+		float n_rot = (float)c->n_rot, base = c->rope_freq_base, orig = (float)c->n_ctx_orig;
+		float lo = floorf(n_rot * logf(orig / (32.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
+		float hi = ceilf(n_rot * logf(orig / (1.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
+		c->rope_corr_low = lo > 0 ? lo : 0;
+		c->rope_corr_high = hi < n_rot - 1 ? hi : n_rot - 1;
+	}
+	af *= hp->rope_attn_factor;
+	/* ggml's rope multiplies by 1 + 0.1 ln(1/fs) under YaRN on its own */
+	c->rope_mscale = c->rope_ext_factor > 0 ? af * (1.0f + 0.1f * logf(1.0f / fs)) : af;
+	float ms = af * (1.0f + 0.1f * logf(1.0f / fs)) * (1.0f + 0.1f * log_mul * logf(1.0f / fs));
+	c->attn_scale = ms * ms / sqrtf((float)c->head_dim);
+
+	/* the experts (moe_config read the router's keys): from
+	 * leading_dense_block_count on, beside expert_shared_count experts'
+	 * worth of shared expert (llama.cpp's deepseek2 graph) */
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		c->layer[l].is_moe = c->moe.n_expert && l >= c->n_layer_dense_lead;
+	c->moe.n_ff_shexp = c->moe.n_ff_exp * hp->n_expert_shared;
+	return 0;
+}
+
+/* deepseek2's expert_weights_norm, a bool (absent: false, as llama.cpp) */
+static int mla_weights_norm(const tern_mf *mf, struct tern_model_config *c, tern_err *e)
+{
+	char key[TERN_ARCH_NAME_MAX + 32];
+	snprintf(key, sizeof key, "%s.expert_weights_norm", c->arch);
+	const struct tern_mf_kv *kv = tern_mf_find(mf, key);
+	if (!kv)
+		return 0;
+	if (kv->v.type != GGUF_T_BOOL || kv->v.size < 1)
+		return tern_errf(e, TERN_ETYPE, "key '%s': %s, want a bool", key, gguf_vtype_name(kv->v.type));
+	c->moe.norm_w = kv->v.p[0] != 0;
+	return 0;
+}
+
+/* The mixture of experts: sizes, the router. As llama.cpp: a family's
+ * gating and normalization are fixed by its graph code (moe_keys: the
+ * file's keys decide), expert groups come from the file for every family,
+ * and an absent expert_feed_forward_length means n_ff / n_expert_used
+ * (llama's experts are always feed_forward_length wide). */
+static int moe_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
+		      tern_err *e)
+{
+	const char *a = hp->arch;
+	struct tern_model_moe *m = &c->moe;
+	if (!hp->n_expert) {
+		if (d->moe.moe_only)
+			return tern_errf(e, TERN_EFORMAT, "missing key '%s.expert_count' (%s is a mixture of experts)", a, a);
+		return 0;
+	}
+	if (!d->moe.required)
+		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported for %s",
+				 a, hp->n_expert, a);
+	if (hp->n_expert_used > TERN_MOE_MAX_USED || hp->n_expert > 4096)
+		return tern_errf(e, TERN_EUNSUPPORTED, "%u of %u experts per token: tern takes at most %d of 4096", 
+				 hp->n_expert_used, hp->n_expert, TERN_MOE_MAX_USED);
+	m->n_expert = hp->n_expert;
+	m->n_expert_used = hp->n_expert_used;
+	m->n_ff_exp = d->moe.ff_is_n_ff ? hp->n_ff : hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff / hp->n_expert_used;
+	m->n_ff_shexp = d->moe.required & B(S_GATE_SHEXP) ? (hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff) : 0;
+	if (!m->n_ff_exp)
+		return tern_errf(e, TERN_EFORMAT, "missing key '%s.expert_feed_forward_length'", a);
+	m->gating = d->moe.gating;
+	m->act = d->moe.act;
+	m->norm_w = d->moe.norm_w;
+	m->w_scale = 1.0f;
+	if (d->moe.moe_keys) {
+		if (hp->expert_gating_func == 1 || hp->expert_gating_func == 2 || hp->expert_gating_func == 3)
+			m->gating = hp->expert_gating_func == 1   ? TERN_MODEL_GATING_SOFTMAX
+				    : hp->expert_gating_func == 2 ? TERN_MODEL_GATING_SIGMOID
+								  : TERN_MODEL_GATING_SOFTMAX_TOPK;
+		else if (hp->expert_gating_func)
+			return tern_errf(e, TERN_EUNSUPPORTED, "'%s.expert_gating_func' = %u is not supported", a,
+					 hp->expert_gating_func);
+		if (hp->expert_weights_scale != 0)
+			m->w_scale = hp->expert_weights_scale;
+	}
+	if (hp->n_expert_group > 1) {
+		if (hp->n_expert % hp->n_expert_group || !hp->n_expert_group_used ||
+		    hp->n_expert_group_used > hp->n_expert_group ||
+		    hp->n_expert_used > hp->n_expert / hp->n_expert_group * hp->n_expert_group_used)
+			return tern_errf(e, TERN_EFORMAT, "'%s.expert_group_count' = %u, used %u do not fit %u experts, %u used",
+					 a, hp->n_expert_group, hp->n_expert_group_used, hp->n_expert, hp->n_expert_used);
+		m->n_group = hp->n_expert_group;
+		m->n_group_used = hp->n_expert_group_used;
+	}
+	return 0;
+}
 
 static int build_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
 			tern_err *e)
 {
 	const char *a = hp->arch;
-	if (hp->n_expert)
-		return tern_errf(e, TERN_EUNSUPPORTED, "mixture of experts ('%s.expert_count' = %u) is not supported", a,
-				 hp->n_expert);
-	if (hp->rope_scaling == TERN_ROPE_SCALING_YARN || (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope))
+	int rc = moe_config(d, hp, c, e);
+	if (rc)
+		return rc;
+	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) ||
+	    (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope))
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
-				 "linear%s)", a, hp->rope_scaling_name, d->longrope ? ", longrope" : "");
+				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : d->longrope ? ", longrope" : "");
 	bool layer_norm = d->norm == TERN_MODEL_NORM_LAYER;
 	if (!((layer_norm ? hp->norm_eps : hp->norm_rms_eps) > 0))
 		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm%s_epsilon'", a,
@@ -280,13 +507,14 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->final_softcap = hp->final_softcap;
 	c->has_qk_norm = (d->required & B(S_Q_NORM)) != 0;
 	c->has_post_norms = (d->required & B(S_ATTN_POST_NORM)) != 0;
+	c->has_attn_sinks = (d->required & B(S_ATTN_SINKS)) != 0;
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct tern_model_layer_config *lc = &c->layer[l];
 		lc->n_head = hp->n_head_l[l];
 		lc->n_head_kv = hp->n_head_kv_l[l];
 		lc->n_ff = hp->n_ff_l[l];
-		if (!lc->n_head || !lc->n_head_kv || !lc->n_ff)
+		if (!lc->n_head || !lc->n_head_kv || (!lc->n_ff && !c->moe.n_expert))
 			return tern_errf(e, TERN_EFORMAT, "layer %u: '%s.%s' is 0", l, a,
 					 !lc->n_head ? "attention.head_count"
 					 : !lc->n_head_kv ? "attention.head_count_kv" : "feed_forward_length");
@@ -294,11 +522,17 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			return tern_errf(e, TERN_EFORMAT, "layer %u: %u kv heads do not divide %u heads", l,
 					 lc->n_head_kv, lc->n_head);
 		lc->is_swa = c->n_swa && l % d->swa_period != d->swa_period - 1;
+		lc->is_moe = c->moe.n_expert > 0;
 		/* the local layers' base: the file's, else the family's (llama.cpp) */
 		lc->rope_base = !lc->is_swa ? c->rope_freq_base
 			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
-			      : d->swa_rope_global ? c->rope_freq_base : d->swa_rope_base;
+			      : d->swa_rope_base > 0 ? d->swa_rope_base : c->rope_freq_base;
 		lc->rope_scale = lc->is_swa && !d->swa_rope_global ? 1.0f : c->rope_freq_scale;
+	}
+	if (d->mla) {
+		rc = mla_config(hp, c, e);
+		if (rc)
+			return rc;
 	}
 	if (d->fixup)
 		d->fixup(c);
@@ -307,13 +541,44 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 
 /* ---- weights ----------------------------------------------------------------- */
 
+/* deepseek2's latent attention tensors of layer l (llama.cpp's names and
+ * shapes; attn_k_b / attn_v_b in files with the _mla keys, the older joint
+ * attn_kv_b otherwise) */
+static int load_mla(const tern_mf *mf, const struct tern_model_config *c, uint32_t l, struct tern_model_layer *L,
+		    tern_err *e)
+{
+	uint64_t nh = c->layer[l].n_head, nope = c->head_dim - c->n_rot, kvr = c->n_lora_kv, hv = c->head_dim_v;
+	char name[64];
+	int rc = 0;
+#define MLA_T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
+	if (c->n_lora_q) {
+		rc = get_tensor(mf, MLA_T("attn_q_a.weight"), c->n_embd, c->n_lora_q, true, true, &L->wq_a, e);
+		if (!rc)
+			rc = get_tensor(mf, MLA_T("attn_q_a_norm.weight"), c->n_lora_q, 1, false, true, &L->q_a_norm, e);
+		if (!rc)
+			rc = get_tensor(mf, MLA_T("attn_q_b.weight"), c->n_lora_q, nh * c->head_dim, true, true, &L->wq_b, e);
+	}
+	if (!rc)
+		rc = get_tensor(mf, MLA_T("attn_kv_a_mqa.weight"), c->n_embd, kvr + c->n_rot, true, true, &L->wkv_a, e);
+	if (!rc)
+		rc = get_tensor(mf, MLA_T("attn_kv_a_norm.weight"), kvr, 1, false, true, &L->kv_a_norm, e);
+	if (!rc && c->mla_kv_b)
+		rc = get_tensor(mf, MLA_T("attn_kv_b.weight"), kvr, nh * (nope + hv), true, true, &L->wkv_b, e);
+	if (!rc && !c->mla_kv_b)
+		rc = get_tensor3(mf, MLA_T("attn_k_b.weight"), nope, kvr, nh, true, true, &L->wk_b, e);
+	if (!rc && !c->mla_kv_b)
+		rc = get_tensor3(mf, MLA_T("attn_v_b.weight"), kvr, hv, nh, true, true, &L->wv_b, e);
+#undef MLA_T
+	return rc;
+}
+
 /* As llama.cpp's create_tensor_qkv: any block may store Q, K and V as one
  * matrix, blk.N.attn_qkv.weight (the rows of Q, then K, then V), with one
  * fused bias or, without it, the separate ones. Where the file has it, the
  * fused slots replace the separate ones in the masks. */
-static void qkv_slots(const tern_mf *mf, uint32_t l, unsigned *required, unsigned *optional)
+static void qkv_slots(const tern_mf *mf, uint32_t l, uint64_t *required, uint64_t *optional)
 {
-	const unsigned qkv = B(S_WQ) | B(S_WK) | B(S_WV), bias = QKV_BIAS;
+	const uint64_t qkv = B(S_WQ) | B(S_WK) | B(S_WV), bias = QKV_BIAS;
 	char name[64];
 	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_WQKV].name);
 	if (!tern_mf_find_tensor(mf, name)) {
@@ -413,10 +678,22 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_O] = (uint64_t)lc->n_head * c->head_dim_v,
 			[D_HEAD] = c->head_dim,
 			[D_FF] = lc->n_ff,
+			[D_NHEAD] = lc->n_head,
+			[D_EXP] = c->moe.n_expert,
+			[D_FF_EXP] = c->moe.n_ff_exp,
+			[D_FF_SHEXP] = c->moe.n_ff_shexp,
 			[D_FF2] = 2 * (uint64_t)lc->n_ff,
 		};
 		dims[D_QKV] = dims[D_Q] + dims[D_KV] + dims[D_V]; /* Q, K and V fused */
-		unsigned required = d->required, optional = d->optional;
+		uint64_t required = d->required, optional = d->optional;
+		if (d->mla) { /* a plain attn_q without the Q bottleneck; the dense FFN of the leading layers */
+			required |= c->n_lora_q ? 0 : B(S_WQ);
+			required |= l < c->n_layer_dense_lead ? FFN_DENSE : 0;
+		}
+		if (lc->is_moe) {
+			required = (required & ~FFN_DENSE) | d->moe.required;
+			optional = (optional & ~FFN_DENSE) | d->moe.optional;
+		}
 		qkv_slots(mf, l, &required, &optional);
 		for (int s = 0; s < S_COUNT; s++) {
 			bool req = (required >> s) & 1, opt = (optional >> s) & 1;
@@ -427,7 +704,12 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			snprintf(name, sizeof name, "blk.%u.%s", l, si->name);
 			const struct tern_tensor_view **dst =
 				(const struct tern_tensor_view **)((char *)&w->layers[l] + si->offset);
-			rc = get_tensor(mf, name, dims[si->ne0], dims[si->ne1], si->matrix, req, dst, e);
+			rc = get_tensor3(mf, name, dims[si->ne0], dims[si->ne1], dims[si->ne2], si->matrix, req, dst, e);
+			if (rc)
+				return rc;
+		}
+		if (d->mla) {
+			rc = load_mla(mf, c, l, &w->layers[l], e);
 			if (rc)
 				return rc;
 		}
@@ -462,6 +744,8 @@ int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e)
 	int rc = tern_arch_llm_load(mf, hp, e);
 	if (!rc)
 		rc = build_config(d, hp, &m->cfg, e);
+	if (!rc && d->mla)
+		rc = mla_weights_norm(mf, &m->cfg, e);
 	free(hp);
 	if (!rc) {
 		/* n_layer <= TERN_ARCH_MAX_LAYERS (arch.c): a bounded table */

@@ -32,6 +32,30 @@ enum tern_model_norm {
 enum tern_model_act {
 	TERN_MODEL_ACT_SILU, /* SwiGLU (llama, qwen) */
 	TERN_MODEL_ACT_GELU, /* GeGLU with tanh-approximated GELU (gemma) */
+	TERN_MODEL_ACT_SWIGLU_OAI, /* gpt-oss's experts: SwiGLU clamped at 7, alpha 1.702, up + 1 */
+};
+
+/* A mixture of experts' router (lib/backend.h, struct tern_moe_route). */
+enum tern_model_gating {
+	TERN_MODEL_GATING_SOFTMAX,      /* softmax over the experts (Mixtral, Qwen-MoE) */
+	TERN_MODEL_GATING_SIGMOID,      /* per-expert sigmoid (DeepSeek-V3) */
+	TERN_MODEL_GATING_SOFTMAX_TOPK, /* softmax over the selected experts' logits (gpt-oss) */
+};
+
+/* The mixture of experts of the layers whose is_moe is set: the router
+ * picks n_expert_used of n_expert experts per token; their outputs,
+ * weighted, are summed, plus the shared expert's where the layer has one. */
+struct tern_model_moe {
+	uint32_t n_expert;        /* experts per layer (0: a dense model) */
+	uint32_t n_expert_used;   /* selected per token (1..min(n_expert, TERN_MOE_MAX_USED)) */
+	uint32_t n_ff_exp;        /* hidden size of one expert */
+	uint32_t n_ff_shexp;      /* hidden size of the shared expert (0: none) */
+	enum tern_model_gating gating;
+	enum tern_model_act act;  /* the experts' gated activation */
+	bool norm_w;              /* the selected weights are divided by their sum */
+	float w_scale;            /* then multiplied by this (1: none) */
+	uint32_t n_group;         /* group-limited selection: groups (0 or 1: none) */
+	uint32_t n_group_used;    /* groups whose experts compete */
 };
 
 /* How RoPE pairs the dimensions of a head (llama.cpp's rope types). */
@@ -49,6 +73,7 @@ struct tern_model_layer_config {
 	uint32_t n_head;    /* query heads */
 	uint32_t n_head_kv; /* key/value heads (divides n_head) */
 	uint32_t n_ff;      /* FFN hidden size */
+	bool is_moe;        /* the FFN is the mixture of experts (cfg.moe) */
 };
 
 struct tern_model_config {
@@ -65,13 +90,24 @@ struct tern_model_config {
 	float norm_eps;
 	enum tern_model_act act;
 	enum tern_model_rope rope;
-	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR (others are refused) */
+	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR; YARN for deepseek2 (others are refused) */
 	float rope_freq_base;             /* the file's base: the global layers' */
 	float rope_freq_scale;            /* 1 / rope.scaling.factor for linear scaling, else 1 */
 	float rope_attn_factor;           /* rope.scaling.attn_factor: multiplies the rotated pairs (LongRoPE) */
 	bool has_longrope;                /* phi3: rope_factors_long / _short, chosen by the context (llm.c) */
 	uint32_t n_ctx_orig;              /* rope.scaling.original_context_length */
 	bool has_rope_freqs;              /* llama3 scaling: per-dimension divisors in rope_freqs.weight */
+	float rope_ext_factor;            /* YaRN's extrapolation mix (0: none); see struct tern_rope */
+	float rope_corr_low, rope_corr_high; /* YaRN's ramp, in pairs */
+	float rope_mscale;                /* magnitude of the rotated pairs (0: 1) */
+	/* multi-head latent attention (deepseek2; n_lora_kv 0: none): Q from
+	 * x (n_lora_q 0) or through a rank-n_lora_q bottleneck; K and V from
+	 * one latent of n_lora_kv values per token, which is what the cache
+	 * keeps, with n_rot RoPE dimensions beside it; head_dim = nope + n_rot
+	 * per query head, head_dim_v per value head once decompressed */
+	uint32_t n_lora_q, n_lora_kv;
+	bool mla_kv_b;                    /* the file has the older joint attn_kv_b, not attn_k_b / attn_v_b */
+	uint32_t n_layer_dense_lead;      /* deepseek2: layers before the first mixture-of-experts one */
 	uint32_t n_swa;                   /* sliding window of the is_swa layers (0: none) */
 	float embd_scale;                 /* the token embedding is multiplied by this (gemma: sqrt(n_embd)) */
 	float attn_scale;                 /* scores are q.k * attn_scale (1/sqrt(head_dim) unless the arch says) */
@@ -81,6 +117,8 @@ struct tern_model_config {
 	bool has_post_norms;              /* norm of the attention and FFN outputs before the residual add */
 	bool has_qkv_bias;                /* some layer has a Q, K or V bias (each is added where non-NULL) */
 	bool tied_output;                 /* no output.weight: the token embedding is the output */
+	bool has_attn_sinks;              /* per-head sink logits join the attention softmax (gpt-oss) */
+	struct tern_model_moe moe;        /* n_expert 0: dense */
 	bool ffn_plain;                   /* phi2: no gate; act(up h + b) */
 	bool parallel;                    /* phi2: attention and FFN both read norm(x) and both add to x */
 	struct tern_model_layer_config layer[TERN_ARCH_MAX_LAYERS]; /* [n_layer] */
@@ -109,6 +147,32 @@ struct tern_model_layer {
 	const struct tern_tensor_view *ffn_up;         /* {n_embd, n_ff} */
 	const struct tern_tensor_view *ffn_down;       /* {n_ff, n_embd} */
 	const struct tern_tensor_view *ffn_post_norm;  /* {n_embd} gemma3 */
+	/* deepseek2's latent attention (nope = head_dim - n_rot; wq above
+	 * when n_lora_q is 0) */
+	const struct tern_tensor_view *wq_a;           /* {n_embd, n_lora_q} */
+	const struct tern_tensor_view *q_a_norm;       /* {n_lora_q} */
+	const struct tern_tensor_view *wq_b;           /* {n_lora_q, nq} */
+	const struct tern_tensor_view *wkv_a;          /* {n_embd, n_lora_kv + n_rot} attn_kv_a_mqa */
+	const struct tern_tensor_view *kv_a_norm;      /* {n_lora_kv} */
+	const struct tern_tensor_view *wk_b;           /* {nope, n_lora_kv, n_head}: W_kb transposed per head */
+	const struct tern_tensor_view *wv_b;           /* {n_lora_kv, head_dim_v, n_head} */
+	const struct tern_tensor_view *wkv_b;          /* {n_lora_kv, n_head * (nope + head_dim_v)} (mla_kv_b) */
+	/* mixture of experts (is_moe layers); E = n_expert, F = n_ff_exp,
+	 * S = n_ff_shexp. Expert stacks are 3-D: [E][rows][cols]. */
+	const struct tern_tensor_view *attn_sinks;     /* {n_head} gpt-oss */
+	const struct tern_tensor_view *ffn_gate_inp;   /* {n_embd, E}: the router */
+	const struct tern_tensor_view *ffn_gate_inp_b; /* {E} gpt-oss */
+	const struct tern_tensor_view *exp_probs_b;    /* {E} selection bias (DeepSeek-V3) */
+	const struct tern_tensor_view *ffn_gate_exps;  /* {n_embd, F, E} */
+	const struct tern_tensor_view *ffn_up_exps;    /* {n_embd, F, E} */
+	const struct tern_tensor_view *ffn_down_exps;  /* {F, n_embd, E} */
+	const struct tern_tensor_view *ffn_gate_exps_b; /* {F, E} gpt-oss */
+	const struct tern_tensor_view *ffn_up_exps_b;   /* {F, E} gpt-oss */
+	const struct tern_tensor_view *ffn_down_exps_b; /* {n_embd, E} gpt-oss */
+	const struct tern_tensor_view *ffn_gate_inp_shexp; /* {n_embd}: the shared expert's sigmoid gate (qwen2moe) */
+	const struct tern_tensor_view *ffn_gate_shexp; /* {n_embd, S} */
+	const struct tern_tensor_view *ffn_up_shexp;   /* {n_embd, S} */
+	const struct tern_tensor_view *ffn_down_shexp; /* {S, n_embd} */
 	const struct tern_tensor_view *attn_norm_b;    /* {n_embd} phi2 (layer norm) */
 	const struct tern_tensor_view *ffn_up_b;       /* {n_ff} phi2 */
 	const struct tern_tensor_view *ffn_down_b;     /* {n_embd} phi2 */
@@ -145,7 +209,7 @@ struct tern_model {
 };
 
 /* Build a model over an open file (borrowed: it must outlive the model).
- * Errors: TERN_EUNSUPPORTED for an architecture, a feature (experts, YaRN
+ * Errors: TERN_EUNSUPPORTED for an architecture, a feature (YaRN
  * scaling) or a tensor type that tern cannot run, naming it; TERN_EFORMAT
  * for a missing key or tensor and a tensor of the wrong shape (naming the
  * tensor, the expected and the found shape); what tern_arch_llm_load

@@ -1086,7 +1086,8 @@ static bool case_mat_mul_id(struct tern_backend *be, int ci, float **out, size_t
 	size_t xn = (size_t)(cols * nx * c->ntok), yn = (size_t)(c->rows * c->k * c->ntok);
 	float *x = normals(xn, 1), *bias = normals((size_t)nw, 1);
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)(c->k * c->ntok));
-	draw_ids(ids, c->ntok, c->k, c->n_exp > 2 ? c->n_exp - 1 : c->n_exp);
+	/* the last expert unused where k leaves room for that */
+	draw_ids(ids, c->ntok, c->k, c->n_exp > c->k ? c->n_exp - 1 : c->n_exp);
 	struct tern_tensor_view tv = {
 		.name = {"blk.0.ffn_up_exps.weight", 24}, .n_dims = 3,
 		.ne = {(uint64_t)cols, (uint64_t)c->rows, (uint64_t)c->n_exp, 1}, .type = t,
@@ -1240,9 +1241,13 @@ static const struct op_check {
 	{"get_rows", case_get_rows, 0},   {"norm", case_norm, 1e-10},         {"rope", case_rope, 1e-6},
 	{"kv_store", case_kv_store, 0},   {"attention", case_attention, 1e-9}, {"eltwise", case_eltwise, 1e-10},
 	{"copy", case_copy, 0},           {"im2col", case_im2col, 0},
-	/* the products' activation quantizer (see nmse_max); the router and
-	 * the sums in f32 against double */
-	{"mat_mul_id", case_mat_mul_id, 1e-8}, {"moe_route", case_moe_route, 1e-10},
+	/* mat_mul_id: the products' activation quantizers (see nmse_max); its
+	 * batches put an expert's 1..600 gathered tokens through whichever
+	 * path that count takes, and one int8 level moved by the rounding of
+	 * the scale in one element of a 21-row output was measured at 1.4e-8
+	 * (MXFP4, GEMM): 1e-6, while a wrong expert, row or input is ~1. The
+	 * router and the sums: f32 against double. */
+	{"mat_mul_id", case_mat_mul_id, 1e-6}, {"moe_route", case_moe_route, 1e-10},
 	{"moe_combine", case_moe_combine, 1e-12},
 };
 

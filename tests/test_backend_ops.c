@@ -1392,10 +1392,10 @@ static void check_ops_contract(struct tern_backend *be)
 static void check_moe_contract(struct tern_backend *be)
 {
 	tern_err e = {0};
-	float w[64 * 4 * 3], x[64 * 4], y[4 * 4 * 3] = {0}, yk[4 * 4 * 3];
+	float w[64 * 4 * 3], x[64 * 6], y[4 * 4 * 3] = {0}, yk[4 * 4 * 3]; /* x fills xb2, the largest */
 	for (int i = 0; i < 64 * 4 * 3; i++)
 		w[i] = (float)(i % 7) - 3;
-	for (int i = 0; i < 64 * 4; i++)
+	for (int i = 0; i < 64 * 6; i++)
 		x[i] = (float)(i % 5) - 2;
 	struct tern_tensor_view tv = {
 		.name = {"w", 1}, .n_dims = 3, .ne = {64, 4, 3, 1}, .type = QT_F32, .nbytes = sizeof w, .data = w,
@@ -1459,8 +1459,8 @@ static void check_moe_route_known(struct tern_backend *be)
 	float lg[8] = {1, 3, 2, 0, 0, 0, 5, -1}, bias[4] = {0, 0, -10, 0};
 	int64_t lne[2] = {4, 2}, one[2] = {2, 2}, bne[1] = {4};
 	struct tern_buf lb = in_buf(be, QT_F32, 2, lne, lg), bb = in_buf(be, QT_F32, 1, bne, bias);
-	int32_t ids[4];
-	float wts[4];
+	int32_t ids[4] = {0};
+	float wts[4] = {0};
 	struct tern_buf ib = in_buf(be, QT_I32, 2, one, ids), wb = in_buf(be, QT_F32, 2, one, wts);
 	/* softmax, normalized: experts 1, 2 with e^3 : e^2; token 1: 2, then 0 (the lower of a tie) */
 	be->moe_route(be, &lb, NULL, &ib, &wb, &(struct tern_moe_route){.gating = TERN_MOE_SOFTMAX, .k = 2, .norm = true, .scale = 1});

@@ -199,6 +199,15 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 	bm->step_weight_bytes = bm->weights_size;
 	if (te && !c->tied_output && te->ne[1])
 		bm->step_weight_bytes -= te->nbytes - te->nbytes / te->ne[1];
+	/* and of a mixture's expert stacks, the n_expert_used experts chosen
+	 * (scripts/bench_moe_bytes.c measures that a step reads no more) */
+	for (uint32_t il = 0; c->moe.n_expert && il < c->n_layer; il++) {
+		const struct tern_model_layer *L = &bm->m->w.layers[il];
+		const struct tern_tensor_view *st[3] = {L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps};
+		for (int i = 0; i < 3; i++)
+			if (st[i])
+				bm->step_weight_bytes -= st[i]->nbytes - st[i]->nbytes / c->moe.n_expert * c->moe.n_expert_used;
+	}
 	/* the largest type by bytes names the model, as llama-bench's "Q4_K" */
 	uint64_t best = 0;
 	for (int t = 0; t < QT_COUNT; t++)

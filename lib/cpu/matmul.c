@@ -289,44 +289,6 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 
 /* ---- several weights, one token ------------------------------------------------ */
 
-struct mv_n_job {
-	int n;
-	const struct cpu_mm *mm[CPU_MM_VEC_N];
-	const uint8_t *a[CPU_MM_VEC_N];   /* the activation as weight i pairs with it */
-	size_t arow[CPU_MM_VEC_N];
-	float *y[CPU_MM_VEC_N];
-	int64_t first[CPU_MM_VEC_N + 1];  /* chunk index where weight i starts */
-	int n_ranges;
-	struct {
-		_Atomic int64_t next;
-		int64_t end;
-		char pad[48];
-	} range[MV_RANGES];
-};
-
-static void mv_n_body(void *varg, int ith, int nth)
-{
-	(void)nth;
-	struct mv_n_job *j = varg;
-	int own = ith % j->n_ranges;
-	for (int k = 0; k < j->n_ranges; k++) {
-		int rg = (own + k) % j->n_ranges;
-		int i = 0;
-		for (;;) {
-			int64_t c = atomic_fetch_add_explicit(&j->range[rg].next, 1, memory_order_relaxed);
-			if (c >= j->range[rg].end)
-				break;
-			while (c >= j->first[i + 1])
-				i++;
-			const struct cpu_mm *mm = j->mm[i];
-			int64_t r0 = (c - j->first[i]) * MV_ROW_CHUNK;
-			int nr = (int)(mm->rows - r0 < MV_ROW_CHUNK ? mm->rows - r0 : MV_ROW_CHUNK);
-			quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, j->a[i],
-				       j->arow[i], 1, j->y[i] + r0, (size_t)mm->rows);
-		}
-	}
-}
-
 size_t cpu_mm_vec_n_scratch(const struct cpu_mm *mm)
 {
 	return CPU_MM_VEC_N * up64(tile_scratch(mm->wtype, mm->cols, 1));
@@ -335,50 +297,13 @@ size_t cpu_mm_vec_n_scratch(const struct cpu_mm *mm)
 void cpu_mm_run_vec_n(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *x,
 		      float *const *y, void *scratch)
 {
-	/* a weight whose one token takes the GEMM (repacked for decode too)
-	 * goes its own way, so that the bits stay those of cpu_mm_run */
+	/* the multi-input case with one input: it quantizes x once per
+	 * activation type (Q, K and V usually share it), which the scratch of
+	 * cpu_mm_vec_n_scratch holds */
+	const float *xs[CPU_MM_VEC_N];
 	for (int i = 0; i < n; i++)
-		if (mm[i]->gemm_from <= 1) {
-			for (int k = 0; k < n; k++)
-				cpu_mm_run(mm[k], pool, x, 1, y[k], scratch);
-			return;
-		}
-	struct mv_n_job j = {.n = n};
-	uint8_t *q = scratch;
-	int64_t chunks = 0;
-	for (int i = 0; i < n; i++) {
-		j.mm[i] = mm[i];
-		j.y[i] = y[i];
-		j.first[i] = chunks;
-		chunks += (mm[i]->rows + MV_ROW_CHUNK - 1) / MV_ROW_CHUNK;
-		uint32_t at = mm[i]->at;
-		if (at == QT_F32) {
-			j.a[i] = (const uint8_t *)x;
-			j.arow[i] = (size_t)mm[i]->cols * sizeof(float);
-			continue;
-		}
-		j.arow[i] = quant_row_size(at, (uint64_t)mm[i]->cols, NULL);
-		/* quantized once per activation type (Q, K and V usually share it) */
-		int same = -1;
-		for (int k = 0; k < i && same < 0; k++)
-			if (mm[k]->at == at)
-				same = k;
-		if (same >= 0) {
-			j.a[i] = j.a[same];
-		} else {
-			quant_quantize_act(at, x, q, (uint64_t)mm[i]->cols);
-			j.a[i] = q;
-			q += up64(j.arow[i]);
-		}
-	}
-	j.first[n] = chunks;
-	int nth = tp_threads(pool);
-	j.n_ranges = nth < MV_RANGES ? nth : MV_RANGES;
-	for (int k = 0; k < j.n_ranges; k++) {
-		atomic_init(&j.range[k].next, chunks * k / j.n_ranges);
-		j.range[k].end = chunks * (k + 1) / j.n_ranges;
-	}
-	tp_run_any(pool, mv_n_body, &j);
+		xs[i] = x;
+	cpu_mm_run_vec_multi(mm, n, pool, xs, y, scratch);
 }
 
 /* ---- several weights, one token, each its own input --------------------------- */

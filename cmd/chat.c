@@ -144,39 +144,6 @@ static const struct cli_prog prog = {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static bool buf_add(struct buf *b, const char *s, size_t n)
-{
-	if (n > SIZE_MAX / 2 - b->len)
-		return false;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return false;
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-	return true;
-}
-
 static _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static _Noreturn void die(int status, const char *fmt, ...)
 {
@@ -227,10 +194,10 @@ static json_t *json_text(const char *s, size_t n)
 	json_t *j = json_stringn(s, n);
 	if (j)
 		return j;
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	for (size_t i = 0; i < n;) {
 		size_t k = tern_utf8_step((const unsigned char *)s + i, n - i, TERN_UTF8_STRICT);
-		bool ok = k ? buf_add(&b, s + i, k) : buf_add(&b, "\xef\xbf\xbd", 3);
+		bool ok = k ? cli_buf_add(&b, s + i, k) : cli_buf_add(&b, "\xef\xbf\xbd", 3);
 		if (!ok)
 			oom();
 		i += k ? k : 1;
@@ -324,13 +291,13 @@ static char *read_file(const char *path, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	char chunk[65536];
 	size_t n;
 	bool ok = true;
 	while (ok && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		ok = b.len + n <= MAX_TURN_BYTES && buf_add(&b, chunk, n);
-	ok = ok && !ferror(f) && buf_add(&b, "", 0);
+		ok = b.len + n <= MAX_TURN_BYTES && cli_buf_add(&b, chunk, n);
+	ok = ok && !ferror(f) && cli_buf_add(&b, "", 0);
 	fclose(f);
 	if (!ok) {
 		free(b.p);
@@ -344,7 +311,7 @@ static char *read_file(const char *path, size_t *len)
 static void load(void)
 {
 	tern_err e = {0};
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	int rc = tern_model_open(&S.m, model_path, &e);
 	if (rc)
 		exit(cli_fail(NULL, rc, &e));
@@ -400,7 +367,7 @@ static void load(void)
 	S.gen_ids = malloc((size_t)n_ctx * sizeof *S.gen_ids);
 	if (!S.cache || !S.gen_ids)
 		oom();
-	S.load_ms = now_ms() - t0;
+	S.load_ms = cli_now_ms() - t0;
 	if (tok_vocab_warning(S.v) && !common.quiet)
 		cli_warn("%s: %s", model_path, tok_vocab_warning(S.v));
 	info("%s: %s, %u layers, context %d, %" PRId64 " threads, seed %" PRIu64 ", chat template %s; loaded in %.1f ms",
@@ -521,7 +488,7 @@ static bool want_exit;
 static int failed_status;
 
 struct answer {
-	struct buf text;  /* the whole answer, for the conversation */
+	struct cli_buf text;  /* the whole answer, for the conversation */
 	size_t held_nl;   /* newlines not written yet (maybe the last) */
 	bool started, failed;
 };
@@ -529,7 +496,7 @@ struct answer {
 static int on_text(void *ud, const char *s, size_t len)
 {
 	struct answer *a = ud;
-	if (!buf_add(&a->text, s, len)) {
+	if (!cli_buf_add(&a->text, s, len)) {
 		a->failed = true;
 		return 1;
 	}
@@ -878,7 +845,7 @@ static int pipe_loop(void)
 {
 	const char *sep = o_sep ? o_sep : "\n";
 	size_t ns = strlen(sep), scan = 0;
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	bool eof = false;
 	while (!want_exit) {
 		char *hit = NULL;
@@ -896,7 +863,7 @@ static int pipe_loop(void)
 			}
 			if (r <= 0)
 				eof = true;
-			else if (b.len + (size_t)r > MAX_TURN_BYTES || !buf_add(&b, chunk, (size_t)r))
+			else if (b.len + (size_t)r > MAX_TURN_BYTES || !cli_buf_add(&b, chunk, (size_t)r))
 				die(EXIT_RUNTIME, "standard input: a turn larger than %zu MiB", MAX_TURN_BYTES >> 20);
 			continue;
 		}
@@ -1015,7 +982,7 @@ static int tty_loop(void)
 	const char *p1 = color ? "\001\033[1;32m\002> \001\033[0m\002" : "> ";
 	const char *p2 = color ? "\001\033[2m\002. \001\033[0m\002" : ". ";
 	while (!want_exit) {
-		struct buf in = {0};
+		struct cli_buf in = {0};
 		bool block = false, more = true, first = true, cancelled = false;
 		while (more) {
 			bool typed = false;
@@ -1037,11 +1004,11 @@ static int tty_loop(void)
 				block = !block;
 				more = block;
 			} else if (block) {
-				ok = buf_add(&in, line, n) && buf_add(&in, "\n", 1);
+				ok = cli_buf_add(&in, line, n) && cli_buf_add(&in, "\n", 1);
 			} else if (n && line[n - 1] == '\\') {
-				ok = buf_add(&in, line, n - 1) && buf_add(&in, "\n", 1);
+				ok = cli_buf_add(&in, line, n - 1) && cli_buf_add(&in, "\n", 1);
 			} else {
-				ok = buf_add(&in, line, n);
+				ok = cli_buf_add(&in, line, n);
 				more = false;
 			}
 			free(line);

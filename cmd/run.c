@@ -261,49 +261,16 @@ static const struct cli_prog prog = {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* A growing byte buffer. */
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static bool buf_add(struct buf *b, const char *s, size_t n)
-{
-	if (n > SIZE_MAX / 2 - b->len)
-		return false;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return false;
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-	return true;
-}
-
 /* Append everything f holds (at most MAX_PROMPT_BYTES in all). 0, or an
  * errno value (EFBIG when too large). */
-static int read_all(FILE *f, struct buf *b)
+static int read_all(FILE *f, struct cli_buf *b)
 {
 	char chunk[65536];
 	size_t n;
 	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
 		if (b->len + n > MAX_PROMPT_BYTES)
 			return EFBIG;
-		if (!buf_add(b, chunk, n))
+		if (!cli_buf_add(b, chunk, n))
 			return ENOMEM;
 	}
 	return ferror(f) ? (errno ? errno : EIO) : 0;
@@ -369,13 +336,13 @@ static void check_options(void)
 
 /* The prompt: arguments, -p or -f, then standard input when it is not a
  * terminal. Usage errors exit 2; a file that cannot be read exits 1. */
-static void read_prompt(const char **pos, int npos, struct buf *out)
+static void read_prompt(const char **pos, int npos, struct cli_buf *out)
 {
 	if (o_messages) {
 		/* the conversation is the prompt: nothing else is read */
 		if (npos)
 			cli_usage_error("--messages gives the conversation: no PROMPT arguments too");
-		*out = (struct buf){0};
+		*out = (struct cli_buf){0};
 		return;
 	}
 	if ((o_prompt != NULL) + (o_file != NULL) + (npos > 0) > 1)
@@ -392,10 +359,10 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 	if (dash && tty)
 		cli_usage_error("'-' reads the prompt from standard input, which is a terminal");
 
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	bool ok = true;
 	if (o_prompt) {
-		ok = strlen(o_prompt) <= MAX_PROMPT_BYTES && buf_add(&b, o_prompt, strlen(o_prompt));
+		ok = strlen(o_prompt) <= MAX_PROMPT_BYTES && cli_buf_add(&b, o_prompt, strlen(o_prompt));
 	} else if (o_file) {
 		FILE *f = fopen(o_file, "rb");
 		if (!f)
@@ -410,8 +377,8 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 			die(EXIT_RUNTIME, "%s: cannot read: %s", o_file, strerror(err));
 	} else {
 		for (int i = 0; i < npos && !dash && ok; i++)
-			ok = (i == 0 || buf_add(&b, " ", 1)) && b.len + strlen(pos[i]) <= MAX_PROMPT_BYTES &&
-			     buf_add(&b, pos[i], strlen(pos[i]));
+			ok = (i == 0 || cli_buf_add(&b, " ", 1)) && b.len + strlen(pos[i]) <= MAX_PROMPT_BYTES &&
+			     cli_buf_add(&b, pos[i], strlen(pos[i]));
 	}
 	if (!ok) {
 		free(b.p);
@@ -419,7 +386,7 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 	}
 
 	if (dash || (!tty && !o_no_stdin)) {
-		struct buf in = {0};
+		struct cli_buf in = {0};
 		int err = read_all(stdin, &in);
 		/* a closed descriptor 0 is no input, not an error */
 		if (err == EBADF)
@@ -435,8 +402,8 @@ static void read_prompt(const char **pos, int npos, struct buf *out)
 			die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
 		if (in.len) {
 			/* embeddings: standard input's lines follow the others' */
-			ok = (!b.len || (o_embedding ? buf_add(&b, "\n", 1) : buf_add(&b, "\n\n", 2))) && b.len + in.len <= MAX_PROMPT_BYTES &&
-			     buf_add(&b, in.p, in.len);
+			ok = (!b.len || (o_embedding ? cli_buf_add(&b, "\n", 1) : cli_buf_add(&b, "\n\n", 2))) && b.len + in.len <= MAX_PROMPT_BYTES &&
+			     cli_buf_add(&b, in.p, in.len);
 			free(in.p);
 			if (!ok) {
 				free(b.p);
@@ -523,7 +490,7 @@ static void encoder_hint(void)
 static void load(struct session *ss)
 {
 	tern_err e = {0};
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	if (cli_isatty(stderr) && !common.quiet) {
 		fprintf(stderr, "%s: loading %s...", cli_progname(), model_path);
 		loading_shown = true;
@@ -569,7 +536,7 @@ static void load(struct session *ss)
 	rc = tern_sampler_new(&ss->s, tern_llm_n_vocab(ss->llm), &so, &e);
 	if (rc) /* the options were checked: what is left is memory */
 		exit(cli_fail(NULL, rc, &e));
-	ss->load_ms = now_ms() - t0;
+	ss->load_ms = cli_now_ms() - t0;
 
 	if (tok_vocab_warning(ss->v))
 		warning("%s: %s", model_path, tok_vocab_warning(ss->v));
@@ -597,11 +564,11 @@ static char *read_json_file(const char *path)
 	FILE *f = in ? stdin : fopen(path, "rb");
 	if (!f)
 		die(EXIT_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	int err = read_all(f, &b);
 	if (!in)
 		fclose(f);
-	if (!err && !buf_add(&b, "", 0))
+	if (!err && !cli_buf_add(&b, "", 0))
 		err = ENOMEM;
 	if (err) {
 		free(b.p);
@@ -613,7 +580,7 @@ static char *read_json_file(const char *path)
 
 /* The conversation as JSON text: --messages, or -sys and the prompt as
  * a system and a user message. */
-static char *conversation(const struct buf *prompt)
+static char *conversation(const struct cli_buf *prompt)
 {
 	if (o_messages) {
 		char *m = read_json_file(o_messages);
@@ -647,12 +614,12 @@ static char *conversation(const struct buf *prompt)
  * file without a template, as a base model wants it). *pr_out is the
  * template (NULL: plain text). This is the one place that knows about
  * chat templates. */
-static char *render_prompt(const struct session *ss, const struct buf *prompt, struct tern_prompt **pr_out)
+static char *render_prompt(const struct session *ss, const struct cli_buf *prompt, struct tern_prompt **pr_out)
 {
 	const tern_mf *mf = ss->m ? ss->m->mf : ss->mf;
 	bool chosen = llm_o.tmpl || llm_o.tmpl_file || llm_o.no_jinja;
 	*pr_out = NULL;
-	struct buf b = {0};
+	struct cli_buf b = {0};
 	if (o_raw || (!o_messages && !chosen && !tern_chat_template_of(mf, NULL).ptr)) {
 		if (o_raw)
 			info("chat template: none (--raw): the prompt is plain text");
@@ -662,10 +629,10 @@ static char *render_prompt(const struct session *ss, const struct buf *prompt, s
 			warning("--tools needs a chat template: ignored");
 		if (o_system) {
 			warning("no chat template: the system prompt is put before the prompt as plain text");
-			if (!buf_add(&b, o_system, strlen(o_system)) || !buf_add(&b, "\n\n", 2))
+			if (!cli_buf_add(&b, o_system, strlen(o_system)) || !cli_buf_add(&b, "\n\n", 2))
 				die(EXIT_RUNTIME, "out of memory");
 		}
-		if (!buf_add(&b, prompt->p, prompt->len))
+		if (!cli_buf_add(&b, prompt->p, prompt->len))
 			die(EXIT_RUNTIME, "out of memory");
 		return b.p;
 	}
@@ -753,7 +720,7 @@ static void on_sigint(int sig)
 
 /* What the callbacks collect. */
 struct output {
-	struct buf text;       /* --json: the generated text */
+	struct cli_buf text;       /* --json: the generated text */
 	size_t held_nl;        /* text mode: newlines not written yet (maybe the last) */
 	bool pipe_closed;      /* stdout's reader went away */
 	int write_errno;       /* another write error */
@@ -794,7 +761,7 @@ static int on_text(void *ud, const char *s, size_t len)
 {
 	struct output *o = ud;
 	if (o_json) {
-		if (!buf_add(&o->text, s, len)) {
+		if (!cli_buf_add(&o->text, s, len)) {
 			o->oom = true;
 			return 1;
 		}
@@ -1011,7 +978,7 @@ static int report(const struct session *ss, struct output *out, const struct ter
 /* --print-prompt: the text the model would get (the BOS the tokenizer
  * adds written as its text), on stdout exactly, from the metadata and the
  * vocabulary alone. */
-static void print_prompt(struct session *ss, const struct buf *prompt)
+static void print_prompt(struct session *ss, const struct cli_buf *prompt)
 {
 	load_vocab_only(ss);
 	struct tern_prompt *pr;
@@ -1043,7 +1010,7 @@ int main(int argc, char **argv)
 	cli_parse(&prog, argc, argv, &common, &pos, &npos);
 	check_options();
 
-	struct buf prompt;
+	struct cli_buf prompt;
 	read_prompt(pos, npos, &prompt);
 	free(pos);
 

@@ -223,13 +223,6 @@ static const struct cli_prog prog = {
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* whisper.cpp's to_timestamp: centiseconds as HH:MM:SS.mmm (or ,mmm) */
 static void fmt_ts(char *buf, size_t cap, int64_t cs, bool comma)
 {
@@ -616,9 +609,9 @@ static int feed_push(struct feed *f, const float *x, size_t n, tern_err *e)
 		memcpy(f->head + f->n_head, x, k * sizeof(float));
 		f->n_head += k;
 	}
-	double t = now_ms();
+	double t = cli_now_ms();
 	int rc = tern_mel_spool_push(f->sp, x, n, e);
-	*f->t_mel += now_ms() - t;
+	*f->t_mel += cli_now_ms() - t;
 	return rc;
 }
 
@@ -644,9 +637,9 @@ static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_e
 	tern_vad_reset(vad);
 	for (;;) {
 		size_t got = 0;
-		double ta = now_ms();
+		double ta = cli_now_ms();
 		rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, e);
-		j->t_audio += now_ms() - ta;
+		j->t_audio += cli_now_ms() - ta;
 		if (rc || got == 0)
 			break;
 		if (fwrite(block, sizeof(float), got, tf) != got) {
@@ -654,7 +647,7 @@ static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_e
 			break;
 		}
 		n += got;
-		double tv = now_ms();
+		double tv = cli_now_ms();
 		for (size_t i = 0; i < got && !rc; i++) {
 			win[n_win++] = block[i];
 			if (n_win < TERN_VAD_WINDOW)
@@ -671,7 +664,7 @@ static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_e
 			if (!rc)
 				probs[n_probs++] = tern_vad_window(vad, win);
 		}
-		j->t_vad += now_ms() - tv;
+		j->t_vad += cli_now_ms() - tv;
 		if (rc)
 			break;
 	}
@@ -786,7 +779,7 @@ static void on_progress(void *ctx, int64_t seek, int64_t seek_end)
 	for (int i = 0; i < width; i++)
 		bar[i] = i < fill ? '#' : '-';
 	bar[width] = 0;
-	const double el = (now_ms() - pr->t0) / 1e3, eta = f > 0 ? el / f - el : 0;
+	const double el = (cli_now_ms() - pr->t0) / 1e3, eta = f > 0 ? el / f - el : 0;
 	const char *name = strrchr(j->path, '/') ? strrchr(j->path, '/') + 1 : j->path;
 	fprintf(stderr, "\r\033[K%.20s [%s] %3d%% %4.0fs left", name, bar, pct, eta);
 	fflush(stderr);
@@ -806,7 +799,7 @@ static int job_fail(struct job *j, int code, const tern_err *e)
 static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel, struct whisper_full_params *p)
 {
 	tern_err e = {0};
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	struct tern_audio *a = NULL;
 	struct tern_mel_spool *sp = NULL;
 	float *energy = NULL;
@@ -829,9 +822,9 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 		static float block[1 << 16];
 		while (!rc) {
 			size_t got = 0;
-			double ta = now_ms();
+			double ta = cli_now_ms();
 			rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, &e);
-			j->t_audio += now_ms() - ta;
+			j->t_audio += cli_now_ms() - ta;
 			if (rc || got == 0)
 				break;
 			j->n_samples += got;
@@ -839,10 +832,10 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 		}
 	}
 	tern_audio_close(a);
-	double t1 = now_ms();
+	double t1 = cli_now_ms();
 	if (!rc)
 		rc = tern_mel_spool_finish(sp, &e);
-	j->t_mel += now_ms() - t1;
+	j->t_mel += cli_now_ms() - t1;
 	if (rc) {
 		tern_mel_spool_free(sp);
 		free(fd.head);
@@ -870,7 +863,7 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	struct whisper_time_map map = {.pt = j->map, .n = j->n_map};
 	pp.time_map = j->n_map > 0 ? &map : NULL;
 	j->seek_start = pp.offset_cs;
-	struct progress pr = {.j = j, .t0 = now_ms(), .last_pct = -1};
+	struct progress pr = {.j = j, .t0 = cli_now_ms(), .last_pct = -1};
 	if (show_progress) {
 		pp.progress = on_progress;
 		pp.progress_ctx = &pr;
@@ -889,7 +882,7 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	bar_clear();
 	tern_mel_spool_free(sp);
 	free(energy);
-	j->t_total = now_ms() - t0;
+	j->t_total = cli_now_ms() - t0;
 	if (o_nt && j->printed_any && !o_json)
 		fputc('\n', stdout);
 	if (rc) {
@@ -983,7 +976,7 @@ int main(int argc, char **argv)
 			cli_usage_error("standard input (-) can be read only once");
 	}
 
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	tern_err e = {0};
 	struct whisper_model *m = NULL;
 	int rc = whisper_model_load(&m, o_model, &e);
@@ -1034,7 +1027,7 @@ int main(int argc, char **argv)
 		free(pos);
 		return st;
 	}
-	double t_load = now_ms() - t0;
+	double t_load = cli_now_ms() - t0;
 	if (common.verbose)
 		fprintf(stderr, "%s: %s: %s model (%s), loaded in %.1f ms, %d threads\n", cli_progname(), o_model,
 			whisper_model_size_name(m), m->ids.multilingual ? "multilingual" : "English-only", t_load,

@@ -150,13 +150,6 @@ static const struct cli_prog prog = {
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* Milliseconds of a sample position, rounded half up. */
 static int64_t ms_of(int64_t samples)
 {
@@ -215,9 +208,9 @@ static void process(struct result *r, struct tern_vad *v)
 {
 	tern_err e = {0};
 	struct tern_audio *a;
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	int rc = tern_audio_open(&a, r->path, TERN_VAD_RATE, &e);
-	r->decode_ms += now_ms() - t0;
+	r->decode_ms += cli_now_ms() - t0;
 	if (rc) {
 		fail(r, rc, &e);
 		return;
@@ -228,9 +221,9 @@ static void process(struct result *r, struct tern_vad *v)
 	float win[TERN_VAD_WINDOW];
 	for (;;) {
 		size_t got;
-		double t1 = now_ms();
+		double t1 = cli_now_ms();
 		rc = tern_audio_read(a, win, TERN_VAD_WINDOW, &got, &e);
-		double t2 = now_ms();
+		double t2 = cli_now_ms();
 		r->decode_ms += t2 - t1;
 		if (rc || got == 0)
 			break;
@@ -247,7 +240,7 @@ static void process(struct result *r, struct tern_vad *v)
 			r->probs = p, cap = ncap;
 		}
 		r->probs[r->n_probs++] = tern_vad_window(v, win);
-		r->vad_ms += now_ms() - t2;
+		r->vad_ms += cli_now_ms() - t2;
 		if (got < TERN_VAD_WINDOW)
 			break;
 	}
@@ -256,9 +249,9 @@ static void process(struct result *r, struct tern_vad *v)
 		fail(r, rc, &e);
 		return;
 	}
-	double t3 = now_ms();
+	double t3 = cli_now_ms();
 	rc = tern_vad_segments(r->probs, r->n_probs, (size_t)r->n_samples, &params, &r->segs, &r->n_segs, &e);
-	r->vad_ms += now_ms() - t3;
+	r->vad_ms += cli_now_ms() - t3;
 	if (rc) {
 		fail(r, rc, &e);
 		return;

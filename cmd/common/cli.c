@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "quant/cpu.h"
@@ -1181,4 +1182,31 @@ uint64_t cli_mem_available(void)
 	if (env && *env)
 		return strtoull(env, NULL, 10);
 	return cli_meminfo("MemAvailable");
+}
+
+double cli_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+bool cli_buf_add(struct cli_buf *b, const char *s, size_t n)
+{
+	if (n > SIZE_MAX / 2 - b->len)
+		return false;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return false;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+	return true;
 }

@@ -143,4 +143,16 @@ void cli_json_f32(FILE *f, float v);
 /* Shortest decimal form of v that reads back exactly (may be inf/nan). */
 void cli_fmt_f32(char *buf, size_t cap, float v);
 
+/* Milliseconds of the monotonic clock (for the programs' -v timings). */
+double cli_now_ms(void);
+
+/* A growing, always NUL-terminated byte buffer (p NULL until the first add;
+ * the owner frees p). */
+struct cli_buf {
+	char *p;
+	size_t len, cap;
+};
+/* Append n bytes of s; false when out of memory (the buffer is unchanged). */
+bool cli_buf_add(struct cli_buf *b, const char *s, size_t n);
+
 #endif

@@ -40,13 +40,6 @@ struct state {
 	bool pipe_closed;
 };
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static void cleanup(struct state *s)
 {
 	tern_embed_free(s->em);
@@ -179,7 +172,7 @@ int embed_main(const struct embed_cli *c)
 	if (rc)
 		return rc;
 
-	double t0 = now_ms();
+	double t0 = cli_now_ms();
 	tern_err e = {0};
 	rc = tern_mf_open(&s.mf, c->model, NULL, &e);
 	if (rc) {
@@ -228,7 +221,7 @@ int embed_main(const struct embed_cli *c)
 	if (tok_vocab_warning(s.v) && !c->quiet)
 		cli_warn("%s: %s", c->model, tok_vocab_warning(s.v));
 	int32_t n_ctx = tern_embed_n_ctx(s.em), d = (int32_t)info->n_embd;
-	double load_ms = now_ms() - t0;
+	double load_ms = cli_now_ms() - t0;
 
 	/* every input's tokens first: nothing is written for a bad input */
 	size_t cap_ids = 0, n_ids = 0, total = 0;
@@ -282,7 +275,7 @@ int embed_main(const struct embed_cli *c)
 			 tern_pooling_name(pooling), c->normalize);
 		outs(&s, b);
 	}
-	double t1 = now_ms();
+	double t1 = cli_now_ms();
 	for (size_t i = 0; i < s.n_in && !s.pipe_closed && !s.out_failed; i++) {
 		rc = tern_embed_run(s.em, s.ids + s.in[i].id0, s.in[i].n, s.vec, &e);
 		if (rc) {
@@ -293,7 +286,7 @@ int embed_main(const struct embed_cli *c)
 		tern_embed_normalize(s.vec, d, c->normalize);
 		write_vec(&s, i, s.vec, d);
 	}
-	double run_ms = now_ms() - t1;
+	double run_ms = cli_now_ms() - t1;
 	if (json) {
 		char b[160];
 		snprintf(b, sizeof b, "\n  ],\n  \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n", total, total);

@@ -517,92 +517,75 @@ static int binary(struct parser *P, int kind, int op, const struct jj_token *at,
 	return 0;
 }
 
+/* The left-associative binary levels, tightest first. The operands of a
+ * level are the next tighter one's, except that `**` takes unary
+ * expressions, `and` takes `not` expressions and `+`/`-` take `~` chains
+ * (comparison and `not` sit between `+` and `and`). */
+enum { LV_POW, LV_MUL, LV_CONCAT, LV_ADD, LV_AND, LV_OR };
+
+static int parse_level(struct parser *P, int lv, struct jj_node **out);
+static int parse_not(struct parser *P, struct jj_node **out);
+
+static int level_operand(struct parser *P, int lv, struct jj_node **out)
+{
+	switch (lv) {
+	case LV_POW:
+		return parse_unary(P, out, true);
+	case LV_AND:
+		return parse_not(P, out);
+	default:
+		return parse_level(P, lv - 1, out);
+	}
+}
+
+/* The operator of level lv at k: its node kind and JO_* (0 for concat, and,
+ * or), or false. */
+static bool level_op(const struct jj_token *k, int lv, int *kind, int *op)
+{
+	*kind = JN_BIN, *op = -1;
+	switch (lv) {
+	case LV_POW:
+		*op = is_op(k, "**") ? JO_POW : -1;
+		break;
+	case LV_MUL:
+		*op = is_op(k, "*") ? JO_MUL : is_op(k, "/") ? JO_DIV : is_op(k, "//") ? JO_FDIV
+		      : is_op(k, "%") ? JO_MOD : -1;
+		break;
+	case LV_CONCAT:
+		*kind = JN_CONCAT, *op = is_op(k, "~") ? 0 : -1;
+		break;
+	case LV_ADD:
+		*op = is_op(k, "+") ? JO_ADD : is_op(k, "-") ? JO_SUB : -1;
+		break;
+	case LV_AND:
+		*kind = JN_AND, *op = is_name(k, "and") ? 0 : -1;
+		break;
+	default:
+		*kind = JN_OR, *op = is_name(k, "or") ? 0 : -1;
+	}
+	return *op >= 0;
+}
+
 /* A chain `a + b + c ...` is built in a loop but evaluated recursively down
  * its left side: every link counts as a level of nesting (the depth is
  * restored when the chain is complete). */
-static int parse_pow(struct parser *P, struct jj_node **out)
+static int parse_level(struct parser *P, int lv, struct jj_node **out)
 {
 	uint32_t d0 = P->depth;
-	int rc = parse_unary(P, out, true);
-	while (!rc && is_op(cur(P), "**")) {
+	int rc = level_operand(P, lv, out), kind, op;
+	while (!rc && level_op(cur(P), lv, &kind, &op)) {
 		const struct jj_token *k = cur(P);
 		if ((rc = enter(P)))
 			return rc;
 		P->i++;
 		struct jj_node *r;
-		if ((rc = parse_unary(P, &r, true)))
+		if ((rc = level_operand(P, lv, &r)))
 			return rc;
-		rc = binary(P, JN_BIN, JO_POW, k, *out, r, out);
+		rc = binary(P, kind, op, k, *out, r, out);
 	}
 	if (!rc)
 		P->depth = d0;
 	return rc;
-}
-
-static int parse_math2(struct parser *P, struct jj_node **out)
-{
-	uint32_t d0 = P->depth;
-	int rc = parse_pow(P, out);
-	for (;;) {
-		if (rc)
-			return rc;
-		const struct jj_token *k = cur(P);
-		int op = is_op(k, "*") ? JO_MUL : is_op(k, "/") ? JO_DIV : is_op(k, "//") ? JO_FDIV
-			 : is_op(k, "%") ? JO_MOD : -1;
-		if (op < 0) {
-			P->depth = d0;
-			return 0;
-		}
-		if ((rc = enter(P)))
-			return rc;
-		P->i++;
-		struct jj_node *r;
-		if ((rc = parse_pow(P, &r)))
-			return rc;
-		rc = binary(P, JN_BIN, op, k, *out, r, out);
-	}
-}
-
-static int parse_concat(struct parser *P, struct jj_node **out)
-{
-	uint32_t d0 = P->depth;
-	int rc = parse_math2(P, out);
-	while (!rc && is_op(cur(P), "~")) {
-		const struct jj_token *k = cur(P);
-		if ((rc = enter(P)))
-			return rc;
-		P->i++;
-		struct jj_node *r;
-		if ((rc = parse_math2(P, &r)))
-			return rc;
-		rc = binary(P, JN_CONCAT, 0, k, *out, r, out);
-	}
-	if (!rc)
-		P->depth = d0;
-	return rc;
-}
-
-static int parse_math1(struct parser *P, struct jj_node **out)
-{
-	uint32_t d0 = P->depth;
-	int rc = parse_concat(P, out);
-	for (;;) {
-		if (rc)
-			return rc;
-		const struct jj_token *k = cur(P);
-		int op = is_op(k, "+") ? JO_ADD : is_op(k, "-") ? JO_SUB : -1;
-		if (op < 0) {
-			P->depth = d0;
-			return 0;
-		}
-		if ((rc = enter(P)))
-			return rc;
-		P->i++;
-		struct jj_node *r;
-		if ((rc = parse_concat(P, &r)))
-			return rc;
-		rc = binary(P, JN_BIN, op, k, *out, r, out);
-	}
 }
 
 /* a < b < c is (a < b) and (b < c) with b evaluated once; kept as a chain:
@@ -611,7 +594,7 @@ static int parse_math1(struct parser *P, struct jj_node **out)
 static int parse_compare(struct parser *P, struct jj_node **out)
 {
 	uint32_t d0 = P->depth;
-	int rc = parse_math1(P, out);
+	int rc = parse_level(P, LV_ADD, out);
 	if (rc)
 		return rc;
 	bool chained = false;
@@ -644,7 +627,7 @@ static int parse_compare(struct parser *P, struct jj_node **out)
 			return rc;
 		P->i++;
 		struct jj_node *r;
-		if ((rc = parse_math1(P, &r)))
+		if ((rc = parse_level(P, LV_ADD, &r)))
 			return rc;
 		if ((rc = binary(P, JN_CMP, op | (chained ? 0x80 : 0), k, *out, r, out)))
 			return rc;
@@ -672,50 +655,12 @@ static int parse_not(struct parser *P, struct jj_node **out)
 	return parse_compare(P, out);
 }
 
-static int parse_and(struct parser *P, struct jj_node **out)
-{
-	uint32_t d0 = P->depth;
-	int rc = parse_not(P, out);
-	while (!rc && is_name(cur(P), "and")) {
-		const struct jj_token *k = cur(P);
-		if ((rc = enter(P)))
-			return rc;
-		P->i++;
-		struct jj_node *r;
-		if ((rc = parse_not(P, &r)))
-			return rc;
-		rc = binary(P, JN_AND, 0, k, *out, r, out);
-	}
-	if (!rc)
-		P->depth = d0;
-	return rc;
-}
-
-static int parse_or(struct parser *P, struct jj_node **out)
-{
-	uint32_t d0 = P->depth;
-	int rc = parse_and(P, out);
-	while (!rc && is_name(cur(P), "or")) {
-		const struct jj_token *k = cur(P);
-		if ((rc = enter(P)))
-			return rc;
-		P->i++;
-		struct jj_node *r;
-		if ((rc = parse_and(P, &r)))
-			return rc;
-		rc = binary(P, JN_OR, 0, k, *out, r, out);
-	}
-	if (!rc)
-		P->depth = d0;
-	return rc;
-}
-
 static int parse_expr(struct parser *P, struct jj_node **out, bool condexpr)
 {
 	int rc = enter(P);
 	if (rc)
 		return rc;
-	if ((rc = parse_or(P, out)))
+	if ((rc = parse_level(P, LV_OR, out)))
 		return rc;
 	while (condexpr && is_name(cur(P), "if")) {
 		const struct jj_token *k = cur(P);
@@ -724,7 +669,7 @@ static int parse_expr(struct parser *P, struct jj_node **out, bool condexpr)
 		if (!x)
 			return nomem(P);
 		x->a = *out;
-		if ((rc = parse_or(P, &x->b)))
+		if ((rc = parse_level(P, LV_OR, &x->b)))
 			return rc;
 		if (is_name(cur(P), "else")) {
 			P->i++;

@@ -92,15 +92,23 @@ for t in d["tests"]:
         total = sum(r["decode_s"] for r in t["runs"]) * 1e3
         assert math.isclose(lat["mean"] * lat["n"], total, rel_tol=1e-6), (lat, total)
     assert (t["ttft_ms"] is None) == (t["kind"] == "tg"), t
-    # a probe right before each decode test, none before the others
-    p = [x["gbs"] for x in d["probe"] if d["tests"][x["test"]] is t]
-    assert len(p) == (t["kind"] == "tg") and all(x["threads"] == 1 for x in d["probe"]), d["probe"]
+    # a probe right before each measured run of a decode test, none before
+    # the others; each run against its own probe, the figures the medians
+    p = [x for x in d["probe"] if d["tests"][x["test"]] is t]
+    assert all(x["threads"] == 1 for x in d["probe"]), d["probe"]
     if t["kind"] != "tg":
-        assert t["probe_gbs"] is None and t["roofline_pct"] is None, t
+        assert not p and t["probe_gbs"] is None and t["roofline_pct"] is None, t
+        assert all(r["probe_gbs"] is None and r["roofline_pct"] is None for r in t["runs"]), t
     else:
-        assert t["probe_gbs"] == p[0] > 0, t
-        pct = 100 * t["bytes_per_token"] * st["median"] / (p[0] * 1e9)
-        assert math.isclose(t["roofline_pct"], pct, rel_tol=1e-9), t
+        assert [x["run"] for x in p] == list(range(len(t["runs"]))), p
+        pcts = []
+        for x, r in zip(p, t["runs"]):
+            assert r["probe_gbs"] == x["gbs"] > 0, (r, x)
+            pct = 100 * t["bytes_per_token"] * r["tokens_per_s"] / (x["gbs"] * 1e9)
+            assert math.isclose(r["roofline_pct"], pct, rel_tol=1e-9), r
+            pcts.append(pct)
+        assert math.isclose(t["roofline_pct"], statistics.median(pcts), rel_tol=1e-9), t
+        assert math.isclose(t["probe_gbs"], statistics.median(x["gbs"] for x in p), rel_tol=1e-9), t
 assert d["peak_rss_bytes"] >= max(t["peak_rss_bytes"] for t in d["tests"]) > 0
 ' "$T/doc.json"
 check "the model as gguf-py reads it; bytes per decode token" "$PYTHON" -c '

@@ -106,11 +106,14 @@ static void matrix_free(struct bench_matrix *mx)
 }
 
 /* ---- the machine: the bandwidth probe, in a child --------------------------
- * Right before each decode test, so that its roofline compares it with the
- * machine as it was then (a shared machine's bandwidth moves by half from
- * one minute to the next). The probe reads a 256 MiB buffer for half a
- * second: in a forked child, so that neither its memory nor its threads
- * stay in the process whose peak RSS is reported. */
+ * Right before each measured run of a decode test, so that each run's
+ * roofline compares it with the machine as it was a moment before (a
+ * shared machine's bandwidth moves by half from one minute to the next,
+ * and within a test of several seconds). The probe reads a 256 MiB buffer
+ * for PROBE_S seconds: in a forked child, so that neither its memory nor
+ * its threads stay in the process whose peak RSS is reported. */
+
+#define PROBE_S 0.3
 
 static double probe_bandwidth(int nth)
 {
@@ -134,7 +137,7 @@ static double probe_bandwidth(int nth)
 		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 4) == 0) {
 			for (int64_t i = 0; i < n; i++)
 				buf[i] = 1.0f / (float)(1 + (i & 1023));
-			gbs = bench_bandwidth(p, buf, n, 0.5, times);
+			gbs = bench_bandwidth(p, buf, n, PROBE_S, times);
 		}
 		if (write(fd[1], &gbs, sizeof gbs) != (ssize_t)sizeof gbs)
 			_exit(1);
@@ -444,8 +447,26 @@ static void summarize(struct bench_test *t, const struct bench_model *bm, const 
 		 * tokens at the first step and one more at each next one */
 		double ctx = (double)(t->depth + start) + (double)(t->n_gen - 1) / 2 + 1;
 		t->bytes_per_token = (double)bm->step_weight_bytes + kv_read_bytes(c, tk, tv, ctx);
-		if (t->probe_gbs > 0)
-			t->roofline_pct = 100 * t->bytes_per_token * t->tps.median / (t->probe_gbs * 1e9);
+		/* each run against its own probe; the figures are the medians */
+		double *pg = bench_xmalloc(sizeof *pg * (size_t)n), *pc = bench_xmalloc(sizeof *pc * (size_t)n);
+		int np = 0;
+		for (int i = 0; i < n; i++) {
+			struct bench_run *r = &t->runs[i];
+			if (r->probe_gbs > 0) {
+				r->roofline_pct = 100 * t->bytes_per_token * r->tps / (r->probe_gbs * 1e9);
+				pg[np] = r->probe_gbs;
+				pc[np++] = r->roofline_pct;
+			}
+		}
+		if (np) {
+			struct bench_stats st;
+			bench_stats(pg, np, &st);
+			t->probe_gbs = st.median;
+			bench_stats(pc, np, &st);
+			t->roofline_pct = st.median;
+		}
+		free(pg);
+		free(pc);
 	}
 	t->peak_rss = bench_peak_rss();
 }
@@ -630,6 +651,12 @@ static int run_test(struct bench_ctx *bc, struct engine *en, struct bench_test *
 			       bc->models[t->model].label, t->name, t->threads, warm ? "warm-up" : "run",
 			       warm ? r + 1 : r - (int)o->warmup + 1, warm ? (int)o->warmup : (int)o->reps);
 		struct bench_run run = {0};
+		if (!warm && t->kind == BENCH_TG && !o->no_probe) {
+			bench_progress(&bc->rp, "[%d/%d] %s %s, %" PRId64 "t: probing the read bandwidth before run %d/%d",
+				       bc->rp.done + 1, bc->rp.total, bc->models[t->model].label, t->name, t->threads,
+				       r - (int)o->warmup + 1, (int)o->reps);
+			run.probe_gbs = probe_bandwidth((int)t->threads);
+		}
 		rc = run_once(en, &bc->stream, t, &run, lat, e);
 		if (rc)
 			break;
@@ -782,11 +809,6 @@ int bench_models(const struct bench_opts *o)
 				}
 				made_for = t;
 			}
-			if (t->kind == BENCH_TG && !o->no_probe) {
-				bench_progress(&bc.rp, "[%d/%d] probing the read bandwidth with %" PRId64 " thread%s",
-					       bc.rp.done + 1, bc.rp.total, t->threads, t->threads == 1 ? "" : "s");
-				t->probe_gbs = probe_bandwidth((int)t->threads);
-			}
 			rc = run_test(&bc, &en, t, &e);
 			if (rc == BENCH_CANCELED || (rc && bench_interrupted)) {
 				t->interrupted = true;
@@ -807,7 +829,7 @@ int bench_models(const struct bench_opts *o)
 						   "is busy or throttling; try more -r",
 					   bm->label, t->name, 100 * t->tps.cv);
 			if (!rc && t->roofline_pct > 100)
-				bench_warn(&bc.rp, "%s %s: %.0f%% of the bandwidth probed before it: the probe read low "
+				bench_warn(&bc.rp, "%s %s: %.0f%% of the bandwidth probed before its runs: the probes read low "
 						   "(the machine's bandwidth moved) or the weights were partly cached",
 					   bm->label, t->name, t->roofline_pct);
 			if (o->vs && !bench_interrupted && !rc && t->nruns)

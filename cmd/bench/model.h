@@ -46,6 +46,8 @@ struct bench_run {
 	double total_s;
 	double ttft_s;    /* time to the first generated token */
 	double tps;       /* the test's throughput in this run */
+	double probe_gbs; /* tg: the read bandwidth probed right before this run (0: none) */
+	double roofline_pct; /* tg: bytes per token x tps against that probe (0: none) */
 };
 
 struct bench_stats {
@@ -71,7 +73,7 @@ struct bench_test {
 	double *lat;            /* [nlat] every decode step of every measured run, seconds */
 	int nlat;
 	struct bench_stats tps, ttft, latency;
-	double bytes_per_token, probe_gbs, roofline_pct; /* tg only (0: none); the probe right before it */
+	double bytes_per_token, probe_gbs, roofline_pct; /* tg only (0: none); the medians of the runs' */
 	uint64_t peak_rss;
 	struct vs_result *vs; /* --vs: llama-bench's figures, or NULL */
 	char vs_error[512];

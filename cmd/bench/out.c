@@ -309,6 +309,10 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 		jnum(r->decode_s);
 		printf(", \"ttft_s\": ");
 		jnum(r->ttft_s);
+		printf(", \"probe_gbs\": ");
+		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
+		printf(", \"roofline_pct\": ");
+		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
 		printf("}");
 	}
 	printf("],%s\"tokens_per_s\": ", nl);
@@ -466,7 +470,7 @@ static void json_head(const struct bench_ctx *bc)
 	os_release(os, sizeof os);
 	struct utsname u = {0};
 	uname(&u);
-	printf("{\"schema\": \"tern-bench/1\",\n \"tern\": {\"version\": \"%s\", \"commit\": ", TERN_VERSION);
+	printf("{\"schema\": \"tern-bench/2\",\n \"tern\": {\"version\": \"%s\", \"commit\": ", TERN_VERSION);
 	bench_json_strz(tern_build_commit);
 	printf(", \"compiler\": ");
 	bench_json_strz(tern_build_compiler);
@@ -499,12 +503,13 @@ static void json_head(const struct bench_ctx *bc)
 		printf("[");
 		int k = 0;
 		for (int i = 0; i < bc->ntests; i++)
-			if (bc->tests[i].probe_gbs > 0) {
-				printf("%s{\"test\": %d, \"threads\": %" PRId64 ", \"gbs\": ", k++ ? ", " : "", i,
-				       bc->tests[i].threads);
-				jnum(bc->tests[i].probe_gbs);
-				printf("}");
-			}
+			for (int r = 0; r < bc->tests[i].nruns; r++)
+				if (bc->tests[i].runs[r].probe_gbs > 0) {
+					printf("%s{\"test\": %d, \"run\": %d, \"threads\": %" PRId64 ", \"gbs\": ",
+					       k++ ? ", " : "", i, r, bc->tests[i].threads);
+					jnum(bc->tests[i].runs[r].probe_gbs);
+					printf("}");
+				}
 		printf("]");
 	}
 	printf(",\n \"params\": {");
@@ -603,17 +608,21 @@ void bench_out_end(struct bench_ctx *bc)
 			double lo = t->probe_gbs, hi = lo;
 			int n = 0;
 			for (int j = i; j < bc->ntests; j++)
-				if (bc->tests[j].probe_gbs > 0 && bc->tests[j].threads == t->threads) {
-					lo = fmin(lo, bc->tests[j].probe_gbs);
-					hi = fmax(hi, bc->tests[j].probe_gbs);
-					n++;
+				for (int r = 0; r < bc->tests[j].nruns && bc->tests[j].threads == t->threads; r++) {
+					double g = bc->tests[j].runs[r].probe_gbs;
+					if (g > 0) {
+						lo = fmin(lo, g);
+						hi = fmax(hi, g);
+						n++;
+					}
 				}
 			char range[64], a[32], b[32];
 			snprintf(a, sizeof a, "%.1f", lo);
 			snprintf(b, sizeof b, "%.1f", hi);
 			snprintf(range, sizeof range, strcmp(a, b) ? "%s-%s" : "%s", a, b);
-			printf("read bandwidth before the decode test%s, %" PRId64 " thread%s: %s GB/s\n", n == 1 ? "" : "s",
-			       t->threads, t->threads == 1 ? "" : "s", range);
+			printf("read bandwidth before the decode runs, %" PRId64 " thread%s: %s GB/s (%d probe%s); %% roof: "
+			       "the median of the runs' rates against their probes\n",
+			       t->threads, t->threads == 1 ? "" : "s", range, n, n == 1 ? "" : "s");
 		}
 		printf("t/s: median of %" PRId64 " run%s ± the larger distance to the slowest or fastest; %" PRId64
 		       " warm-up run%s discarded\n",

@@ -173,19 +173,7 @@ static void note(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A -v line on stderr. */
-static void info(const char *fmt, ...)
-{
-	if (!common.verbose || common.quiet)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", cli_progname());
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+#define info(...) cli_info(&common, __VA_ARGS__)
 
 /* A JSON string of s[n], ill-formed UTF-8 replaced by U+FFFD (jansson
  * takes only valid text; model output and typed bytes may not be). */

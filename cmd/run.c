@@ -299,19 +299,7 @@ static _Noreturn void die(int status, const char *fmt, ...)
 	exit(status);
 }
 
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A -v line on stderr. */
-static void info(const char *fmt, ...)
-{
-	if (!common.verbose || common.quiet)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", cli_progname());
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+#define info(...) cli_info(&common, __VA_ARGS__)
 
 #define warning(...) (common.quiet ? (void)0 : cli_warn(__VA_ARGS__))
 

@@ -213,6 +213,9 @@ static void test_every_code_point(void **state)
 			continue;
 		unsigned char b[4];
 		size_t n = encode(c, b);
+		char o[4];
+		if (tern_utf8_encode(o, c) != n || memcmp(o, b, n))
+			fail_msg("U+%04X: tern_utf8_encode differs from the test's encoder", (unsigned)c);
 		for (int p = TERN_UTF8_STRICT; p <= TERN_UTF8_TOKENIZER; p++) {
 			uint32_t got = TERN_UTF8_BAD;
 			size_t k = tern_utf8_decode(b, n, (enum tern_utf8_policy)p, &got);

@@ -24,6 +24,7 @@
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
 #include "tests/testutil.h"
+#include "tests/whisper_jfk.h"
 
 static struct whisper_model *load_model(void)
 {
@@ -83,26 +84,11 @@ static void transcribe(const struct whisper_full_params *p, const char *want_fil
 	struct whisper_model *m = load_model();
 	tern_err e = {0};
 	char path[512];
-	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
-	size_t n = 0;
-	float *pcm = test_read_audio(path, &n, NULL);
-	assert_non_null(pcm);
-	struct tern_mel *mel = NULL;
-	float *spec = NULL;
-	size_t n_len = 0;
-	assert_int_equal(tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e), 0);
-	assert_int_equal(tern_mel_compute(mel, pcm, n, &spec, &n_len, &e), 0);
-	struct tern_backend *be = NULL;
-	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
-	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
-	struct whisper_full *w = NULL;
-	if (whisper_full_new(&w, m, be, &e))
-		fail_msg("%s", e.msg);
-	struct whisper_mel_mem mm = {spec, n_len};
-	struct whisper_mel_src src = whisper_mel_src_mem(&mm, whisper_n_len_org(n));
-	assert_int_equal(src.n_len_org, 1099);
+	struct jfk_run j;
+	jfk_open(&j, m);
+	assert_int_equal(j.src.n_len_org, 1099);
 	struct whisper_result r = {0};
-	if (whisper_full_run(w, p, &src, &r, NULL, NULL, &e))
+	if (whisper_full_run(j.w, p, &j.src, &r, NULL, NULL, &e))
 		fail_msg("%s", e.msg);
 
 	char got[4096] = {0};
@@ -136,11 +122,7 @@ static void transcribe(const struct whisper_full_params *p, const char *want_fil
 		}
 	free(want);
 	whisper_result_free(&r);
-	whisper_full_free(w);
-	tern_backend_free(be);
-	tern_mel_free(mel);
-	free(spec);
-	free(pcm);
+	jfk_close(&j);
 	whisper_model_free(m);
 }
 
@@ -187,23 +169,8 @@ static void test_jfk_fallback(void **state)
 	(void)state;
 	struct whisper_model *m = load_model();
 	tern_err e = {0};
-	char path[512];
-	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
-	size_t n = 0;
-	float *pcm = test_read_audio(path, &n, NULL);
-	struct tern_mel *mel = NULL;
-	float *spec = NULL;
-	size_t n_len = 0;
-	assert_int_equal(tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e), 0);
-	assert_int_equal(tern_mel_compute(mel, pcm, n, &spec, &n_len, &e), 0);
-	struct tern_backend *be = NULL;
-	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
-	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
-	struct whisper_full *w = NULL;
-	if (whisper_full_new(&w, m, be, &e))
-		fail_msg("%s", e.msg);
-	struct whisper_mel_mem mm = {spec, n_len};
-	struct whisper_mel_src src = whisper_mel_src_mem(&mm, whisper_n_len_org(n));
+	struct jfk_run j;
+	jfk_open(&j, m);
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = 1;
 	p.best_of = 3;
@@ -211,7 +178,7 @@ static void test_jfk_fallback(void **state)
 	p.logprob_thold = 0.5f; /* above any average log-probability */
 	struct whisper_result r[2] = {{0}, {0}};
 	for (int k = 0; k < 2; k++)
-		if (whisper_full_run(w, &p, &src, &r[k], NULL, NULL, &e))
+		if (whisper_full_run(j.w, &p, &j.src, &r[k], NULL, NULL, &e))
 			fail_msg("%s", e.msg);
 	print_message("fallbacks %d p / %d h, %d segments, first: '%s'\n", r[0].stats.n_fallback_p,
 		      r[0].stats.n_fallback_h, r[0].n_seg, r[0].n_seg ? r[0].seg[0].text : "");
@@ -221,7 +188,7 @@ static void test_jfk_fallback(void **state)
 	p.logprob_thold = -1.0f;
 	p.compression_ratio_thold = 0.5f;
 	struct whisper_result rc = {0};
-	if (whisper_full_run(w, &p, &src, &rc, NULL, NULL, &e))
+	if (whisper_full_run(j.w, &p, &j.src, &rc, NULL, NULL, &e))
 		fail_msg("%s", e.msg);
 	assert_int_equal(rc.stats.n_fallback_h, 1 + 3 + 3); /* greedy at 0, 3 samples at 0.5 and 1.0 */
 	whisper_result_free(&rc);
@@ -233,11 +200,7 @@ static void test_jfk_fallback(void **state)
 	}
 	whisper_result_free(&r[0]);
 	whisper_result_free(&r[1]);
-	whisper_full_free(w);
-	tern_backend_free(be);
-	tern_mel_free(mel);
-	free(spec);
-	free(pcm);
+	jfk_close(&j);
 	whisper_model_free(m);
 }
 

@@ -31,6 +31,7 @@
 #include "lib/speech/whisper_full.h"
 #include "quant/quant.h"
 #include "tests/testutil.h"
+#include "tests/whisper_jfk.h"
 
 /* ---- a ggml Whisper file in memory ------------------------------------- */
 
@@ -384,29 +385,13 @@ static uint64_t fnv1a(const char *p, size_t n)
 static char *greedy_jfk(struct whisper_model *m)
 {
 	tern_err e = {0};
-	char path[512];
-	snprintf(path, sizeof(path), "%s/audio/jfk.wav", test_data_dir());
-	size_t n = 0;
-	float *pcm = test_read_audio(path, &n, NULL);
-	assert_non_null(pcm);
-	struct tern_mel *mel = NULL;
-	float *spec = NULL;
-	size_t n_len = 0;
-	assert_int_equal(tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e), 0);
-	assert_int_equal(tern_mel_compute(mel, pcm, n, &spec, &n_len, &e), 0);
-	struct tern_backend *be = NULL;
-	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
-	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
-	struct whisper_full *w = NULL;
-	if (whisper_full_new(&w, m, be, &e))
-		fail_msg("%s", e.msg);
-	struct whisper_mel_mem mm = {spec, n_len};
-	struct whisper_mel_src src = whisper_mel_src_mem(&mm, whisper_n_len_org(n));
+	struct jfk_run j;
+	jfk_open(&j, m);
 	struct whisper_full_params p = whisper_full_default_params();
 	p.beam_size = 1;
 	p.n_threads = 2;
 	struct whisper_result r = {0};
-	if (whisper_full_run(w, &p, &src, &r, NULL, NULL, &e))
+	if (whisper_full_run(j.w, &p, &j.src, &r, NULL, NULL, &e))
 		fail_msg("%s", e.msg);
 	char *got = calloc(1, 4096);
 	size_t len = (size_t)snprintf(got, 4096, "\n");
@@ -419,11 +404,7 @@ static char *greedy_jfk(struct whisper_model *m)
 		len += (size_t)snprintf(got + len, 4096 - len, "[%s --> %s]  %s\n", ts[0], ts[1], r.seg[i].text);
 	}
 	whisper_result_free(&r);
-	whisper_full_free(w);
-	tern_backend_free(be);
-	tern_mel_free(mel);
-	free(spec);
-	free(pcm);
+	jfk_close(&j);
 	return got;
 }
 

@@ -97,6 +97,18 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void cli_info(const struct cli_common *c, const char *fmt, ...)
+{
+	if (!c->verbose || c->quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 _Noreturn void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;

@@ -90,6 +90,8 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv,
 /* "tern-inspect: " prefixed message on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A -v line on stderr ("tern-run: ..."), printed only with -v and without -q. */
+void cli_info(const struct cli_common *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Process exit status for a library code: 0 ok, 65 bad input data
  * (TERN_EFORMAT, TERN_EUNSUPPORTED), 1 for everything else. Usage errors
  * (2) are decided by the option parser. */

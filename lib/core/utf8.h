@@ -66,4 +66,8 @@ static inline size_t tern_utf8_step(const unsigned char *s, size_t n, enum tern_
 	return tern_utf8_decode(s, n, policy, NULL);
 }
 
+/* Write cp (below 0x200000; the caller has refused or replaced what is not
+ * a scalar value if it must) as 1 to 4 bytes at o; returns the count. */
+size_t tern_utf8_encode(char *o, uint32_t cp);
+
 #endif

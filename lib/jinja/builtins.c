@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/core/utf8.h"
 #include "lib/jinja/jinja_int.h"
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -167,30 +168,6 @@ static uint32_t cp_lower(uint32_t cp)
 
 static bool cp_cased(uint32_t cp) { return cp_upper(cp) != cp || cp_lower(cp) != cp; }
 
-static size_t put_cp(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xC0 | (cp >> 6));
-		o[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xE0 | (cp >> 12));
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | (cp >> 18));
-	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 /* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' Python title, 'j' jinja2's title filter */
 static int map_case(struct jj_ctx *c, struct jv s, char mode, struct jv *out)
 {
@@ -217,7 +194,7 @@ static int map_case(struct jj_ctx *c, struct jv s, char mode, struct jv *out)
 		}
 		/* keep the bytes when the mapping would change the length (never for the pairs above) */
 		char tmp[4];
-		size_t k = put_cp(tmp, r);
+		size_t k = tern_utf8_encode(tmp, r);
 		if (k == l && l > 1 && (unsigned char)s.u.s.p[i] >= 0x80)
 			memcpy(p + o, tmp, k);
 		else if (l == 1 && k == 1)

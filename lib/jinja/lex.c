@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/utf8.h"
 #include "lib/jinja/jinja_int.h"
 
 struct lexer {
@@ -138,30 +139,6 @@ static int hexval(char ch)
 	return -1;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xC0 | (cp >> 6));
-		o[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xE0 | (cp >> 12));
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | (cp >> 18));
-	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 /* A string literal at L->pos (quote q); decodes Python's escapes. */
 static int lex_string(struct lexer *L, struct jj_token *k)
 {
@@ -212,7 +189,7 @@ static int lex_string(struct lexer *L, struct jj_token *k)
 					d++;
 				}
 				i--;
-				n += put_utf8(o + n, v);
+				n += tern_utf8_encode(o + n, v);
 			} else {
 				o[n++] = '\\';
 				o[n++] = x;
@@ -229,7 +206,7 @@ static int lex_string(struct lexer *L, struct jj_token *k)
 			if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
 				return lex_err(L, i - 1, "escape out of the Unicode range in a string");
 			i += (size_t)width;
-			n += put_utf8(o + n, v);
+			n += tern_utf8_encode(o + n, v);
 		}
 	}
 	o[n] = 0;

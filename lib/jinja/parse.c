@@ -171,6 +171,21 @@ static int parse_call_args(struct parser *P, struct jj_node *x)
 	return 0;
 }
 
+/* *x called: the call node replaces *x (k is the opening parenthesis). */
+static int parse_call(struct parser *P, const struct jj_token *k, struct jj_node **x)
+{
+	struct jj_node *c = node(P, JN_CALL, k);
+	if (!c)
+		return nomem(P);
+	c->line = (*x)->line; /* errors point at the callee */
+	c->col = (*x)->col;
+	c->a = *x;
+	int rc = parse_call_args(P, c);
+	if (!rc)
+		*x = c;
+	return rc;
+}
+
 /* `name` or `name(args)` of a filter; at the name */
 static int parse_filter_call(struct parser *P, struct jj_node *in, struct jj_node **out)
 {
@@ -255,15 +270,8 @@ static int parse_filter_expr(struct parser *P, struct jj_node **x)
 			}
 			*x = t;
 		} else if (is_op(k, "(")) {
-			struct jj_node *c = node(P, JN_CALL, k);
-			if (!c)
-				return nomem(P);
-			c->line = (*x)->line; /* errors point at the callee */
-			c->col = (*x)->col;
-			c->a = *x;
-			if ((rc = parse_call_args(P, c)))
+			if ((rc = parse_call(P, k, x)))
 				return rc;
-			*x = c;
 		} else {
 			P->depth = d0;
 			return 0;
@@ -348,15 +356,8 @@ static int parse_postfix(struct parser *P, struct jj_node **x)
 			if ((rc = parse_subscript(P, *x, x)))
 				return rc;
 		} else if (is_op(k, "(")) {
-			struct jj_node *c = node(P, JN_CALL, k);
-			if (!c)
-				return nomem(P);
-			c->line = (*x)->line; /* errors point at the callee */
-			c->col = (*x)->col;
-			c->a = *x;
-			if ((rc = parse_call_args(P, c)))
+			if ((rc = parse_call(P, k, x)))
 				return rc;
-			*x = c;
 		} else {
 			P->depth = d0;
 			return 0;

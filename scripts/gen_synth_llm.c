@@ -8,6 +8,13 @@
  *     ARCH: llama | qwen2 | qwen3 | gemma3, or llama-linear / llama-freqs:
  *           the llama model (same weights) with linear RoPE scaling of
  *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style),
+ *           or qwen3-yarn / gemma3-yarn: the qwen3 / gemma3 models (same
+ *           weights) with YaRN of factor 4 / 8 over an original context of
+ *           256 (context_length factor times that, as Qwen3's 128K files
+ *           declare 4 x 32768): at base 1e6 and 128 rotated dimensions
+ *           pair 0 keeps its angle, pairs 1..18 are mixed, the rest scaled,
+ *           so that 24 positions show it (gemma3's local layers stay
+ *           unscaled, as llama.cpp runs them),
  *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
  *           for speed comparisons, not reference data; or gemma | gemma2 |
@@ -341,7 +348,12 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
  *       experts, 2 used, softmax over the selected logits, attention sinks,
  *       biases on Q/K/V/O, the router and every expert, the clamped SwiGLU
  *       (gate and up drawn wide enough that some values pass the clamp at
- *       7), layers alternating sliding window 4 / global.
+ *       7), layers alternating sliding window 4 / global; gpt-oss-yarn:
+ *       the same weights with YaRN as gpt-oss's files declare it (factor
+ *       32, beta_fast 32, beta_slow 1) over an original context of 512
+ *       instead of 4096, so that at base 150000 and 64 rotated dimensions
+ *       pairs 0..1 keep their angles, 2..12 are mixed and the rest scaled
+ *       (local layers too, as llama.cpp runs them).
  *     TYPE: f32 | q8_0 | q4_k for every matrix, or mxfp4 (gpt-oss as
  *       published: the experts MXFP4, the other matrices Q8_0). The
  *       router (ffn_gate_inp) stays F32, as llama.cpp's quantizer leaves it.
@@ -380,8 +392,8 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 {
 	int mixtral = !strcmp(name_arg, "mixtral"), big = !strcmp(name_arg, "mixtral-big");
 	int qwen2moe = !strcmp(name_arg, "qwen2moe"), qwen3moe = !strcmp(name_arg, "qwen3moe");
-	int oss = !strcmp(name_arg, "gpt-oss");
-	const char *arch = mixtral || big ? "llama" : name_arg;
+	int oss_yarn = !strcmp(name_arg, "gpt-oss-yarn"), oss = !strcmp(name_arg, "gpt-oss") || oss_yarn;
+	const char *arch = mixtral || big ? "llama" : oss ? "gpt-oss" : name_arg;
 	struct gen g = { 0 };
 	uint32_t xtype = 999; /* the experts' type */
 	g.type = !strcmp(type_arg, "f32") ? QT_F32 : !strcmp(type_arg, "q8_0") ? QT_Q8_0
@@ -411,7 +423,7 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 					 : g.type == QT_Q4_0 ? 2 : 14);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : oss_yarn ? 32 * 512 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	/* llama's experts are feed_forward_length wide; the others' have their key */
@@ -432,6 +444,13 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 	}
 	if (oss)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (oss_yarn) { /* the keys llama.cpp's converter writes for it (llama.cpp reads no beta for gpt-oss) */
+		gguf_writer_str(w, KEY("rope.scaling.type"), "yarn");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), 32.0f);
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), 512);
+		gguf_writer_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f);
+		gguf_writer_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f);
+	}
 	if (mixtral || big)
 		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
 	vocab(w);
@@ -656,17 +675,17 @@ int main(int argc, char **argv)
 	if (argc == 4 && (!strcmp(argv[1], "bert") || !strcmp(argv[1], "nomic-bert")))
 		return gen_encoder(argv[1], argv[2], argv[3]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama"
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|qwen3-yarn|gemma3-yarn|tinyllama"
 				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
-				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
+				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|gpt-oss-yarn|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
 				"OUT.gguf\n"
 				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|"
 				"deepseek2-big f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "mixtral") || !strcmp(argv[1], "mixtral-big") || !strcmp(argv[1], "qwen2moe") ||
-	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss"))
+	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss") || !strcmp(argv[1], "gpt-oss-yarn"))
 		return moe_main(argv[1], argv[2], argv[3]);
 	int ds = !strncmp(argv[1], "deepseek2", 9);
 	if (ds) {
@@ -700,9 +719,11 @@ int main(int argc, char **argv)
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");
+	int qwen3_yarn = !strcmp(argv[1], "qwen3-yarn"), gemma3_yarn = !strcmp(argv[1], "gemma3-yarn");
 	/* embedding variants: the same weights, a pooling type (llama.cpp's values) */
 	int pooling = !strcmp(argv[1], "llama-mean") ? 1 : !strcmp(argv[1], "qwen3-last") ? 3 : 0;
-	const char *arch = linear || freqs || big || pooling == 1 ? "llama" : pooling == 3 ? "qwen3" : argv[1];
+	const char *arch = linear || freqs || big || pooling == 1 ? "llama"
+			   : pooling == 3 || qwen3_yarn ? "qwen3" : gemma3_yarn ? "gemma3" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
@@ -739,7 +760,7 @@ int main(int argc, char **argv)
 					 : g.type == QT_Q4_0 ? 2 : g.q4_k_m ? 15 : 14 /* Q4_K_S: all Q4_K */);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : qwen3_yarn ? 1024 : gemma3_yarn ? 2048 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
@@ -756,6 +777,11 @@ int main(int argc, char **argv)
 	if (linear) {
 		gguf_writer_str(w, KEY("rope.scaling.type"), "linear");
 		gguf_writer_f32(w, KEY("rope.scaling.factor"), 4.0f);
+	}
+	if (qwen3_yarn || gemma3_yarn) {
+		gguf_writer_str(w, KEY("rope.scaling.type"), "yarn");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), qwen3_yarn ? 4.0f : 8.0f);
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), 256);
 	}
 	if (gemma3)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);

@@ -557,6 +557,23 @@ static int glu_kind(enum tern_model_act a)
 										  : TERN_GLU_SWIGLU;
 }
 
+/* A layer's RoPE: its base and scale, YaRN's ramp and magnitude for
+ * them (model.c's rope_config), the file's attention factor */
+static struct tern_rope layer_rope(const struct tern_model_config *c, const struct tern_model_layer_config *lc, int mode)
+{
+	return (struct tern_rope){
+		.mode = mode,
+		.n_rot = (int)c->n_rot,
+		.freq_base = lc->rope_base,
+		.freq_scale = lc->rope_scale,
+		.ext_factor = c->rope_ext_factor,
+		.corr_low = lc->rope_corr_low,
+		.corr_high = lc->rope_corr_high,
+		.mscale = lc->rope_mscale,
+		.attn_factor = c->rope_attn_factor,
+	};
+}
+
 /* The mixture of experts of block il over n tokens: h the normed input,
  * o the output (llama.cpp's build_moe_ffn, then qwen2moe's shared
  * expert):
@@ -674,11 +691,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
 		product(be, &L->wq_b, &qa, &q, n);
 	}
-	const struct tern_rope rope = {
-		.mode = TERN_ROPE_NORMAL, .n_rot = (int)nr, .freq_base = lc->rope_base, .freq_scale = lc->rope_scale,
-		.ext_factor = c->rope_ext_factor, .corr_low = c->rope_corr_low, .corr_high = c->rope_corr_high,
-		.mscale = c->rope_mscale,
-	};
+	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL);
 
 	/* the cache row: the normed latent, then the rotated shared key part */
 	struct tern_buf lat = act2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
@@ -754,13 +767,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
 	if (opt(&L->k_norm))
 		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
-	const struct tern_rope rope = {
-		.mode = c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
-		.n_rot = (int)c->n_rot,
-		.freq_base = lc->rope_base,
-		.freq_scale = lc->rope_scale,
-		.attn_factor = c->rope_attn_factor,
-	};
+	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL);
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);

@@ -9,7 +9,8 @@
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
  * global pattern and local RoPE base, gemma2's alternating windows and
  * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE,
- * deepseek2's latent attention and YaRN attention factor) follow
+ * YaRN for every family, deepseek2's latent attention and its YaRN
+ * attention scale) follow
  * llama.cpp's llama-arch.cpp, llama-model.cpp, src/models/ (deepseek2.cpp
  * among them) and llama-context.cpp. */
 #include "lib/llm/model.h"
@@ -387,8 +388,9 @@ static void rope_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	}
 }
 
-/* deepseek2: the latent attention's sizes, YaRN and the attention scale,
- * as llama.cpp derives them (llama-context.cpp, models/deepseek2.cpp) */
+/* deepseek2: the latent attention's sizes and the attention scale (from
+ * rope_config's YaRN), as llama.cpp derives them (llama-context.cpp,
+ * models/deepseek2.cpp) */
 static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *c, tern_err *e)
 {
 	const char *a = hp->arch;

@@ -58,6 +58,10 @@
  *   deepseek2-moe    V2-Lite's mixture of experts: 3 layers, the first
  *                    dense, then 8 experts of 128 (3 used, softmax router,
  *                    weights neither normalized nor scaled) and 2 shared;
+ *   deepseek2-gate-up deepseek2-moe's weights with each layer's gate and
+ *                    up stacks merged into one ffn_gate_up_exps {256, 2 x
+ *                    128, 8} (per expert its gate rows, then its up rows),
+ *                    the layout llama.cpp also reads;
  *   deepseek2-v3     V3's: q_lora_rank 128, YaRN with yarn_log_multiplier
  *                    0.1 (mscale_all_dim 1), 16 experts in 4 groups (the 2
  *                    best groups compete, 4 experts used), sigmoid router
@@ -234,9 +238,11 @@ static void vocab(gguf_writer *w)
 
 static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
 		float sd);
+static int mat3_gate_up(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows,
+			uint64_t n_exp, float sd);
 
 /* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
-static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
+static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big, int gate_up)
 {
 	gguf_writer *w = g->w;
 	const uint32_t nh = big ? 16 : 4, nope = big ? 128 : 32, nrot = big ? 64 : 32, hv = big ? 128 : 64;
@@ -326,8 +332,12 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
 		rc |= mat_t(g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / 16.0f);
 		if (v3)
 			rc |= vec(g, T("exp_probs_b.bias"), n_exp, 0, 0.3f);
-		rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
-		rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		if (gate_up) {
+			rc |= mat3_gate_up(g, g->type, T("ffn_gate_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		} else {
+			rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+			rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		}
 		rc |= mat3(g, g->type, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
 		rc |= mat(g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
 		rc |= mat(g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
@@ -364,6 +374,22 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
  *   data): n_embd 2048, 32 heads over 8 KV heads, 4 layers, 8 experts of
  *   5632 (TinyLlama's FFN), 2 used, 32000 tokens. */
 
+/* n rows of cols drawn in order (sd around 0), quantized to type, into q */
+static int draw_rows(uint32_t type, uint8_t *q, size_t rs, uint64_t cols, uint64_t n, float sd)
+{
+	float *x = malloc(sizeof *x * cols);
+	int rc = x ? 0 : -1;
+	for (uint64_t r = 0; r < n && !rc; r++) {
+		fill(x, cols, 0, sd);
+		if (type == QT_F32)
+			memcpy(q + r * rs, x, rs);
+		else
+			rc = quant_quantize_row(type, x, q + r * rs, cols);
+	}
+	free(x);
+	return rc;
+}
+
 /* A stack of n_exp matrices {cols, rows} as one 3-D tensor {cols, rows, n_exp}. */
 static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
 		float sd)
@@ -371,20 +397,36 @@ static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, u
 	bool ok = true;
 	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok);
 	uint8_t *q = malloc(rs * rows * n_exp);
-	float *x = malloc(sizeof *x * cols);
-	int rc = ok && q && x ? 0 : -1;
-	for (uint64_t r = 0; r < rows * n_exp && !rc; r++) {
-		fill(x, cols, 0, sd);
-		if (type == QT_F32)
-			memcpy(q + r * rs, x, rs);
-		else
-			rc = quant_quantize_row(type, x, q + r * rs, cols);
-	}
+	int rc = ok && q ? draw_rows(type, q, rs, cols, rows * n_exp, sd) : -1;
 	uint64_t ne[3] = { cols, rows, n_exp };
 	if (!rc)
 		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
 	free(q);
-	free(x);
+	return rc;
+}
+
+/* The gate and up stacks mat3 would write (the same draws: all of gate,
+ * then all of up) merged as llama.cpp's ffn_gate_up_exps {cols, 2 rows,
+ * n_exp}: per expert its gate rows, then its up rows. */
+static int mat3_gate_up(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows,
+			uint64_t n_exp, float sd)
+{
+	bool ok = true;
+	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok), m = rs * rows;
+	uint8_t *gu[2] = { malloc(m * n_exp), malloc(m * n_exp) }, *q = malloc(2 * m * n_exp);
+	int rc = ok && gu[0] && gu[1] && q ? 0 : -1;
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = draw_rows(type, gu[i], rs, cols, rows * n_exp, sd);
+	for (uint64_t e = 0; e < n_exp && !rc; e++) {
+		memcpy(q + 2 * e * m, gu[0] + e * m, m);
+		memcpy(q + (2 * e + 1) * m, gu[1] + e * m, m);
+	}
+	uint64_t ne[3] = { cols, 2 * rows, n_exp };
+	if (!rc)
+		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
+	free(gu[0]);
+	free(gu[1]);
+	free(q);
 	return rc;
 }
 
@@ -680,7 +722,7 @@ int main(int argc, char **argv)
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
 				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|gpt-oss-yarn|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
 				"OUT.gguf\n"
-				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|"
+				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-gate-up|deepseek2-v3|"
 				"deepseek2-big f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
 	}
@@ -690,7 +732,8 @@ int main(int argc, char **argv)
 	int ds = !strncmp(argv[1], "deepseek2", 9);
 	if (ds) {
 		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
-		int moe = !strcmp(argv[1], "deepseek2-moe"), v3 = !strcmp(argv[1], "deepseek2-v3");
+		int gate_up = !strcmp(argv[1], "deepseek2-gate-up"); /* deepseek2-moe's weights, gate and up merged */
+		int moe = !strcmp(argv[1], "deepseek2-moe") || gate_up, v3 = !strcmp(argv[1], "deepseek2-v3");
 		int dbig = !strcmp(argv[1], "deepseek2-big");
 		if (dbig) /* DeepSeek-V2-Lite's attention, 8 dense layers: for speed, not reference data */
 			N_EMBD = 2048, N_FF = 5632, N_VOCAB = 32000;
@@ -708,7 +751,7 @@ int main(int argc, char **argv)
 		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
 		gguf_writer_u32(dg.w, "general.quantization_version", 2);
 		tern_err de = { 0 };
-		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig);
+		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig, gate_up);
 		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
 			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
 			gguf_writer_free(dg.w);

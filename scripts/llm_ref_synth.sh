@@ -27,7 +27,7 @@ IDS=1,263,104,300,72,265,119,281,259,45,318,200,262,87,301,150,270,33,312,266,99
 ALL="llama qwen2 qwen3 gemma3 llama-linear llama-freqs gemma gemma2 phi2 phi3 phi3-long"
 ALL="$ALL qwen3-yarn gemma3-yarn"
 ALL="$ALL mixtral qwen2moe qwen3moe gpt-oss gpt-oss-yarn"
-ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-v3"
+ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-gate-up deepseek2-v3"
 for arch in ${ARCHS:-$ALL}; do
 	types="f32 q8_0 q4_0 q4_k"
 	case $arch in

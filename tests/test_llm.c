@@ -269,6 +269,8 @@ static const struct synth_case synth_cases[] = {
 	{"deepseek2-yarn", "f32"}, {"deepseek2-yarn", "q8_0"}, {"deepseek2-yarn", "q4_0"},
 	{"deepseek2-kvb", "f32"}, {"deepseek2-kvb", "q8_0"}, {"deepseek2-kvb", "q4_0"},
 	{"deepseek2-moe", "f32"}, {"deepseek2-moe", "q8_0"}, {"deepseek2-moe", "q4_0"},
+	/* the same with each layer's gate and up experts merged (ffn_gate_up_exps) */
+	{"deepseek2-gate-up", "f32"}, {"deepseek2-gate-up", "q8_0"}, {"deepseek2-gate-up", "q4_0"},
 	{"deepseek2-v3", "f32"},
 };
 
@@ -486,6 +488,59 @@ static void test_mla_config(void **state)
 	assert_non_null(m->w.layers[0].wkv_b);
 	assert_null(m->w.layers[0].wk_b);
 	tern_model_free(m);
+}
+
+/* deepseek2's experts with gate and up merged (ffn_gate_up_exps, as
+ * llama.cpp reads it): the loader takes the merged stack instead of the
+ * two, and the forward pass over its two halves gives what the separate
+ * stacks of the same weights give (deepseek2-moe), bit for bit, on the
+ * optimized backend (batch and token by token) and the reference one;
+ * llama.cpp's own logits of the merged file are test_synth_vs_llamacpp's. */
+static void test_gate_up_exps(void **state)
+{
+	(void)state;
+	static const char *const types[] = {"f32", "q4_0"};
+	struct ref_bin r = {0};
+	ref_bin_load(&r, REF_DIR "/synth/deepseek2-gate-up-f32.logits.bin");
+	const int32_t n = N_SYNTH_POS;
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+		struct tern_model *mg = synth_open("deepseek2-gate-up", types[t]);
+		struct tern_model *ms = synth_open("deepseek2-moe", types[t]);
+		assert_non_null(mg);
+		assert_non_null(ms);
+		assert_null(mg->w.layers[0].ffn_gate_up_exps); /* the dense leading layer */
+		for (uint32_t il = 1; il < mg->cfg.n_layer; il++) {
+			const struct tern_model_layer *L = &mg->w.layers[il];
+			assert_non_null(L->ffn_gate_up_exps);
+			assert_null(L->ffn_gate_exps);
+			assert_null(L->ffn_up_exps);
+			assert_int_equal(L->ffn_gate_up_exps->ne[0], 256);
+			assert_int_equal(L->ffn_gate_up_exps->ne[1], 2 * 128);
+			assert_int_equal(L->ffn_gate_up_exps->ne[2], 8);
+			assert_null(ms->w.layers[il].ffn_gate_up_exps);
+		}
+		const int32_t nv = (int32_t)mg->cfg.n_vocab;
+		size_t sz = sizeof(float) * (size_t)n * nv;
+		float *a = malloc(sz), *b = malloc(sz);
+		assert_true(a && b);
+		for (int path = 0; path < 3; path++) { /* batch, token by token, reference backend */
+			struct tern_backend *be = backend(path == 2, 2, n);
+			int32_t step = path == 1 ? 1 : n;
+			struct tern_llm *l = llm_new(mg, be, 32, step, QT_F16, true);
+			logits_all(l, r.tok, n, step, a);
+			tern_llm_free(l);
+			l = llm_new(ms, be, 32, step, QT_F16, true);
+			logits_all(l, r.tok, n, step, b);
+			tern_llm_free(l);
+			tern_backend_free(be);
+			assert_memory_equal(a, b, sz);
+		}
+		free(a);
+		free(b);
+		tern_model_free(mg);
+		tern_model_free(ms);
+	}
+	ref_bin_free(&r);
 }
 
 /* deepseek2's KV cache holds, per layer and position, the compressed
@@ -1786,6 +1841,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_synth_vs_llamacpp),
 		cmocka_unit_test(test_mla_config),
+		cmocka_unit_test(test_gate_up_exps),
 		cmocka_unit_test(test_mla_cache),
 		cmocka_unit_test(test_real_smollm2),
 		cmocka_unit_test(test_real_gemma3),

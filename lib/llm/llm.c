@@ -52,6 +52,7 @@ struct layer_bufs {
 	/* mixture of experts (model.h) */
 	struct tern_buf attn_sinks, gate_inp, gate_inp_b, exp_probs_b, gate_exps, up_exps, down_exps;
 	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+	struct tern_buf gate_up_exps; /* a merged stack (deepseek2); gate_exps and up_exps are then its halves */
 	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
 };
 
@@ -296,6 +297,29 @@ static int split_kv_b(struct tern_llm *l, uint32_t il, tern_err *e)
 	return rc;
 }
 
+/* A merged ffn_gate_up_exps {n_embd, 2 F, E}: the gate and up stacks are
+ * views of its buffer, expert e's F gate rows and F up rows, 2 F rows
+ * apart from one expert to the next (nb[2]), each prepared as a stack on
+ * its own, so that the forward pass runs them as separate ones. */
+static int split_gate_up_exps(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	struct layer_bufs *L = &l->layers[il];
+	const int64_t nf = (int64_t)l->m->cfg.moe.n_ff_exp;
+	struct tern_buf half = L->gate_up_exps;
+	half.ne[1] = nf;
+	half.flags &= ~(unsigned)TERN_BUF_OWNS;
+	half.prep = NULL;
+	L->gate_exps = half;
+	half.offset += (size_t)nf * L->gate_up_exps.nb[1];
+	L->up_exps = half;
+	int rc = l->be->mat_prepare(l->be, &L->gate_exps, e);
+	if (!rc)
+		rc = l->be->mat_prepare(l->be, &L->up_exps, e);
+	if (rc)
+		tern_err_prefixf(e, "layer %u: ffn_gate_up_exps", il);
+	return rc;
+}
+
 static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 {
 	const struct tern_model_config *c = &l->m->cfg;
@@ -336,6 +360,9 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->exp_probs_b, w->exp_probs_b, false, e);
 	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
 	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
+	rc = rc ? rc : weight(l, &L->gate_up_exps, w->ffn_gate_up_exps, false, e);
+	if (!rc && w->ffn_gate_up_exps)
+		rc = split_gate_up_exps(l, il, e);
 	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
 	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
 	rc = rc ? rc : weight(l, &L->up_exps_b, w->ffn_up_exps_b, false, e);
@@ -501,7 +528,7 @@ void tern_llm_free(struct tern_llm *l)
 						&L->gate_inp_b, &L->exp_probs_b, &L->gate_exps, &L->up_exps, &L->down_exps,
 						&L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->gate_inp_shexp,
 						&L->gate_shexp, &L->up_shexp, &L->down_shexp, &L->attn_norm_b,
-						&L->ffn_up_b, &L->ffn_down_b};
+						&L->ffn_up_b, &L->ffn_down_b, &L->gate_up_exps};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}

@@ -35,13 +35,16 @@ enum slot {
 	S_GATE_EXPS_B, S_UP_EXPS_B, S_DOWN_EXPS_B, S_GATE_INP_SHEXP, S_GATE_SHEXP, S_UP_SHEXP, S_DOWN_SHEXP,
 	/* gemma / phi families */
 	S_ATTN_NORM_B, S_FFN_UP_B, S_FFN_DOWN_B, S_WQKV, S_BQKV, S_FFN_GATE_UP,
+	/* deepseek2's merged expert gate and up */
+	S_GATE_UP_EXPS,
 	S_COUNT
 };
 _Static_assert(S_COUNT <= 64, "slot masks are 64 bits");
 
 /* the sizes a shape is made of, evaluated per layer */
 enum dim {
-	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_COUNT
+	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_FF_EXP2,
+	D_COUNT
 };
 
 struct slot_info {
@@ -94,6 +97,7 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_WQKV, "attn_qkv.weight", wqkv, D_EMBD, D_QKV, true),
 	SLOT(S_BQKV, "attn_qkv.bias", bqkv, D_QKV, D_ONE, false),
 	SLOT(S_FFN_GATE_UP, "ffn_up.weight", ffn_gate_up, D_EMBD, D_FF2, true),
+	SLOT3(S_GATE_UP_EXPS, "ffn_gate_up_exps.weight", ffn_gate_up_exps, D_EMBD, D_FF_EXP2, D_EXP, true),
 };
 
 #define B(s) (1ull << (s))
@@ -120,6 +124,8 @@ struct moe_desc {
 	bool moe_keys;         /* expert_gating_func / expert_weights_scale from the file */
 	bool moe_only;         /* every layer is a mixture: expert_count is required */
 	bool ff_is_n_ff;       /* an expert's size is feed_forward_length (llama), not the expert key */
+	bool gate_up;          /* gate and up may come merged, ffn_gate_up_exps (llama.cpp's
+				* create_tensor_gate_up_exps) */
 };
 
 struct arch_desc {
@@ -235,7 +241,7 @@ static const struct arch_desc archs[] = {
 	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3: latent attention, shared experts */
 	 .required = B(S_ATTN_NORM) | B(S_WO) | B(S_FFN_NORM),
 	 .moe = {.required = MOE_BASE, .optional = B(S_EXP_PROBS_B) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP),
-		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true},
+		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true, .gate_up = true},
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .mla = true},
 };
 
@@ -647,6 +653,19 @@ static void qkv_slots(const tern_mf *mf, uint32_t l, uint64_t *required, uint64_
 	}
 }
 
+/* As llama.cpp's create_tensor_gate_up_exps: the experts' gate and up
+ * stacks may come as one, blk.N.ffn_gate_up_exps.weight {n_embd, 2 F, E}
+ * (per expert its F gate rows, then its F up rows), which then replaces
+ * both. Its halves are not contiguous across experts, so they are views
+ * of the forward pass's buffers (lib/llm/llm.c), not of the file here. */
+static void gate_up_slots(const tern_mf *mf, uint32_t l, uint64_t *required)
+{
+	char name[64];
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_GATE_UP_EXPS].name);
+	if (tern_mf_find_tensor(mf, name))
+		*required = (*required & ~(B(S_GATE_EXPS) | B(S_UP_EXPS))) | B(S_GATE_UP_EXPS);
+}
+
 /* rows [r0, r0 + n) of a matrix, or elements of a vector, as a view of
  * the same mapping (the name stays the file's, for messages) */
 static const struct tern_tensor_view *part(struct tern_tensor_view *dst, const struct tern_tensor_view *t,
@@ -734,6 +753,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_FF_EXP] = c->moe.n_ff_exp,
 			[D_FF_SHEXP] = c->moe.n_ff_shexp,
 			[D_FF2] = 2 * (uint64_t)lc->n_ff,
+			[D_FF_EXP2] = 2 * (uint64_t)c->moe.n_ff_exp,
 		};
 		dims[D_QKV] = dims[D_Q] + dims[D_KV] + dims[D_V]; /* Q, K and V fused */
 		uint64_t required = d->required, optional = d->optional;
@@ -744,6 +764,8 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 		if (lc->is_moe) {
 			required = (required & ~FFN_DENSE) | d->moe.required;
 			optional = (optional & ~FFN_DENSE) | d->moe.optional;
+			if (d->moe.gate_up)
+				gate_up_slots(mf, l, &required);
 		}
 		qkv_slots(mf, l, &required, &optional);
 		for (int s = 0; s < S_COUNT; s++) {

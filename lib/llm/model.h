@@ -183,6 +183,10 @@ struct tern_model_layer {
 	const struct tern_tensor_view *wqkv;           /* {n_embd, nq + nkv + nv} phi2, phi3 (any arch) */
 	const struct tern_tensor_view *bqkv;           /* {nq + nkv + nv} */
 	const struct tern_tensor_view *ffn_gate_up;    /* {n_embd, 2 n_ff} phi3: gate rows, then up rows */
+	/* {n_embd, 2 F, E} deepseek2: per expert F gate rows, then F up rows;
+	 * ffn_gate_exps / ffn_up_exps are then NULL: the forward pass splits
+	 * it into two buffer views whose experts lie apart */
+	const struct tern_tensor_view *ffn_gate_up_exps;
 };
 
 /* the views one layer's fused tensors split into: q, k, v, bq, bk, bv,

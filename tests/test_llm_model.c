@@ -513,6 +513,14 @@ static void test_yarn(void **state)
 	}
 	assert_true(c->layer[5].rope_corr_low != c->layer[0].rope_corr_low);
 	tern_model_free(m);
+
+	/* what the rope op cannot take is refused at load: a factor below 1
+	 * makes llama.cpp's attention factor 1 / (1 + 0.1 ln factor) negative,
+	 * which the local layers (scale 1) would take as their magnitude */
+	s.factor = 1e-5f;
+	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
+	assert_null(m);
+	assert_string_equal(e.msg, "'gemma3.rope.scaling.factor' = 1e-05: YaRN's magnitude is not defined for it");
 }
 
 /* Quantized products load; K-quant rows need 256 elements. */

@@ -356,9 +356,15 @@ static float yarn_corr_dim(float n_rot, float orig, float beta, float base)
  *    global factor; deepseek2's log multiplier changes it), which ggml's
  *    rope multiplies by 1 + 0.1 ln(1 / the layer's scale). For a layer at
  *    scale 1 (gemma3's local layers) the mix changes nothing and the
- *    magnitude is the attention factor alone. */
-static void rope_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c)
+ *    magnitude is the attention factor alone.
+ * A magnitude the rope op cannot take (negative or undefined, where a
+ * factor below 1 makes 1 + 0.1 ln factor 0 or less; the keys themselves
+ * are finite and positive, arch.c) is refused here rather than at the
+ * first decode. */
+static int rope_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
+		       tern_err *e)
 {
+	const char *a = hp->arch;
 	const float train_scale = 1.0f / hp->rope_scaling_factor;
 	const bool yarn = hp->rope_scaling == TERN_ROPE_SCALING_YARN;
 	c->rope_freq_scale = hp->rope_scaling == TERN_ROPE_SCALING_NONE ? 1.0f : train_scale;
@@ -384,6 +390,9 @@ static void rope_config(const struct arch_desc *d, const struct tern_arch_llm *h
 		if (!yarn)
 			continue;
 		lc->rope_mscale = af * (1.0f + 0.1f * logf(1.0f / lc->rope_scale));
+		if (!(lc->rope_mscale >= 0) || !isfinite(lc->rope_mscale))
+			return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.factor' = %g: YaRN's magnitude is not "
+					 "defined for it", a, (double)hp->rope_scaling_factor);
 		/* ggml_rope_yarn_corr_dims: floor / ceil, clamped to the pairs;
 		 * fminf / fmaxf also keep a degenerate base (1: a division by
 		 * 0) finite, where the ramp is all extrapolation either way */
@@ -392,6 +401,7 @@ static void rope_config(const struct arch_desc *d, const struct tern_arch_llm *h
 		lc->rope_corr_low = fminf(fmaxf(lo, 0.0f), n_rot);
 		lc->rope_corr_high = fmaxf(fminf(hi, n_rot - 1.0f), -1.0f);
 	}
+	return 0;
 }
 
 /* deepseek2: the latent attention's sizes and the attention scale (from
@@ -585,7 +595,9 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
 			      : d->swa_rope_base > 0 ? d->swa_rope_base : c->rope_freq_base;
 	}
-	rope_config(d, hp, c);
+	rc = rope_config(d, hp, c, e);
+	if (rc)
+		return rc;
 	if (d->mla) {
 		rc = mla_config(hp, c, e);
 		if (rc)

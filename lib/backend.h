@@ -238,7 +238,9 @@ struct tern_backend {
 	void (*buf_free)(struct tern_backend *be, struct tern_buf *b);
 	/* Prepare a 2-D weight ([rows][cols], ne[1] rows of ne[0]) for
 	 * mat_vec / mat_mul, or a 3-D stack of experts ([n_expert][rows]
-	 * [cols], ne = {cols, rows, n_expert}) for mat_mul_id (a 2-D weight
+	 * [cols], ne = {cols, rows, n_expert}, whose experts may lie apart:
+	 * nb[2] larger than its rows, the gate or up half of a merged
+	 * ffn_gate_up_exps) for mat_mul_id (a 2-D weight
 	 * is one expert): check its type and shape, size the backend's
 	 * scratch for max_tokens, repack if the backend does.
 	 * TERN_EUNSUPPORTED for a type without a product. */

@@ -8,6 +8,13 @@
  *     ARCH: llama | qwen2 | qwen3 | gemma3, or llama-linear / llama-freqs:
  *           the llama model (same weights) with linear RoPE scaling of
  *           factor 4 / with a rope_freqs.weight tensor (Llama 3 style),
+ *           or qwen3-yarn / gemma3-yarn: the qwen3 / gemma3 models (same
+ *           weights) with YaRN of factor 4 / 8 over an original context of
+ *           256 (context_length factor times that, as Qwen3's 128K files
+ *           declare 4 x 32768): at base 1e6 and 128 rotated dimensions
+ *           pair 0 keeps its angle, pairs 1..18 are mixed, the rest scaled,
+ *           so that 24 positions show it (gemma3's local layers stay
+ *           unscaled, as llama.cpp runs them),
  *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
  *           for speed comparisons, not reference data; or gemma | gemma2 |
@@ -51,6 +58,10 @@
  *   deepseek2-moe    V2-Lite's mixture of experts: 3 layers, the first
  *                    dense, then 8 experts of 128 (3 used, softmax router,
  *                    weights neither normalized nor scaled) and 2 shared;
+ *   deepseek2-gate-up deepseek2-moe's weights with each layer's gate and
+ *                    up stacks merged into one ffn_gate_up_exps {256, 2 x
+ *                    128, 8} (per expert its gate rows, then its up rows),
+ *                    the layout llama.cpp also reads;
  *   deepseek2-v3     V3's: q_lora_rank 128, YaRN with yarn_log_multiplier
  *                    0.1 (mscale_all_dim 1), 16 experts in 4 groups (the 2
  *                    best groups compete, 4 experts used), sigmoid router
@@ -227,9 +238,11 @@ static void vocab(gguf_writer *w)
 
 static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
 		float sd);
+static int mat3_gate_up(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows,
+			uint64_t n_exp, float sd);
 
 /* deepseek2's keys and tensors (see the top of the file); 0 or -1 */
-static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
+static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big, int gate_up)
 {
 	gguf_writer *w = g->w;
 	const uint32_t nh = big ? 16 : 4, nope = big ? 128 : 32, nrot = big ? 64 : 32, hv = big ? 128 : 64;
@@ -319,8 +332,12 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
 		rc |= mat_t(g, QT_F32, T("ffn_gate_inp.weight"), N_EMBD, n_exp, 3.0f / 16.0f);
 		if (v3)
 			rc |= vec(g, T("exp_probs_b.bias"), n_exp, 0, 0.3f);
-		rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
-		rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		if (gate_up) {
+			rc |= mat3_gate_up(g, g->type, T("ffn_gate_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		} else {
+			rc |= mat3(g, g->type, T("ffn_gate_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+			rc |= mat3(g, g->type, T("ffn_up_exps.weight"), N_EMBD, n_ff_exp, n_exp, 1.0f / 16.0f);
+		}
 		rc |= mat3(g, g->type, T("ffn_down_exps.weight"), n_ff_exp, N_EMBD, n_exp, 4.0f / 11.3137085f);
 		rc |= mat(g, T("ffn_gate_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
 		rc |= mat(g, T("ffn_up_shexp.weight"), N_EMBD, n_ff_exp * n_shared, 1.0f / 16.0f);
@@ -341,7 +358,12 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
  *       experts, 2 used, softmax over the selected logits, attention sinks,
  *       biases on Q/K/V/O, the router and every expert, the clamped SwiGLU
  *       (gate and up drawn wide enough that some values pass the clamp at
- *       7), layers alternating sliding window 4 / global.
+ *       7), layers alternating sliding window 4 / global; gpt-oss-yarn:
+ *       the same weights with YaRN as gpt-oss's files declare it (factor
+ *       32, beta_fast 32, beta_slow 1) over an original context of 512
+ *       instead of 4096, so that at base 150000 and 64 rotated dimensions
+ *       pairs 0..1 keep their angles, 2..12 are mixed and the rest scaled
+ *       (local layers too, as llama.cpp runs them).
  *     TYPE: f32 | q8_0 | q4_k for every matrix, or mxfp4 (gpt-oss as
  *       published: the experts MXFP4, the other matrices Q8_0). The
  *       router (ffn_gate_inp) stays F32, as llama.cpp's quantizer leaves it.
@@ -352,6 +374,22 @@ static int deepseek2(struct gen *g, int yarn, int kvb, int moe, int v3, int big)
  *   data): n_embd 2048, 32 heads over 8 KV heads, 4 layers, 8 experts of
  *   5632 (TinyLlama's FFN), 2 used, 32000 tokens. */
 
+/* n rows of cols drawn in order (sd around 0), quantized to type, into q */
+static int draw_rows(uint32_t type, uint8_t *q, size_t rs, uint64_t cols, uint64_t n, float sd)
+{
+	float *x = malloc(sizeof *x * cols);
+	int rc = x ? 0 : -1;
+	for (uint64_t r = 0; r < n && !rc; r++) {
+		fill(x, cols, 0, sd);
+		if (type == QT_F32)
+			memcpy(q + r * rs, x, rs);
+		else
+			rc = quant_quantize_row(type, x, q + r * rs, cols);
+	}
+	free(x);
+	return rc;
+}
+
 /* A stack of n_exp matrices {cols, rows} as one 3-D tensor {cols, rows, n_exp}. */
 static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, uint64_t n_exp,
 		float sd)
@@ -359,20 +397,36 @@ static int mat3(struct gen *g, uint32_t type, const char *name, uint64_t cols, u
 	bool ok = true;
 	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok);
 	uint8_t *q = malloc(rs * rows * n_exp);
-	float *x = malloc(sizeof *x * cols);
-	int rc = ok && q && x ? 0 : -1;
-	for (uint64_t r = 0; r < rows * n_exp && !rc; r++) {
-		fill(x, cols, 0, sd);
-		if (type == QT_F32)
-			memcpy(q + r * rs, x, rs);
-		else
-			rc = quant_quantize_row(type, x, q + r * rs, cols);
-	}
+	int rc = ok && q ? draw_rows(type, q, rs, cols, rows * n_exp, sd) : -1;
 	uint64_t ne[3] = { cols, rows, n_exp };
 	if (!rc)
 		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
 	free(q);
-	free(x);
+	return rc;
+}
+
+/* The gate and up stacks mat3 would write (the same draws: all of gate,
+ * then all of up) merged as llama.cpp's ffn_gate_up_exps {cols, 2 rows,
+ * n_exp}: per expert its gate rows, then its up rows. */
+static int mat3_gate_up(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows,
+			uint64_t n_exp, float sd)
+{
+	bool ok = true;
+	size_t rs = type == QT_F32 ? cols * 4 : quant_row_size(type, cols, &ok), m = rs * rows;
+	uint8_t *gu[2] = { malloc(m * n_exp), malloc(m * n_exp) }, *q = malloc(2 * m * n_exp);
+	int rc = ok && gu[0] && gu[1] && q ? 0 : -1;
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = draw_rows(type, gu[i], rs, cols, rows * n_exp, sd);
+	for (uint64_t e = 0; e < n_exp && !rc; e++) {
+		memcpy(q + 2 * e * m, gu[0] + e * m, m);
+		memcpy(q + (2 * e + 1) * m, gu[1] + e * m, m);
+	}
+	uint64_t ne[3] = { cols, 2 * rows, n_exp };
+	if (!rc)
+		rc = gguf_writer_tensor(g->w, name, type, 3, ne, q);
+	free(gu[0]);
+	free(gu[1]);
+	free(q);
 	return rc;
 }
 
@@ -380,8 +434,8 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 {
 	int mixtral = !strcmp(name_arg, "mixtral"), big = !strcmp(name_arg, "mixtral-big");
 	int qwen2moe = !strcmp(name_arg, "qwen2moe"), qwen3moe = !strcmp(name_arg, "qwen3moe");
-	int oss = !strcmp(name_arg, "gpt-oss");
-	const char *arch = mixtral || big ? "llama" : name_arg;
+	int oss_yarn = !strcmp(name_arg, "gpt-oss-yarn"), oss = !strcmp(name_arg, "gpt-oss") || oss_yarn;
+	const char *arch = mixtral || big ? "llama" : oss ? "gpt-oss" : name_arg;
 	struct gen g = { 0 };
 	uint32_t xtype = 999; /* the experts' type */
 	g.type = !strcmp(type_arg, "f32") ? QT_F32 : !strcmp(type_arg, "q8_0") ? QT_Q8_0
@@ -411,7 +465,7 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 					 : g.type == QT_Q4_0 ? 2 : 14);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : oss_yarn ? 32 * 512 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	/* llama's experts are feed_forward_length wide; the others' have their key */
@@ -432,6 +486,13 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 	}
 	if (oss)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);
+	if (oss_yarn) { /* the keys llama.cpp's converter writes for it (llama.cpp reads no beta for gpt-oss) */
+		gguf_writer_str(w, KEY("rope.scaling.type"), "yarn");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), 32.0f);
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), 512);
+		gguf_writer_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f);
+		gguf_writer_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f);
+	}
 	if (mixtral || big)
 		gguf_writer_u32(w, KEY("rope.dimension_count"), head_dim);
 	vocab(w);
@@ -656,22 +717,23 @@ int main(int argc, char **argv)
 	if (argc == 4 && (!strcmp(argv[1], "bert") || !strcmp(argv[1], "nomic-bert")))
 		return gen_encoder(argv[1], argv[2], argv[3]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|tinyllama"
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|qwen3-yarn|gemma3-yarn|tinyllama"
 				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
-				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
+				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|gpt-oss-yarn|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
 				"OUT.gguf\n"
-				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-v3|"
+				"       gen_synth_llm deepseek2|deepseek2-yarn|deepseek2-kvb|deepseek2-moe|deepseek2-gate-up|deepseek2-v3|"
 				"deepseek2-big f32|q8_0|q4_0 OUT.gguf\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "mixtral") || !strcmp(argv[1], "mixtral-big") || !strcmp(argv[1], "qwen2moe") ||
-	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss"))
+	    !strcmp(argv[1], "qwen3moe") || !strcmp(argv[1], "gpt-oss") || !strcmp(argv[1], "gpt-oss-yarn"))
 		return moe_main(argv[1], argv[2], argv[3]);
 	int ds = !strncmp(argv[1], "deepseek2", 9);
 	if (ds) {
 		int yarn = !strcmp(argv[1], "deepseek2-yarn"), kvb = !strcmp(argv[1], "deepseek2-kvb");
-		int moe = !strcmp(argv[1], "deepseek2-moe"), v3 = !strcmp(argv[1], "deepseek2-v3");
+		int gate_up = !strcmp(argv[1], "deepseek2-gate-up"); /* deepseek2-moe's weights, gate and up merged */
+		int moe = !strcmp(argv[1], "deepseek2-moe") || gate_up, v3 = !strcmp(argv[1], "deepseek2-v3");
 		int dbig = !strcmp(argv[1], "deepseek2-big");
 		if (dbig) /* DeepSeek-V2-Lite's attention, 8 dense layers: for speed, not reference data */
 			N_EMBD = 2048, N_FF = 5632, N_VOCAB = 32000;
@@ -689,7 +751,7 @@ int main(int argc, char **argv)
 		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
 		gguf_writer_u32(dg.w, "general.quantization_version", 2);
 		tern_err de = { 0 };
-		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig);
+		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig, gate_up);
 		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
 			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
 			gguf_writer_free(dg.w);
@@ -700,9 +762,11 @@ int main(int argc, char **argv)
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");
+	int qwen3_yarn = !strcmp(argv[1], "qwen3-yarn"), gemma3_yarn = !strcmp(argv[1], "gemma3-yarn");
 	/* embedding variants: the same weights, a pooling type (llama.cpp's values) */
 	int pooling = !strcmp(argv[1], "llama-mean") ? 1 : !strcmp(argv[1], "qwen3-last") ? 3 : 0;
-	const char *arch = linear || freqs || big || pooling == 1 ? "llama" : pooling == 3 ? "qwen3" : argv[1];
+	const char *arch = linear || freqs || big || pooling == 1 ? "llama"
+			   : pooling == 3 || qwen3_yarn ? "qwen3" : gemma3_yarn ? "gemma3" : argv[1];
 	int llama = !strcmp(arch, "llama"), qwen2 = !strcmp(arch, "qwen2");
 	int qwen3 = !strcmp(arch, "qwen3"), gemma3 = !strcmp(arch, "gemma3");
 	struct gen g = { 0 };
@@ -739,7 +803,7 @@ int main(int argc, char **argv)
 					 : g.type == QT_Q4_0 ? 2 : g.q4_k_m ? 15 : 14 /* Q4_K_S: all Q4_K */);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : 256);
+	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : qwen3_yarn ? 1024 : gemma3_yarn ? 2048 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);
@@ -756,6 +820,11 @@ int main(int argc, char **argv)
 	if (linear) {
 		gguf_writer_str(w, KEY("rope.scaling.type"), "linear");
 		gguf_writer_f32(w, KEY("rope.scaling.factor"), 4.0f);
+	}
+	if (qwen3_yarn || gemma3_yarn) {
+		gguf_writer_str(w, KEY("rope.scaling.type"), "yarn");
+		gguf_writer_f32(w, KEY("rope.scaling.factor"), qwen3_yarn ? 4.0f : 8.0f);
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), 256);
 	}
 	if (gemma3)
 		gguf_writer_u32(w, KEY("attention.sliding_window"), 4);

@@ -25,14 +25,15 @@ cc -O2 -std=c11 -I"$SRC/include" -I"$SRC/ggml/include" scripts/llm_ref_llama.c \
 # excluded); 24 positions reach well past gemma3's sliding window of 4.
 IDS=1,263,104,300,72,265,119,281,259,45,318,200,262,87,301,150,270,33,312,266,99,288,260,205
 ALL="llama qwen2 qwen3 gemma3 llama-linear llama-freqs gemma gemma2 phi2 phi3 phi3-long"
-ALL="$ALL mixtral qwen2moe qwen3moe gpt-oss"
-ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-v3"
+ALL="$ALL qwen3-yarn gemma3-yarn"
+ALL="$ALL mixtral qwen2moe qwen3moe gpt-oss gpt-oss-yarn"
+ALL="$ALL deepseek2 deepseek2-yarn deepseek2-kvb deepseek2-moe deepseek2-gate-up deepseek2-v3"
 for arch in ${ARCHS:-$ALL}; do
 	types="f32 q8_0 q4_0 q4_k"
 	case $arch in
-	llama-* | phi3-long) types="f32 q8_0" ;;
+	llama-* | phi3-long | qwen3-yarn | gemma3-yarn) types="f32 q8_0" ;;
 	mixtral | qwen2moe | qwen3moe) types="f32 q8_0 q4_k" ;;
-	gpt-oss) types="f32 q8_0 mxfp4" ;; # mxfp4: the experts, as gpt-oss is published
+	gpt-oss | gpt-oss-yarn) types="f32 q8_0 mxfp4" ;; # mxfp4: the experts, as gpt-oss is published
 	deepseek2*) types="f32 q8_0 q4_0" ;; # the per-head matrices have rows of 32
 	esac
 	for type in $types; do

@@ -29,8 +29,9 @@ static void synth_cleanup(void)
 	if (!synth_tmpdir[0])
 		return;
 	static const char *const archs[] = {"llama", "llama-linear", "llama-freqs", "qwen2", "qwen3", "gemma3",
-					    "gemma", "gemma2", "phi2", "phi3", "phi3-long",
-					    "mixtral", "qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "deepseek2-yarn",
+					    "gemma", "gemma2", "phi2", "phi3", "phi3-long", "qwen3-yarn", "gemma3-yarn",
+					    "mixtral", "qwen2moe", "qwen3moe", "gpt-oss", "gpt-oss-yarn", "deepseek2",
+					    "deepseek2-yarn", "deepseek2-gate-up",
 					    "deepseek2-kvb", "deepseek2-moe", "deepseek2-v3",
 					    "llama-mean", "qwen3-last", "bert", "nomic-bert"};
 	static const char *const types[] = {"f32", "q8_0", "q4_0", "q4_k", "mxfp4"};

@@ -38,6 +38,8 @@ struct spec {
 	uint32_t type;
 	bool llama_bias;       /* llama's optional attention biases (bq, bk, bv, bo) */
 	float swa_base;        /* rope.freq_base_swa, 0: not written */
+	uint32_t n_ctx_orig;   /* rope.scaling.original_context_length, 0: not written */
+	float attn_factor;     /* rope.scaling.attn_factor, 0: not written */
 };
 
 struct tdesc {
@@ -141,6 +143,10 @@ static gguf_writer *write_keys(const struct spec *s)
 		gguf_writer_str(w, KEY("rope.scaling.type"), s->scaling);
 	if (s->factor)
 		gguf_writer_f32(w, KEY("rope.scaling.factor"), s->factor);
+	if (s->n_ctx_orig)
+		gguf_writer_u32(w, KEY("rope.scaling.original_context_length"), s->n_ctx_orig);
+	if (s->attn_factor)
+		gguf_writer_f32(w, KEY("rope.scaling.attn_factor"), s->attn_factor);
 #undef KEY
 	return w;
 }
@@ -202,14 +208,14 @@ static int load_spec(const struct spec *s, struct tern_model **m, tern_err *e)
 }
 
 static const struct spec llama_spec = {"llama", 2, 64, 4, 2, 96, 128, 0, 0, false, false, NULL, 0, NULL, NULL, NULL, 0,
-				       false, 0};
+				       false, 0, 0, 0};
 static const struct spec qwen2_spec = {"qwen2", 2, 64, 4, 2, 96, 128, 0, 0, true, false, NULL, 0, NULL, NULL, NULL, 0,
-				       false, 0};
+				       false, 0, 0, 0};
 static const struct spec qwen3_spec = {"qwen3", 2, 64, 4, 1, 96, 128, 32, 0, false, false, NULL, 0, NULL, NULL, NULL,
-				       0, false, 0};
+				       0, false, 0, 0, 0};
 /* 7 layers: locals 0-4 and 6, global 5; head size 32 with n_embd/n_head 16 */
 static const struct spec gemma3_spec = {"gemma3", 7, 64, 4, 1, 96, 128, 32, 16, false, false, NULL, 0, NULL, NULL,
-					NULL, 0, false, 0};
+					NULL, 0, false, 0, 0, 0};
 
 /* Every weight is a view inside the file's bytes. */
 static void assert_in_file(const struct tern_tensor_view *t)
@@ -420,10 +426,101 @@ static void test_llama_rope(void **state)
 	assert_string_equal(e.msg, "tensor 'blk.1.attn_output.bias' has shape {65}, expected {64}");
 	s.reshape = NULL, s.llama_bias = false;
 
-	s.scaling = "yarn", s.factor = 4.0f;
+	/* scaling "none" never scales, whatever the factor (llama.cpp) */
+	s.scaling = "none", s.factor = 4.0f;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(m->cfg.rope_scaling, TERN_ROPE_SCALING_NONE);
+	assert_float_equal(m->cfg.layer[1].rope_scale, 1.0f, 0);
+	tern_model_free(m);
+
+	/* LongRoPE is phi3's only */
+	s.scaling = "longrope";
 	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
 	assert_null(m);
-	assert_non_null(strstr(e.msg, "'yarn'"));
+	assert_string_equal(e.msg, "'llama.rope.scaling.type' = 'longrope' is not supported for llama (supported: none, "
+			    "linear, yarn)");
+}
+
+/* ggml_rope_yarn_corr_dims from the YaRN paper's definition, in double:
+ * the pair i whose wavelength 2 pi base^(2i / n_rot) fits `turns` times
+ * into the original context, floored (beta_fast 32) or ceiled (beta_slow
+ * 1), clamped to the pairs */
+static double corr_dim(double n_rot, double orig, double turns, double base, bool up)
+{
+	double i = n_rot * log(orig / (turns * 2 * M_PI)) / (2 * log(base));
+	i = up ? ceil(i) : floor(i);
+	return up ? fmin(i, n_rot - 1) : fmax(i, 0);
+}
+
+/* YaRN in every family, as llama.cpp sets it up: ext_factor 1, the ramp
+ * between the corrected pairs of each layer's base, the magnitude 1 + 0.1
+ * ln(factor) on the scaled layers only (get_mscale / (1 + 0.1 ln factor),
+ * times ggml's own 1 + 0.1 ln(1 / scale)); the file's attention factor
+ * apart. */
+static void test_yarn(void **state)
+{
+	(void)state;
+	struct tern_model *m;
+	tern_err e;
+	/* llama: head size 16 = n_rot, base 1e6, original context 256 (the
+	 * trained one, no key) */
+	struct spec s = llama_spec;
+	s.scaling = "yarn", s.factor = 4.0f;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	const struct tern_model_config *c = &m->cfg;
+	assert_int_equal(c->rope_scaling, TERN_ROPE_SCALING_YARN);
+	assert_true(c->rope_ext_factor == 1);
+	assert_float_equal(c->rope_attn_factor, 1.0f, 0);
+	for (uint32_t l = 0; l < 2; l++) {
+		assert_float_equal(c->layer[l].rope_scale, 0.25f, 0);
+		assert_float_equal(c->layer[l].rope_corr_low, corr_dim(16, 256, 32, 1e6, false), 0);
+		assert_float_equal(c->layer[l].rope_corr_high, corr_dim(16, 256, 1, 1e6, true), 0);
+		assert_float_equal(c->layer[l].rope_mscale, 1 + 0.1 * log(4.0), 1e-6);
+	}
+	assert_float_equal(c->layer[0].rope_corr_low, 0, 0);
+	assert_float_equal(c->layer[0].rope_corr_high, 3, 0);
+	assert_float_equal(c->attn_scale, 0.25f, 0); /* the scores are not touched (deepseek2's are) */
+	tern_model_free(m);
+
+	/* a smaller original context moves the ramp; attn_factor multiplies */
+	s.n_ctx_orig = 64, s.attn_factor = 1.5f;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	c = &m->cfg;
+	assert_float_equal(c->layer[1].rope_corr_low, 0, 0);
+	assert_float_equal(c->layer[1].rope_corr_high, corr_dim(16, 64, 1, 1e6, true), 0);
+	assert_float_equal(c->layer[1].rope_corr_high, 2, 0);
+	assert_float_equal(c->rope_attn_factor, 1.5f, 0);
+	assert_float_equal(c->layer[1].rope_mscale, 1 + 0.1 * log(4.0), 1e-6);
+	tern_model_free(m);
+
+	/* gemma3: the global layer (5) scaled at base 1e6, the local ones at
+	 * scale 1 and base 5e4: their ramp is their base's, their magnitude 1 */
+	s = gemma3_spec;
+	s.scaling = "yarn", s.factor = 8.0f, s.n_ctx_orig = 4096, s.swa_base = 5e4f;
+	if (load_spec(&s, &m, &e))
+		fail_msg("%s", e.msg);
+	c = &m->cfg;
+	for (uint32_t l = 0; l < 7; l++) {
+		const struct tern_model_layer_config *lc = &c->layer[l];
+		double base = l == 5 ? 1e6 : 5e4;
+		assert_float_equal(lc->rope_scale, l == 5 ? 0.125f : 1.0f, 0);
+		assert_float_equal(lc->rope_corr_low, corr_dim(32, 4096, 32, base, false), 0);
+		assert_float_equal(lc->rope_corr_high, corr_dim(32, 4096, 1, base, true), 0);
+		assert_float_equal(lc->rope_mscale, l == 5 ? 1 + 0.1 * log(8.0) : 1.0, 1e-6);
+	}
+	assert_true(c->layer[5].rope_corr_low != c->layer[0].rope_corr_low);
+	tern_model_free(m);
+
+	/* what the rope op cannot take is refused at load: a factor below 1
+	 * makes llama.cpp's attention factor 1 / (1 + 0.1 ln factor) negative,
+	 * which the local layers (scale 1) would take as their magnitude */
+	s.factor = 1e-5f;
+	assert_int_equal(load_spec(&s, &m, &e), TERN_EUNSUPPORTED);
+	assert_null(m);
+	assert_string_equal(e.msg, "'gemma3.rope.scaling.factor' = 1e-05: YaRN's magnitude is not defined for it");
 }
 
 /* Quantized products load; K-quant rows need 256 elements. */
@@ -768,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_qwen3),
 		cmocka_unit_test(test_gemma3),
 		cmocka_unit_test(test_llama_rope),
+		cmocka_unit_test(test_yarn),
 		cmocka_unit_test(test_quant_types),
 		cmocka_unit_test(test_each_tensor_llama),
 		cmocka_unit_test(test_each_tensor_qwen2),

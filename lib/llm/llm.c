@@ -52,6 +52,7 @@ struct layer_bufs {
 	/* mixture of experts (model.h) */
 	struct tern_buf attn_sinks, gate_inp, gate_inp_b, exp_probs_b, gate_exps, up_exps, down_exps;
 	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+	struct tern_buf gate_up_exps; /* a merged stack (deepseek2); gate_exps and up_exps are then its halves */
 	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
 };
 
@@ -296,6 +297,29 @@ static int split_kv_b(struct tern_llm *l, uint32_t il, tern_err *e)
 	return rc;
 }
 
+/* A merged ffn_gate_up_exps {n_embd, 2 F, E}: the gate and up stacks are
+ * views of its buffer, expert e's F gate rows and F up rows, 2 F rows
+ * apart from one expert to the next (nb[2]), each prepared as a stack on
+ * its own, so that the forward pass runs them as separate ones. */
+static int split_gate_up_exps(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	struct layer_bufs *L = &l->layers[il];
+	const int64_t nf = (int64_t)l->m->cfg.moe.n_ff_exp;
+	struct tern_buf half = L->gate_up_exps;
+	half.ne[1] = nf;
+	half.flags &= ~(unsigned)TERN_BUF_OWNS;
+	half.prep = NULL;
+	L->gate_exps = half;
+	half.offset += (size_t)nf * L->gate_up_exps.nb[1];
+	L->up_exps = half;
+	int rc = l->be->mat_prepare(l->be, &L->gate_exps, e);
+	if (!rc)
+		rc = l->be->mat_prepare(l->be, &L->up_exps, e);
+	if (rc)
+		tern_err_prefixf(e, "layer %u: ffn_gate_up_exps", il);
+	return rc;
+}
+
 static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 {
 	const struct tern_model_config *c = &l->m->cfg;
@@ -336,6 +360,9 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->exp_probs_b, w->exp_probs_b, false, e);
 	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
 	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
+	rc = rc ? rc : weight(l, &L->gate_up_exps, w->ffn_gate_up_exps, false, e);
+	if (!rc && w->ffn_gate_up_exps)
+		rc = split_gate_up_exps(l, il, e);
 	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
 	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
 	rc = rc ? rc : weight(l, &L->up_exps_b, w->ffn_up_exps_b, false, e);
@@ -501,7 +528,7 @@ void tern_llm_free(struct tern_llm *l)
 						&L->gate_inp_b, &L->exp_probs_b, &L->gate_exps, &L->up_exps, &L->down_exps,
 						&L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->gate_inp_shexp,
 						&L->gate_shexp, &L->up_shexp, &L->down_shexp, &L->attn_norm_b,
-						&L->ffn_up_b, &L->ffn_down_b};
+						&L->ffn_up_b, &L->ffn_down_b, &L->gate_up_exps};
 			for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 				be->buf_free(be, b[i]);
 		}
@@ -555,6 +582,23 @@ static int glu_kind(enum tern_model_act a)
 {
 	return a == TERN_MODEL_ACT_GELU ? TERN_GLU_GEGLU : a == TERN_MODEL_ACT_SWIGLU_OAI ? TERN_GLU_SWIGLU_OAI
 										  : TERN_GLU_SWIGLU;
+}
+
+/* A layer's RoPE: its base and scale, YaRN's ramp and magnitude for
+ * them (model.c's rope_config), the file's attention factor */
+static struct tern_rope layer_rope(const struct tern_model_config *c, const struct tern_model_layer_config *lc, int mode)
+{
+	return (struct tern_rope){
+		.mode = mode,
+		.n_rot = (int)c->n_rot,
+		.freq_base = lc->rope_base,
+		.freq_scale = lc->rope_scale,
+		.ext_factor = c->rope_ext_factor,
+		.corr_low = lc->rope_corr_low,
+		.corr_high = lc->rope_corr_high,
+		.mscale = lc->rope_mscale,
+		.attn_factor = c->rope_attn_factor,
+	};
 }
 
 /* The mixture of experts of block il over n tokens: h the normed input,
@@ -674,11 +718,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
 		product(be, &L->wq_b, &qa, &q, n);
 	}
-	const struct tern_rope rope = {
-		.mode = TERN_ROPE_NORMAL, .n_rot = (int)nr, .freq_base = lc->rope_base, .freq_scale = lc->rope_scale,
-		.ext_factor = c->rope_ext_factor, .corr_low = c->rope_corr_low, .corr_high = c->rope_corr_high,
-		.mscale = c->rope_mscale,
-	};
+	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL);
 
 	/* the cache row: the normed latent, then the rotated shared key part */
 	struct tern_buf lat = act2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
@@ -754,13 +794,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
 	if (opt(&L->k_norm))
 		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
-	const struct tern_rope rope = {
-		.mode = c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
-		.n_rot = (int)c->n_rot,
-		.freq_base = lc->rope_base,
-		.freq_scale = lc->rope_scale,
-		.attn_factor = c->rope_attn_factor,
-	};
+	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL);
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);

@@ -9,7 +9,8 @@
  * can use. The facts (tensor names, rope types, gemma3's 5 local : 1
  * global pattern and local RoPE base, gemma2's alternating windows and
  * soft-cap defaults, phi2's biases, phi3's fused tensors and LongRoPE,
- * deepseek2's latent attention and YaRN attention factor) follow
+ * YaRN for every family, deepseek2's latent attention and its YaRN
+ * attention scale) follow
  * llama.cpp's llama-arch.cpp, llama-model.cpp, src/models/ (deepseek2.cpp
  * among them) and llama-context.cpp. */
 #include "lib/llm/model.h"
@@ -34,13 +35,16 @@ enum slot {
 	S_GATE_EXPS_B, S_UP_EXPS_B, S_DOWN_EXPS_B, S_GATE_INP_SHEXP, S_GATE_SHEXP, S_UP_SHEXP, S_DOWN_SHEXP,
 	/* gemma / phi families */
 	S_ATTN_NORM_B, S_FFN_UP_B, S_FFN_DOWN_B, S_WQKV, S_BQKV, S_FFN_GATE_UP,
+	/* deepseek2's merged expert gate and up */
+	S_GATE_UP_EXPS,
 	S_COUNT
 };
 _Static_assert(S_COUNT <= 64, "slot masks are 64 bits");
 
 /* the sizes a shape is made of, evaluated per layer */
 enum dim {
-	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_COUNT
+	D_ONE, D_EMBD, D_Q, D_KV, D_V, D_O, D_HEAD, D_FF, D_NHEAD, D_EXP, D_FF_EXP, D_FF_SHEXP, D_QKV, D_FF2, D_FF_EXP2,
+	D_COUNT
 };
 
 struct slot_info {
@@ -93,6 +97,7 @@ static const struct slot_info slots[S_COUNT] = {
 	SLOT(S_WQKV, "attn_qkv.weight", wqkv, D_EMBD, D_QKV, true),
 	SLOT(S_BQKV, "attn_qkv.bias", bqkv, D_QKV, D_ONE, false),
 	SLOT(S_FFN_GATE_UP, "ffn_up.weight", ffn_gate_up, D_EMBD, D_FF2, true),
+	SLOT3(S_GATE_UP_EXPS, "ffn_gate_up_exps.weight", ffn_gate_up_exps, D_EMBD, D_FF_EXP2, D_EXP, true),
 };
 
 #define B(s) (1ull << (s))
@@ -119,6 +124,8 @@ struct moe_desc {
 	bool moe_keys;         /* expert_gating_func / expert_weights_scale from the file */
 	bool moe_only;         /* every layer is a mixture: expert_count is required */
 	bool ff_is_n_ff;       /* an expert's size is feed_forward_length (llama), not the expert key */
+	bool gate_up;          /* gate and up may come merged, ffn_gate_up_exps (llama.cpp's
+				* create_tensor_gate_up_exps) */
 };
 
 struct arch_desc {
@@ -230,11 +237,11 @@ static const struct arch_desc archs[] = {
 	 .optional = B(S_BQ) | B(S_BK) | B(S_BV),
 	 .moe = {.required = MOE_BASE | B(S_GATE_INP_B) | B(S_GATE_EXPS_B) | B(S_UP_EXPS_B) | B(S_DOWN_EXPS_B),
 		 .gating = TERN_MODEL_GATING_SOFTMAX_TOPK, .act = TERN_MODEL_ACT_SWIGLU_OAI, .moe_only = true},
-	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .swa_period = 2},
+	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NEOX, .swa_period = 2, .swa_rope_global = true},
 	{.name = "deepseek2", /* DeepSeek-V2, V2-Lite, V3: latent attention, shared experts */
 	 .required = B(S_ATTN_NORM) | B(S_WO) | B(S_FFN_NORM),
 	 .moe = {.required = MOE_BASE, .optional = B(S_EXP_PROBS_B) | B(S_GATE_SHEXP) | B(S_UP_SHEXP) | B(S_DOWN_SHEXP),
-		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true},
+		 .gating = TERN_MODEL_GATING_SOFTMAX, .act = TERN_MODEL_ACT_SILU, .moe_keys = true, .gate_up = true},
 	 .act = TERN_MODEL_ACT_SILU, .rope = TERN_MODEL_ROPE_NORMAL, .mla = true},
 };
 
@@ -319,8 +326,87 @@ static float yarn_get_mscale(float scale, float m)
 	return scale <= 1.0f ? 1.0f : 0.1f * m * logf(scale) + 1.0f;
 }
 
-/* deepseek2: the latent attention's sizes, YaRN and the attention scale,
- * as llama.cpp derives them (llama-context.cpp, models/deepseek2.cpp) */
+/* deepseek2's rope.scaling.yarn_log_multiplier (DeepSeek's mscale_all_dim),
+ * which its converter stores times 0.1; the other families' llama.cpp
+ * graphs do not read the key (0) */
+static float yarn_log_mul(const struct arch_desc *d, const struct tern_arch_llm *hp)
+{
+	return d->mla ? hp->rope_yarn_log_mul / 0.1f : 0.0f;
+}
+
+/* ggml_rope_yarn_corr_dim: the pair whose wavelength turns `beta` times
+ * over the original context (in f32, as ggml) */
+static float yarn_corr_dim(float n_rot, float orig, float beta, float base)
+{
+	return n_rot * logf(orig / (beta * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
+/* RoPE scaling as llama.cpp sets it up for every family (llama-model.cpp's
+ * hparams, llama-context.cpp's cparams, the graphs' per-layer base and
+ * scale, ggml's rope):
+ *  - the factor applies to the global layers unless the type is "none";
+ *    the sliding-window layers of the families whose local RoPE follows
+ *    the global one (gemma2, gpt-oss: swa_rope_global) keep the file's
+ *    factor whatever the type, the others' (gemma3) are unscaled;
+ *  - rope.scaling.attn_factor multiplies the rotated pairs everywhere;
+ *  - YaRN: ext_factor 1, beta_fast 32, beta_slow 1 (the .yarn_* keys are
+ *    read only by families tern does not run), the ramp per layer from its
+ *    base and the original context, and the magnitude: llama.cpp's
+ *    attention factor get_mscale(factor) / (1 + 0.1 ln factor) (from the
+ *    global factor; deepseek2's log multiplier changes it), which ggml's
+ *    rope multiplies by 1 + 0.1 ln(1 / the layer's scale). For a layer at
+ *    scale 1 (gemma3's local layers) the mix changes nothing and the
+ *    magnitude is the attention factor alone.
+ * A magnitude the rope op cannot take (negative or undefined, where a
+ * factor below 1 makes 1 + 0.1 ln factor 0 or less; the keys themselves
+ * are finite and positive, arch.c) is refused here rather than at the
+ * first decode. */
+static int rope_config(const struct arch_desc *d, const struct tern_arch_llm *hp, struct tern_model_config *c,
+		       tern_err *e)
+{
+	const char *a = hp->arch;
+	const float train_scale = 1.0f / hp->rope_scaling_factor;
+	const bool yarn = hp->rope_scaling == TERN_ROPE_SCALING_YARN;
+	c->rope_freq_scale = hp->rope_scaling == TERN_ROPE_SCALING_NONE ? 1.0f : train_scale;
+	c->rope_attn_factor = hp->rope_attn_factor;
+	c->rope_ext_factor = yarn ? 1.0f : 0.0f;
+	float af = 1.0f;
+	if (yarn) {
+		float factor = 1.0f / c->rope_freq_scale, log_mul = yarn_log_mul(d, hp);
+		if (log_mul != 0.0f) /* llama.cpp: mscale 1, except deepseek2's mscale == mscale_all_dim */
+			af = yarn_get_mscale(factor, d->mla && log_mul != 1.0f ? log_mul : 1.0f) /
+			     yarn_get_mscale(factor, log_mul);
+		else
+			af = yarn_get_mscale(factor, 1.0f);
+		af *= 1.0f / (1.0f + 0.1f * logf(factor));
+	}
+	/* an original context of 0 means the trained one (llama.cpp's cparams) */
+	float orig = (float)(c->n_ctx_orig ? c->n_ctx_orig : c->n_ctx_train), n_rot = (float)c->n_rot;
+	for (uint32_t l = 0; l < c->n_layer; l++) {
+		struct tern_model_layer_config *lc = &c->layer[l];
+		lc->rope_scale = !lc->is_swa ? c->rope_freq_scale : d->swa_rope_global ? train_scale : 1.0f;
+		lc->rope_mscale = 1.0f;
+		lc->rope_corr_low = lc->rope_corr_high = 0.0f;
+		if (!yarn)
+			continue;
+		lc->rope_mscale = af * (1.0f + 0.1f * logf(1.0f / lc->rope_scale));
+		if (!(lc->rope_mscale >= 0) || !isfinite(lc->rope_mscale))
+			return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.factor' = %g: YaRN's magnitude is not "
+					 "defined for it", a, (double)hp->rope_scaling_factor);
+		/* ggml_rope_yarn_corr_dims: floor / ceil, clamped to the pairs;
+		 * fminf / fmaxf also keep a degenerate base (1: a division by
+		 * 0) finite, where the ramp is all extrapolation either way */
+		float lo = floorf(yarn_corr_dim(n_rot, orig, 32.0f, lc->rope_base));
+		float hi = ceilf(yarn_corr_dim(n_rot, orig, 1.0f, lc->rope_base));
+		lc->rope_corr_low = fminf(fmaxf(lo, 0.0f), n_rot);
+		lc->rope_corr_high = fmaxf(fminf(hi, n_rot - 1.0f), -1.0f);
+	}
+	return 0;
+}
+
+/* deepseek2: the latent attention's sizes and the attention scale (from
+ * rope_config's YaRN), as llama.cpp derives them (llama-context.cpp,
+ * models/deepseek2.cpp) */
 static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *c, tern_err *e)
 {
 	const char *a = hp->arch;
@@ -358,30 +444,15 @@ static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s': %u unrotated dimensions per head, at most %d", a,
 				 c->head_dim - c->n_rot, TERN_HEADS_MAX_COLS);
 
-	/* YaRN as llama.cpp's context sets it up: ext_factor 1, beta_fast 32,
-	 * beta_slow 1; DeepSeek's yarn_log_multiplier is stored times 0.1 */
-	float fs = c->rope_scaling == TERN_ROPE_SCALING_NONE ? 1.0f : c->rope_freq_scale;
-	float factor = 1.0f / fs, log_mul = hp->rope_yarn_log_mul / 0.1f, af = 1.0f;
-	if (c->rope_scaling == TERN_ROPE_SCALING_YARN) {
-		c->rope_ext_factor = 1.0f;
-		if (log_mul != 0.0f) {
-			float m = log_mul != 1.0f ? log_mul : 1.0f; /* llama.cpp's DeepSeek-V2 special case */
-			af = yarn_get_mscale(factor, m) / yarn_get_mscale(factor, log_mul);
-		} else {
-			af = yarn_get_mscale(factor, 1.0f);
-		}
-		af *= 1.0f / (1.0f + 0.1f * logf(factor));
-		/* ggml_rope_yarn_corr_dims */
-		float n_rot = (float)c->n_rot, base = c->rope_freq_base, orig = (float)c->n_ctx_orig;
-		float lo = floorf(n_rot * logf(orig / (32.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
-		float hi = ceilf(n_rot * logf(orig / (1.0f * 2.0f * (float)M_PI)) / (2.0f * logf(base)));
-		c->rope_corr_low = lo > 0 ? lo : 0;
-		c->rope_corr_high = hi < n_rot - 1 ? hi : n_rot - 1;
-	}
-	af *= hp->rope_attn_factor;
-	/* ggml's rope multiplies by 1 + 0.1 ln(1/fs) under YaRN on its own */
-	c->rope_mscale = c->rope_ext_factor > 0 ? af * (1.0f + 0.1f * logf(1.0f / fs)) : af;
-	float ms = af * (1.0f + 0.1f * logf(1.0f / fs)) * (1.0f + 0.1f * log_mul * logf(1.0f / fs));
+	/* The scores' scale (models/deepseek2.cpp): llama.cpp undoes its
+	 * YaRN adjustment of the attention factor (whatever the type) and
+	 * scales by the square of that times DeepSeek's log multiplier
+	 * term; rope_config set the rotation itself up. */
+	float fs = c->rope_freq_scale, log_mul = hp->rope_yarn_log_mul / 0.1f;
+	float af = c->rope_attn_factor * (c->rope_ext_factor > 0 ? c->layer[0].rope_mscale : 1.0f);
+	if (c->rope_ext_factor == 0)
+		af *= 1.0f + 0.1f * logf(1.0f / fs);
+	float ms = af * (1.0f + 0.1f * log_mul * logf(1.0f / fs));
 	c->attn_scale = ms * ms / sqrtf((float)c->head_dim);
 
 	/* the experts (moe_config read the router's keys): from
@@ -468,10 +539,9 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	int rc = moe_config(d, hp, c, e);
 	if (rc)
 		return rc;
-	if ((hp->rope_scaling == TERN_ROPE_SCALING_YARN && !d->mla) ||
-	    (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope))
-		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported (supported: none, "
-				 "linear%s)", a, hp->rope_scaling_name, d->mla ? ", yarn" : d->longrope ? ", longrope" : "");
+	if (hp->rope_scaling == TERN_ROPE_SCALING_LONGROPE && !d->longrope)
+		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.rope.scaling.type' = '%s' is not supported for %s (supported: "
+				 "none, linear, yarn)", a, hp->rope_scaling_name, a);
 	bool layer_norm = d->norm == TERN_MODEL_NORM_LAYER;
 	if (!((layer_norm ? hp->norm_eps : hp->norm_rms_eps) > 0))
 		return tern_errf(e, TERN_EFORMAT, "missing key '%s.attention.layer_norm%s_epsilon'", a,
@@ -494,10 +564,7 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 	c->rope = d->rope;
 	c->rope_scaling = hp->rope_scaling;
 	c->rope_freq_base = hp->rope_freq_base;
-	/* as llama.cpp: the factor applies whatever the type says (validated > 0) */
-	c->rope_freq_scale = 1.0f / hp->rope_scaling_factor;
 	c->n_ctx_orig = hp->n_ctx_orig;
-	c->rope_attn_factor = d->longrope ? hp->rope_attn_factor : 1.0f;
 	c->n_swa = d->swa_period ? (hp->n_swa ? hp->n_swa : d->swa_default) : 0;
 	c->ffn_plain = d->ffn_plain;
 	c->parallel = d->parallel;
@@ -527,8 +594,10 @@ static int build_config(const struct arch_desc *d, const struct tern_arch_llm *h
 		lc->rope_base = !lc->is_swa ? c->rope_freq_base
 			      : hp->rope_freq_base_swa > 0 ? hp->rope_freq_base_swa
 			      : d->swa_rope_base > 0 ? d->swa_rope_base : c->rope_freq_base;
-		lc->rope_scale = lc->is_swa && !d->swa_rope_global ? 1.0f : c->rope_freq_scale;
 	}
+	rc = rope_config(d, hp, c, e);
+	if (rc)
+		return rc;
 	if (d->mla) {
 		rc = mla_config(hp, c, e);
 		if (rc)
@@ -594,6 +663,19 @@ static void qkv_slots(const tern_mf *mf, uint32_t l, uint64_t *required, uint64_
 		*required &= ~bias;
 		*optional = (*optional & ~bias) | B(S_BQKV);
 	}
+}
+
+/* As llama.cpp's create_tensor_gate_up_exps: the experts' gate and up
+ * stacks may come as one, blk.N.ffn_gate_up_exps.weight {n_embd, 2 F, E}
+ * (per expert its F gate rows, then its F up rows), which then replaces
+ * both. Its halves are not contiguous across experts, so they are views
+ * of the forward pass's buffers (lib/llm/llm.c), not of the file here. */
+static void gate_up_slots(const tern_mf *mf, uint32_t l, uint64_t *required)
+{
+	char name[64];
+	snprintf(name, sizeof name, "blk.%u.%s", l, slots[S_GATE_UP_EXPS].name);
+	if (tern_mf_find_tensor(mf, name))
+		*required = (*required & ~(B(S_GATE_EXPS) | B(S_UP_EXPS))) | B(S_GATE_UP_EXPS);
 }
 
 /* rows [r0, r0 + n) of a matrix, or elements of a vector, as a view of
@@ -683,6 +765,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 			[D_FF_EXP] = c->moe.n_ff_exp,
 			[D_FF_SHEXP] = c->moe.n_ff_shexp,
 			[D_FF2] = 2 * (uint64_t)lc->n_ff,
+			[D_FF_EXP2] = 2 * (uint64_t)c->moe.n_ff_exp,
 		};
 		dims[D_QKV] = dims[D_Q] + dims[D_KV] + dims[D_V]; /* Q, K and V fused */
 		uint64_t required = d->required, optional = d->optional;
@@ -693,6 +776,8 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 		if (lc->is_moe) {
 			required = (required & ~FFN_DENSE) | d->moe.required;
 			optional = (optional & ~FFN_DENSE) | d->moe.optional;
+			if (d->moe.gate_up)
+				gate_up_slots(mf, l, &required);
 		}
 		qkv_slots(mf, l, &required, &optional);
 		for (int s = 0; s < S_COUNT; s++) {

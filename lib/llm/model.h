@@ -69,7 +69,9 @@ enum tern_model_rope {
 struct tern_model_layer_config {
 	bool is_swa;        /* attends over the last n_swa positions only */
 	float rope_base;    /* theta base of this layer's RoPE */
-	float rope_scale;   /* position multiplier: 1 / linear factor (1: none) */
+	float rope_scale;   /* position multiplier: 1 / the scaling factor (1: none) */
+	float rope_corr_low, rope_corr_high; /* YaRN's ramp, in pairs, for this layer's base */
+	float rope_mscale;  /* YaRN's magnitude of the rotated pairs for this layer's scale (1: none) */
 	uint32_t n_head;    /* query heads */
 	uint32_t n_head_kv; /* key/value heads (divides n_head) */
 	uint32_t n_ff;      /* FFN hidden size */
@@ -90,16 +92,15 @@ struct tern_model_config {
 	float norm_eps;
 	enum tern_model_act act;
 	enum tern_model_rope rope;
-	enum tern_rope_scaling rope_scaling; /* NONE or LINEAR; YARN for deepseek2 (others are refused) */
+	enum tern_rope_scaling rope_scaling; /* NONE, LINEAR or YARN; LONGROPE for phi3 (others refuse it) */
 	float rope_freq_base;             /* the file's base: the global layers' */
-	float rope_freq_scale;            /* 1 / rope.scaling.factor for linear scaling, else 1 */
-	float rope_attn_factor;           /* rope.scaling.attn_factor: multiplies the rotated pairs (LongRoPE) */
+	float rope_freq_scale;            /* 1 / rope.scaling.factor (1 for scaling "none"): the global layers' */
+	float rope_attn_factor;           /* rope.scaling.attn_factor: multiplies the rotated pairs (every family) */
 	bool has_longrope;                /* phi3: rope_factors_long / _short, chosen by the context (llm.c) */
 	uint32_t n_ctx_orig;              /* rope.scaling.original_context_length */
 	bool has_rope_freqs;              /* llama3 scaling: per-dimension divisors in rope_freqs.weight */
-	float rope_ext_factor;            /* YaRN's extrapolation mix (0: none); see struct tern_rope */
-	float rope_corr_low, rope_corr_high; /* YaRN's ramp, in pairs */
-	float rope_mscale;                /* magnitude of the rotated pairs (0: 1) */
+	float rope_ext_factor;            /* YaRN's extrapolation mix (1 with YaRN, else 0); see struct tern_rope
+					   * and the layers' rope_corr_low / high and rope_mscale */
 	/* multi-head latent attention (deepseek2; n_lora_kv 0: none): Q from
 	 * x (n_lora_q 0) or through a rank-n_lora_q bottleneck; K and V from
 	 * one latent of n_lora_kv values per token, which is what the cache
@@ -182,6 +183,10 @@ struct tern_model_layer {
 	const struct tern_tensor_view *wqkv;           /* {n_embd, nq + nkv + nv} phi2, phi3 (any arch) */
 	const struct tern_tensor_view *bqkv;           /* {nq + nkv + nv} */
 	const struct tern_tensor_view *ffn_gate_up;    /* {n_embd, 2 n_ff} phi3: gate rows, then up rows */
+	/* {n_embd, 2 F, E} deepseek2: per expert F gate rows, then F up rows;
+	 * ffn_gate_exps / ffn_up_exps are then NULL: the forward pass splits
+	 * it into two buffer views whose experts lie apart */
+	const struct tern_tensor_view *ffn_gate_up_exps;
 };
 
 /* the views one layer's fused tensors split into: q, k, v, bq, bk, bv,
@@ -209,8 +214,8 @@ struct tern_model {
 };
 
 /* Build a model over an open file (borrowed: it must outlive the model).
- * Errors: TERN_EUNSUPPORTED for an architecture, a feature (YaRN
- * scaling) or a tensor type that tern cannot run, naming it; TERN_EFORMAT
+ * Errors: TERN_EUNSUPPORTED for an architecture, a feature (LongRoPE
+ * outside phi3) or a tensor type that tern cannot run, naming it; TERN_EFORMAT
  * for a missing key or tensor and a tensor of the wrong shape (naming the
  * tensor, the expected and the found shape); what tern_arch_llm_load
  * reports for the hyperparameters. Nothing is allocated from sizes the

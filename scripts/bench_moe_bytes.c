@@ -53,7 +53,8 @@ static int is_stack(const struct tern_model *m, const struct tern_tensor_view *t
 {
 	for (uint32_t il = 0; il < m->cfg.n_layer; il++) {
 		const struct tern_model_layer *L = &m->w.layers[il];
-		if (t == L->ffn_gate_exps || t == L->ffn_up_exps || t == L->ffn_down_exps)
+		if (t == L->ffn_gate_exps || t == L->ffn_up_exps || t == L->ffn_down_exps ||
+		    t == L->ffn_gate_up_exps)
 			return 1;
 	}
 	return 0;

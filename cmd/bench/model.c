@@ -206,8 +206,9 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 	 * (scripts/bench_moe_bytes.c measures that a step reads no more) */
 	for (uint32_t il = 0; c->moe.n_expert && il < c->n_layer; il++) {
 		const struct tern_model_layer *L = &bm->m->w.layers[il];
-		const struct tern_tensor_view *st[3] = {L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps};
-		for (int i = 0; i < 3; i++)
+		const struct tern_tensor_view *st[4] = {L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps,
+							 L->ffn_gate_up_exps};
+		for (int i = 0; i < 4; i++)
 			if (st[i])
 				bm->step_weight_bytes -= st[i]->nbytes - st[i]->nbytes / c->moe.n_expert * c->moe.n_expert_used;
 	}

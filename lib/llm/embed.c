@@ -23,6 +23,20 @@
  * query at q iff p <= q): each token then sees all n keys, and the K and
  * V of the input are passed directly, with no cache.
  *
+ * The attention and the GELU round as llama.cpp's CPU graph does (its
+ * defaults, which llama-embedding runs with): flash attention, which casts
+ * K and V to f16, and for an input of fewer than 64 tokens (ggml's query
+ * tile) also rounds the query to f16 and keeps the running sum of V rows
+ * in f16 (struct tern_attn's f16_split), longer ones summing in f32; GELU
+ * through ggml's f16 table (TERN_UNARY_GELU_F16). These roundings are
+ * small (about 5e-4 relative on the attention's output) but not harmless
+ * to copy or not: every product of a quantized file rounds its input to
+ * 8-bit levels again, and an input that differs by d moves about d / step
+ * of its values to the next level, an error of about sqrt(d * step) that
+ * no float rounding reaches. Computed in f32 instead, bert-q4_k's
+ * embeddings agreed with llama.cpp's to a cosine of 0.99981, bert-q8_0's
+ * to 0.99991; so rounded, 0.99997 and 0.99999.
+ *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */
 #include "lib/llm/embed.h"
@@ -124,6 +138,7 @@ struct tern_embed {
 	struct enc_bufs *bl;                /* [n_layer] */
 	struct tern_buf ids, zeros, pos, apos;  /* i32 [n_ctx] */
 	struct tern_buf x, h, q, k, v, a, o, up, gate; /* f32 [n_ctx][width] */
+	struct tern_buf k16, v16;           /* f16 [n_ctx][n_embd]: the attention's K and V */
 	int32_t *host_ids, *host_pos, *host_apos; /* [n_ctx] */
 	float *host_out;                    /* [n_ctx][n_embd] */
 };
@@ -373,7 +388,7 @@ static void free_enc_bufs(struct tern_embed *em)
 		return;
 	struct tern_buf *b[] = {&em->b_tok, &em->b_type, &em->b_pos, &em->b_norm, &em->b_norm_b, &em->ids, &em->zeros,
 				&em->pos, &em->apos, &em->x, &em->h, &em->q, &em->k, &em->v, &em->a, &em->o,
-				&em->up, &em->gate};
+				&em->up, &em->gate, &em->k16, &em->v16};
 	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 		be->buf_free(be, b[i]);
 	for (uint32_t l = 0; em->bl && l < em->c.n_layer; l++) {
@@ -516,6 +531,8 @@ static int enc_init(struct tern_embed *em, tern_err *e)
 	rc = rc ? rc : alloc2(be, &em->q, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->k, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->v, QT_F32, c->n_embd, n, e);
+	rc = rc ? rc : alloc2(be, &em->k16, QT_F16, c->n_embd, n, e);
+	rc = rc ? rc : alloc2(be, &em->v16, QT_F16, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->a, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->o, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->up, QT_F32, c->n_ff, n, e);
@@ -567,6 +584,11 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 }
 
 /* ---- the encoder's forward pass --------------------------------------------------- */
+
+/* ggml's flash attention takes queries in tiles of this many (GGML_FA_TILE_Q)
+ * with f32 sums when the input has at least as many tokens, else one query
+ * at a time with f16 sums */
+#define ENC_FA_TILE_Q 64
 
 static const struct tern_buf *opt(const struct tern_buf *b)
 {
@@ -626,7 +648,14 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 		be->rope(be, &q3, &pos, NULL, &rope);
 		be->rope(be, &k3, &pos, NULL, &rope);
 	}
-	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
+	/* K and V in f16, and the f16 sums below 64 tokens: ggml's flash attention (top of file) */
+	struct tern_buf k16 = act2(&em->k16, d, n), v16 = act2(&em->v16, d, n);
+	be->copy(be, &k, &k16);
+	be->copy(be, &v, &v16);
+	k3 = act3(&em->k16, hd, nh, n);
+	v3 = act3(&em->v16, hd, nh, n);
+	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
+				     .f16_split = n < ENC_FA_TILE_Q && hd % 16 == 0 ? 1 : 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
 	linear(be, &L->wo, &L->bo, &a, &o, n);
 	/* x = LayerNorm(x + o) */
@@ -640,7 +669,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
 		linear(be, &L->up, &L->up_b, &x, &u, n);
-		be->unary(be, &u, &u, TERN_UNARY_GELU);
+		be->unary(be, &u, &u, TERN_UNARY_GELU_F16);
 	}
 	linear(be, &L->down, &L->down_b, &u, &o, n);
 	be->norm(be, &x, &o, &L->out_norm, &L->out_norm_b, &x, &ln);

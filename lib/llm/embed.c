@@ -570,6 +570,7 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	lo.type_k = o.type_k;
 	lo.type_v = o.type_v;
 	lo.embeddings = true;
+	lo.ggml_fa = true; /* llama.cpp's attention, as the encoders' (top of file) */
 	em->acc = calloc(em->info.n_embd, sizeof *em->acc);
 	if (!em->acc)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
@@ -584,11 +585,6 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 }
 
 /* ---- the encoder's forward pass --------------------------------------------------- */
-
-/* ggml's flash attention takes queries in tiles of this many (GGML_FA_TILE_Q)
- * with f32 sums when the input has at least as many tokens, else one query
- * at a time with f16 sums */
-#define ENC_FA_TILE_Q 64
 
 static const struct tern_buf *opt(const struct tern_buf *b)
 {
@@ -655,7 +651,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	k3 = act3(&em->k16, hd, nh, n);
 	v3 = act3(&em->v16, hd, nh, n);
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
-				     .f16_split = n < ENC_FA_TILE_Q && hd % 16 == 0 ? 1 : 0};
+				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
 	linear(be, &L->wo, &L->bo, &a, &o, n);
 	/* x = LayerNorm(x + o) */

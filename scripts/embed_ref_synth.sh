@@ -31,9 +31,18 @@ while read -r arch type poolings; do
 done <<'LIST'
 bert f32 file mean cls last
 bert q8_0 file mean last
-bert q4_k file
+bert q4_0 file
+bert q4_k file mean
 nomic-bert f32 file cls last
 nomic-bert q8_0 file
+nomic-bert q4_0 file
+nomic-bert q4_k file
 llama-mean f32 file cls last
+llama-mean q8_0 file
+llama-mean q4_0 file
+llama-mean q4_k file
 qwen3-last f32 file mean
+qwen3-last q8_0 file
+qwen3-last q4_0 file
+qwen3-last q4_k file
 LIST

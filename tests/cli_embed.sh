@@ -5,8 +5,9 @@
 # tests/data/llm_ref/embed/inputs.txt from -f, standard input and -p; every
 # output format read back (jsonl, array, json through a JSON parser, raw
 # text, f32 binary) and compared with llama.cpp's embeddings of the same
-# files (cosine >= 0.9999, unit L2 length by default, llama.cpp's raw
-# length with --embd-normalize -1); --pooling; the errors and their
+# files (cosine >= 0.999999: they are F32 files and tern rounds as
+# llama.cpp does; unit L2 length by default, llama.cpp's raw length with
+# --embd-normalize -1); --pooling; the errors and their
 # statuses: usage (2), an empty input or a file without pooling (65), an
 # input longer than the context (1), a closed pipe (0).
 . "$(dirname "$0")/lib.sh"
@@ -43,8 +44,10 @@ for m in bert-f32 nomic-bert-f32 llama-mean-f32 qwen3-last-f32 llama-f32; do
 done
 
 # compare.py REF.json POOLING FORMAT FILE [NORM]: tern's output against llama.cpp's
+# (the least cosine: $MIN_COS, else 0.999999)
 cat >"$T/compare.py" <<'EOF'
-import json, math, struct, sys
+import json, math, os, struct, sys
+min_cos = float(os.environ.get("MIN_COS", "0.999999"))
 ref = json.load(open(sys.argv[1]))
 want = ref["embeddings"][sys.argv[2]]
 fmt, path = sys.argv[3], sys.argv[4]
@@ -74,7 +77,7 @@ for i, (g, w) in enumerate(zip(got, want)):
     assert len(g) == d, "vector %d has %d values" % (i, len(g))
     ng = math.sqrt(sum(x * x for x in g)); nw = math.sqrt(sum(x * x for x in w))
     cos = sum(a * b for a, b in zip(g, w)) / (ng * nw)
-    assert cos >= 0.9999, "input %d: cosine %.6f" % (i, cos)
+    assert cos >= min_cos, "input %d: cosine %.8f < %g" % (i, cos, min_cos)
     if norm == 2:
         assert abs(ng - 1) < 1e-5, "input %d: length %g, not 1" % (i, ng)
     if norm == -1:
@@ -82,6 +85,7 @@ for i, (g, w) in enumerate(zip(got, want)):
 print("ok", len(got))
 EOF
 cmp_ref() { "$PYTHON" "$T/compare.py" "$@" >"$T/cmp" 2>&1 || { cat "$T/cmp"; return 1; }; }
+cmp_ref_min() { local m=$1; shift; MIN_COS=$m "$PYTHON" "$T/compare.py" "$@" >"$T/cmp" 2>&1 || { cat "$T/cmp"; return 1; }; }
 
 B=$T/bert-f32.gguf
 for fmt in jsonl array json raw f32; do
@@ -121,9 +125,10 @@ for m in nomic-bert-f32:file llama-mean-f32:file qwen3-last-f32:file; do
 	expect 0 $TO $R -m "$T/$name.gguf" --embedding -f "$IN" </dev/null && cp "$T/out" "$T/o" &&
 		check "$name: llama.cpp's embeddings" cmp_ref "$REFD/$name.json" file jsonl "$T/o"
 done
+# (llama.cpp summed the 189-token input's attention in f32, these micro-batches in f16: 0.999997)
 expect 0 $TO $R -m "$T/llama-mean-f32.gguf" --embedding --pooling last -ub 4 -f "$IN" </dev/null &&
 	cp "$T/out" "$T/o" && check "a decoder in micro-batches of 4, --pooling last" \
-	cmp_ref "$REFD/llama-mean-f32.json" last jsonl "$T/o"
+	cmp_ref_min 0.99999 "$REFD/llama-mean-f32.json" last jsonl "$T/o"
 
 # ---- bad input ---------------------------------------------------------------------------
 expect 65 $TO $R -m "$T/llama-f32.gguf" --embedding -p hello </dev/null && check "no pooling in the file: status 65, --pooling named" \

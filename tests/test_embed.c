@@ -3,10 +3,13 @@
  *   tests/data/llm_ref/embed/{model}.json: llama.cpp's pooled embeddings
  *   (no normalisation) of the inputs of inputs.txt, for the file's pooling
  *   and overrides, on the synthetic models of scripts/gen_synth_llm.c
- *   (bert, nomic-bert in several types; llama-mean and qwen3-last, decoders
- *   with a pooling_type). Each input: tern's tokens are llama.cpp's, and
- *   the cosine of the two embeddings is at least 0.9999; the poolings of
- *   one model are far apart, so a wrong choice cannot pass;
+ *   (bert, nomic-bert; llama-mean and qwen3-last, decoders with a
+ *   pooling_type), each in f32, q8_0, q4_0 and q4_k. Each input: tern's
+ *   tokens are llama.cpp's, and the cosine of the two embeddings is at
+ *   least the case's bound (struct ref_case), the median over the inputs
+ *   at least a tighter one; under every SIMD variant this CPU runs
+ *   (quant_cpu_force; scalar where there is none); the poolings of one
+ *   model are far apart, so a wrong choice cannot pass;
  *
  *   the reference backend against the optimized one (the non-causal
  *   attention of the encoders included), a micro-batch smaller than the
@@ -28,19 +31,56 @@
 
 #include "lib/cpu/backend.h"
 #include "lib/llm/embed.h"
+#include "quant/cpu.h"
 #include "quant/quant.h"
 #include "tests/llm_synth.h"
 #include "tokenizer/tok.h"
 
 #define REF_DIR "tests/data/llm_ref/embed"
-/* issue 14's bar, for F32 and Q8_0 files. Q4_K: 0.9995. The gap is the
- * products' (tern's reference backend, plain scalar dots, gives the same
- * 0.99984 on bert-q4_k as the optimized one): tern and llama.cpp round the
- * quantized activations apart, which 4-bit weights amplify; the decoders'
- * logits show the same (tests/data/llm_ref/README.md, NMSE of a few 1e-3
- * for quantized files against ~1e-7 for F32). */
-#define MIN_COS 0.9999
-#define MIN_COS_Q4 0.9995
+/* The bounds, per file: the least cosine over the inputs (issue 14's bar
+ * is 0.9999), and the median over the inputs, which tells whether tern
+ * rounds as llama.cpp does (lib/llm/embed.c: f16 attention, ggml's GELU
+ * table). Measured on x86-64 under avx512 / avx2 / scalar, least (median):
+ *   f32, every model          >= 0.99999987 (>= 0.99999996)
+ *   bert q8_0                    0.99997236 (0.99998728)
+ *   bert q4_0                    0.99996683 (0.99997476)
+ *   bert q4_k                    0.99990311 (0.99996985)
+ *   nomic-bert q8_0 q4_0 q4_k >= 0.99998187 (0.99999642)
+ *   llama-mean q8_0 q4_0 q4_k >= 0.99998617 (0.99999556)
+ *   qwen3-last q8_0              0.99988530 (0.99994238)
+ *   qwen3-last q4_0              0.99996195 (0.99997250)
+ *   qwen3-last q4_k              0.99988321 (0.99993537)
+ * and, with the attention and GELU in f32 (before), the medians 0.99999987
+ * (bert f32 file), 0.99994 (bert q8_0, q4_0), 0.99989 (bert q4_k), 0.99997
+ * (nomic-bert, llama-mean), 0.99988 (qwen3-last q8_0), 0.99986 (q4_0) and
+ * 0.99968 (q4_k): each median bound sits between the two.
+ * What is left is not a rounding rule: a product of a quantized file
+ * rounds its input to 8-bit levels, so a one-ulp difference anywhere
+ * (tern's own SIMD variants sum in different orders) sometimes moves a
+ * value to the next level, and that costs ~5e-4 relative on the product's
+ * output. tern's variants differ from each other by as much (qwen3-last
+ * q8_0: avx512 vs scalar 0.99987, bert q4_k: avx512 vs avx2 0.99991), so
+ * the three files where that happens to reach 1e-4 have 0.9998. */
+struct ref_case {
+	const char *arch, *type;
+	double min_cos, min_median;
+};
+static const struct ref_case cases[] = {
+	{"bert", "f32", 0.9999995, 0.9999999},       {"bert", "q8_0", 0.9999, 0.99997},
+	{"bert", "q4_0", 0.9999, 0.99996},           {"bert", "q4_k", 0.9998, 0.99994},
+	{"nomic-bert", "f32", 0.9999995, 0.9999999}, {"nomic-bert", "q8_0", 0.9999, 0.99999},
+	{"nomic-bert", "q4_0", 0.9999, 0.99999},     {"nomic-bert", "q4_k", 0.9999, 0.99999},
+	{"llama-mean", "f32", 0.9999995, 0.9999999}, {"llama-mean", "q8_0", 0.9999, 0.99999},
+	{"llama-mean", "q4_0", 0.9999, 0.99999},     {"llama-mean", "q4_k", 0.9999, 0.99999},
+	{"qwen3-last", "f32", 0.9999995, 0.9999999}, {"qwen3-last", "q8_0", 0.9998, 0.9999},
+	{"qwen3-last", "q4_0", 0.9999, 0.99993},     {"qwen3-last", "q4_k", 0.9998, 0.99985},
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
 
 struct loaded {
 	tern_mf *mf;
@@ -117,9 +157,12 @@ static int32_t tokens_of(const tok_vocab *v, json_t *input, int32_t *ids, size_t
 	return (int32_t)n;
 }
 
-/* Every input of model's JSON, every pooling recorded: tokens and cosine. */
-static void check_model(const char *arch, const char *type)
+/* Every input of model's JSON, every pooling recorded: tokens and cosine.
+ * Returns the number of bounds missed, each printed. */
+static int check_model(const struct ref_case *rc, const char *isa)
 {
+	int missed = 0;
+	const char *arch = rc->arch, *type = rc->type;
 	char model[96];
 	snprintf(model, sizeof model, "%s-%s", arch, type);
 	json_t *j = load_ref(model);
@@ -141,8 +184,10 @@ static void check_model(const char *arch, const char *type)
 		assert_int_equal(tern_embed_info(L.em)->n_embd, d);
 		if (pooling == TERN_POOLING_UNSPECIFIED) /* the file's choice is llama.cpp's */
 			assert_string_equal(tern_pooling_name(tern_embed_pooling(L.em)), file_pool);
-		double worst = 1;
-		for (size_t i = 0; i < json_array_size(inputs); i++) {
+		double worst = 1, cos[64];
+		size_t n_in = json_array_size(inputs);
+		assert_true(n_in >= 1 && n_in <= 64);
+		for (size_t i = 0; i < n_in; i++) {
 			int32_t ids[512];
 			int32_t n = tokens_of(L.v, json_array_get(inputs, i), ids, 512);
 			if (tern_embed_run(L.em, ids, n, got, &e))
@@ -150,6 +195,7 @@ static void check_model(const char *arch, const char *type)
 			ref_row(rows, i, ref, d);
 			double c = tern_embed_cosine(got, ref, d), ng = 0, nr = 0;
 			worst = c < worst ? c : worst;
+			cos[i] = c;
 			for (int32_t k = 0; k < d; k++) {
 				ng += (double)got[k] * got[k];
 				nr += (double)ref[k] * ref[k];
@@ -158,11 +204,21 @@ static void check_model(const char *arch, const char *type)
 			if (!(fabs(sqrt(ng / nr) - 1) < 0.01))
 				fail_msg("%s pooling %s input %zu: length %.5g, llama.cpp's %.5g", model, key, i, sqrt(ng),
 					 sqrt(nr));
-			double min = strcmp(type, "q4_k") == 0 ? MIN_COS_Q4 : MIN_COS;
-			if (!(c >= min))
-				fail_msg("%s pooling %s input %zu: cosine %.6f < %g", model, key, i, c, min);
+			if (!(c >= rc->min_cos)) {
+				printf("FAIL: %s pooling %s input %zu (%s): cosine %.8f < %.8g\n", model, key, i, isa, c,
+				       rc->min_cos);
+				missed++;
+			}
 		}
-		printf("%-16s %-5s worst cosine %.8f over %zu inputs\n", model, key, worst, json_array_size(inputs));
+		qsort(cos, n_in, sizeof cos[0], cmp_double);
+		double median = n_in % 2 ? cos[n_in / 2] : (cos[n_in / 2 - 1] + cos[n_in / 2]) / 2;
+		printf("%-16s %-5s %-6s worst cosine %.8f, median %.8f over %zu inputs\n", model, key, isa, worst, median,
+		       n_in);
+		if (!(median >= rc->min_median)) {
+			printf("FAIL: %s pooling %s (%s): median cosine %.8f < %.8g: not rounded as llama.cpp\n", model,
+			       key, isa, median, rc->min_median);
+			missed++;
+		}
 		close_embed(&L);
 	}
 	/* the recorded poolings are far apart: a wrong choice cannot pass */
@@ -186,28 +242,50 @@ static void check_model(const char *arch, const char *type)
 	free(ref);
 	free(got);
 	json_decref(j);
+	return missed;
 }
 
-static void test_bert(void **state)
+/* the cases of arch under every SIMD variant this CPU runs (the scalar
+ * code only where there is none: it is 3 times slower than both x86
+ * variants together, and its numbers are in the table above), then the
+ * automatic choice again; the bounds missed */
+static int check_arch(const char *arch)
 {
-	(void)state;
-	check_model("bert", "f32");
-	check_model("bert", "q8_0");
-	check_model("bert", "q4_k");
+	static const char *const isas[] = {"avx512", "avx2", "neon", "scalar"};
+	int missed = 0, ran = 0;
+	for (size_t v = 0; v < sizeof isas / sizeof isas[0]; v++) {
+		if ((ran && strcmp(isas[v], "scalar") == 0) || quant_cpu_force(isas[v]))
+			continue;
+		ran++;
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+			if (strcmp(cases[i].arch, arch) == 0)
+				missed += check_model(&cases[i], isas[v]);
+	}
+	assert_int_equal(quant_cpu_force("auto"), 0);
+	return missed;
 }
 
-static void test_nomic_bert(void **state)
+static void check_archs(const char *const *archs, size_t n)
+{
+	int missed = 0;
+	for (size_t i = 0; i < n; i++)
+		missed += check_arch(archs[i]);
+	if (missed)
+		fail_msg("%d bounds missed (the FAIL lines above)", missed);
+}
+
+static void test_encoders(void **state)
 {
 	(void)state;
-	check_model("nomic-bert", "f32");
-	check_model("nomic-bert", "q8_0");
+	static const char *const a[] = {"bert", "nomic-bert"};
+	check_archs(a, 2);
 }
 
 static void test_decoders(void **state)
 {
 	(void)state;
-	check_model("llama-mean", "f32");
-	check_model("qwen3-last", "f32");
+	static const char *const a[] = {"llama-mean", "qwen3-last"};
+	check_archs(a, 2);
 }
 
 /* the reference backend against the optimized one; a decoder in chunks of
@@ -332,8 +410,8 @@ int main(void)
 {
 	(void)synth_open; /* llm_synth.h's, for the LLM tests */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_normalize), cmocka_unit_test(test_bert),     cmocka_unit_test(test_nomic_bert),
-		cmocka_unit_test(test_decoders),  cmocka_unit_test(test_backends), cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_normalize), cmocka_unit_test(test_encoders), cmocka_unit_test(test_decoders),
+		cmocka_unit_test(test_backends),  cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -764,8 +764,7 @@ static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 		k->act(a, NULL, y, len, o->kind == EW_UNARY + TERN_UNARY_GELU);
 		break;
 	case EW_UNARY + TERN_UNARY_GELU_F16:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = cpu_host_gelu_f16(a[i]);
+		k->gelu_f16(a, y, len, cpu_host_gelu_f16_table());
 		break;
 	case EW_GLU_OAI: /* gpt-oss's clamped SwiGLU (lib/backend.h) */
 		for (int64_t i = 0; i < len; i++) {

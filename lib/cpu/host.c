@@ -403,8 +403,9 @@ bool cpu_host_pos_ok(struct tern_backend *be, const char *op, int32_t p, int64_t
 }
 
 /* ggml's table: the f16 of the f32 tanh GELU of every half (whisper.cpp's
- * GELU), indexed by the half's bits */
-static uint16_t gelu_f16_table[65536];
+ * and llama.cpp's GELU), indexed by the half's bits; kept as the f32 of
+ * that f16, which the vector kernels gather */
+static float gelu_f16_table[65536];
 static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
 
 static void gelu_f16_init(void)
@@ -412,8 +413,14 @@ static void gelu_f16_init(void)
 	for (uint32_t i = 0; i < 65536; i++) {
 		float x = quant_fp16_to_f32((uint16_t)i);
 		float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
-		gelu_f16_table[i] = quant_f32_to_fp16(g);
+		gelu_f16_table[i] = quant_fp16_to_f32(quant_f32_to_fp16(g));
 	}
+}
+
+const float *cpu_host_gelu_f16_table(void)
+{
+	pthread_once(&gelu_f16_once, gelu_f16_init);
+	return gelu_f16_table;
 }
 
 float cpu_host_gelu_f16(float x)
@@ -423,7 +430,7 @@ float cpu_host_gelu_f16(float x)
 		return 0.0f;
 	if (x >= 10.0f)
 		return x;
-	return quant_fp16_to_f32(gelu_f16_table[quant_f32_to_fp16(x)]);
+	return gelu_f16_table[quant_f32_to_fp16(x)];
 }
 
 bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,

@@ -82,6 +82,10 @@ struct cpu_ops {
 	 * sn2 = (-sn0, sn0, -sn1, sn1, ...). */
 	void (*rope_head)(float *x, const float *cs, const float *sn, const float *cs2, const float *sn2, int64_t half,
 			  int mode);
+	/* y = ggml's f16-table GELU of x (TERN_UNARY_GELU_F16: 0 for x <=
+	 * -10, x for x >= 10, else tab[the f16 bits of x]); tab is
+	 * cpu_host_gelu_f16_table() */
+	void (*gelu_f16)(const float *x, float *y, int64_t n, const float *tab);
 	/* y = act(a) * b (b NULL: act(a)), act silu (0) or gelu tanh (1) */
 	void (*act)(const float *a, const float *b, float *y, int64_t n, int gelu);
 	void (*add)(const float *a, const float *b, float *y, int64_t n);

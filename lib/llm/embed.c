@@ -23,6 +23,23 @@
  * query at q iff p <= q): each token then sees all n keys, and the K and
  * V of the input are passed directly, with no cache.
  *
+ * The attention and the GELU round as llama.cpp's CPU graph does (its
+ * defaults, which llama-embedding runs with): flash attention, which casts
+ * K and V to f16, and for an input of fewer than 64 tokens (ggml's query
+ * tile) also rounds the query to f16 and keeps the running sum of V rows
+ * in f16 (struct tern_attn's f16_split), longer ones summing in f32; GELU
+ * through ggml's f16 table (TERN_UNARY_GELU_F16). These roundings are
+ * small (about 5e-4 relative on the attention's output) but not harmless
+ * to copy or not: every product of a quantized file rounds its input to
+ * 8-bit levels again, and an input that differs by d moves about d / step
+ * of its values to the next level, an error of about sqrt(d * step) that
+ * no float rounding reaches. Computed in f32 instead, bert-q4_k's
+ * embeddings agreed with llama.cpp's to a cosine of 0.99981, bert-q8_0's
+ * to 0.99991; so rounded, 0.99997 and 0.99999. Likewise a product with
+ * f16 or bf16 weights reads its input rounded to that type (act_in), as
+ * ggml's on x86 does: bf16 files then agree to a median cosine of
+ * 0.9999995 instead of 0.999996.
+ *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */
 #include "lib/llm/embed.h"
@@ -124,6 +141,9 @@ struct tern_embed {
 	struct enc_bufs *bl;                /* [n_layer] */
 	struct tern_buf ids, zeros, pos, apos;  /* i32 [n_ctx] */
 	struct tern_buf x, h, q, k, v, a, o, up, gate; /* f32 [n_ctx][width] */
+	struct tern_buf k16, v16;           /* f16 [n_ctx][n_embd]: the attention's K and V */
+	struct tern_buf r16, rbf;           /* f16, bf16 [n_ctx][max(n_embd, n_ff)] when a product's
+					     * weights are: its input rounded (act_in) */
 	int32_t *host_ids, *host_pos, *host_apos; /* [n_ctx] */
 	float *host_out;                    /* [n_ctx][n_embd] */
 };
@@ -373,7 +393,7 @@ static void free_enc_bufs(struct tern_embed *em)
 		return;
 	struct tern_buf *b[] = {&em->b_tok, &em->b_type, &em->b_pos, &em->b_norm, &em->b_norm_b, &em->ids, &em->zeros,
 				&em->pos, &em->apos, &em->x, &em->h, &em->q, &em->k, &em->v, &em->a, &em->o,
-				&em->up, &em->gate};
+				&em->up, &em->gate, &em->k16, &em->v16, &em->r16, &em->rbf};
 	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 		be->buf_free(be, b[i]);
 	for (uint32_t l = 0; em->bl && l < em->c.n_layer; l++) {
@@ -516,6 +536,22 @@ static int enc_init(struct tern_embed *em, tern_err *e)
 	rc = rc ? rc : alloc2(be, &em->q, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->k, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->v, QT_F32, c->n_embd, n, e);
+	rc = rc ? rc : alloc2(be, &em->k16, QT_F16, c->n_embd, n, e);
+	rc = rc ? rc : alloc2(be, &em->v16, QT_F16, c->n_embd, n, e);
+	bool f16 = false, bf16 = false;
+	for (uint32_t l = 0; !rc && l < c->n_layer; l++) {
+		const struct enc_bufs *B = &em->bl[l];
+		const struct tern_buf *w[] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->up, &B->gate, &B->down};
+		for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+			f16 |= w[i]->mem && w[i]->type == QT_F16;
+			bf16 |= w[i]->mem && w[i]->type == QT_BF16;
+		}
+	}
+	int64_t wmax = c->n_ff > c->n_embd ? c->n_ff : c->n_embd;
+	if (!rc && f16)
+		rc = alloc2(be, &em->r16, QT_F16, wmax, n, e);
+	if (!rc && bf16)
+		rc = alloc2(be, &em->rbf, QT_BF16, wmax, n, e);
 	rc = rc ? rc : alloc2(be, &em->a, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->o, QT_F32, c->n_embd, n, e);
 	rc = rc ? rc : alloc2(be, &em->up, QT_F32, c->n_ff, n, e);
@@ -553,6 +589,7 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	lo.type_k = o.type_k;
 	lo.type_v = o.type_v;
 	lo.embeddings = true;
+	lo.ggml_fa = true; /* llama.cpp's attention, as the encoders' (top of file) */
 	em->acc = calloc(em->info.n_embd, sizeof *em->acc);
 	if (!em->acc)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
@@ -594,6 +631,22 @@ static void product(struct tern_backend *be, const struct tern_buf *w, const str
 		be->mat_mul(be, w, x, y);
 }
 
+/* x as a product with weights w reads it: ggml's CPU products with f16 or
+ * bf16 weights convert the activations to that type first (on x86 its
+ * tinyBLAS and vec_dot multiply f16 by f16), so x rounded so, in dst (x
+ * itself when x is not needed after); other weights read x as it is */
+static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_buf *w, const struct tern_buf *x,
+				     struct tern_buf *dst)
+{
+	if (w->type != QT_F16 && w->type != QT_BF16)
+		return x;
+	struct tern_buf t = act2(w->type == QT_F16 ? &em->r16 : &em->rbf, x->ne[0], x->ne[1]);
+	struct tern_buf out = act2(dst, x->ne[0], x->ne[1]);
+	em->be->copy(em->be, x, &t);
+	em->be->copy(em->be, &t, &out);
+	return dst;
+}
+
 /* y = W x (+ b) */
 static void linear(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *b,
 		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
@@ -615,9 +668,10 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf x = act2(&em->x, d, n), o = act2(&em->o, d, n), a = act2(&em->a, d, n);
 	struct tern_buf q = act2(&em->q, d, n), k = act2(&em->k, d, n), v = act2(&em->v, d, n);
 
-	linear(be, &L->wq, &L->bq, &x, &q, n);
-	linear(be, &L->wk, &L->bk, &x, &k, n);
-	linear(be, &L->wv, &L->bv, &x, &v, n);
+	struct tern_buf h = act2(&em->h, d, n);
+	linear(be, &L->wq, &L->bq, act_in(em, &L->wq, &x, &h), &q, n);
+	linear(be, &L->wk, &L->bk, act_in(em, &L->wk, &x, &h), &k, n);
+	linear(be, &L->wv, &L->bv, act_in(em, &L->wv, &x, &h), &v, n);
 	struct tern_buf q3 = act3(&em->q, hd, nh, n), k3 = act3(&em->k, hd, nh, n), v3 = act3(&em->v, hd, nh, n);
 	struct tern_buf a3 = act3(&em->a, hd, nh, n);
 	if (c->nomic) {
@@ -626,23 +680,30 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 		be->rope(be, &q3, &pos, NULL, &rope);
 		be->rope(be, &k3, &pos, NULL, &rope);
 	}
-	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd)};
+	/* K and V in f16, and the f16 sums below 64 tokens: ggml's flash attention (top of file) */
+	struct tern_buf k16 = act2(&em->k16, d, n), v16 = act2(&em->v16, d, n);
+	be->copy(be, &k, &k16);
+	be->copy(be, &v, &v16);
+	k3 = act3(&em->k16, hd, nh, n);
+	v3 = act3(&em->v16, hd, nh, n);
+	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
+				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
-	linear(be, &L->wo, &L->bo, &a, &o, n);
+	linear(be, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o, n);
 	/* x = LayerNorm(x + o) */
 	be->norm(be, &x, &o, &L->attn_norm, &L->attn_norm_b, &x, &ln);
 
 	struct tern_buf u = act2(&em->up, c->n_ff, n);
 	if (c->nomic) {
 		struct tern_buf g = act2(&em->gate, c->n_ff, n);
-		product(be, &L->gate, &x, &g, n);
-		product(be, &L->up, &x, &u, n);
+		product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
+		product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
-		linear(be, &L->up, &L->up_b, &x, &u, n);
-		be->unary(be, &u, &u, TERN_UNARY_GELU);
+		linear(be, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u, n);
+		be->unary(be, &u, &u, TERN_UNARY_GELU_F16);
 	}
-	linear(be, &L->down, &L->down_b, &u, &o, n);
+	linear(be, &L->down, &L->down_b, act_in(em, &L->down, &u, &u), &o, n);
 	be->norm(be, &x, &o, &L->out_norm, &L->out_norm_b, &x, &ln);
 }
 

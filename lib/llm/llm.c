@@ -806,6 +806,9 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
 		.sinks = opt(&L->attn_sinks),
+		.f16_split = l->o.ggml_fa && n < TERN_LLM_GGML_FA_TILE && L->k_cache.type == QT_F16 &&
+				     L->v_cache.type == QT_F16 && hd % 16 == 0 && hd == hdv && !lc->is_swa &&
+				     !(c->attn_softcap > 0) && !opt(&L->attn_sinks) ? 1 : 0,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	product(be, &L->wo, &a, &o, n);

@@ -35,7 +35,18 @@ struct tern_llm_opts {
 	bool logits_all;  /* keep the logits of every token of a decode call (n_ubatch rows), not only the last */
 	bool embeddings;  /* no logits: keep every token's final hidden state (after output_norm), the
 			   * embeddings lib/llm/embed.h pools; a decode call then takes at most n_ubatch */
+	bool ggml_fa;     /* a micro-batch of fewer than TERN_LLM_GGML_FA_TILE tokens over f16 caches
+			   * attends as ggml's CPU flash attention does (struct tern_attn's f16_split
+			   * 1: the query rounded to f16, the running sum of V rows kept in f16) where
+			   * the layer allows it (head_dim a multiple of 16, K and V heads alike, no
+			   * window, soft-cap or sinks); the embeddings set it to agree with
+			   * llama.cpp's (lib/llm/embed.c). Else, and by default, the attention sums
+			   * in f32. */
 };
+
+/* ggml's flash attention takes the queries of a batch of at least this
+ * many tokens in tiles, summing in f32 (GGML_FA_TILE_Q) */
+#define TERN_LLM_GGML_FA_TILE 64
 
 /* n_ctx -1, n_ubatch 0, f16 caches, logits of the last token only. */
 struct tern_llm_opts tern_llm_opts_default(void);

@@ -435,6 +435,26 @@ static inline struct tern_buf tern_buf_reshape(const struct tern_buf *b, int n_d
 	return v;
 }
 
+/* The first n rows of an activation of rows w wide, as {w, n}; and as
+ * {hd, nh, n} (heads): tern_buf_reshape's two common cases. */
+static inline struct tern_buf tern_buf_rows2(const struct tern_buf *b, int64_t w, int64_t n)
+{
+	int64_t ne[2] = {w, n};
+	return tern_buf_reshape(b, 2, ne);
+}
+
+static inline struct tern_buf tern_buf_rows3(const struct tern_buf *b, int64_t hd, int64_t nh, int64_t n)
+{
+	int64_t ne[3] = {hd, nh, n};
+	return tern_buf_reshape(b, 3, ne);
+}
+
+/* b, or NULL when it holds nothing (an optional weight the file lacks) */
+static inline const struct tern_buf *tern_buf_opt(const struct tern_buf *b)
+{
+	return b->mem ? b : NULL;
+}
+
 /* View of columns [c0, c0 + n) of every row of b (c0 and n multiples of
  * the type's block): the same storage and row strides, not owned, not
  * prepared; its rows no longer follow each other without gaps, so only

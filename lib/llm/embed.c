@@ -605,22 +605,6 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 
 /* ---- the encoder's forward pass --------------------------------------------------- */
 
-static const struct tern_buf *opt(const struct tern_buf *b)
-{
-	return b->mem ? b : NULL;
-}
-
-static struct tern_buf act2(const struct tern_buf *b, int64_t w, int64_t n)
-{
-	int64_t ne[2] = {w, n};
-	return tern_buf_reshape(b, 2, ne);
-}
-
-static struct tern_buf act3(const struct tern_buf *b, int64_t hd, int64_t nh, int64_t n)
-{
-	int64_t ne[3] = {hd, nh, n};
-	return tern_buf_reshape(b, 3, ne);
-}
 
 static void product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y,
 		    int64_t n)
@@ -640,8 +624,8 @@ static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_bu
 {
 	if (w->type != QT_F16 && w->type != QT_BF16)
 		return x;
-	struct tern_buf t = act2(w->type == QT_F16 ? &em->r16 : &em->rbf, x->ne[0], x->ne[1]);
-	struct tern_buf out = act2(dst, x->ne[0], x->ne[1]);
+	struct tern_buf t = tern_buf_rows2(w->type == QT_F16 ? &em->r16 : &em->rbf, x->ne[0], x->ne[1]);
+	struct tern_buf out = tern_buf_rows2(dst, x->ne[0], x->ne[1]);
 	em->be->copy(em->be, x, &t);
 	em->be->copy(em->be, &t, &out);
 	return dst;
@@ -652,7 +636,7 @@ static void linear(struct tern_backend *be, const struct tern_buf *w, const stru
 		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
 {
 	product(be, w, x, y, n);
-	if (opt(b))
+	if (tern_buf_opt(b))
 		be->add(be, y, b, y);
 }
 
@@ -665,15 +649,21 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps};
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&em->pos, 1, n1), apos = tern_buf_reshape(&em->apos, 1, n1);
-	struct tern_buf x = act2(&em->x, d, n), o = act2(&em->o, d, n), a = act2(&em->a, d, n);
-	struct tern_buf q = act2(&em->q, d, n), k = act2(&em->k, d, n), v = act2(&em->v, d, n);
+	struct tern_buf x = tern_buf_rows2(&em->x, d, n);
+	struct tern_buf o = tern_buf_rows2(&em->o, d, n);
+	struct tern_buf a = tern_buf_rows2(&em->a, d, n);
+	struct tern_buf q = tern_buf_rows2(&em->q, d, n);
+	struct tern_buf k = tern_buf_rows2(&em->k, d, n);
+	struct tern_buf v = tern_buf_rows2(&em->v, d, n);
 
-	struct tern_buf h = act2(&em->h, d, n);
+	struct tern_buf h = tern_buf_rows2(&em->h, d, n);
 	linear(be, &L->wq, &L->bq, act_in(em, &L->wq, &x, &h), &q, n);
 	linear(be, &L->wk, &L->bk, act_in(em, &L->wk, &x, &h), &k, n);
 	linear(be, &L->wv, &L->bv, act_in(em, &L->wv, &x, &h), &v, n);
-	struct tern_buf q3 = act3(&em->q, hd, nh, n), k3 = act3(&em->k, hd, nh, n), v3 = act3(&em->v, hd, nh, n);
-	struct tern_buf a3 = act3(&em->a, hd, nh, n);
+	struct tern_buf q3 = tern_buf_rows3(&em->q, hd, nh, n);
+	struct tern_buf k3 = tern_buf_rows3(&em->k, hd, nh, n);
+	struct tern_buf v3 = tern_buf_rows3(&em->v, hd, nh, n);
+	struct tern_buf a3 = tern_buf_rows3(&em->a, hd, nh, n);
 	if (c->nomic) {
 		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot,
 					       .freq_base = c->rope_base, .freq_scale = c->rope_scale};
@@ -681,11 +671,11 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 		be->rope(be, &k3, &pos, NULL, &rope);
 	}
 	/* K and V in f16, and the f16 sums below 64 tokens: ggml's flash attention (top of file) */
-	struct tern_buf k16 = act2(&em->k16, d, n), v16 = act2(&em->v16, d, n);
+	struct tern_buf k16 = tern_buf_rows2(&em->k16, d, n), v16 = tern_buf_rows2(&em->v16, d, n);
 	be->copy(be, &k, &k16);
 	be->copy(be, &v, &v16);
-	k3 = act3(&em->k16, hd, nh, n);
-	v3 = act3(&em->v16, hd, nh, n);
+	k3 = tern_buf_rows3(&em->k16, hd, nh, n);
+	v3 = tern_buf_rows3(&em->v16, hd, nh, n);
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
 				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
@@ -693,9 +683,9 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	/* x = LayerNorm(x + o) */
 	be->norm(be, &x, &o, &L->attn_norm, &L->attn_norm_b, &x, &ln);
 
-	struct tern_buf u = act2(&em->up, c->n_ff, n);
+	struct tern_buf u = tern_buf_rows2(&em->up, c->n_ff, n);
 	if (c->nomic) {
-		struct tern_buf g = act2(&em->gate, c->n_ff, n);
+		struct tern_buf g = tern_buf_rows2(&em->gate, c->n_ff, n);
 		product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
 		product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
@@ -730,13 +720,13 @@ static int enc_run(struct tern_embed *em, const int32_t *ids, int32_t n, float *
 	int64_t n1[1] = {n};
 	struct tern_buf idb = tern_buf_reshape(&em->ids, 1, n1), pos = tern_buf_reshape(&em->pos, 1, n1);
 	struct tern_buf zeros = tern_buf_reshape(&em->zeros, 1, n1);
-	struct tern_buf x = act2(&em->x, d, n), h = act2(&em->h, d, n);
+	struct tern_buf x = tern_buf_rows2(&em->x, d, n), h = tern_buf_rows2(&em->h, d, n);
 	be->get_rows(be, &em->b_tok, &idb, &x);
-	if (opt(&em->b_type)) { /* token type 0 ("sentence A") for every token */
+	if (tern_buf_opt(&em->b_type)) { /* token type 0 ("sentence A") for every token */
 		be->get_rows(be, &em->b_type, &zeros, &h);
 		be->add(be, &x, &h, &x);
 	}
-	if (opt(&em->b_pos)) {
+	if (tern_buf_opt(&em->b_pos)) {
 		be->get_rows(be, &em->b_pos, &pos, &h);
 		be->add(be, &x, &h, &x);
 	}

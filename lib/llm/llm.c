@@ -543,24 +543,6 @@ void tern_llm_free(struct tern_llm *l)
 
 /* ---- the forward pass --------------------------------------------------------- */
 
-/* rows [0, n) of a [rows][w] activation, as a 2-D {w, n} view */
-static struct tern_buf act2(const struct tern_buf *b, int64_t w, int64_t n)
-{
-	int64_t ne[2] = {w, n};
-	return tern_buf_reshape(b, 2, ne);
-}
-
-/* the same rows seen as {hd, nh, n} (heads) */
-static struct tern_buf act3(const struct tern_buf *b, int64_t hd, int64_t nh, int64_t n)
-{
-	int64_t ne[3] = {hd, nh, n};
-	return tern_buf_reshape(b, 3, ne);
-}
-
-static const struct tern_buf *opt(const struct tern_buf *b)
-{
-	return b->mem ? b : NULL;
-}
 
 /* y = W x for n tokens: the mat-vec path for one, GEMM for more */
 static void product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y,
@@ -619,11 +601,11 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const int64_t k = mc->n_expert_used, nf = mc->n_ff_exp, ne = c->n_embd;
-	struct tern_buf h = act2(&l->h, ne, n), o = act2(&l->out, ne, n);
-	struct tern_buf r = act2(&l->router, mc->n_expert, n);
-	struct tern_buf ids = act2(&l->sel_ids, k, n), w = act2(&l->sel_w, k, n);
+	struct tern_buf h = tern_buf_rows2(&l->h, ne, n), o = tern_buf_rows2(&l->out, ne, n);
+	struct tern_buf r = tern_buf_rows2(&l->router, mc->n_expert, n);
+	struct tern_buf ids = tern_buf_rows2(&l->sel_ids, k, n), w = tern_buf_rows2(&l->sel_w, k, n);
 	product(be, &L->gate_inp, &h, &r, n);
-	if (opt(&L->gate_inp_b))
+	if (tern_buf_opt(&L->gate_inp_b))
 		be->add(be, &r, &L->gate_inp_b, &r);
 	const struct tern_moe_route rp = {
 		.gating = mc->gating == TERN_MODEL_GATING_SIGMOID	 ? TERN_MOE_SIGMOID
@@ -635,25 +617,29 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 		.n_group = (int)mc->n_group,
 		.n_group_used = (int)mc->n_group_used,
 	};
-	be->moe_route(be, &r, opt(&L->exp_probs_b), &ids, &w, &rp);
+	be->moe_route(be, &r, tern_buf_opt(&L->exp_probs_b), &ids, &w, &rp);
 
-	struct tern_buf h3 = act3(&l->h, ne, 1, n);
-	struct tern_buf g = act3(&l->eg, nf, k, n), u = act3(&l->eu, nf, k, n), d = act3(&l->ed, ne, k, n);
-	be->mat_mul_id(be, &L->gate_exps, &h3, &ids, opt(&L->gate_exps_b), &g);
-	be->mat_mul_id(be, &L->up_exps, &h3, &ids, opt(&L->up_exps_b), &u);
+	struct tern_buf h3 = tern_buf_rows3(&l->h, ne, 1, n);
+	struct tern_buf g = tern_buf_rows3(&l->eg, nf, k, n);
+	struct tern_buf u = tern_buf_rows3(&l->eu, nf, k, n);
+	struct tern_buf d = tern_buf_rows3(&l->ed, ne, k, n);
+	be->mat_mul_id(be, &L->gate_exps, &h3, &ids, tern_buf_opt(&L->gate_exps_b), &g);
+	be->mat_mul_id(be, &L->up_exps, &h3, &ids, tern_buf_opt(&L->up_exps_b), &u);
 	be->glu(be, &g, &u, &g, glu_kind(mc->act));
-	be->mat_mul_id(be, &L->down_exps, &g, &ids, opt(&L->down_exps_b), &d);
+	be->mat_mul_id(be, &L->down_exps, &g, &ids, tern_buf_opt(&L->down_exps_b), &d);
 	be->moe_combine(be, &d, &w, &o);
 
-	if (!opt(&L->gate_shexp))
+	if (!tern_buf_opt(&L->gate_shexp))
 		return;
 	/* the shared expert, in the dense FFN's buffers; its output into
 	 * ed (free again), gated into h (no longer read) where it has a gate
 	 * (qwen2moe), added as it is otherwise (deepseek2) */
 	const int64_t ns = mc->n_ff_shexp;
-	struct tern_buf sg = act2(&l->gate, ns, n), su = act2(&l->up, ns, n), sd = act2(&l->ed, ne, n);
-	struct tern_buf gt = act2(&l->sgate, 1, n);
-	const bool gated = opt(&L->gate_inp_shexp) != NULL;
+	struct tern_buf sg = tern_buf_rows2(&l->gate, ns, n);
+	struct tern_buf su = tern_buf_rows2(&l->up, ns, n);
+	struct tern_buf sd = tern_buf_rows2(&l->ed, ne, n);
+	struct tern_buf gt = tern_buf_rows2(&l->sgate, 1, n);
+	const bool gated = tern_buf_opt(&L->gate_inp_shexp) != NULL;
 	if (n == 1) {
 		const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
 		struct tern_buf *y3[3] = {&sg, &su, &gt};
@@ -671,7 +657,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 		return;
 	}
 	be->unary(be, &gt, &gt, TERN_UNARY_SIGMOID);
-	struct tern_buf sd3 = act3(&l->ed, ne, 1, n);
+	struct tern_buf sd3 = tern_buf_rows3(&l->ed, ne, 1, n);
 	be->moe_combine(be, &sd3, &gt, &h);
 	be->add(be, &o, &h, &o);
 }
@@ -700,12 +686,12 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1);
-	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
-	struct tern_buf q = act2(&l->q, nh * hd, n), kv = act2(&l->mla_kv, kvr + nr, n);
+	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
+	struct tern_buf q = tern_buf_rows2(&l->q, nh * hd, n), kv = tern_buf_rows2(&l->mla_kv, kvr + nr, n);
 
 	/* the query and the compressed KV, both from h */
-	struct tern_buf qa = opt(&L->wq_a) ? act2(&l->mla_qa, c->n_lora_q, n) : q;
-	const struct tern_buf *wq = opt(&L->wq_a) ? &L->wq_a : &L->wq;
+	struct tern_buf qa = tern_buf_opt(&L->wq_a) ? tern_buf_rows2(&l->mla_qa, c->n_lora_q, n) : q;
+	const struct tern_buf *wq = tern_buf_opt(&L->wq_a) ? &L->wq_a : &L->wq;
 	if (n == 1) {
 		const struct tern_buf *w2[2] = {wq, &L->wkv_a};
 		struct tern_buf *y2[2] = {&qa, &kv};
@@ -714,29 +700,29 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, wq, &h, &qa);
 		be->mat_mul(be, &L->wkv_a, &h, &kv);
 	}
-	if (opt(&L->wq_a)) {
+	if (tern_buf_opt(&L->wq_a)) {
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
 		product(be, &L->wq_b, &qa, &q, n);
 	}
 	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL);
 
 	/* the cache row: the normed latent, then the rotated shared key part */
-	struct tern_buf lat = act2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
-	struct tern_buf pe = act3(&l->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
+	struct tern_buf lat = tern_buf_rows2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
+	struct tern_buf pe = tern_buf_rows3(&l->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
 	be->copy(be, &kv_lat, &lat);
 	be->norm(be, &lat, NULL, &L->kv_a_norm, NULL, &lat, &rms);
 	be->copy(be, &lat, &kv_lat);
 	be->copy(be, &kv_pe, &pe);
 	be->rope(be, &pe, &pos, NULL, &rope);
 	be->copy(be, &pe, &kv_pe);
-	struct tern_buf kv3 = act3(&l->mla_kv, kvr + nr, 1, n);
+	struct tern_buf kv3 = tern_buf_rows3(&l->mla_kv, kvr + nr, 1, n);
 	be->kv_store(be, &L->k_cache, &kv3, &pos);
 
 	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
-	struct tern_buf q3 = act3(&l->q, hd, nh, n);
+	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
 	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
-	struct tern_buf qn = act3(&l->mla_qn, nope, nh, n), qp = act3(&l->mla_qp, nr, nh, n);
-	struct tern_buf qx = act3(&l->mla_qx, kvr, nh, n), qm = act3(&l->mla_qm, kvr + nr, nh, n);
+	struct tern_buf qn = tern_buf_rows3(&l->mla_qn, nope, nh, n), qp = tern_buf_rows3(&l->mla_qp, nr, nh, n);
+	struct tern_buf qx = tern_buf_rows3(&l->mla_qx, kvr, nh, n), qm = tern_buf_rows3(&l->mla_qm, kvr + nr, nh, n);
 	be->copy(be, &q_nope, &qn);
 	be->copy(be, &q_pe, &qp);
 	be->rope(be, &qp, &pos, NULL, &rope);
@@ -749,7 +735,8 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
 	const struct tern_attn at = {.scale = c->attn_scale};
 	be->attention(be, &qm, &L->k_cache, &v, &pos, &qx, &at);
-	struct tern_buf a3 = act3(&l->a, c->head_dim_v, nh, n), a = act2(&l->a, nh * c->head_dim_v, n);
+	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
+	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
 	product(be, &L->wo, &a, &o, n);
 }
@@ -766,9 +753,11 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
 
-	struct tern_buf h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
-	struct tern_buf q = act2(&l->q, nh * hd, n), k = act2(&l->k, nkv * hd, n), v = act2(&l->v, nkv * hdv, n);
-	struct tern_buf a = act2(&l->a, nh * hdv, n);
+	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
+	struct tern_buf q = tern_buf_rows2(&l->q, nh * hd, n);
+	struct tern_buf k = tern_buf_rows2(&l->k, nkv * hd, n);
+	struct tern_buf v = tern_buf_rows2(&l->v, nkv * hdv, n);
+	struct tern_buf a = tern_buf_rows2(&l->a, nh * hdv, n);
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
 
@@ -782,21 +771,23 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, &L->wk, &h, &k);
 		be->mat_mul(be, &L->wv, &h, &v);
 	}
-	if (opt(&L->bq))
+	if (tern_buf_opt(&L->bq))
 		be->add(be, &q, &L->bq, &q);
-	if (opt(&L->bk))
+	if (tern_buf_opt(&L->bk))
 		be->add(be, &k, &L->bk, &k);
-	if (opt(&L->bv))
+	if (tern_buf_opt(&L->bv))
 		be->add(be, &v, &L->bv, &v);
-	struct tern_buf q3 = act3(&l->q, hd, nh, n), k3 = act3(&l->k, hd, nkv, n), v3 = act3(&l->v, hdv, nkv, n);
-	struct tern_buf a3 = act3(&l->a, hdv, nh, n);
-	if (opt(&L->q_norm))
+	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
+	struct tern_buf k3 = tern_buf_rows3(&l->k, hd, nkv, n);
+	struct tern_buf v3 = tern_buf_rows3(&l->v, hdv, nkv, n);
+	struct tern_buf a3 = tern_buf_rows3(&l->a, hdv, nh, n);
+	if (tern_buf_opt(&L->q_norm))
 		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
-	if (opt(&L->k_norm))
+	if (tern_buf_opt(&L->k_norm))
 		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
 	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL);
 	/* llama3's per-dimension factors belong to the global RoPE only */
-	const struct tern_buf *freqs = lc->is_swa ? NULL : opt(&l->rope_freqs);
+	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);
 	be->rope(be, &k3, &pos, freqs, &rope);
 	be->kv_store(be, &L->k_cache, &k3, &pos);
@@ -805,14 +796,14 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.scale = c->attn_scale,
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
-		.sinks = opt(&L->attn_sinks),
+		.sinks = tern_buf_opt(&L->attn_sinks),
 		.f16_split = l->o.ggml_fa && n < TERN_LLM_GGML_FA_TILE && L->k_cache.type == QT_F16 &&
 				     L->v_cache.type == QT_F16 && hd % 16 == 0 && hd == hdv && !lc->is_swa &&
-				     !(c->attn_softcap > 0) && !opt(&L->attn_sinks) ? 1 : 0,
+				     !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks) ? 1 : 0,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	product(be, &L->wo, &a, &o, n);
-	if (opt(&L->bo))
+	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
 
@@ -828,13 +819,15 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
-	struct tern_buf h = act2(&l->h, c->n_embd, n), x = act2(&l->x, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n);
+	struct tern_buf x = tern_buf_rows2(&l->x, c->n_embd, n);
+	struct tern_buf o = tern_buf_rows2(&l->out, c->n_embd, n);
 
 	if (c->n_lora_kv)
 		attn_mla(l, il, n);
 	else
 		attn_mha(l, il, n);
-	if (opt(&L->attn_post_norm))
+	if (tern_buf_opt(&L->attn_post_norm))
 		be->norm(be, &o, NULL, &L->attn_post_norm, NULL, &o, &rms);
 
 	if (c->parallel) /* phi2: the FFN reads the same h; the attention joins x now */
@@ -845,18 +838,18 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	/* feed-forward */
 	if (lc->is_moe) {
 		moe_ffn(l, il, n);
-		if (opt(&L->ffn_post_norm))
+		if (tern_buf_opt(&L->ffn_post_norm))
 			be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 		return;
 	}
-	struct tern_buf g = act2(&l->gate, lc->n_ff, n), u = act2(&l->up, lc->n_ff, n);
+	struct tern_buf g = tern_buf_rows2(&l->gate, lc->n_ff, n), u = tern_buf_rows2(&l->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
 		product(be, &L->ffn_up, &h, &u, n);
-		if (opt(&L->ffn_up_b))
+		if (tern_buf_opt(&L->ffn_up_b))
 			be->add(be, &u, &L->ffn_up_b, &u);
 		be->unary(be, &u, &u, TERN_UNARY_GELU);
 		product(be, &L->ffn_down, &u, &o, n);
-		if (opt(&L->ffn_down_b))
+		if (tern_buf_opt(&L->ffn_down_b))
 			be->add(be, &o, &L->ffn_down_b, &o);
 		return;
 	}
@@ -870,7 +863,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
 	product(be, &L->ffn_down, &g, &o, n);
-	if (opt(&L->ffn_post_norm))
+	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
 
@@ -891,14 +884,16 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 
 	int64_t n1[1] = {n};
 	struct tern_buf ids = tern_buf_reshape(&l->ids, 1, n1);
-	struct tern_buf x = act2(&l->x, c->n_embd, n), h = act2(&l->h, c->n_embd, n), o = act2(&l->out, c->n_embd, n);
+	struct tern_buf x = tern_buf_rows2(&l->x, c->n_embd, n);
+	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n);
+	struct tern_buf o = tern_buf_rows2(&l->out, c->n_embd, n);
 	be->get_rows(be, &l->token_embd, &ids, &x);
 	if (c->embd_scale != 1.0f)
 		be->scale(be, &x, &x, c->embd_scale);
 	for (uint32_t il = 0; il < c->n_layer; il++) {
 		/* the first block's input has nothing to add; the others add
 		 * the previous block's FFN output */
-		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, opt(&l->layers[il].attn_norm_b), &h, &nrm);
+		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, tern_buf_opt(&l->layers[il].attn_norm_b), &h, &nrm);
 		block(l, il, n);
 	}
 
@@ -906,15 +901,15 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	int64_t r0 = l->o.logits_all ? 0 : n - 1, nr = l->o.logits_all ? n : 1;
 	if (l->o.embeddings) {
 		/* every row's final hidden state, no logits */
-		be->norm(be, &x, &o, &l->output_norm, opt(&l->output_norm_b), &h, &nrm);
+		be->norm(be, &x, &o, &l->output_norm, tern_buf_opt(&l->output_norm_b), &h, &nrm);
 		be->download(be, &h, 0, l->host_embd, sizeof(float) * (size_t)n * c->n_embd);
 	} else if (last_chunk || l->o.logits_all) {
 		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
-		be->norm(be, &xr, &orr, &l->output_norm, opt(&l->output_norm_b), &hr, &nrm);
-		struct tern_buf lg = act2(&l->logits, c->n_vocab, nr);
+		be->norm(be, &xr, &orr, &l->output_norm, tern_buf_opt(&l->output_norm_b), &hr, &nrm);
+		struct tern_buf lg = tern_buf_rows2(&l->logits, c->n_vocab, nr);
 		product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
-		if (opt(&l->output_b))
+		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
 	}

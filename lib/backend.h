@@ -449,6 +449,16 @@ static inline struct tern_buf tern_buf_rows3(const struct tern_buf *b, int64_t h
 	return tern_buf_reshape(b, 3, ne);
 }
 
+/* y = W x for n tokens: the mat-vec path for one, the GEMM for more */
+static inline void tern_be_product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+				   struct tern_buf *y, int64_t n)
+{
+	if (n == 1)
+		be->mat_vec(be, w, x, y);
+	else
+		be->mat_mul(be, w, x, y);
+}
+
 /* b, or NULL when it holds nothing (an optional weight the file lacks) */
 static inline const struct tern_buf *tern_buf_opt(const struct tern_buf *b)
 {

@@ -182,6 +182,19 @@ static void key(char *buf, size_t n, const char *arch, const char *k)
 
 #define SP "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
+/* Write w to out unless rc says building it failed; free it. 0, or 1 with
+ * a line on stderr. */
+static int finish(gguf_writer *w, int rc, const char *out)
+{
+	tern_err e = { 0 };
+	if (!rc)
+		rc = gguf_writer_write(w, out, &e);
+	if (rc)
+		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
+	gguf_writer_free(w);
+	return rc ? 1 : 0;
+}
+
 static void vocab(gguf_writer *w)
 {
 	static const char *words[] = {
@@ -551,14 +564,7 @@ static int moe_main(const char *name_arg, const char *type_arg, const char *out)
 #undef T
 	}
 #undef KEY
-	tern_err e = { 0 };
-	if (rc || gguf_writer_write(w, out, &e)) {
-		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
-		gguf_writer_free(w);
-		return 1;
-	}
-	gguf_writer_free(w);
-	return 0;
+	return finish(w, rc, out);
 }
 
 /* ---- the gemma and phi families ------------------------------------------------
@@ -700,14 +706,7 @@ static int gen_gemma_phi(struct gen *g, const char *variant, const char *out)
 #undef T
 	}
 #undef KEY
-	tern_err e = { 0 };
-	if (rc || gguf_writer_write(w, out, &e)) {
-		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
-		gguf_writer_free(w);
-		return 1;
-	}
-	gguf_writer_free(w);
-	return 0;
+	return finish(w, rc, out);
 }
 
 static int gen_encoder(const char *arch, const char *type, const char *out);
@@ -750,15 +749,7 @@ int main(int argc, char **argv)
 		gguf_writer_str(dg.w, "general.name", "tern synthetic");
 		gguf_writer_u32(dg.w, "general.file_type", dg.type == QT_F32 ? 0 : dg.type == QT_Q8_0 ? 7 : 2);
 		gguf_writer_u32(dg.w, "general.quantization_version", 2);
-		tern_err de = { 0 };
-		int drc = deepseek2(&dg, yarn, kvb, moe, v3, dbig, gate_up);
-		if (drc || gguf_writer_write(dg.w, argv[3], &de)) {
-			fprintf(stderr, "gen_synth_llm: %s\n", de.msg[0] ? de.msg : "cannot build the file");
-			gguf_writer_free(dg.w);
-			return 1;
-		}
-		gguf_writer_free(dg.w);
-		return 0;
+		return finish(dg.w, deepseek2(&dg, yarn, kvb, moe, v3, dbig, gate_up), argv[3]);
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
 	int big = !strcmp(argv[1], "tinyllama");
@@ -884,14 +875,7 @@ int main(int argc, char **argv)
 #undef T
 	}
 #undef KEY
-	tern_err e = { 0 };
-	if (rc || gguf_writer_write(w, argv[3], &e)) {
-		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
-		gguf_writer_free(w);
-		return 1;
-	}
-	gguf_writer_free(w);
-	return 0;
+	return finish(w, rc, argv[3]);
 }
 
 /* ---- embedding encoders ---------------------------------------------------------
@@ -1043,12 +1027,5 @@ static int gen_encoder(const char *arch, const char *type, const char *out)
 		rc |= vec(&g, T("layer_output_norm.bias"), N_EMBD, 0, 0.1f);
 #undef T
 	}
-	tern_err e = { 0 };
-	if (rc || gguf_writer_write(w, out, &e)) {
-		fprintf(stderr, "gen_synth_llm: %s\n", e.msg[0] ? e.msg : "cannot build the file");
-		gguf_writer_free(w);
-		return 1;
-	}
-	gguf_writer_free(w);
-	return 0;
+	return finish(w, rc, out);
 }

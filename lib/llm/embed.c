@@ -148,44 +148,6 @@ struct tern_embed {
 	float *host_out;                    /* [n_ctx][n_embd] */
 };
 
-static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
-{
-	size_t n = (size_t)snprintf(buf, cap, "{");
-	for (uint32_t i = 0; i < n_dims && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "", (unsigned long long)ne[i]);
-	if (n < cap)
-		snprintf(buf + n, cap - n, "}");
-}
-
-/* Find `name`, check that it is {ne0, ne1} of a usable type (a product's
- * or a table's weight type when matrix, else f32). A missing optional
- * tensor leaves *out NULL. */
-static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
-		      const struct tern_tensor_view **out, tern_err *e)
-{
-	*out = NULL;
-	const struct tern_tensor_view *t = tern_mf_find_tensor(mf, name);
-	if (!t)
-		return required ? tern_errf(e, TERN_EFORMAT, "tensor '%s' is missing", name) : 0;
-	uint64_t want[TERN_MAX_DIMS] = {ne0, ne1, 1, 1};
-	if (t->ne[0] != want[0] || t->ne[1] != want[1] || t->ne[2] != 1 || t->ne[3] != 1) {
-		char found[96], expect[64];
-		fmt_shape(found, sizeof found, t->ne, t->n_dims ? t->n_dims : 1);
-		fmt_shape(expect, sizeof expect, want, ne1 == 1 ? 1 : 2);
-		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has shape %s, expected %s", name, found, expect);
-	}
-	if (matrix && !quant_is_weight_type(t->type))
-		return tern_errf(e, TERN_EUNSUPPORTED, "tensor '%s' has type %s, which no product supports", name,
-				 quant_type_name(t->type));
-	if (!matrix && t->type != QT_F32)
-		return tern_errf(e, TERN_EUNSUPPORTED, "tensor '%s' has type %s, expected f32", name,
-				 quant_type_name(t->type));
-	if (!t->data)
-		return tern_errf(e, TERN_EFORMAT, "tensor '%s' has no data in the file", name);
-	*out = t;
-	return 0;
-}
-
 /* rows [r0, r0 + n) of a 2-D tensor (or elements of a 1-D one) as a view */
 static struct tern_tensor_view part_of(const struct tern_tensor_view *t, uint64_t r0, uint64_t n)
 {
@@ -262,27 +224,27 @@ static int enc_weights(struct tern_embed *em, tern_err *e)
 	const struct enc_config *c = &em->c;
 	const tern_mf *mf = em->mf;
 	uint64_t d = c->n_embd, ff = c->n_ff;
-	int rc = get_tensor(mf, "token_embd.weight", d, c->n_vocab, true, true, &em->tok_embd, e);
+	int rc = tern_model_get_tensor(mf, "token_embd.weight", d, c->n_vocab, true, true, &em->tok_embd, e);
 	/* llama.cpp: token types are optional; the position table is bert's */
 	if (!rc) {
 		const struct tern_tensor_view *t = tern_mf_find_tensor(mf, "token_types.weight");
 		if (t)
-			rc = get_tensor(mf, "token_types.weight", d, t->ne[1] ? t->ne[1] : 1, true, true, &em->type_embd, e);
+			rc = tern_model_get_tensor(mf, "token_types.weight", d, t->ne[1] ? t->ne[1] : 1, true, true, &em->type_embd, e);
 	}
 	if (!rc && !c->nomic)
-		rc = get_tensor(mf, "position_embd.weight", d, c->n_ctx_train, true, true, &em->pos_embd, e);
+		rc = tern_model_get_tensor(mf, "position_embd.weight", d, c->n_ctx_train, true, true, &em->pos_embd, e);
 	if (!rc)
-		rc = get_tensor(mf, "token_embd_norm.weight", d, 1, false, true, &em->embd_norm, e);
+		rc = tern_model_get_tensor(mf, "token_embd_norm.weight", d, 1, false, true, &em->embd_norm, e);
 	if (!rc)
-		rc = get_tensor(mf, "token_embd_norm.bias", d, 1, false, true, &em->embd_norm_b, e);
+		rc = tern_model_get_tensor(mf, "token_embd_norm.bias", d, 1, false, true, &em->embd_norm_b, e);
 	for (uint32_t l = 0; !rc && l < c->n_layer; l++) {
 		struct enc_layer *L = &em->layers[l];
 		char n[96];
 #define T(s) (snprintf(n, sizeof n, "blk.%u.%s", l, s), n)
 		const struct tern_tensor_view *qkv = NULL, *qkv_b = NULL;
-		rc = get_tensor(mf, T("attn_qkv.weight"), d, 3 * d, true, false, &qkv, e);
+		rc = tern_model_get_tensor(mf, T("attn_qkv.weight"), d, 3 * d, true, false, &qkv, e);
 		if (!rc && qkv)
-			rc = get_tensor(mf, T("attn_qkv.bias"), 3 * d, 1, false, false, &qkv_b, e);
+			rc = tern_model_get_tensor(mf, T("attn_qkv.bias"), 3 * d, 1, false, false, &qkv_b, e);
 		if (!rc && qkv) {
 			for (int i = 0; i < 3; i++)
 				L->qkv_part[i] = part_of(qkv, (uint64_t)i * d, d);
@@ -297,29 +259,29 @@ static int enc_weights(struct tern_embed *em, tern_err *e)
 				L->bv = &L->qkv_part[5];
 			}
 		} else if (!rc) {
-			rc = get_tensor(mf, T("attn_q.weight"), d, d, true, true, &L->wq, e);
-			rc = rc ? rc : get_tensor(mf, T("attn_k.weight"), d, d, true, true, &L->wk, e);
-			rc = rc ? rc : get_tensor(mf, T("attn_v.weight"), d, d, true, true, &L->wv, e);
+			rc = tern_model_get_tensor(mf, T("attn_q.weight"), d, d, true, true, &L->wq, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("attn_k.weight"), d, d, true, true, &L->wk, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("attn_v.weight"), d, d, true, true, &L->wv, e);
 		}
 		if (!rc && !qkv_b) {
-			rc = get_tensor(mf, T("attn_q.bias"), d, 1, false, false, &L->bq, e);
-			rc = rc ? rc : get_tensor(mf, T("attn_k.bias"), d, 1, false, false, &L->bk, e);
-			rc = rc ? rc : get_tensor(mf, T("attn_v.bias"), d, 1, false, false, &L->bv, e);
+			rc = tern_model_get_tensor(mf, T("attn_q.bias"), d, 1, false, false, &L->bq, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("attn_k.bias"), d, 1, false, false, &L->bk, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("attn_v.bias"), d, 1, false, false, &L->bv, e);
 		}
-		rc = rc ? rc : get_tensor(mf, T("attn_output.weight"), d, d, true, true, &L->wo, e);
-		rc = rc ? rc : get_tensor(mf, T("attn_output.bias"), d, 1, false, false, &L->bo, e);
-		rc = rc ? rc : get_tensor(mf, T("attn_output_norm.weight"), d, 1, false, true, &L->attn_norm, e);
-		rc = rc ? rc : get_tensor(mf, T("attn_output_norm.bias"), d, 1, false, true, &L->attn_norm_b, e);
-		rc = rc ? rc : get_tensor(mf, T("ffn_up.weight"), d, ff, true, true, &L->up, e);
-		rc = rc ? rc : get_tensor(mf, T("ffn_down.weight"), ff, d, true, true, &L->down, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("attn_output.weight"), d, d, true, true, &L->wo, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("attn_output.bias"), d, 1, false, false, &L->bo, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("attn_output_norm.weight"), d, 1, false, true, &L->attn_norm, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("attn_output_norm.bias"), d, 1, false, true, &L->attn_norm_b, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("ffn_up.weight"), d, ff, true, true, &L->up, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("ffn_down.weight"), ff, d, true, true, &L->down, e);
 		if (c->nomic) {
-			rc = rc ? rc : get_tensor(mf, T("ffn_gate.weight"), d, ff, true, true, &L->gate, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("ffn_gate.weight"), d, ff, true, true, &L->gate, e);
 		} else {
-			rc = rc ? rc : get_tensor(mf, T("ffn_up.bias"), ff, 1, false, false, &L->up_b, e);
-			rc = rc ? rc : get_tensor(mf, T("ffn_down.bias"), d, 1, false, false, &L->down_b, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("ffn_up.bias"), ff, 1, false, false, &L->up_b, e);
+			rc = rc ? rc : tern_model_get_tensor(mf, T("ffn_down.bias"), d, 1, false, false, &L->down_b, e);
 		}
-		rc = rc ? rc : get_tensor(mf, T("layer_output_norm.weight"), d, 1, false, true, &L->out_norm, e);
-		rc = rc ? rc : get_tensor(mf, T("layer_output_norm.bias"), d, 1, false, true, &L->out_norm_b, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("layer_output_norm.weight"), d, 1, false, true, &L->out_norm, e);
+		rc = rc ? rc : tern_model_get_tensor(mf, T("layer_output_norm.bias"), d, 1, false, true, &L->out_norm_b, e);
 #undef T
 	}
 	return rc;
@@ -606,15 +568,6 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 /* ---- the encoder's forward pass --------------------------------------------------- */
 
 
-static void product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y,
-		    int64_t n)
-{
-	if (n == 1)
-		be->mat_vec(be, w, x, y);
-	else
-		be->mat_mul(be, w, x, y);
-}
-
 /* x as a product with weights w reads it: ggml's CPU products with f16 or
  * bf16 weights convert the activations to that type first (on x86 its
  * tinyBLAS and vec_dot multiply f16 by f16), so x rounded so, in dst (x
@@ -635,7 +588,7 @@ static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_bu
 static void linear(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *b,
 		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
 {
-	product(be, w, x, y, n);
+	tern_be_product(be, w, x, y, n);
 	if (tern_buf_opt(b))
 		be->add(be, y, b, y);
 }
@@ -686,8 +639,8 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf u = tern_buf_rows2(&em->up, c->n_ff, n);
 	if (c->nomic) {
 		struct tern_buf g = tern_buf_rows2(&em->gate, c->n_ff, n);
-		product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
-		product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
+		tern_be_product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
+		tern_be_product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
 		linear(be, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u, n);

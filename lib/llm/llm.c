@@ -544,16 +544,6 @@ void tern_llm_free(struct tern_llm *l)
 /* ---- the forward pass --------------------------------------------------------- */
 
 
-/* y = W x for n tokens: the mat-vec path for one, GEMM for more */
-static void product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y,
-		    int64_t n)
-{
-	if (n == 1)
-		be->mat_vec(be, w, x, y);
-	else
-		be->mat_mul(be, w, x, y);
-}
-
 /* the norm of the residual stream: RMS, or layer norm with bias (phi2) */
 static struct tern_norm model_norm(const struct tern_model_config *c)
 {
@@ -604,7 +594,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf h = tern_buf_rows2(&l->h, ne, n), o = tern_buf_rows2(&l->out, ne, n);
 	struct tern_buf r = tern_buf_rows2(&l->router, mc->n_expert, n);
 	struct tern_buf ids = tern_buf_rows2(&l->sel_ids, k, n), w = tern_buf_rows2(&l->sel_w, k, n);
-	product(be, &L->gate_inp, &h, &r, n);
+	tern_be_product(be, &L->gate_inp, &h, &r, n);
 	if (tern_buf_opt(&L->gate_inp_b))
 		be->add(be, &r, &L->gate_inp_b, &r);
 	const struct tern_moe_route rp = {
@@ -651,7 +641,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 			be->mat_mul(be, &L->gate_inp_shexp, &h, &gt);
 	}
 	be->glu(be, &sg, &su, &sg, TERN_GLU_SWIGLU);
-	product(be, &L->down_shexp, &sg, &sd, n);
+	tern_be_product(be, &L->down_shexp, &sg, &sd, n);
 	if (!gated) {
 		be->add(be, &o, &sd, &o);
 		return;
@@ -702,7 +692,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	if (tern_buf_opt(&L->wq_a)) {
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
-		product(be, &L->wq_b, &qa, &q, n);
+		tern_be_product(be, &L->wq_b, &qa, &q, n);
 	}
 	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL);
 
@@ -738,7 +728,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
 	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
-	product(be, &L->wo, &a, &o, n);
+	tern_be_product(be, &L->wo, &a, &o, n);
 }
 
 /* The attention of the other architectures over n tokens of layer il:
@@ -802,7 +792,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 				     !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks) ? 1 : 0,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
-	product(be, &L->wo, &a, &o, n);
+	tern_be_product(be, &L->wo, &a, &o, n);
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
@@ -844,11 +834,11 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	struct tern_buf g = tern_buf_rows2(&l->gate, lc->n_ff, n), u = tern_buf_rows2(&l->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
-		product(be, &L->ffn_up, &h, &u, n);
+		tern_be_product(be, &L->ffn_up, &h, &u, n);
 		if (tern_buf_opt(&L->ffn_up_b))
 			be->add(be, &u, &L->ffn_up_b, &u);
 		be->unary(be, &u, &u, TERN_UNARY_GELU);
-		product(be, &L->ffn_down, &u, &o, n);
+		tern_be_product(be, &L->ffn_down, &u, &o, n);
 		if (tern_buf_opt(&L->ffn_down_b))
 			be->add(be, &o, &L->ffn_down_b, &o);
 		return;
@@ -862,7 +852,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, &L->ffn_up, &h, &u);
 	}
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
-	product(be, &L->ffn_down, &g, &o, n);
+	tern_be_product(be, &L->ffn_down, &g, &o, n);
 	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
@@ -908,7 +898,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
 		be->norm(be, &xr, &orr, &l->output_norm, tern_buf_opt(&l->output_norm_b), &hr, &nrm);
 		struct tern_buf lg = tern_buf_rows2(&l->logits, c->n_vocab, nr);
-		product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		tern_be_product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
 		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);

@@ -312,8 +312,8 @@ static int get_tensor3(const tern_mf *mf, const char *name, uint64_t ne0, uint64
 	return 0;
 }
 
-static int get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
-		      const struct tern_tensor_view **out, tern_err *e)
+int tern_model_get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
+			  const struct tern_tensor_view **out, tern_err *e)
 {
 	return get_tensor3(mf, name, ne0, ne1, 1, matrix, required, out, e);
 }
@@ -621,18 +621,18 @@ static int load_mla(const tern_mf *mf, const struct tern_model_config *c, uint32
 	int rc = 0;
 #define MLA_T(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
 	if (c->n_lora_q) {
-		rc = get_tensor(mf, MLA_T("attn_q_a.weight"), c->n_embd, c->n_lora_q, true, true, &L->wq_a, e);
+		rc = tern_model_get_tensor(mf, MLA_T("attn_q_a.weight"), c->n_embd, c->n_lora_q, true, true, &L->wq_a, e);
 		if (!rc)
-			rc = get_tensor(mf, MLA_T("attn_q_a_norm.weight"), c->n_lora_q, 1, false, true, &L->q_a_norm, e);
+			rc = tern_model_get_tensor(mf, MLA_T("attn_q_a_norm.weight"), c->n_lora_q, 1, false, true, &L->q_a_norm, e);
 		if (!rc)
-			rc = get_tensor(mf, MLA_T("attn_q_b.weight"), c->n_lora_q, nh * c->head_dim, true, true, &L->wq_b, e);
+			rc = tern_model_get_tensor(mf, MLA_T("attn_q_b.weight"), c->n_lora_q, nh * c->head_dim, true, true, &L->wq_b, e);
 	}
 	if (!rc)
-		rc = get_tensor(mf, MLA_T("attn_kv_a_mqa.weight"), c->n_embd, kvr + c->n_rot, true, true, &L->wkv_a, e);
+		rc = tern_model_get_tensor(mf, MLA_T("attn_kv_a_mqa.weight"), c->n_embd, kvr + c->n_rot, true, true, &L->wkv_a, e);
 	if (!rc)
-		rc = get_tensor(mf, MLA_T("attn_kv_a_norm.weight"), kvr, 1, false, true, &L->kv_a_norm, e);
+		rc = tern_model_get_tensor(mf, MLA_T("attn_kv_a_norm.weight"), kvr, 1, false, true, &L->kv_a_norm, e);
 	if (!rc && c->mla_kv_b)
-		rc = get_tensor(mf, MLA_T("attn_kv_b.weight"), kvr, nh * (nope + hv), true, true, &L->wkv_b, e);
+		rc = tern_model_get_tensor(mf, MLA_T("attn_kv_b.weight"), kvr, nh * (nope + hv), true, true, &L->wkv_b, e);
 	if (!rc && !c->mla_kv_b)
 		rc = get_tensor3(mf, MLA_T("attn_k_b.weight"), nope, kvr, nh, true, true, &L->wk_b, e);
 	if (!rc && !c->mla_kv_b)
@@ -723,19 +723,19 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 {
 	struct tern_model_config *c = &m->cfg;
 	struct tern_model_weights *w = &m->w;
-	int rc = get_tensor(mf, "token_embd.weight", c->n_embd, c->n_vocab, true, true, &w->token_embd, e);
+	int rc = tern_model_get_tensor(mf, "token_embd.weight", c->n_embd, c->n_vocab, true, true, &w->token_embd, e);
 	if (!rc)
-		rc = get_tensor(mf, "output_norm.weight", c->n_embd, 1, false, true, &w->output_norm, e);
+		rc = tern_model_get_tensor(mf, "output_norm.weight", c->n_embd, 1, false, true, &w->output_norm, e);
 	if (!rc && !d->always_tied)
-		rc = get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, d->output_bias, &w->output, e);
+		rc = tern_model_get_tensor(mf, "output.weight", c->n_embd, c->n_vocab, true, d->output_bias, &w->output, e);
 	if (!rc && d->output_bias)
-		rc = get_tensor(mf, "output.bias", c->n_vocab, 1, false, true, &w->output_b, e);
+		rc = tern_model_get_tensor(mf, "output.bias", c->n_vocab, 1, false, true, &w->output_b, e);
 	if (!rc && c->norm == TERN_MODEL_NORM_LAYER)
-		rc = get_tensor(mf, "output_norm.bias", c->n_embd, 1, false, d->output_bias, &w->output_norm_b, e);
+		rc = tern_model_get_tensor(mf, "output_norm.bias", c->n_embd, 1, false, d->output_bias, &w->output_norm_b, e);
 	if (!rc && d->longrope)
-		rc = get_tensor(mf, "rope_factors_long.weight", c->n_rot / 2, 1, false, false, &w->rope_long, e);
+		rc = tern_model_get_tensor(mf, "rope_factors_long.weight", c->n_rot / 2, 1, false, false, &w->rope_long, e);
 	if (!rc && d->longrope)
-		rc = get_tensor(mf, "rope_factors_short.weight", c->n_rot / 2, 1, false, false, &w->rope_short, e);
+		rc = tern_model_get_tensor(mf, "rope_factors_short.weight", c->n_rot / 2, 1, false, false, &w->rope_short, e);
 	if (rc)
 		return rc;
 	c->has_longrope = w->rope_long || w->rope_short;
@@ -743,7 +743,7 @@ static int load_weights(const struct arch_desc *d, const tern_mf *mf, struct ter
 	if (c->tied_output)
 		w->output = w->token_embd;
 	if (d->rope_freqs) {
-		rc = get_tensor(mf, "rope_freqs.weight", c->n_rot / 2, 1, false, false, &w->rope_freqs, e);
+		rc = tern_model_get_tensor(mf, "rope_freqs.weight", c->n_rot / 2, 1, false, false, &w->rope_freqs, e);
 		if (rc)
 			return rc;
 		c->has_rope_freqs = w->rope_freqs != NULL;

@@ -221,6 +221,13 @@ struct tern_model {
  * reports for the hyperparameters. Nothing is allocated from sizes the
  * file claims except the per-layer table (at most TERN_ARCH_MAX_LAYERS). */
 int tern_model_load(struct tern_model **out, const tern_mf *mf, tern_err *e);
+/* Find tensor `name` in mf and check that it is {ne0, ne1} of a usable type
+ * (a product's weight type when matrix, else f32) with its data in the
+ * file; the error names the tensor, its shape and the one expected. A
+ * missing tensor is an error when required, else *out stays NULL. The
+ * loaders of lib/llm share it (model.c, embed.c). */
+int tern_model_get_tensor(const tern_mf *mf, const char *name, uint64_t ne0, uint64_t ne1, bool matrix, bool required,
+			  const struct tern_tensor_view **out, tern_err *e);
 /* Open path and load it; the model owns the file. Messages start with path. */
 int tern_model_open(struct tern_model **out, const char *path, tern_err *e);
 void tern_model_free(struct tern_model *m);

@@ -11,6 +11,7 @@
 #include "quant/qimpl.h"
 
 #include <pthread.h>
+#include <string.h>
 
 uint32_t quant_vec_dot_type(uint32_t t)
 {
@@ -210,4 +211,85 @@ void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr
 			const void *ar = (const uint8_t *)a + (size_t)c * astride;
 			out[(size_t)c * ostride + r] = f ? f(n, wr, ar) : dot_decoded(t, n, wr, ar);
 		}
+}
+
+/* ---- interleaved layout ------------------------------------------------------ */
+
+#define MVX_CHUNK 512 /* elements of a chunk: 16 blocks of 32 */
+
+bool quant_mvx_layout(uint32_t t, int64_t n)
+{
+	return t == QT_Q4_0 && n > 0 && n % MVX_CHUNK == 0;
+}
+
+bool quant_mvx_ok(uint32_t t, int64_t n)
+{
+	return quant_mvx_layout(t, n) && current()->mvx[t] != NULL;
+}
+
+/* Block i of a chunk: its scale (2 bytes) at 2i, level bytes 4g..4g+3 at
+ * 32 + 64g + 4i. pack: file layout -> interleaved; else the reverse. */
+static void mvx_move(int64_t n, const uint8_t *src, uint8_t *dst, bool pack)
+{
+	for (int64_t c = 0; c < n / MVX_CHUNK; c++, src += 16 * Q4_0_B, dst += 16 * Q4_0_B)
+		for (int i = 0; i < 16; i++) {
+			if (pack) {
+				memcpy(dst + 2 * i, src + i * Q4_0_B, 2);
+				for (int g = 0; g < 4; g++)
+					memcpy(dst + 32 + 64 * g + 4 * i, src + i * Q4_0_B + 2 + 4 * g, 4);
+			} else {
+				memcpy(dst + i * Q4_0_B, src + 2 * i, 2);
+				for (int g = 0; g < 4; g++)
+					memcpy(dst + i * Q4_0_B + 2 + 4 * g, src + 32 + 64 * g + 4 * i, 4);
+			}
+		}
+}
+
+void quant_mvx_pack(uint32_t t, int64_t n, const void *src, void *dst)
+{
+	(void)t;
+	mvx_move(n, src, dst, true);
+}
+
+void quant_mvx_unpack(uint32_t t, int64_t n, const void *src, void *dst)
+{
+	(void)t;
+	mvx_move(n, src, dst, false);
+}
+
+size_t quant_mvx_act_size(uint32_t t, int64_t n)
+{
+	/* the ISA's chunks: 8 level vectors, the offsets, the scales */
+	if (current()->mvx_prep[t])
+		return (size_t)(n / MVX_CHUNK) * 10 * 64;
+	return quant_row_size(quant_vec_dot_type(t), (uint64_t)n, NULL);
+}
+
+void quant_mvx_prep(uint32_t t, int64_t n, const void *a, void *act)
+{
+	quant_mvx_prep_fn f = current()->mvx_prep[t];
+	if (f)
+		f(n, a, act);
+	else
+		memcpy(act, a, quant_mvx_act_size(t, n));
+}
+
+void quant_mvx_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr, const void *act, float *out)
+{
+	quant_mvx_fn f = current()->mvx[t];
+	if (f) {
+		f(n, w, wstride, nr, act, out);
+		return;
+	}
+	size_t ab = quant_row_size(quant_vec_dot_type(t), MVX_CHUNK, NULL);
+	for (int r = 0; r < nr; r++) {
+		const uint8_t *wr = (const uint8_t *)w + (size_t)r * wstride;
+		float s = 0.0f;
+		for (int64_t c = 0; c < n / MVX_CHUNK; c++) {
+			uint8_t blk[16 * Q4_0_B];
+			mvx_move(MVX_CHUNK, wr + (size_t)c * sizeof blk, blk, false);
+			s += quant_dot(t, MVX_CHUNK, blk, (const uint8_t *)act + (size_t)c * ab);
+		}
+		out[r] = s;
+	}
 }

@@ -97,9 +97,16 @@ quant_block_dec quant_block_decoder(uint32_t t);
  * out[c * ostride + r]. */
 typedef void (*quant_mm_fn)(int64_t n, const void *w, size_t wstride, int nr,
 			      const void *a, size_t astride, int nc, float *out, size_t ostride);
+typedef void (*quant_mvx_fn)(int64_t n, const void *w, size_t wstride, int nr, const void *act, float *out);
+typedef void (*quant_mvx_prep_fn)(int64_t n, const void *a, void *act);
 struct quant_kernels {
 	quant_dot_fn dot[QT_COUNT];
 	quant_mm_fn mm[QT_COUNT];
+	/* one activation row, prepared by mvx_prep (64-byte aligned), against
+	 * nr rows in the interleaved layout of quant_mvx_pack, where the ISA
+	 * has such a kernel */
+	quant_mvx_fn mvx[QT_COUNT];
+	quant_mvx_prep_fn mvx_prep[QT_COUNT];
 	/* activation quantizer override (f32 row -> Q8_0 / Q8_1 / Q8_K) */
 	void (*quantize_q8_0)(const float *x, void *dst, int64_t n);
 	void (*quantize_q8_K)(const float *x, void *dst, int64_t n);

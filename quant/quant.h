@@ -140,4 +140,36 @@ float quant_dot_f32(uint32_t t, int64_t n, const void *w, const float *x);
 void quant_dot_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr,
 		    const void *a, size_t astride, int nc, float *out, size_t ostride);
 
+/* ---- the interleaved layout of the one-token product (quant/dot.c) -------
+ * Rows re-laid once at load time for a faster mat-vec where the chosen ISA
+ * has a kernel over them: Q4_0 with AVX-512 VNNI, in chunks of 16 blocks
+ * (512 elements, 288 bytes: the 16 scales, then 4 x 64 level bytes where
+ * bytes 4i..4i+3 of part g are bytes 4g..4g+3 of block i's levels). A row
+ * keeps its size (quant_row_size); only the bytes of each chunk move. */
+
+/* True if type t has the layout for rows of n elements (n a multiple of
+ * 512). */
+bool quant_mvx_layout(uint32_t t, int64_t n);
+
+/* True if, besides, the chosen ISA has a kernel over it (quant_mvx_tile is
+ * then faster than quant_dot_tile on the file's rows). */
+bool quant_mvx_ok(uint32_t t, int64_t n);
+
+/* One row of n elements between the file's layout and the interleaved one
+ * (quant_mvx_layout(t, n) must hold; src and dst do not overlap). */
+void quant_mvx_pack(uint32_t t, int64_t n, const void *src, void *dst);
+void quant_mvx_unpack(uint32_t t, int64_t n, const void *src, void *dst);
+
+/* Bytes of one activation row of n elements prepared for quant_mvx_tile,
+ * and the preparation: a one row of quant_vec_dot_type(t), act 64-byte
+ * aligned. Done once per product, shared by every row. */
+size_t quant_mvx_act_size(uint32_t t, int64_t n);
+void quant_mvx_prep(uint32_t t, int64_t n, const void *a, void *act);
+
+/* out[r] = dot(row r of w, the prepared activations) for r < nr: w rows in
+ * the interleaved layout, wstride bytes apart. The ISA's kernel where there
+ * is one, else the rows are read back chunk by chunk into the file's layout
+ * for quant_dot (the sums taken chunk by chunk). */
+void quant_mvx_tile(uint32_t t, int64_t n, const void *w, size_t wstride, int nr, const void *act, float *out);
+
 #endif

@@ -98,6 +98,8 @@ struct mm_case {
 static const struct mm_case cases[] = {
 	{1, 1, 1},   {17, 2, 1},  {203, 3, 1}, {33, 1, 2},  {19, 3, 7},  {16, 2, 8},
 	{31, 1, 9},  {45, 2, 33}, {21, 1, 64}, {67, 1, 65}, {17, 1, 600},
+	/* 16 units: Q4_0's 1536 columns take the interleaved copy (matmul.h) */
+	{37, 16, 1}, {19, 16, 5}, {23, 16, 40},
 };
 
 /* The smallest column count every path takes: a multiple of the block of

@@ -36,6 +36,16 @@ int tern_map_file(struct tern_map *m, const char *path, tern_err *e)
 	return rc;
 }
 
+void tern_map_drop(const void *p, size_t n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t ps = pg > 0 ? (uintptr_t)pg : 4096, a = ((uintptr_t)p + ps - 1) & ~(ps - 1),
+		  b = ((uintptr_t)p + n) & ~(ps - 1);
+	/* advice only: a failure leaves the pages mapped, which is still right */
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 void tern_unmap(struct tern_map *m)
 {
 	if (m->base)

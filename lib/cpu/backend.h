@@ -21,6 +21,7 @@ struct cpu_backend_opts {
 	int n_threads;        /* 1..256 (the optimized backend; the reference uses one) */
 	int64_t max_tokens;   /* largest batch of mat_mul, 1..CPU_MM_MAX_TOKENS */
 	enum cpu_mm_repack repack; /* load-time repack of the weights (see matmul.h); NONE by default */
+	bool keep_layout;     /* no interleaved copy for the one-token product (matmul.h, relay) */
 };
 
 /* Create a backend; *out is NULL on failure. Free with tern_backend_free(). */

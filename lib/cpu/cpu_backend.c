@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/mapfile.h"
 #include "lib/cpu/backend.h"
 #include "lib/cpu/host.h"
 #include "lib/cpu/ops.h"
@@ -31,6 +32,7 @@ struct cpu {
 	struct tern_backend be;
 	struct tp_pool *pool;
 	enum cpu_mm_repack repack;
+	bool keep_layout;
 	void *scratch;        /* scratch_size bytes, 64-byte aligned */
 	size_t scratch_size;
 	float *attn_ws;       /* [n_threads][CPU_ATTN_WS_FLOATS] */
@@ -69,7 +71,7 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	struct cpu_mm *mm = calloc((size_t)n_exp, sizeof *mm);
 	if (!mm)
 		return tern_errf(err, TERN_ENOMEM, "%s: out of memory", be->name);
-	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack};
+	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack, .relay = !c->keep_layout && n_exp == 1};
 	for (int64_t e = 0; e < n_exp && !rc; e++)
 		rc = cpu_mm_prepare(&mm[e], c->pool, w->type, (const uint8_t *)tern_buf_host(w) + (size_t)e * w->nb[2],
 				    w->nb[1], w->ne[1], w->ne[0], &o, err);
@@ -99,6 +101,10 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	if (w->prep) /* a second prepare replaces the first */
 		release_experts(w->prep, n_exp);
 	w->prep = mm;
+	/* the products read the interleaved copy from now on: the file's
+	 * pages of the matrix need not stay in memory beside it */
+	if (mm->relaid && (w->flags & TERN_BUF_MAPPED))
+		tern_map_drop(tern_buf_host(w), (size_t)w->ne[1] * w->nb[1]);
 	return 0;
 }
 
@@ -951,6 +957,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 		return tern_errf(err, TERN_ENOMEM, "cpu: out of memory for the attention's workspace");
 	}
 	c->repack = o.repack;
+	c->keep_layout = o.keep_layout;
 	cpu_host_table(&c->be, "cpu", 0, o.max_tokens, c);
 	c->be.free = cpu_free;
 	c->be.buf_free = cpu_buf_free;

@@ -6,7 +6,10 @@
  *     from the others' ranges when its own is done;
  *   - small batches: tiles of rows x tokens through quant_dot_tile;
  *   - from gemm_from tokens on: the panel GEMM of quant/gemm.h, with the
- *     panels converted per call or stored at prepare time (repack). */
+ *     panels converted per call or stored at prepare time (repack).
+ * A matrix copied into the interleaved layout (matmul.h, relay) takes
+ * quant_mvx_tile for one token; the batch paths read 16 rows at a time
+ * back into the file's layout first (relaid_rows). */
 #include "lib/cpu/matmul.h"
 
 #include <stdatomic.h>
@@ -23,11 +26,12 @@
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* GEMM scratch: the packed activations, then one scratch per thread. */
-static size_t gemm_scratch(uint32_t wtype, int64_t cols, int64_t ntok, int nth)
-{
-	return 64 + up64(quant_gemm_act_size(wtype, cols, ntok)) + (size_t)nth * up64(quant_gemm_tmp_size(wtype, cols));
-}
+static uint8_t *align64(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+/* rows read back from the interleaved layout at a time (the tile path's
+ * row chunk for such a matrix, the GEMM's panel height) */
+#define RELAY_ROWS 16
+_Static_assert(QG_ROWS <= RELAY_ROWS && MV_ROW_CHUNK <= RELAY_ROWS, "relay rows");
 
 /* Tile scratch: the quantized activation rows (none for f32 activations). */
 static size_t tile_scratch(uint32_t wtype, int64_t cols, int64_t ntok)
@@ -36,6 +40,25 @@ static size_t tile_scratch(uint32_t wtype, int64_t cols, int64_t ntok)
 	if (at == QT_F32)
 		return 0;
 	return quant_row_size(at, (uint64_t)cols, NULL) * (size_t)ntok;
+}
+
+/* Per-thread scratch of the batch paths of an interleaved matrix. */
+static size_t relay_scratch(const struct cpu_mm *mm)
+{
+	return mm->relaid ? up64((size_t)RELAY_ROWS * mm->wstride) : 0;
+}
+
+/* One token's activations of an interleaved matrix: the quantized row,
+ * then (64-byte aligned) the row prepared for quant_mvx_tile. */
+static size_t relay_act_size(uint32_t wtype, int64_t cols)
+{
+	return 64 + up64(tile_scratch(wtype, cols, 1)) + up64(quant_mvx_act_size(wtype, cols));
+}
+
+/* GEMM scratch: the packed activations, then one scratch per thread. */
+static size_t gemm_scratch(uint32_t wtype, int64_t cols, int64_t ntok, int nth)
+{
+	return 64 + up64(quant_gemm_act_size(wtype, cols, ntok)) + (size_t)nth * up64(quant_gemm_tmp_size(wtype, cols));
 }
 
 struct mm_job {
@@ -48,6 +71,9 @@ struct mm_job {
 	uint8_t *gact;   /* GEMM path: packed activations, or NULL */
 	uint8_t *gtmp;   /* GEMM path: per-thread scratch, gtmp_size apart */
 	size_t gtmp_size;
+	const uint8_t *act; /* one token, interleaved matrix: quant_mvx_prep's row */
+	uint8_t *rtmp;   /* batches, interleaved matrix: per-thread rows read back, rtmp_size apart */
+	size_t rtmp_size;
 	size_t arow;     /* bytes per activation row (quantized or f32) */
 	int64_t row_chunk, tok_chunk, n_row_chunks, n_chunks;
 	_Atomic int64_t next;
@@ -58,6 +84,32 @@ struct mm_job {
 		char pad[48];
 	} range[MV_RANGES];
 };
+
+/* Rows r0..r0 + nr (nr <= RELAY_ROWS) in the file's layout: the matrix's
+ * own, or read back from the interleaved copy into thread ith's scratch. */
+static const uint8_t *rows_at(const struct mm_job *j, int ith, int64_t r0, int nr)
+{
+	const struct cpu_mm *mm = j->mm;
+	const uint8_t *w = mm->w + (size_t)r0 * mm->wstride;
+	if (!mm->relaid)
+		return w;
+	uint8_t *t = j->rtmp + (size_t)ith * j->rtmp_size;
+	for (int r = 0; r < nr; r++)
+		quant_mvx_unpack(mm->wtype, mm->cols, w + (size_t)r * mm->wstride, t + (size_t)r * mm->wstride);
+	return t;
+}
+
+/* One token, rows r0..r0 + nr. */
+static void vec_rows(const struct mm_job *j, int64_t r0, int nr, const uint8_t *a)
+{
+	const struct cpu_mm *mm = j->mm;
+	if (mm->relaid)
+		quant_mvx_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, j->act,
+			       j->y + r0);
+	else
+		quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, a, j->arow, 1,
+			       j->y + r0, (size_t)mm->rows);
+}
 
 static void gemm_body(struct mm_job *j, int ith, int nth)
 {
@@ -77,8 +129,8 @@ static void gemm_body(struct mm_job *j, int ith, int nth)
 			quant_gemm_rows_panel(mm->wtype, mm->cols, mm->panels + (size_t)c * mm->panel_size, nr, j->gact,
 					      j->ntok, j->y + r0, (size_t)mm->rows);
 		else
-			quant_gemm_rows(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, j->gact,
-					j->ntok, j->y + r0, (size_t)mm->rows, tmp);
+			quant_gemm_rows(mm->wtype, mm->cols, rows_at(j, ith, r0, nr), mm->wstride, nr, j->gact, j->ntok,
+					j->y + r0, (size_t)mm->rows, tmp);
 	}
 }
 
@@ -113,8 +165,7 @@ static void mm_body(void *varg, int ith, int nth)
 					break;
 				int64_t r0 = rc * j->row_chunk;
 				int nr = (int)(mm->rows - r0 < j->row_chunk ? mm->rows - r0 : j->row_chunk);
-				quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, a,
-					       j->arow, 1, j->y + r0, (size_t)mm->rows);
+				vec_rows(j, r0, nr, a);
 			}
 		}
 		return;
@@ -127,8 +178,11 @@ static void mm_body(void *varg, int ith, int nth)
 		int64_t r0 = rc * j->row_chunk, t0 = tc * j->tok_chunk;
 		int nr = (int)(mm->rows - r0 < j->row_chunk ? mm->rows - r0 : j->row_chunk);
 		int nc = (int)(j->ntok - t0 < j->tok_chunk ? j->ntok - t0 : j->tok_chunk);
-		quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr,
-			       a + (size_t)t0 * j->arow, j->arow, nc, j->y + t0 * mm->rows + r0, (size_t)mm->rows);
+		if (j->ntok == 1)
+			vec_rows(j, r0, nr, a);
+		else
+			quant_dot_tile(mm->wtype, mm->cols, rows_at(j, ith, r0, nr), mm->wstride, nr,
+				       a + (size_t)t0 * j->arow, j->arow, nc, j->y + t0 * mm->rows + r0, (size_t)mm->rows);
 	}
 }
 
@@ -183,6 +237,55 @@ static int repack(struct cpu_mm *mm, struct tp_pool *pool, tern_err *err)
 	return 0;
 }
 
+/* ---- the interleaved copy ------------------------------------------------------ */
+
+struct relay_job {
+	const uint8_t *src;
+	size_t src_stride;
+	struct cpu_mm *mm;
+	_Atomic int64_t next;
+};
+
+static void relay_body(void *varg, int ith, int nth)
+{
+	(void)ith;
+	(void)nth;
+	struct relay_job *j = varg;
+	struct cpu_mm *mm = j->mm;
+	for (;;) {
+		int64_t r0 = atomic_fetch_add_explicit(&j->next, 64, memory_order_relaxed);
+		if (r0 >= mm->rows)
+			break;
+		int64_t r1 = mm->rows - r0 < 64 ? mm->rows : r0 + 64;
+		for (int64_t r = r0; r < r1; r++)
+			quant_mvx_pack(mm->wtype, mm->cols, j->src + (size_t)r * j->src_stride,
+				       mm->relaid + (size_t)r * mm->wstride);
+	}
+}
+
+/* Copy the rows into the interleaved layout (rows of the row size, no
+ * gaps) and read the copy from then on. */
+static int relay(struct cpu_mm *mm, struct tp_pool *pool, tern_err *err)
+{
+	size_t rs = quant_row_size(mm->wtype, (uint64_t)mm->cols, NULL);
+	if ((uint64_t)mm->rows > (SIZE_MAX / 2) / rs)
+		return tern_errf(err, TERN_EINVAL, "matmul: %lld x %lld too large", (long long)mm->rows,
+				 (long long)mm->cols);
+	size_t bytes = up64((size_t)mm->rows * rs);
+	mm->relaid = aligned_alloc(64, bytes);
+	if (!mm->relaid)
+		return tern_errf(err, TERN_ENOMEM, "matmul: out of memory for %zu bytes of re-laid weights", bytes);
+	struct relay_job j = {.src = mm->w, .src_stride = mm->wstride, .mm = mm};
+	mm->wstride = rs;
+	atomic_init(&j.next, 0);
+	if (pool)
+		tp_run(pool, relay_body, &j);
+	else
+		relay_body(&j, 0, 1);
+	mm->w = mm->relaid;
+	return 0;
+}
+
 /* ---- prepare / run --------------------------------------------------------------- */
 
 int cpu_mm_prepare(struct cpu_mm *mm, struct tp_pool *pool, uint32_t wtype, const void *w, size_t wstride,
@@ -218,12 +321,22 @@ int cpu_mm_prepare(struct cpu_mm *mm, struct tp_pool *pool, uint32_t wtype, cons
 	size_t ts = tile_scratch(wtype, cols, from - 1 < max_tokens ? from - 1 : max_tokens);
 	size_t gs = max_tokens >= from ? gemm_scratch(wtype, cols, max_tokens, nth) : 0;
 	m.scratch_size = ts > gs ? ts : gs;
-	if (gemm && rp != CPU_MM_REPACK_NONE && max_tokens >= from) {
-		int rc = repack(&m, pool, err);
-		if (rc) {
-			cpu_mm_release(&m);
-			return rc;
-		}
+	int rc = 0;
+	if (gemm && rp != CPU_MM_REPACK_NONE && max_tokens >= from)
+		rc = repack(&m, pool, err);
+	else if (opts && opts->relay && rp == CPU_MM_REPACK_NONE && quant_mvx_ok(wtype, cols))
+		rc = relay(&m, pool, err);
+	if (rc) {
+		cpu_mm_release(&m);
+		return rc;
+	}
+	if (m.relaid) {
+		/* one token: its prepared activations; batches: the rows read
+		 * back, per thread, after everything else */
+		size_t one = relay_act_size(wtype, cols);
+		if (one > m.scratch_size)
+			m.scratch_size = one;
+		m.scratch_size += 64 + (size_t)nth * relay_scratch(&m);
 	}
 	*mm = m;
 	return 0;
@@ -233,6 +346,13 @@ void cpu_mm_release(struct cpu_mm *mm)
 {
 	free(mm->panels);
 	mm->panels = NULL;
+	free(mm->relaid);
+	mm->relaid = NULL;
+}
+
+size_t cpu_mm_relaid_bytes(const struct cpu_mm *mm)
+{
+	return mm->relaid ? (size_t)mm->rows * mm->wstride : 0;
 }
 
 size_t cpu_mm_panel_bytes(const struct cpu_mm *mm)
@@ -244,6 +364,10 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 		void *scratch)
 {
 	struct mm_job j = {.mm = mm, .pool = pool, .ntok = ntok, .x = x, .y = y};
+	if (mm->relaid) {
+		j.rtmp_size = relay_scratch(mm);
+		j.rtmp = align64((uint8_t *)scratch + mm->scratch_size - 64 - (size_t)mm->n_threads * j.rtmp_size);
+	}
 	if (ntok >= mm->gemm_from) {
 		j.gact = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
 		j.gtmp = j.gact + up64(quant_gemm_act_size(mm->wtype, mm->cols, ntok));
@@ -263,7 +387,7 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 	 * sweep the rows; small row chunks for one token so that the threads
 	 * balance even when one of them is descheduled. */
 	j.tok_chunk = ntok < 64 ? ntok : 64;
-	j.row_chunk = ntok == 1 ? MV_ROW_CHUNK : 64;
+	j.row_chunk = ntok == 1 ? MV_ROW_CHUNK : mm->relaid ? RELAY_ROWS : 64;
 	j.n_row_chunks = (mm->rows + j.row_chunk - 1) / j.row_chunk;
 	j.n_chunks = j.n_row_chunks * ((ntok + j.tok_chunk - 1) / j.tok_chunk);
 	atomic_init(&j.next, 0);
@@ -279,6 +403,11 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 	 * the workers for a barrier would; the caller does it alone. */
 	if (j.q && ntok == 1)
 		quant_quantize_act(mm->at, x, j.q, (uint64_t)mm->cols);
+	if (mm->relaid && ntok == 1) {
+		uint8_t *act = align64(j.q + up64(j.arow));
+		quant_mvx_prep(mm->wtype, mm->cols, j.q, act);
+		j.act = act;
+	}
 	/* without the barrier of the shared quantization every row chunk is
 	 * taken from a counter: a late worker is not waited for */
 	if (j.q && ntok > 1)
@@ -289,9 +418,16 @@ void cpu_mm_run(const struct cpu_mm *mm, struct tp_pool *pool, const float *x, i
 
 /* ---- several weights, one token ------------------------------------------------ */
 
+/* One item of the several-weight products: its quantized input, or its
+ * prepared one. */
+static size_t vec_item_scratch(const struct cpu_mm *mm)
+{
+	return mm->relaid ? relay_act_size(mm->wtype, mm->cols) : up64(tile_scratch(mm->wtype, mm->cols, 1));
+}
+
 size_t cpu_mm_vec_n_scratch(const struct cpu_mm *mm)
 {
-	return CPU_MM_VEC_N * up64(tile_scratch(mm->wtype, mm->cols, 1));
+	return CPU_MM_VEC_N * vec_item_scratch(mm);
 }
 
 void cpu_mm_run_vec_n(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *x,
@@ -339,15 +475,19 @@ static void mv_multi_body(void *varg, int ith, int nth)
 			const struct cpu_mm *mm = j->mm[i];
 			int64_t r0 = (c - j->first[i]) * MV_ROW_CHUNK;
 			int nr = (int)(mm->rows - r0 < MV_ROW_CHUNK ? mm->rows - r0 : MV_ROW_CHUNK);
-			quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr, j->a[i],
-				       j->arow[i], 1, j->y[i] + r0, (size_t)mm->rows);
+			if (mm->relaid)
+				quant_mvx_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr,
+					       j->a[i], j->y[i] + r0);
+			else
+				quant_dot_tile(mm->wtype, mm->cols, mm->w + (size_t)r0 * mm->wstride, mm->wstride, nr,
+					       j->a[i], j->arow[i], 1, j->y[i] + r0, (size_t)mm->rows);
 		}
 	}
 }
 
 size_t cpu_mm_vec_multi_scratch(const struct cpu_mm *mm)
 {
-	return CPU_MM_MULTI_MAX * up64(tile_scratch(mm->wtype, mm->cols, 1));
+	return CPU_MM_MULTI_MAX * vec_item_scratch(mm);
 }
 
 void cpu_mm_run_vec_multi(const struct cpu_mm *const *mm, int n, struct tp_pool *pool, const float *const *x,
@@ -376,10 +516,17 @@ void cpu_mm_run_vec_multi(const struct cpu_mm *const *mm, int n, struct tp_pool 
 		 * the selected experts) is quantized once */
 		int same = -1;
 		for (int k = 0; k < i && same < 0; k++)
-			if (x[k] == x[i] && mm[k]->at == at && mm[k]->cols == mm[i]->cols)
+			if (x[k] == x[i] && mm[k]->at == at && mm[k]->cols == mm[i]->cols &&
+			    !mm[k]->relaid == !mm[i]->relaid)
 				same = k;
 		if (same >= 0) {
 			j.a[i] = j.a[same];
+		} else if (mm[i]->relaid) {
+			quant_quantize_act(at, x[i], q, (uint64_t)mm[i]->cols);
+			uint8_t *act = align64(q + up64(j.arow[i]));
+			quant_mvx_prep(mm[i]->wtype, mm[i]->cols, q, act);
+			j.a[i] = act;
+			q += relay_act_size(mm[i]->wtype, mm[i]->cols);
 		} else {
 			quant_quantize_act(at, x[i], q, (uint64_t)mm[i]->cols);
 			j.a[i] = q;

@@ -39,9 +39,18 @@
  * the panels are larger than the file's rows). NONE is the default. */
 enum cpu_mm_repack { CPU_MM_REPACK_NONE = 0, CPU_MM_REPACK_BATCH, CPU_MM_REPACK_ALL };
 
+/* The interleaved layout (quant_mvx_ok: Q4_0 rows of a multiple of 512
+ * elements, AVX-512 VNNI): with relay set and no repack, the matrix is
+ * copied once into it and every product reads the copy. One token goes
+ * through quant_mvx_tile (1.65-1.9x the file layout's rate in L2, 2
+ * threads; decode of Q4_0 is then bound by memory, not by the kernel);
+ * batches read the copy back into the file's layout 16 rows at a time,
+ * into per-thread scratch, with the same bits as without it. The file's
+ * rows are no longer read, so the caller may drop their pages. */
 struct cpu_mm_opts {
 	int64_t max_tokens;        /* largest batch cpu_mm_run() gets, 1..CPU_MM_MAX_TOKENS */
 	enum cpu_mm_repack repack;
+	bool relay;                /* allow the interleaved copy */
 };
 
 #define CPU_MM_MAX_TOKENS (1 << 20)
@@ -58,6 +67,7 @@ struct cpu_mm {
 	int n_threads;          /* threads the scratch was sized for */
 	int64_t gemm_from;      /* batches of at least this many tokens take the GEMM */
 	uint8_t *panels;        /* [ceil(rows / QG_ROWS)][panel_size] (owned), or NULL */
+	uint8_t *relaid;        /* the rows in the interleaved layout (owned; w points to it), or NULL */
 	size_t panel_size;
 	size_t scratch_size;    /* bytes of scratch cpu_mm_run() needs */
 };
@@ -77,6 +87,9 @@ void cpu_mm_release(struct cpu_mm *mm);
 
 /* Bytes of the repacked panels (0 without a repack). */
 size_t cpu_mm_panel_bytes(const struct cpu_mm *mm);
+
+/* Bytes of the interleaved copy (0 without one). */
+size_t cpu_mm_relaid_bytes(const struct cpu_mm *mm);
 
 /* y[t][r] = dot(w row r, x row t) for r < rows, t < ntok.
  *   x: [ntok][cols] f32, y: [ntok][rows] f32 (need not be aligned)

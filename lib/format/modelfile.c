@@ -26,6 +26,7 @@ struct tern_mf {
 	uint64_t data_offset, file_size;
 	char (*names)[LEGACY_KEY_MAX];           /* [n_kv] legacy entry names */
 	uint8_t (*scalars)[8];                   /* [n_kv] legacy scalars, little-endian */
+	bool mapped;                             /* opened by path: the data is tern_map_file's mapping */
 };
 
 enum tern_mf_format tern_mf_probe(const void *buf, size_t size)
@@ -165,9 +166,12 @@ static int open_common(tern_mf **out, const char *path, const void *buf, size_t 
 		tern_mf_close(m);
 		return rc;
 	}
+	m->mapped = buf == NULL;
 	*out = m;
 	return 0;
 }
+
+bool tern_mf_mapped(const tern_mf *m) { return m->mapped; }
 
 int tern_mf_open(tern_mf **out, const char *path, const struct gguf_open_opts *gguf_opts, tern_err *e)
 {

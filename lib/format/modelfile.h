@@ -58,6 +58,10 @@ void tern_mf_close(tern_mf *m);
 
 enum tern_mf_format tern_mf_format(const tern_mf *m);
 const char *tern_mf_format_name(const tern_mf *m); /* "gguf" or "ggml" */
+/* True if the tensors' data is the file's mapping (tern_mf_open), whose
+ * pages a reader with its own copy may drop (tern_map_drop); false for a
+ * caller's buffer (tern_mf_open_mem). */
+bool tern_mf_mapped(const tern_mf *m);
 const char *tern_mf_variant(const tern_mf *m);     /* legacy: "whisper" / "silero"; GGUF: NULL */
 uint32_t tern_mf_version(const tern_mf *m);        /* GGUF: 2 or 3; legacy: 0 (unversioned) */
 uint32_t tern_mf_alignment(const tern_mf *m);      /* GGUF: data alignment; legacy: 0 (none) */

@@ -69,6 +69,7 @@ struct tern_llm {
 	struct tern_buf token_embd, output_norm, output, rope_freqs; /* rope_freqs: llama3's, or phi3's long/short */
 	struct tern_buf output_norm_b, output_b; /* phi2 */
 	bool output_is_embd;    /* tied: output shares token_embd's buffer */
+	bool loading_products;  /* tern_llm_new's second pass over the weights */
 	struct layer_bufs *layers;
 
 	/* activations, [n_ubatch] rows each */
@@ -114,16 +115,14 @@ int tern_llm_cache_type(const char *name)
 
 /* ---- creation ---------------------------------------------------------------- */
 
+/* Weights load in two passes (tern_llm_new): the tensors the products do
+ * not take first, then the products, so that no read of the file follows
+ * a product's re-laid copy (tern_be_weight). */
 static int weight(struct tern_llm *l, struct tern_buf *b, const struct tern_tensor_view *t, bool product, tern_err *e)
 {
-	if (!t)
+	if (product != l->loading_products)
 		return 0;
-	int rc = l->be->buf_weight(l->be, b, t, e);
-	if (!rc && product)
-		rc = l->be->mat_prepare(l->be, b, e);
-	if (rc)
-		tern_err_prefixf(e, "tensor '%.*s'", (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr);
-	return rc;
+	return tern_be_weight(l->be, b, t, product, tern_mf_mapped(l->m->mf), e);
 }
 
 static int alloc2(struct tern_llm *l, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)
@@ -352,7 +351,7 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->wk_b, w->wk_b, false, e); /* mat_mul_heads: not prepared */
 	rc = rc ? rc : weight(l, &L->wv_b, w->wv_b, false, e);
 	rc = rc ? rc : weight(l, &L->wkv_b, w->wkv_b, false, e);
-	if (!rc && c->mla_kv_b)
+	if (!rc && c->mla_kv_b && l->loading_products)
 		rc = split_kv_b(l, il, e);
 	rc = rc ? rc : weight(l, &L->attn_sinks, w->attn_sinks, false, e);
 	rc = rc ? rc : weight(l, &L->gate_inp, w->ffn_gate_inp, true, e);
@@ -361,7 +360,7 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
 	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
 	rc = rc ? rc : weight(l, &L->gate_up_exps, w->ffn_gate_up_exps, false, e);
-	if (!rc && w->ffn_gate_up_exps)
+	if (!rc && w->ffn_gate_up_exps && l->loading_products)
 		rc = split_gate_up_exps(l, il, e);
 	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
 	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
@@ -374,7 +373,7 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	rc = rc ? rc : weight(l, &L->attn_norm_b, w->attn_norm_b, false, e);
 	rc = rc ? rc : weight(l, &L->ffn_up_b, w->ffn_up_b, false, e);
 	rc = rc ? rc : weight(l, &L->ffn_down_b, w->ffn_down_b, false, e);
-	if (rc)
+	if (rc || !l->loading_products)
 		return rc;
 	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
 		int64_t ne[3] = {c->n_lora_kv + c->n_rot, 1, l->n_ctx};
@@ -444,21 +443,24 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
 	}
 
-	/* weights: views into the file (CPU) or copies (GPU) */
-	rc = weight(l, &l->token_embd, m->w.token_embd, c->tied_output, e);
-	if (!rc)
-		rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
-	if (!rc && !c->tied_output)
-		rc = weight(l, &l->output, m->w.output, true, e);
+	/* weights: views into the file or copies (weight(): two passes) */
 	l->output_is_embd = c->tied_output;
-	if (!rc)
-		rc = weight(l, &l->rope_freqs, rope_factors(m, n_ctx), false, e);
-	if (!rc)
-		rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
-	if (!rc)
-		rc = weight(l, &l->output_b, m->w.output_b, false, e);
-	for (uint32_t il = 0; !rc && il < c->n_layer; il++)
-		rc = load_layer(l, il, e);
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		l->loading_products = pass == 1;
+		rc = weight(l, &l->token_embd, m->w.token_embd, c->tied_output, e);
+		if (!rc)
+			rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
+		if (!rc && !c->tied_output)
+			rc = weight(l, &l->output, m->w.output, true, e);
+		if (!rc)
+			rc = weight(l, &l->rope_freqs, rope_factors(m, n_ctx), false, e);
+		if (!rc)
+			rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
+		if (!rc)
+			rc = weight(l, &l->output_b, m->w.output_b, false, e);
+		for (uint32_t il = 0; !rc && il < c->n_layer; il++)
+			rc = load_layer(l, il, e);
+	}
 
 	/* activations: the widest layer decides */
 	struct act_widths w = widest(c);

@@ -71,7 +71,8 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	struct cpu_mm *mm = calloc((size_t)n_exp, sizeof *mm);
 	if (!mm)
 		return tern_errf(err, TERN_ENOMEM, "%s: out of memory", be->name);
-	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack, .relay = !c->keep_layout && n_exp == 1};
+	struct cpu_mm_opts o = {.max_tokens = be->max_tokens, .repack = c->repack, .relay = !c->keep_layout && n_exp == 1,
+				.drop_source = (w->flags & TERN_BUF_MAPPED) != 0};
 	for (int64_t e = 0; e < n_exp && !rc; e++)
 		rc = cpu_mm_prepare(&mm[e], c->pool, w->type, (const uint8_t *)tern_buf_host(w) + (size_t)e * w->nb[2],
 				    w->nb[1], w->ne[1], w->ne[0], &o, err);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/mapfile.h"
 #include "quant/gemm.h"
 #include "quant/quant.h"
 
@@ -242,6 +243,7 @@ static int repack(struct cpu_mm *mm, struct tp_pool *pool, tern_err *err)
 struct relay_job {
 	const uint8_t *src;
 	size_t src_stride;
+	bool drop;
 	struct cpu_mm *mm;
 	_Atomic int64_t next;
 };
@@ -260,12 +262,17 @@ static void relay_body(void *varg, int ith, int nth)
 		for (int64_t r = r0; r < r1; r++)
 			quant_mvx_pack(mm->wtype, mm->cols, j->src + (size_t)r * j->src_stride,
 				       mm->relaid + (size_t)r * mm->wstride);
+		/* the copied rows' pages: peak memory stays the matrix plus a
+		 * few rows, not two matrices (pages shared with the next rows
+		 * go with the caller's drop of the whole range) */
+		if (j->drop)
+			tern_map_drop(j->src + (size_t)r0 * j->src_stride, (size_t)(r1 - r0) * j->src_stride);
 	}
 }
 
 /* Copy the rows into the interleaved layout (rows of the row size, no
  * gaps) and read the copy from then on. */
-static int relay(struct cpu_mm *mm, struct tp_pool *pool, tern_err *err)
+static int relay(struct cpu_mm *mm, struct tp_pool *pool, bool drop, tern_err *err)
 {
 	size_t rs = quant_row_size(mm->wtype, (uint64_t)mm->cols, NULL);
 	if ((uint64_t)mm->rows > (SIZE_MAX / 2) / rs)
@@ -275,7 +282,7 @@ static int relay(struct cpu_mm *mm, struct tp_pool *pool, tern_err *err)
 	mm->relaid = aligned_alloc(64, bytes);
 	if (!mm->relaid)
 		return tern_errf(err, TERN_ENOMEM, "matmul: out of memory for %zu bytes of re-laid weights", bytes);
-	struct relay_job j = {.src = mm->w, .src_stride = mm->wstride, .mm = mm};
+	struct relay_job j = {.src = mm->w, .src_stride = mm->wstride, .drop = drop, .mm = mm};
 	mm->wstride = rs;
 	atomic_init(&j.next, 0);
 	if (pool)
@@ -325,7 +332,7 @@ int cpu_mm_prepare(struct cpu_mm *mm, struct tp_pool *pool, uint32_t wtype, cons
 	if (gemm && rp != CPU_MM_REPACK_NONE && max_tokens >= from)
 		rc = repack(&m, pool, err);
 	else if (opts && opts->relay && rp == CPU_MM_REPACK_NONE && quant_mvx_ok(wtype, cols))
-		rc = relay(&m, pool, err);
+		rc = relay(&m, pool, opts->drop_source, err);
 	if (rc) {
 		cpu_mm_release(&m);
 		return rc;

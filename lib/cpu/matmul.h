@@ -51,6 +51,8 @@ struct cpu_mm_opts {
 	int64_t max_tokens;        /* largest batch cpu_mm_run() gets, 1..CPU_MM_MAX_TOKENS */
 	enum cpu_mm_repack repack;
 	bool relay;                /* allow the interleaved copy */
+	bool drop_source;          /* w is a model file's mapping (tern_map_file): drop its pages as the
+				    * interleaved copy takes the rows over (tern_map_drop) */
 };
 
 #define CPU_MM_MAX_TOKENS (1 << 20)

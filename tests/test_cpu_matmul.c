@@ -238,6 +238,42 @@ static void test_mvx_layout(void **state)
 	free(x);
 }
 
+/* Q6_K's one-token product gives the dot kernel's bits (which follow
+ * ggml's 8-lane order) under every ISA, rows of 1 to 22 super-blocks. */
+static void test_q6k_matvec_bits(void **state)
+{
+	(void)state;
+	static const char *isas[] = {"auto", "avx2", "scalar"};
+	for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
+		if (quant_cpu_force(isas[k]) != 0)
+			continue;
+		for (int64_t nb = 1; nb <= 22; nb += 7) {
+			int64_t cols = nb * QK_K, rows = 19;
+			size_t rs = quant_row_size(QT_Q6_K, (uint64_t)cols, NULL);
+			size_t ars = quant_row_size(QT_Q8_K, (uint64_t)cols, NULL);
+			uint8_t *w = malloc(rs * (size_t)rows), *a = malloc(ars);
+			float *x = malloc(sizeof(float) * (size_t)cols), y[19];
+			qu_seed((uint64_t)nb);
+			for (int64_t r = 0; r < rows; r++)
+				qu_make_row(QT_Q6_K, w + r * rs, cols, (int)(r & 1));
+			for (int64_t i = 0; i < cols; i++)
+				x[i] = qu_normal();
+			quant_quantize_act(QT_Q8_K, x, a, (uint64_t)cols);
+			quant_dot_tile(QT_Q6_K, cols, w, rs, (int)rows, a, ars, 1, y, 1);
+			for (int64_t r = 0; r < rows; r++) {
+				float d = quant_dot(QT_Q6_K, cols, w + r * rs, a);
+				if (memcmp(&d, &y[r], sizeof d) != 0)
+					fail_msg("%s: q6_K %lld cols, row %lld: mat-vec %.9g, dot %.9g", isas[k], (long long)cols,
+						 (long long)r, (double)y[r], (double)d);
+			}
+			free(w);
+			free(a);
+			free(x);
+		}
+	}
+	quant_cpu_force("auto");
+}
+
 static void test_prepare_errors(void **state)
 {
 	(void)state;
@@ -282,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_threads),
 		cmocka_unit_test(test_relay),
 		cmocka_unit_test(test_mvx_layout),
+		cmocka_unit_test(test_q6k_matvec_bits),
 		cmocka_unit_test(test_prepare_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

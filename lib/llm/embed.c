@@ -551,7 +551,8 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	lo.type_k = o.type_k;
 	lo.type_v = o.type_v;
 	lo.embeddings = true;
-	lo.ggml_fa = true; /* llama.cpp's attention, as the encoders' (top of file) */
+	lo.ggml_fa = true; /* llama.cpp's attention and products, as the encoders' (top of file) */
+	lo.ggml_ops = true;
 	em->acc = calloc(em->info.n_embd, sizeof *em->acc);
 	if (!em->acc)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
@@ -584,11 +585,11 @@ static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_bu
 	return dst;
 }
 
-/* y = W x (+ b) */
+/* y = W x (+ b), rounded as ggml's (top of file) */
 static void linear(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *b,
 		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
 {
-	tern_be_product(be, w, x, y, n);
+	tern_be_product_ggml(be, w, x, y, n, true);
 	if (tern_buf_opt(b))
 		be->add(be, y, b, y);
 }
@@ -599,7 +600,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct enc_bufs *L = &em->bl[il];
 	struct tern_backend *be = em->be;
 	const int64_t d = c->n_embd, hd = c->head_dim, nh = c->n_head;
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, false};
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&em->pos, 1, n1), apos = tern_buf_reshape(&em->apos, 1, n1);
 	struct tern_buf x = tern_buf_rows2(&em->x, d, n);
@@ -618,7 +619,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf v3 = tern_buf_rows3(&em->v, hd, nh, n);
 	struct tern_buf a3 = tern_buf_rows3(&em->a, hd, nh, n);
 	if (c->nomic) {
-		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot,
+		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot, .ggml = true,
 					       .freq_base = c->rope_base, .freq_scale = c->rope_scale};
 		be->rope(be, &q3, &pos, NULL, &rope);
 		be->rope(be, &k3, &pos, NULL, &rope);
@@ -639,8 +640,8 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf u = tern_buf_rows2(&em->up, c->n_ff, n);
 	if (c->nomic) {
 		struct tern_buf g = tern_buf_rows2(&em->gate, c->n_ff, n);
-		tern_be_product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
-		tern_be_product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
+		tern_be_product_ggml(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n, true);
+		tern_be_product_ggml(be, &L->up, act_in(em, &L->up, &x, &h), &u, n, true);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
 		linear(be, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u, n);
@@ -683,7 +684,7 @@ static int enc_run(struct tern_embed *em, const int32_t *ids, int32_t n, float *
 		be->get_rows(be, &em->b_pos, &pos, &h);
 		be->add(be, &x, &h, &x);
 	}
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, false};
 	be->norm(be, &x, NULL, &em->b_norm, &em->b_norm_b, &x, &ln);
 	for (uint32_t il = 0; il < c->n_layer; il++)
 		enc_block(em, il, n);

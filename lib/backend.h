@@ -158,6 +158,11 @@ struct tern_attn {
 	 * each so summed, and the chunks combined in f32 in order (ggml's split
 	 * of one token's keys over its threads). 0: the usual f32 attention. */
 	int32_t f16_split;
+	/* with f16_split: the scores' dot summed in the order of ggml's
+	 * AVX-512 build (ggml_vec_dot_f16) and every multiply-add of the sums
+	 * fused, the same bits in every SIMD variant (for the embeddings;
+	 * whisper keeps f16_split's own sums) */
+	bool ggml;
 	/* f32 [n_head] or NULL: per query head a logit (not scaled, not
 	 * capped) that joins the softmax's denominator with no value row
 	 * (gpt-oss's attention sinks): the weights of the keys then sum to

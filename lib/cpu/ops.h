@@ -48,6 +48,7 @@ struct cpu_attn_args {
 	int64_t n_chunks, chunk;
 	float *part;
 	const float *sinks;        /* [nh] sink logits (struct tern_attn), or NULL */
+	bool ggml;                 /* attn_f16acc: struct tern_attn's ggml */
 };
 
 /* y = o / l, or with a sink logit s the same with exp(s - m) added to the

@@ -799,6 +799,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.f16_split = l->o.ggml_fa && n < TERN_LLM_GGML_FA_TILE && L->k_cache.type == QT_F16 &&
 				     L->v_cache.type == QT_F16 && hd % 16 == 0 && hd == hdv && !lc->is_swa &&
 				     !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks) ? 1 : 0,
+		.ggml = l->o.ggml_ops,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	tern_be_product_ggml(be, &L->wo, &a, &o, n, l->o.ggml_ops);

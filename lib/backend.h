@@ -158,10 +158,15 @@ struct tern_attn {
 	 * each so summed, and the chunks combined in f32 in order (ggml's split
 	 * of one token's keys over its threads). 0: the usual f32 attention. */
 	int32_t f16_split;
-	/* with f16_split: the scores' dot summed in the order of ggml's
-	 * AVX-512 build (ggml_vec_dot_f16) and every multiply-add of the sums
-	 * fused, the same bits in every SIMD variant (for the embeddings;
-	 * whisper keeps f16_split's own sums) */
+	/* With f16 caches, a head of 16k, no window, softcap or sinks: ggml's
+	 * CPU flash attention as its AVX-512 build rounds it, the same bits
+	 * in every SIMD variant (for the embeddings; whisper keeps
+	 * f16_split's own sums). With f16_split (ggml's path below 64 tokens)
+	 * the scores' dot summed in ggml_vec_dot_f16's order and every
+	 * multiply-add of the sums fused; without (its tiled path, 64 tokens
+	 * or more) the query in f32, keys in tiles of 64, the scores and the
+	 * weighted sums of V as sequential fused sums, the weights by
+	 * ggml_v_expf (lib/cpu/ops_kern.inc). */
 	bool ggml;
 	/* f32 [n_head] or NULL: per query head a logit (not scaled, not
 	 * capped) that joins the softmax's denominator with no value row

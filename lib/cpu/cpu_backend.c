@@ -727,7 +727,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	struct cpu *c = be->impl;
 	const int32_t *pd = tern_buf_host(pos);
 	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
-	if (p->f16_split > 0) {
+	if (p->f16_split > 0 || p->ggml) {
 		struct attn_f16_job j = {.k = cpu_ops(), .split = p->f16_split};
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &j.a))
 			return;

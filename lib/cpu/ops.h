@@ -75,7 +75,9 @@ struct cpu_ops {
 	 * chunk c. */
 	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
 	/* Query rows [r0, r1) (row = token * nh + head) in ggml's f16
-	 * flash attention (struct tern_attn's f16_split: split chunks). */
+	 * flash attention (struct tern_attn's f16_split: split chunks), or
+	 * with split 0 (f16_split 0 and ggml) as its tiled flash attention
+	 * of 64 tokens or more. */
 	void (*attn_f16acc)(const struct cpu_attn_args *a, int64_t r0, int64_t r1, int split);
 	/* One row: x += r (r may be NULL), then y = norm(x) * w + b (w, b
 	 * may be NULL); kind TERN_NORM_*, | CPU_NORM_GGML for struct

@@ -631,7 +631,8 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	k3 = tern_buf_rows3(&em->k16, hd, nh, n);
 	v3 = tern_buf_rows3(&em->v16, hd, nh, n);
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
-				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0, .ggml = true};
+				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0,
+				     .ggml = hd % 16 == 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
 	linear(be, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o, n);
 	/* x = LayerNorm(x + o) */

@@ -791,15 +791,16 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	be->rope(be, &k3, &pos, freqs, &rope);
 	be->kv_store(be, &L->k_cache, &k3, &pos);
 	be->kv_store(be, &L->v_cache, &v3, &pos);
+	/* ggml's flash attention (llama.h: ggml_fa) where the layer allows it */
+	const bool ggml_attn = l->o.ggml_fa && L->k_cache.type == QT_F16 && L->v_cache.type == QT_F16 && hd % 16 == 0 &&
+			       hd == hdv && !lc->is_swa && !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks);
 	const struct tern_attn at = {
 		.scale = c->attn_scale,
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
 		.sinks = tern_buf_opt(&L->attn_sinks),
-		.f16_split = l->o.ggml_fa && n < TERN_LLM_GGML_FA_TILE && L->k_cache.type == QT_F16 &&
-				     L->v_cache.type == QT_F16 && hd % 16 == 0 && hd == hdv && !lc->is_swa &&
-				     !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks) ? 1 : 0,
-		.ggml = l->o.ggml_ops,
+		.f16_split = ggml_attn && n < TERN_LLM_GGML_FA_TILE ? 1 : 0,
+		.ggml = ggml_attn && l->o.ggml_ops,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
 	tern_be_product_ggml(be, &L->wo, &a, &o, n, l->o.ggml_ops);

@@ -110,9 +110,11 @@ enum { TERN_NORM_RMS, TERN_NORM_LAYER };
 struct tern_norm {
 	int kind;  /* TERN_NORM_* */
 	float eps;
-	bool ggml; /* RMS: the mean square as ggml's CPU backend rounds it (the
-		    * squares summed in double, then f32), the same bits in every
-		    * SIMD variant; for the embeddings (lib/llm/embed.c) */
+	bool ggml; /* as ggml's CPU backend (its AVX-512 build) rounds it, the same
+		    * bits in every SIMD variant, for the embeddings (lib/llm/embed.c):
+		    * RMS: the squares summed in double, then f32; layer: the mean
+		    * from a double sum, the squares in 16-lane trees added in
+		    * double (lib/cpu/ops_kern.inc) */
 };
 
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)

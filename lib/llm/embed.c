@@ -600,7 +600,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct enc_bufs *L = &em->bl[il];
 	struct tern_backend *be = em->be;
 	const int64_t d = c->n_embd, hd = c->head_dim, nh = c->n_head;
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, false};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&em->pos, 1, n1), apos = tern_buf_reshape(&em->apos, 1, n1);
 	struct tern_buf x = tern_buf_rows2(&em->x, d, n);
@@ -685,7 +685,7 @@ static int enc_run(struct tern_embed *em, const int32_t *ids, int32_t n, float *
 		be->get_rows(be, &em->b_pos, &pos, &h);
 		be->add(be, &x, &h, &x);
 	}
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, false};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
 	be->norm(be, &x, NULL, &em->b_norm, &em->b_norm_b, &x, &ln);
 	for (uint32_t il = 0; il < c->n_layer; il++)
 		enc_block(em, il, n);

@@ -27,7 +27,7 @@
  * defaults, which llama-embedding runs with): flash attention, which casts
  * K and V to f16, and for an input of fewer than 64 tokens (ggml's query
  * tile) also rounds the query to f16 and keeps the running sum of V rows
- * in f16 (struct tern_attn's f16_split), longer ones summing in f32; GELU
+ * in f16 (struct tern_attn's f16_split), longer ones in f32 by tiles (below); GELU
  * through ggml's f16 table (TERN_UNARY_GELU_F16). These roundings are
  * small (about 5e-4 relative on the attention's output) but not harmless
  * to copy or not: every product of a quantized file rounds its input to
@@ -39,6 +39,18 @@
  * f16 or bf16 weights reads its input rounded to that type (act_in), as
  * ggml's on x86 does: bf16 files then agree to a median cosine of
  * 0.9999995 instead of 0.999996.
+ *
+ * The rest rounds as ggml's x86 AVX-512 build (llama.cpp's reference
+ * data) does, the same bits under every SIMD variant: the products of
+ * Q8_0, Q4_0 and Q4_K weights through the backend's mat_mul_ggml
+ * (quant/ggml_order.h: the activations quantized and the float sums taken
+ * in ggml's order), the layer norms and the decoders' RMS norms (struct
+ * tern_norm's ggml), RoPE (tern_rope's ggml: the first product fused, as
+ * GCC compiles ggml's), and the attention (tern_attn's ggml: the scores'
+ * dot in ggml_vec_dot_f16's order below 64 tokens, ggml's tiled flash
+ * attention from 64). Each was found by comparing llama.cpp's graph node by
+ * node with tern's on identical inputs; together they take the quantized
+ * files from a worst cosine of 0.99988 to 1.00000000 (tests/test_embed.c).
  *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */

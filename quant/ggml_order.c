@@ -13,8 +13,8 @@
 #include "quant/ggml_order.inc"
 
 #if defined(__x86_64__)
-void quant_ggml_rows_avx2(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
-			  float *y, bool grouped);
+void quant_ggml_rows_n_avx2(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
+			    size_t act_size, int64_t ntok, float *y, int64_t ldy, int64_t ngrouped);
 #endif
 
 bool quant_ggml_ok(uint32_t t) { return t == QT_Q8_0 || t == QT_Q4_0 || t == QT_Q4_K; }
@@ -81,14 +81,23 @@ void quant_ggml_quantize(uint32_t t, const float *x, void *dst, int64_t cols)
 		quantize_q8_0(x, dst, cols);
 }
 
-void quant_ggml_rows(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
-		     float *y, bool grouped)
+void quant_ggml_rows_n(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
+		       size_t act_size, int64_t ntok, float *y, int64_t ldy, int64_t ngrouped)
 {
 #if defined(__x86_64__)
-	if (quant_isa() == QUANT_ISA_AVX2 || quant_isa() == QUANT_ISA_AVX512) {
-		quant_ggml_rows_avx2(t, cols, w, wstride, nrows, act, y, grouped);
+	/* (the vectors' Q4_K unpacks a row's scales on the stack: up to 512 super-blocks) */
+	if ((quant_isa() == QUANT_ISA_AVX2 || quant_isa() == QUANT_ISA_AVX512) && !(t == QT_Q4_K && cols > 512 * 256)) {
+		quant_ggml_rows_n_avx2(t, cols, w, wstride, nrows, act, act_size, ntok, y, ldy, ngrouped);
 		return;
 	}
 #endif
-	go_base_rows(t, cols, w, wstride, nrows, act, y, grouped);
+	for (int64_t k = 0; k < ntok; k++)
+		go_base_rows(t, cols, w, wstride, nrows, (const uint8_t *)act + (size_t)k * act_size, y + k * ldy,
+			     k < ngrouped);
+}
+
+void quant_ggml_rows(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
+		     float *y, bool grouped)
+{
+	quant_ggml_rows_n(t, cols, w, wstride, nrows, act, quant_ggml_act_size(t, cols), 1, y, 0, grouped ? 1 : 0);
 }

@@ -44,4 +44,11 @@ void quant_ggml_quantize(uint32_t t, const float *x, void *dst, int64_t cols);
 void quant_ggml_rows(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
 		     float *y, bool grouped);
 
+/* The same for ntok tokens: act_size bytes apart (quant_ggml_act_size),
+ * token k's results at y + k * ldy, the first ngrouped of them grouped;
+ * the same bits as ntok calls of quant_ggml_rows, with each weight row
+ * read once for every token. */
+void quant_ggml_rows_n(uint32_t t, int64_t cols, const void *w, size_t wstride, int64_t nrows, const void *act,
+		       size_t act_size, int64_t ntok, float *y, int64_t ldy, int64_t ngrouped);
+
 #endif

@@ -224,9 +224,8 @@ static void ggml_act_rows(void *arg, int64_t t0, int64_t t1)
 static void ggml_mm_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ggml_mm_job *j = arg;
-	for (int64_t t = 0; t < j->ntok; t++)
-		quant_ggml_rows(j->type, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, r1 - r0,
-				j->act + (size_t)t * j->act_size, j->y + t * j->rows + r0, t < j->ntok - j->ntok % 4);
+	quant_ggml_rows_n(j->type, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, r1 - r0, j->act, j->act_size,
+			  j->ntok, j->y + r0, j->rows, j->ntok - j->ntok % 4);
 }
 
 static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,

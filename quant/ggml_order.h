@@ -16,7 +16,9 @@
  *          4-token kernel) or per super-block (the one-token kernel);
  *          acc - accm.
  * The results are the same bits whatever SIMD variant runs (the scalar code
- * uses fmaf). */
+ * uses fmaf). Not copied: ggml's product of a single token with Q8_0
+ * weights (ggml_vec_dot_q8_0_q8_0, another order; tinyBLAS takes two or
+ * more), so a one-token input's Q8_0 products may differ in the last bit. */
 #ifndef TERN_QUANT_GGML_ORDER_H
 #define TERN_QUANT_GGML_ORDER_H
 

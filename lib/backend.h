@@ -114,6 +114,11 @@ enum { TERN_NORM_RMS, TERN_NORM_LAYER };
 struct tern_norm {
 	int kind;  /* TERN_NORM_* */
 	float eps;
+	bool ggml; /* as ggml's CPU backend (its AVX-512 build) rounds it, the same
+		    * bits in every SIMD variant, for the embeddings (lib/llm/embed.c):
+		    * RMS: the squares summed in double, then f32; layer: the mean
+		    * from a double sum, the squares in 16-lane trees added in
+		    * double (lib/cpu/ops_kern.inc) */
 };
 
 /* rope: the pair (i, i + 1) (TERN_ROPE_NORMAL, llama) or (i, i + n_rot / 2)
@@ -140,6 +145,9 @@ struct tern_rope {
 	float mscale;     /* magnitude of the turned pairs; 0: 1 */
 	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
 			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
+	bool ggml;        /* turn a pair (a, b) as ggml's CPU backend compiles it: (fma(a, c,
+			   * -(b s)), fma(a, s, b c)), the same bits in every SIMD variant; for
+			   * the embeddings. Else a c - b s, a s + b c, each product rounded */
 };
 
 /* attention */
@@ -156,6 +164,16 @@ struct tern_attn {
 	 * each so summed, and the chunks combined in f32 in order (ggml's split
 	 * of one token's keys over its threads). 0: the usual f32 attention. */
 	int32_t f16_split;
+	/* With f16 caches, a head of 16k, no window, softcap or sinks: ggml's
+	 * CPU flash attention as its AVX-512 build rounds it, the same bits
+	 * in every SIMD variant (for the embeddings; whisper keeps
+	 * f16_split's own sums). With f16_split (ggml's path below 64 tokens)
+	 * the scores' dot summed in ggml_vec_dot_f16's order and every
+	 * multiply-add of the sums fused; without (its tiled path, 64 tokens
+	 * or more) the query in f32, keys in tiles of 64, the scores and the
+	 * weighted sums of V as sequential fused sums, the weights by
+	 * ggml_v_expf (lib/cpu/ops_kern.inc). */
+	bool ggml;
 	/* f32 [n_head] or NULL: per query head a logit (not scaled, not
 	 * capped) that joins the softmax's denominator with no value row
 	 * (gpt-oss's attention sinks): the weights of the keys then sum to
@@ -273,6 +291,14 @@ struct tern_backend {
 	 * [ntok][rows], contiguous, ntok = x->ne[1] in 1..max_tokens. */
 	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			struct tern_buf *y);
+	/* mat_mul rounded as ggml's x86 CPU backend (llama.cpp's default)
+	 * rounds it, where quant/ggml_order.h has the weight's type (the
+	 * same bits under every SIMD variant; slower than mat_mul), else
+	 * mat_mul itself; for one token or many. NULL where a backend has
+	 * none (tern_be_product_ggml then takes mat_mul). The embeddings use
+	 * it to agree with llama.cpp's (lib/llm/embed.c). */
+	void (*mat_mul_ggml)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			     struct tern_buf *y);
 	/* y[t][h] = w[h] x[t][h] for every token t and head h, one matrix
 	 * per head: w a 3-D weight {cols, rows, n_head} as buf_weight made
 	 * it (any type mat_prepare takes; not prepared), whose heads may lie
@@ -502,6 +528,16 @@ static inline void tern_be_product(struct tern_backend *be, const struct tern_bu
 		be->mat_vec(be, w, x, y);
 	else
 		be->mat_mul(be, w, x, y);
+}
+
+/* tern_be_product, or with ggml (and a backend that has it) mat_mul_ggml */
+static inline void tern_be_product_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+					struct tern_buf *y, int64_t n, bool ggml)
+{
+	if (ggml && be->mat_mul_ggml)
+		be->mat_mul_ggml(be, w, x, y);
+	else
+		tern_be_product(be, w, x, y, n);
 }
 
 /* b, or NULL when it holds nothing (an optional weight the file lacks) */

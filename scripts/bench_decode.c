@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		die(&e);
 	struct tern_buf q2 = tern_buf_reshape(&q, 1, (int64_t[]){qd}), k2 = tern_buf_reshape(&k, 1, (int64_t[]){kvd});
 	struct tern_buf v2 = tern_buf_reshape(&v, 1, (int64_t[]){kvd}), a2 = tern_buf_reshape(&att, 1, (int64_t[]){qd});
-	struct tern_norm np = {TERN_NORM_RMS, 1e-6f};
+	struct tern_norm np = {TERN_NORM_RMS, 1e-6f, false};
 	struct tern_rope rp = {.mode = TERN_ROPE_NEOX, .n_rot = (int)s->hd, .freq_base = 10000, .freq_scale = 1};
 	struct tern_attn ap = {1.0f / sqrtf((float)s->hd), s->window, 0};
 	double *dt = malloc(sizeof(double) * (size_t)ntok), t_all = now_s();

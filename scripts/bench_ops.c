@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 				be->buf_free(be, &kx);
 				free(all);
 			}
-			struct tern_norm np = {TERN_NORM_RMS, 1e-6f};
+			struct tern_norm np = {TERN_NORM_RMS, 1e-6f, false};
 			struct tern_rope rp = {.mode = s->rope_mode, .n_rot = (int)s->hd, .freq_base = 10000, .freq_scale = 1};
 			struct tern_attn ap = {1.0f / sqrtf((float)s->hd), s->window, 0};
 			double *t = malloc(sizeof(double) * (size_t)rounds), med[OP_N];

@@ -22,6 +22,7 @@
 #include "lib/cpu/ops.h"
 #include "lib/cpu/threadpool.h"
 #include "quant/cpu.h"
+#include "quant/ggml_order.h"
 #include "quant/quant.h"
 
 /* experts moe_route takes (its per-token state lives on the stack) */
@@ -85,6 +86,9 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 		need = cpu_mm_vec_multi_scratch(mm);
 	if (!rc && n_exp > 1 && id_scratch(mm) > need)
 		need = id_scratch(mm);
+	/* mat_mul_ggml's quantized activations */
+	if (!rc && n_exp == 1 && (size_t)be->max_tokens * quant_ggml_act_size(w->type, w->ne[0]) > need)
+		need = (size_t)be->max_tokens * quant_ggml_act_size(w->type, w->ne[0]);
 	if (!rc && need > c->scratch_size) {
 		void *s = aligned_alloc(64, (need + 63) & ~(size_t)63);
 		if (s) {
@@ -203,6 +207,55 @@ struct ops_args {
 	float s;
 };
 
+/* ---- products in ggml's order (quant/ggml_order.h) ----
+ * The activations quantized once into the scratch (mat_prepare sized it),
+ * then slices of weight rows, each over every token. */
+struct ggml_mm_job {
+	uint32_t type;
+	int64_t cols, rows;
+	size_t act_size, wstride;
+	const uint8_t *w;
+	const float *x;
+	float *y;
+	uint8_t *act;
+	int64_t ntok;
+};
+
+static void ggml_act_rows(void *arg, int64_t t0, int64_t t1)
+{
+	struct ggml_mm_job *j = arg;
+	for (int64_t t = t0; t < t1; t++)
+		quant_ggml_quantize(j->type, j->x + t * j->cols, j->act + (size_t)t * j->act_size, j->cols);
+}
+
+static void ggml_mm_rows(void *arg, int64_t r0, int64_t r1)
+{
+	struct ggml_mm_job *j = arg;
+	quant_ggml_rows_n(j->type, j->cols, j->w + (size_t)r0 * j->wstride, j->wstride, r1 - r0, j->act, j->act_size,
+			  j->ntok, j->y + r0, j->rows, j->ntok - j->ntok % 4);
+}
+
+static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			     struct tern_buf *y)
+{
+	struct cpu *c = be->impl;
+	if (!quant_ggml_ok(w->type) || w->ne[2] != 1) {
+		if (x->ne[1] == 1)
+			cpu_mat_vec(be, w, x, y);
+		else
+			cpu_mat_mul(be, w, x, y);
+		return;
+	}
+	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y, false))
+		return;
+	struct ggml_mm_job j = {.type = w->type, .cols = w->ne[0], .rows = w->ne[1], .wstride = w->nb[1],
+				.w = tern_buf_host(w), .x = tern_buf_host(x), .y = tern_buf_host(y), .act = c->scratch,
+				.ntok = x->ne[1]};
+	j.act_size = quant_ggml_act_size(w->type, j.cols);
+	par_rows(be, ggml_act_rows, &j, j.ntok, j.ntok * j.cols * 4);
+	par_rows(be, ggml_mm_rows, &j, j.rows, j.rows * j.ntok * j.cols);
+}
+
 /* ---- one matrix per head (MLA) ----
  * Units: a head x a block of HEADS_TOK tokens, from a shared counter; each
  * quantizes its block's activations (on its stack) and takes one tile of
@@ -284,7 +337,8 @@ static void norm_rows(void *arg, int64_t r0, int64_t r1)
 	const float *rd = o->a ? tern_buf_host(o->a) : NULL, *wd = o->b ? tern_buf_host(o->b) : NULL;
 	const float *bd = o->c ? tern_buf_host(o->c) : NULL;
 	for (int64_t row = r0; row < r1; row++)
-		k->norm_row(xd + row * n, rd ? rd + row * n : NULL, wd, bd, yd + row * n, n, p->eps, p->kind);
+		k->norm_row(xd + row * n, rd ? rd + row * n : NULL, wd, bd, yd + row * n, n, p->eps,
+			    p->kind | (p->ggml ? CPU_NORM_GGML : 0));
 }
 
 static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
@@ -335,17 +389,19 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
 	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
 	float ms = rope_mag(p);
-	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], cs2[2 * ROPE_MAX_PAIRS], sn2[2 * ROPE_MAX_PAIRS];
+	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], ce[2 * ROPE_MAX_PAIRS], so[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
 		float theta = (float)pd[t];
 		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
 			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs[j], &sn[j]);
-			cs2[2 * j] = cs2[2 * j + 1] = cs[j];
-			sn2[2 * j] = -sn[j];
-			sn2[2 * j + 1] = sn[j];
+			ce[2 * j] = cs[j];
+			ce[2 * j + 1] = p->ggml ? sn[j] : cs[j];
+			so[2 * j] = -sn[j];
+			so[2 * j + 1] = p->ggml ? cs[j] : sn[j];
 		}
 		for (int64_t h = 0; h < nh; h++)
-			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, cs2, sn2, half, p->mode);
+			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, ce, so, half,
+				     p->mode | (p->ggml ? CPU_ROPE_GGML : 0));
 	}
 }
 
@@ -368,8 +424,8 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
 			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
 			float a = xh[i0], b = xh[i1];
-			xh[i0] = a * cs - b * sn;
-			xh[i1] = a * sn + b * cs;
+			xh[i0] = p->ggml ? fmaf(a, cs, -(b * sn)) : a * cs - b * sn; /* as the kernels' rope_head */
+			xh[i1] = p->ggml ? fmaf(a, sn, b * cs) : a * sn + b * cs;
 		}
 	}
 }
@@ -677,7 +733,7 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 	struct cpu *c = be->impl;
 	const int32_t *pd = tern_buf_host(pos);
 	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
-	if (p->f16_split > 0) {
+	if (p->f16_split > 0 || p->ggml) {
 		struct attn_f16_job j = {.k = cpu_ops(), .split = p->f16_split};
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &j.a))
 			return;
@@ -966,6 +1022,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.mat_vec = cpu_mat_vec;
 	c->be.mat_vec_n = cpu_mat_vec_n;
 	c->be.mat_mul = cpu_mat_mul;
+	c->be.mat_mul_ggml = cpu_mat_mul_ggml;
 	c->be.mat_mul_heads = cpu_mat_mul_heads;
 	c->be.mat_mul_id = cpu_mat_mul_id;
 	c->be.moe_route = cpu_moe_route;

@@ -445,7 +445,7 @@ bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, c
 		.q = tern_buf_host(q), .y = tern_buf_host(y), .k = tern_buf_host(k), .v = tern_buf_host(v),
 		.k_head = k->nb[1], .k_pos = k->nb[2], .v_head = v->nb[1], .v_pos = v->nb[2],
 		.ktype = k->type, .vtype = v->type, .pos = tern_buf_host(pos), .hd = q->ne[0], .nh = q->ne[1],
-		.nkv = k->ne[1], .ntok = q->ne[2], .n_ctx = k->ne[2], .scale = p->scale,
+		.nkv = k->ne[1], .ntok = q->ne[2], .n_ctx = k->ne[2], .scale = p->scale, .ggml = p->ggml,
 	};
 	a->group = a->nh / a->nkv;
 	return true;

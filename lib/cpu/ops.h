@@ -48,6 +48,7 @@ struct cpu_attn_args {
 	int64_t n_chunks, chunk;
 	float *part;
 	const float *sinks;        /* [nh] sink logits (struct tern_attn), or NULL */
+	bool ggml;                 /* attn_f16acc: struct tern_attn's ggml */
 };
 
 /* y = o / l, or with a sink logit s the same with exp(s - m) added to the
@@ -62,6 +63,9 @@ static inline float cpu_attn_inv(const struct cpu_attn_args *a, int64_t h, float
 	return 1.0f / (l + expf(s - m));
 }
 
+/* flags or-ed into norm_row's kind and rope_head's mode */
+enum { CPU_NORM_GGML = 1 << 4, CPU_ROPE_GGML = 1 << 4 };
+
 struct cpu_ops {
 	/* Rows [u * unit_rows, ...) of KV head kh against key chunk c
 	 * (0 when unsplit); ws: CPU_ATTN_WS_FLOATS floats, 64-byte aligned. */
@@ -71,16 +75,21 @@ struct cpu_ops {
 	 * chunk c. */
 	void (*attn_dec)(const struct cpu_attn_args *a, int64_t kh, int64_t c, float *ws);
 	/* Query rows [r0, r1) (row = token * nh + head) in ggml's f16
-	 * flash attention (struct tern_attn's f16_split: split chunks). */
+	 * flash attention (struct tern_attn's f16_split: split chunks), or
+	 * with split 0 (f16_split 0 and ggml) as its tiled flash attention
+	 * of 64 tokens or more. */
 	void (*attn_f16acc)(const struct cpu_attn_args *a, int64_t r0, int64_t r1, int split);
 	/* One row: x += r (r may be NULL), then y = norm(x) * w + b (w, b
-	 * may be NULL); kind TERN_NORM_*. y may be x. */
+	 * may be NULL); kind TERN_NORM_*, | CPU_NORM_GGML for struct
+	 * tern_norm's ggml. y may be x. */
 	void (*norm_row)(float *x, const float *r, const float *w, const float *b, float *y, int64_t n, float eps,
 			 int kind);
-	/* One head of RoPE: pairs j < half turn by (cs[j], sn[j]); the
-	 * normal ordering also reads cs2 = (cs0, cs0, cs1, cs1, ...) and
-	 * sn2 = (-sn0, sn0, -sn1, sn1, ...). */
-	void (*rope_head)(float *x, const float *cs, const float *sn, const float *cs2, const float *sn2, int64_t half,
+	/* One head of RoPE: pairs j < half turn by (cs[j], sn[j]); mode
+	 * TERN_ROPE_*, | CPU_ROPE_GGML for struct tern_rope's ggml. The
+	 * normal ordering also reads ce and so: (cs0, cs0, cs1, cs1, ...) and
+	 * (-sn0, sn0, -sn1, sn1, ...), with CPU_ROPE_GGML (cs0, sn0, cs1,
+	 * sn1, ...) and (-sn0, cs0, -sn1, cs1, ...). */
+	void (*rope_head)(float *x, const float *cs, const float *sn, const float *ce, const float *so, int64_t half,
 			  int mode);
 	/* y = ggml's f16-table GELU of x (TERN_UNARY_GELU_F16: 0 for x <=
 	 * -10, x for x >= 10, else tab[the f16 bits of x]); tab is

@@ -279,7 +279,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 {
 	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
 		return;
-	if (p->f16_split > 0) { /* ggml's f16 arithmetic: the one-lane kernel is the reference */
+	if (p->f16_split > 0 || p->ggml) { /* ggml's f16 arithmetic: the one-lane kernel is the reference */
 		struct cpu_attn_args a;
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &a))
 			return;

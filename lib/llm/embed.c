@@ -27,7 +27,7 @@
  * defaults, which llama-embedding runs with): flash attention, which casts
  * K and V to f16, and for an input of fewer than 64 tokens (ggml's query
  * tile) also rounds the query to f16 and keeps the running sum of V rows
- * in f16 (struct tern_attn's f16_split), longer ones summing in f32; GELU
+ * in f16 (struct tern_attn's f16_split), longer ones in f32 by tiles (below); GELU
  * through ggml's f16 table (TERN_UNARY_GELU_F16). These roundings are
  * small (about 5e-4 relative on the attention's output) but not harmless
  * to copy or not: every product of a quantized file rounds its input to
@@ -39,6 +39,18 @@
  * f16 or bf16 weights reads its input rounded to that type (act_in), as
  * ggml's on x86 does: bf16 files then agree to a median cosine of
  * 0.9999995 instead of 0.999996.
+ *
+ * The rest rounds as ggml's x86 AVX-512 build (llama.cpp's reference
+ * data) does, the same bits under every SIMD variant: the products of
+ * Q8_0, Q4_0 and Q4_K weights through the backend's mat_mul_ggml
+ * (quant/ggml_order.h: the activations quantized and the float sums taken
+ * in ggml's order), the layer norms and the decoders' RMS norms (struct
+ * tern_norm's ggml), RoPE (tern_rope's ggml: the first product fused, as
+ * GCC compiles ggml's), and the attention (tern_attn's ggml: the scores'
+ * dot in ggml_vec_dot_f16's order below 64 tokens, ggml's tiled flash
+ * attention from 64). Each was found by comparing llama.cpp's graph node by
+ * node with tern's on identical inputs; together they take the quantized
+ * files from a worst cosine of 0.99988 to 1.00000000 (tests/test_embed.c).
  *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */
@@ -551,7 +563,8 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	lo.type_k = o.type_k;
 	lo.type_v = o.type_v;
 	lo.embeddings = true;
-	lo.ggml_fa = true; /* llama.cpp's attention, as the encoders' (top of file) */
+	lo.ggml_fa = true; /* llama.cpp's attention and products, as the encoders' (top of file) */
+	lo.ggml_ops = true;
 	em->acc = calloc(em->info.n_embd, sizeof *em->acc);
 	if (!em->acc)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
@@ -584,11 +597,11 @@ static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_bu
 	return dst;
 }
 
-/* y = W x (+ b) */
+/* y = W x (+ b), rounded as ggml's (top of file) */
 static void linear(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *b,
 		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
 {
-	tern_be_product(be, w, x, y, n);
+	tern_be_product_ggml(be, w, x, y, n, true);
 	if (tern_buf_opt(b))
 		be->add(be, y, b, y);
 }
@@ -599,7 +612,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct enc_bufs *L = &em->bl[il];
 	struct tern_backend *be = em->be;
 	const int64_t d = c->n_embd, hd = c->head_dim, nh = c->n_head;
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&em->pos, 1, n1), apos = tern_buf_reshape(&em->apos, 1, n1);
 	struct tern_buf x = tern_buf_rows2(&em->x, d, n);
@@ -618,7 +631,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf v3 = tern_buf_rows3(&em->v, hd, nh, n);
 	struct tern_buf a3 = tern_buf_rows3(&em->a, hd, nh, n);
 	if (c->nomic) {
-		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot,
+		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot, .ggml = true,
 					       .freq_base = c->rope_base, .freq_scale = c->rope_scale};
 		be->rope(be, &q3, &pos, NULL, &rope);
 		be->rope(be, &k3, &pos, NULL, &rope);
@@ -630,7 +643,8 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	k3 = tern_buf_rows3(&em->k16, hd, nh, n);
 	v3 = tern_buf_rows3(&em->v16, hd, nh, n);
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
-				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0};
+				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0,
+				     .ggml = hd % 16 == 0};
 	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
 	linear(be, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o, n);
 	/* x = LayerNorm(x + o) */
@@ -639,8 +653,8 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf u = tern_buf_rows2(&em->up, c->n_ff, n);
 	if (c->nomic) {
 		struct tern_buf g = tern_buf_rows2(&em->gate, c->n_ff, n);
-		tern_be_product(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n);
-		tern_be_product(be, &L->up, act_in(em, &L->up, &x, &h), &u, n);
+		tern_be_product_ggml(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n, true);
+		tern_be_product_ggml(be, &L->up, act_in(em, &L->up, &x, &h), &u, n, true);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
 		linear(be, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u, n);
@@ -683,7 +697,7 @@ static int enc_run(struct tern_embed *em, const int32_t *ids, int32_t n, float *
 		be->get_rows(be, &em->b_pos, &pos, &h);
 		be->add(be, &x, &h, &x);
 	}
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps};
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
 	be->norm(be, &x, NULL, &em->b_norm, &em->b_norm_b, &x, &ln);
 	for (uint32_t il = 0; il < c->n_layer; il++)
 		enc_block(em, il, n);

@@ -547,9 +547,11 @@ void tern_llm_free(struct tern_llm *l)
 
 
 /* the norm of the residual stream: RMS, or layer norm with bias (phi2) */
-static struct tern_norm model_norm(const struct tern_model_config *c)
+static struct tern_norm model_norm(const struct tern_llm *l)
 {
-	return (struct tern_norm){c->norm == TERN_MODEL_NORM_LAYER ? TERN_NORM_LAYER : TERN_NORM_RMS, c->norm_eps};
+	const struct tern_model_config *c = &l->m->cfg;
+	return (struct tern_norm){c->norm == TERN_MODEL_NORM_LAYER ? TERN_NORM_LAYER : TERN_NORM_RMS, c->norm_eps,
+				  l->o.ggml_ops};
 }
 
 static int glu_kind(enum tern_model_act a)
@@ -560,9 +562,11 @@ static int glu_kind(enum tern_model_act a)
 
 /* A layer's RoPE: its base and scale, YaRN's ramp and magnitude for
  * them (model.c's rope_config), the file's attention factor */
-static struct tern_rope layer_rope(const struct tern_model_config *c, const struct tern_model_layer_config *lc, int mode)
+static struct tern_rope layer_rope(const struct tern_model_config *c, const struct tern_model_layer_config *lc, int mode,
+				   bool ggml)
 {
 	return (struct tern_rope){
+		.ggml = ggml,
 		.mode = mode,
 		.n_rot = (int)c->n_rot,
 		.freq_base = lc->rope_base,
@@ -675,7 +679,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const int64_t nh = lc->n_head, hd = c->head_dim, nr = c->n_rot, nope = hd - nr, kvr = c->n_lora_kv;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops};
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1);
 	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
@@ -696,7 +700,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
 		tern_be_product(be, &L->wq_b, &qa, &q, n);
 	}
-	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL);
+	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL, l->o.ggml_ops);
 
 	/* the cache row: the normed latent, then the rotated shared key part */
 	struct tern_buf lat = tern_buf_rows2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
@@ -743,7 +747,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps};
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops};
 
 	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
 	struct tern_buf q = tern_buf_rows2(&l->q, nh * hd, n);
@@ -754,7 +758,11 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
 
 	/* attention; one token's Q, K and V in one step */
-	if (n == 1) {
+	if (l->o.ggml_ops) {
+		tern_be_product_ggml(be, &L->wq, &h, &q, n, true);
+		tern_be_product_ggml(be, &L->wk, &h, &k, n, true);
+		tern_be_product_ggml(be, &L->wv, &h, &v, n, true);
+	} else if (n == 1) {
 		const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
 		struct tern_buf *y3[3] = {&q, &k, &v};
 		be->mat_vec_n(be, 3, w3, &h, y3);
@@ -777,24 +785,27 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
 	if (tern_buf_opt(&L->k_norm))
 		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
-	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL);
+	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
+						 l->o.ggml_ops);
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);
 	be->rope(be, &k3, &pos, freqs, &rope);
 	be->kv_store(be, &L->k_cache, &k3, &pos);
 	be->kv_store(be, &L->v_cache, &v3, &pos);
+	/* ggml's flash attention (llama.h: ggml_fa) where the layer allows it */
+	const bool ggml_attn = l->o.ggml_fa && L->k_cache.type == QT_F16 && L->v_cache.type == QT_F16 && hd % 16 == 0 &&
+			       hd == hdv && !lc->is_swa && !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks);
 	const struct tern_attn at = {
 		.scale = c->attn_scale,
 		.window = lc->is_swa ? (int32_t)c->n_swa : 0,
 		.softcap = c->attn_softcap,
 		.sinks = tern_buf_opt(&L->attn_sinks),
-		.f16_split = l->o.ggml_fa && n < TERN_LLM_GGML_FA_TILE && L->k_cache.type == QT_F16 &&
-				     L->v_cache.type == QT_F16 && hd % 16 == 0 && hd == hdv && !lc->is_swa &&
-				     !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks) ? 1 : 0,
+		.f16_split = ggml_attn && n < TERN_LLM_GGML_FA_TILE ? 1 : 0,
+		.ggml = ggml_attn && l->o.ggml_ops,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
-	tern_be_product(be, &L->wo, &a, &o, n);
+	tern_be_product_ggml(be, &L->wo, &a, &o, n, l->o.ggml_ops);
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
@@ -810,7 +821,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = l->be;
-	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps}, nrm = model_norm(c);
+	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops}, nrm = model_norm(l);
 	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n);
 	struct tern_buf x = tern_buf_rows2(&l->x, c->n_embd, n);
 	struct tern_buf o = tern_buf_rows2(&l->out, c->n_embd, n);
@@ -845,7 +856,10 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 			be->add(be, &o, &L->ffn_down_b, &o);
 		return;
 	}
-	if (n == 1) {
+	if (l->o.ggml_ops) {
+		tern_be_product_ggml(be, &L->ffn_gate, &h, &g, n, true);
+		tern_be_product_ggml(be, &L->ffn_up, &h, &u, n, true);
+	} else if (n == 1) {
 		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
 		struct tern_buf *y2[2] = {&g, &u};
 		be->mat_vec_n(be, 2, w2, &h, y2);
@@ -854,7 +868,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 		be->mat_mul(be, &L->ffn_up, &h, &u);
 	}
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
-	tern_be_product(be, &L->ffn_down, &g, &o, n);
+	tern_be_product_ggml(be, &L->ffn_down, &g, &o, n, l->o.ggml_ops);
 	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
@@ -864,7 +878,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	struct tern_backend *be = l->be;
-	const struct tern_norm nrm = model_norm(c);
+	const struct tern_norm nrm = model_norm(l);
 	for (int32_t i = 0; i < n; i++) {
 		l->host_ids[i] = tokens[i];
 		l->host_pos[i] = l->n_past + i;

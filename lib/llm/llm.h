@@ -42,6 +42,10 @@ struct tern_llm_opts {
 			   * window, soft-cap or sinks); the embeddings set it to agree with
 			   * llama.cpp's (lib/llm/embed.c). Else, and by default, the attention sums
 			   * in f32. */
+	bool ggml_ops;    /* the dense layers' products (the backend's mat_mul_ggml, slower), the RMS
+			   * norms and RoPE rounded as ggml's x86 CPU backend rounds them (lib/backend.h:
+			   * struct tern_norm's and tern_rope's ggml), the same bits under every SIMD
+			   * variant; the embeddings set it. Off by default: generation keeps its own */
 };
 
 /* ggml's flash attention takes the queries of a batch of at least this

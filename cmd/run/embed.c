@@ -209,7 +209,11 @@ int embed_main(const struct embed_cli *c)
 				    c->model, (file + all) / mib, file / mib, (double)kv / mib, ctx, (double)avail / mib);
 	}
 	int64_t need = tern_embed_batch_needed(s.em, &o);
-	struct cpu_backend_opts bo = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch};
+	/* the embeddings' quantized products read the file's rows in ggml's
+	 * order (tern_llm_opts.ggml_ops): an interleaved copy for one-token
+	 * products would only cost memory */
+	struct cpu_backend_opts bo = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch,
+				      .keep_layout = true};
 	rc = cpu_backend_new(&s.be, &bo, &e);
 	rc = rc ? rc : tern_embed_init(s.em, s.be, &o, &e);
 	if (rc == TERN_EINVAL && !c->pooling && strstr(e.msg, "pooling"))

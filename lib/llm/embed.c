@@ -437,17 +437,12 @@ int64_t tern_embed_batch_needed(const struct tern_embed *em, const struct tern_e
 	return o->n_ubatch > 0 ? o->n_ubatch : 0;
 }
 
+/* the encoders' weights stay views of the file: not marked as mapped, so
+ * tern_be_weight neither copies nor drops anything (behaviour as before) */
 static int weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, bool product,
 		  tern_err *e)
 {
-	if (!t)
-		return 0;
-	int rc = be->buf_weight(be, b, t, e);
-	if (!rc && product)
-		rc = be->mat_prepare(be, b, e);
-	if (rc)
-		tern_err_prefixf(e, "tensor '%.*s'", (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr);
-	return rc;
+	return tern_be_weight(be, b, t, product, false, e);
 }
 
 static int alloc2(struct tern_backend *be, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)

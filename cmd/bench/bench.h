@@ -72,8 +72,12 @@ int bench_cmp_double(const void *a, const void *b);
 void *bench_xmalloc(size_t n);               /* 64-byte aligned; exits 1 when out of memory */
 /* "model name" (x86) or "Model"/"Hardware" (Arm) from /proc/cpuinfo. */
 void bench_cpu_model(char *out, size_t cap);
-/* Peak resident set of this process, in bytes. */
+/* Peak resident set of this process in bytes: since the last
+ * bench_peak_rss_reset() (where Linux lets the peak be reset: VmHWM after
+ * /proc/self/clear_refs), and over the whole run. */
 uint64_t bench_peak_rss(void);
+uint64_t bench_peak_rss_run(void);
+void bench_peak_rss_reset(void);
 /* Date as ISO 8601 UTC. */
 void bench_date(char *out, size_t cap);
 void bench_json_strz(const char *s); /* a JSON string on stdout */

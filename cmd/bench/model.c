@@ -179,6 +179,12 @@ static void describe(struct bench_model *bm, const struct bench_opts *o)
 	const tern_mf *mf = bm->m->mf;
 	const struct tern_model_config *c = &bm->m->cfg;
 	bm->file_size = tern_mf_file_size(mf);
+	bm->loaded = true;
+	snprintf(bm->arch, sizeof bm->arch, "%s", c->arch);
+	bm->n_layer = c->n_layer;
+	bm->n_embd = c->n_embd;
+	bm->n_vocab = c->n_vocab;
+	bm->n_ctx_train = c->n_ctx_train;
 	volatile uint8_t sink = 0;
 	long page = sysconf(_SC_PAGESIZE);
 	if (page <= 0)
@@ -704,6 +710,7 @@ static int load_model(struct bench_ctx *bc, int mi, tern_err *e)
 {
 	struct bench_model *bm = &bc->models[mi];
 	bench_progress(&bc->rp, "loading %s", bm->path);
+	bench_peak_rss_reset(); /* each model's tests report its own peak */
 	int rc = tern_model_open(&bm->m, bm->path, e);
 	if (rc)
 		return rc;
@@ -839,6 +846,11 @@ int bench_models(const struct bench_opts *o)
 			bench_out_test(&bc, t);
 		}
 		engine_free(&en);
+		/* its mapping would count in the next model's peak RSS */
+		tok_vocab_free(bm->v);
+		tern_model_free(bm->m);
+		bm->v = NULL;
+		bm->m = NULL;
 	}
 	bench_progress_clear(&bc.rp);
 	bc.duration_s = bench_now() - bc.t_start;

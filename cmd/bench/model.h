@@ -29,8 +29,11 @@ struct bench_matrix {
 
 struct bench_model {
 	const char *path;
-	struct tern_model *m; /* NULL when it could not be loaded (error says why) */
+	struct tern_model *m; /* while its tests run; NULL before and after */
 	tok_vocab *v;
+	bool loaded;          /* it was loaded (else error says why); the facts below hold */
+	char arch[64];
+	uint32_t n_layer, n_embd, n_vocab, n_ctx_train;
 	char label[160];       /* "llama 134.52M q4_1" */
 	char error[512];
 	char sha256[65];      /* --hash: hex digest, else "" */

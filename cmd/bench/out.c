@@ -389,21 +389,20 @@ static void json_model(const struct bench_model *bm, int i)
 	bench_json_strz(bm->path);
 	printf(", \"error\": ");
 	jstr_or_null(bm->error);
-	if (!bm->m) {
+	if (!bm->loaded) {
 		printf("}");
 		return;
 	}
-	const struct tern_model_config *c = &bm->m->cfg;
 	printf(", \"file_size\": %" PRIu64 ", \"weights_size\": %" PRIu64 ", \"sha256\": ", bm->file_size,
 	       bm->weights_size);
 	jstr_or_null(bm->sha256);
 	printf(", \"label\": ");
 	bench_json_strz(bm->label);
 	printf(",\n   \"architecture\": ");
-	bench_json_strz(c->arch);
+	bench_json_strz(bm->arch);
 	printf(", \"n_params\": %" PRIu64 ", \"n_layer\": %u, \"n_embd\": %u, \"n_vocab\": %u, \"n_ctx_train\": %u"
 	       ", \"decode_weight_bytes\": %" PRIu64 ",\n   \"weight_types\": {",
-	       bm->n_params, c->n_layer, c->n_embd, c->n_vocab, c->n_ctx_train, bm->step_weight_bytes);
+	       bm->n_params, bm->n_layer, bm->n_embd, bm->n_vocab, bm->n_ctx_train, bm->step_weight_bytes);
 	bool first = true;
 	for (int t = 0; t < QT_COUNT; t++)
 		if (bm->type_tensors[t]) {
@@ -591,7 +590,7 @@ void bench_out_end(struct bench_ctx *bc)
 		}
 		printf("],\n \"peak_rss_bytes\": %" PRIu64 ", \"device_memory_bytes\": null, \"interrupted\": %s"
 		       ", \"duration_s\": ",
-		       bench_peak_rss(), bench_interrupted ? "true" : "false");
+		       bench_peak_rss_run(), bench_interrupted ? "true" : "false");
 		jnum(bc->duration_s);
 		printf("}\n");
 	} else if (o->out == BENCH_OUT_TABLE && bc->written) {
@@ -627,7 +626,7 @@ void bench_out_end(struct bench_ctx *bc)
 		printf("t/s: median of %" PRId64 " run%s ± the larger distance to the slowest or fastest; %" PRId64
 		       " warm-up run%s discarded\n",
 		       o->reps, o->reps == 1 ? "" : "s", o->warmup, o->warmup == 1 ? "" : "s");
-		printf("peak RSS %.1f MiB; tern %s (%s)%s\n", (double)bench_peak_rss() / 1048576.0, TERN_VERSION,
+		printf("peak RSS %.1f MiB; tern %s (%s)%s\n", (double)bench_peak_rss_run() / 1048576.0, TERN_VERSION,
 		       tern_build_commit, bench_interrupted ? "; interrupted" : "");
 	}
 	fflush(stdout);

@@ -3,6 +3,9 @@
  * probe, and Ctrl-C. */
 #include <errno.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,12 +84,56 @@ void bench_cpu_model(char *out, size_t cap)
 	fclose(f);
 }
 
+/* the largest peak read so far: the kernel's counter catches up with
+ * a peak only when memory is unmapped, so a reading taken before the
+ * previous model was freed can exceed the counter read after it */
+static uint64_t peak_seen;
+
+/* VmHWM from /proc/self/status, in bytes; 0 where there is none */
+static uint64_t vm_hwm(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
 uint64_t bench_peak_rss(void)
 {
+	uint64_t v = vm_hwm();
 	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) != 0)
-		return 0;
-	return (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+	if (!v && getrusage(RUSAGE_SELF, &ru) == 0)
+		v = (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+	if (v > peak_seen)
+		peak_seen = v;
+	return v;
+}
+
+uint64_t bench_peak_rss_run(void)
+{
+	(void)bench_peak_rss();
+	return peak_seen;
+}
+
+void bench_peak_rss_reset(void)
+{
+	(void)bench_peak_rss();
+#ifdef __GLIBC__
+	malloc_trim(0); /* what the previous model freed goes back first */
+#endif
+	/* "5": reset the peak resident set (Linux 4.0 and later); where it
+	 * cannot be written the peak stays the process's */
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
 }
 
 void bench_date(char *out, size_t cap)

@@ -163,6 +163,11 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 	if (ub < 1 || ub > be->max_tokens)
 		return tern_errf(e, TERN_EINVAL, "micro-batch of %lld tokens: the backend takes 1..%lld", (long long)ub,
 				 (long long)be->max_tokens);
+	/* the attention is causal: no forward pass takes more tokens than
+	 * the context holds, so activations for more would never be used
+	 * (llama.cpp clamps n_batch, then n_ubatch, to n_ctx alike) */
+	if (ub > ctx)
+		ub = ctx;
 	*n_ctx = (int32_t)ctx;
 	*n_ubatch = (int32_t)ub;
 	return 0;
@@ -222,6 +227,8 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 				      : (double)n_ctx * (double)c->layer[il].n_head_kv *
 						(double)(quant_row_size(type_k, c->head_dim, NULL) +
 							 quant_row_size(type_v, c->head_dim_v, NULL));
+	if (n_ubatch > n_ctx) /* as check_opts resolves it */
+		n_ubatch = n_ctx;
 	struct act_widths w = widest(c);
 	double mla = 0; /* floats per token of the latent attention's activations */
 	if (c->n_lora_kv) {
@@ -1002,6 +1009,11 @@ int32_t tern_llm_n_vocab(const struct tern_llm *l)
 const struct tern_model *tern_llm_model(const struct tern_llm *l)
 {
 	return l->m;
+}
+
+int32_t tern_llm_n_ubatch(const struct tern_llm *l)
+{
+	return l->n_ubatch;
 }
 
 uint64_t tern_llm_kv_bytes(const struct tern_llm *l)

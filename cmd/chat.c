@@ -361,6 +361,9 @@ static void load(void)
 	info("%s: %s, %u layers, context %d, %" PRId64 " threads, seed %" PRIu64 ", chat template %s; loaded in %.1f ms",
 	     model_path, S.m->cfg.arch, S.m->cfg.n_layer, n_ctx, llm_o.threads, S.seed, tern_prompt_describe(S.pr),
 	     S.load_ms);
+	/* the vocabulary, the configuration and the template are taken: the
+	 * file's metadata need not stay in memory (a later read maps it back) */
+	tern_mf_drop_metadata(S.m->mf);
 }
 
 static void unload(void)

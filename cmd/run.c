@@ -1041,6 +1041,9 @@ int main(int argc, char **argv)
 	int32_t *ids;
 	int32_t n_ids = tokenize_prompt(&ss, text, pr != NULL, &ids);
 	info("prompt: %d tokens", n_ids);
+	/* the vocabulary, the configuration and the template are taken: the
+	 * file's metadata need not stay in memory (a later read maps it back) */
+	tern_mf_drop_metadata(ss.m->mf);
 
 	struct output out = {.n_top = o_logprobs > 0 ? (int)o_logprobs : 0};
 	struct tern_gen_stats st;

@@ -262,6 +262,54 @@ static void test_strmap_bounds(void **state)
 	assert_null(m.slot);
 }
 
+/* names of a few far-apart indexes */
+struct far {
+	size_t idx[4];
+	const char *name[4];
+};
+
+static struct tern_str far_name(const void *ctx, size_t i)
+{
+	const struct far *f = ctx;
+	for (int k = 0; k < 4; k++)
+		if (f->idx[k] == i)
+			return (struct tern_str){f->name[k], strlen(f->name[k])};
+	return (struct tern_str){"?", 1};
+}
+
+/* 32-bit slots up to TERN_STRMAP_NARROW entries (indexes up to it),
+ * 64-bit past it; both find what they hold (the maps' slots are
+ * allocated, never touched but for the few entries). */
+static void test_strmap_widths(void **state)
+{
+	(void)state;
+	struct far f = {{0, 5, TERN_STRMAP_NARROW, (size_t)TERN_STRMAP_NARROW + 1}, {"a", "b", "c", "d"}};
+	struct tern_strmap m;
+	assert_int_equal(tern_strmap_init(&m, TERN_STRMAP_NARROW, far_name, &f), 0);
+	assert_false(m.wide);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(tern_strmap_add(&m, f.idx[k], NULL), 0);
+	assert_int_equal(tern_strmap_add(&m, f.idx[3], NULL), TERN_ERANGE); /* no room in 24 bits */
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(tern_strmap_find(&m, f.name[k], 1), f.idx[k]);
+	assert_true(tern_strmap_find(&m, "d", 1) == TERN_STRMAP_NONE);
+	size_t first = 0;
+	f.idx[3] = 7;
+	f.name[3] = "c";
+	assert_int_equal(tern_strmap_add(&m, 7, &first), 1);
+	assert_int_equal(first, TERN_STRMAP_NARROW);
+	tern_strmap_free(&m);
+
+	struct far g = {{0, 5, TERN_STRMAP_NARROW, (size_t)TERN_STRMAP_LIMIT}, {"a", "b", "c", "d"}};
+	assert_int_equal(tern_strmap_init(&m, (size_t)TERN_STRMAP_NARROW + 1, far_name, &g), 0);
+	assert_true(m.wide);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(tern_strmap_add(&m, g.idx[k], NULL), 0);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(tern_strmap_find(&m, g.name[k], 1), g.idx[k]);
+	tern_strmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_quote_truncates),
 		cmocka_unit_test(test_strmap_basic),
 		cmocka_unit_test(test_strmap_bounds),
+		cmocka_unit_test(test_strmap_widths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

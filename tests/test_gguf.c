@@ -169,6 +169,27 @@ static void test_arrays(void **state)
 		assert_int_equal(gguf_arr_elem(&kv->v, (uint64_t)i, &v), 0);
 		assert_true(v.s.len == strlen(strs[i]));
 	}
+	/* the index: 32-bit offsets for an array this small; the 64-bit
+	 * form (arrays past 4 GiB) read through the same call, shown on an
+	 * index made by hand from the sequential walk */
+	assert_int_equal(gguf_str_index_width(kv->v.size), 4);
+	assert_int_equal(gguf_str_index_width(UINT32_MAX), 4);
+	assert_int_equal(gguf_str_index_width((uint64_t)UINT32_MAX + 1), 8);
+	assert_int_equal(gguf_str_index_width(UINT64_MAX), 8);
+	assert_false(kv->str_off64);
+	uint64_t off64[4], pos = 0, idx = 0;
+	for (int i = 0; i < 4; i++) {
+		off64[i] = pos;
+		assert_int_equal(gguf_arr_next(&kv->v, &idx, &pos, &v), 0);
+	}
+	struct gguf_kv wide = *kv;
+	wide.str_off = off64;
+	wide.str_off64 = true;
+	for (int i = 3; i >= 0; i--) {
+		struct tern_str s = gguf_kv_arr_str(&wide, (uint64_t)i);
+		assert_int_equal(s.len, strlen(strs[i]));
+		assert_memory_equal(s.ptr, strs[i], s.len);
+	}
 	assert_int_equal(gguf_get_arr(f, "nested", GGUF_T_ARRAY, &a, &e), 0);
 	assert_int_equal(a->n, 2);
 	struct gguf_value in, x;

@@ -1757,6 +1757,43 @@ static void test_gen_logprobs(void **state)
 	ref_bin_free(&r);
 }
 
+/* A micro-batch larger than the context is clamped to it (causal: no
+ * forward pass can take more tokens than the context holds), the
+ * estimate alike; a whole context still goes through in one call with
+ * every row's logits, the same as with the micro-batch asked for
+ * exactly. */
+static void test_ubatch_clamp(void **state)
+{
+	(void)state;
+	struct tern_model *m = synth_open("llama", "f32");
+	assert_non_null(m);
+	struct tern_backend *be = backend(false, 2, 24);
+	struct tern_llm *l = llm_new(m, be, 16, 24, QT_F16, true), *l16 = llm_new(m, be, 16, 16, QT_F16, true);
+	assert_int_equal(tern_llm_n_ctx(l), 16);
+	assert_int_equal(tern_llm_n_ubatch(l), 16);
+	assert_int_equal(tern_llm_memory_estimate(&m->cfg, 16, 24, QT_F16, QT_F16, true, NULL),
+			 tern_llm_memory_estimate(&m->cfg, 16, 16, QT_F16, QT_F16, true, NULL));
+	assert_true(tern_llm_memory_estimate(&m->cfg, 32, 24, QT_F16, QT_F16, true, NULL) >
+		    tern_llm_memory_estimate(&m->cfg, 32, 16, QT_F16, QT_F16, true, NULL));
+	int32_t ids[16];
+	for (int i = 0; i < 16; i++)
+		ids[i] = (i * 37 + 5) % (int32_t)m->cfg.n_vocab;
+	const size_t nv = m->cfg.n_vocab;
+	float *a = malloc(sizeof(float) * 16 * nv), *b = malloc(sizeof(float) * 16 * nv);
+	assert_true(a && b);
+	logits_all(l, ids, 16, 16, a);
+	logits_all(l16, ids, 16, 16, b);
+	assert_memory_equal(a, b, sizeof(float) * 16 * nv);
+	tern_err e = {0};
+	assert_int_equal(tern_llm_decode(l, ids, 1, &e), TERN_ERANGE); /* the context is full */
+	free(a);
+	free(b);
+	tern_llm_free(l);
+	tern_llm_free(l16);
+	tern_backend_free(be);
+	tern_model_free(m);
+}
+
 static void test_llm_errors(void **state)
 {
 	(void)state;
@@ -1856,6 +1893,7 @@ int main(void)
 		cmocka_unit_test(test_gen_ignore_eos),
 		cmocka_unit_test(test_gen_ignore_eos_real),
 		cmocka_unit_test(test_gen_logprobs),
+		cmocka_unit_test(test_ubatch_clamp),
 		cmocka_unit_test(test_llm_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

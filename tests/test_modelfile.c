@@ -245,6 +245,40 @@ static void test_open_mem_matches(void **state)
 	free(buf);
 }
 
+/* Dropping the metadata's pages leaves every view readable (mapped back
+ * from the file) and never touches a caller's buffer (on anonymous
+ * memory MADV_DONTNEED would zero it). */
+static void test_drop_metadata(void **state)
+{
+	(void)state;
+	const char *path = data_path("vocab/ggml-vocab-baichuan.gguf");
+	size_t size;
+	char *buf = test_read_file(path, &size), *copy = malloc(size);
+	assert_true(buf && copy);
+	memcpy(copy, buf, size);
+	tern_mf *a = NULL, *b = NULL;
+	tern_err e = {0};
+	assert_int_equal(tern_mf_open(&a, path, NULL, &e), 0);
+	assert_int_equal(tern_mf_open_mem(&b, buf, size, NULL, &e), 0);
+	assert_true(tern_mf_data_offset(a) > 65536); /* pages to drop */
+	const struct gguf_kv *ka = gguf_find(tern_mf_gguf(a), "tokenizer.ggml.tokens");
+	assert_non_null(ka);
+	uint64_t n = ka->v.n;
+	struct tern_str last = gguf_kv_arr_str(ka, n - 1);
+	char want[64];
+	assert_true(last.len < sizeof want);
+	memcpy(want, last.ptr, last.len);
+	tern_mf_drop_metadata(a);
+	tern_mf_drop_metadata(b);
+	last = gguf_kv_arr_str(gguf_find(tern_mf_gguf(a), "tokenizer.ggml.tokens"), n - 1);
+	assert_memory_equal(last.ptr, want, last.len);
+	assert_memory_equal(buf, copy, size);
+	tern_mf_close(a);
+	tern_mf_close(b);
+	free(buf);
+	free(copy);
+}
+
 static void test_probe_and_errors(void **state)
 {
 	(void)state;
@@ -274,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_silero),
 		cmocka_unit_test(test_whisper),
 		cmocka_unit_test(test_open_mem_matches),
+		cmocka_unit_test(test_drop_metadata),
 		cmocka_unit_test(test_probe_and_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

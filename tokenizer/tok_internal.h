@@ -11,14 +11,22 @@
 #define TOK_ATTR_LSTRIP 1u /* strip whitespace left of this special */
 #define TOK_ATTR_RSTRIP 2u /* strip whitespace right of this special */
 
+/* 16 bytes a token (a 262144-token vocabulary is resident the whole run):
+ * a text is under 16 MiB (measure_text, tok_vocab_from_pieces) and its
+ * decoded piece never longer (a byte token's is 1 byte of 6), so both
+ * lengths take 24 bits; the piece is the text itself unless it differs,
+ * then it follows the text in the arena (tok_bytes). */
 struct tok_entry {
-	uint32_t off, len;   /* stored text in arena */
-	uint32_t poff, plen; /* decoded bytes in arena */
+	uint32_t off;            /* stored text in arena */
+	unsigned len : 24;       /* of the text */
+	unsigned type : 8;       /* enum tok_type */
+	unsigned plen : 24;      /* of the decoded bytes */
+	unsigned attr : 2;       /* TOK_ATTR_* */
+	unsigned pdecoded : 1;   /* BPE: piece is byte-level decoded (in the raw map) */
+	unsigned papart : 1;     /* the piece differs from the text: at off + len */
 	float score;
-	uint8_t type;        /* enum tok_type */
-	uint8_t attr;        /* TOK_ATTR_* */
-	uint8_t pdecoded;    /* BPE: piece is byte-level decoded (in the raw map) */
 };
+_Static_assert(sizeof(struct tok_entry) == 16, "struct tok_entry: 16 bytes a token");
 
 
 /* Merge table for BPE: (left id, right id) -> rank and result id. */
@@ -91,7 +99,8 @@ static inline const char *tok_text(const tok_vocab *v, int32_t id)
 
 static inline const char *tok_bytes(const tok_vocab *v, int32_t id)
 {
-	return v->arena + v->tok[id].poff;
+	const struct tok_entry *t = &v->tok[id];
+	return v->arena + t->off + (t->papart ? t->len : 0);
 }
 
 /* Id of the piece (s, len) in a vocabulary map (by_text, by_bytes), -1 if

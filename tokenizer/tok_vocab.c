@@ -26,8 +26,7 @@ static struct tern_str text_key(const void *ctx, size_t id)
 static struct tern_str bytes_key(const void *ctx, size_t id)
 {
 	const tok_vocab *v = ctx;
-	const struct tok_entry *t = &v->tok[id];
-	return (struct tern_str){v->arena + t->poff, t->plen};
+	return (struct tern_str){tok_bytes(v, (int32_t)id), v->tok[id].plen};
 }
 
 int32_t tok_merge_rank(const struct tok_merges *m, int32_t left, int32_t right, int32_t *result)
@@ -127,8 +126,9 @@ static tok_vocab *vocab_alloc(size_t n, size_t text_bytes)
 	if (!v)
 		return NULL;
 	v->tok = calloc(n ? n : 1, sizeof *v->tok);
-	/* room for the text and the decoded piece of every token; a decoded
-	 * piece is never longer than its text plus one byte */
+	/* room for the text and the decoded piece of every token (only the
+	 * pieces that differ from their text are stored); a decoded piece is
+	 * never longer than its text plus one byte */
 	v->arena = malloc(2 * text_bytes + n + 16);
 	if (!v->tok || !v->arena) {
 		free(v->tok);
@@ -150,51 +150,52 @@ static void set_text(tok_vocab *v, int32_t id, const char *s, size_t n)
 {
 	struct tok_entry *t = &v->tok[id];
 	t->off = (uint32_t)v->arena_len;
-	t->len = (uint32_t)n;
+	t->len = (unsigned)n;
 	memcpy(v->arena + v->arena_len, s, n);
 	v->arena_len += n;
 	if (n > v->max_len)
 		v->max_len = n;
 }
 
-/* Work out the bytes each token stands for, per algorithm. */
-static void make_pieces(tok_vocab *v)
+/* Work out the bytes token id stands for, per algorithm (its text, type
+ * and the model set, its text the last in the arena): stored right after
+ * the text where they differ from it, else the text is the piece. */
+static void make_piece(tok_vocab *v, int32_t id)
 {
-	for (int32_t id = 0; id < v->n; id++) {
-		struct tok_entry *t = &v->tok[id];
-		const char *s = v->arena + t->off;
-		char *out = v->arena + v->arena_len;
-		size_t o = 0;
-		int b = t->type == TOK_TYPE_BYTE ? byte_piece(s, t->len) : -1;
-		if (b >= 0) {
-			out[o++] = (char)b;
-		} else if (v->model == TOK_MODEL_BPE) {
-			if (bytelevel_decode(s, t->len, out, &o)) {
-				t->pdecoded = 1;
+	struct tok_entry *t = &v->tok[id];
+	const char *s = v->arena + t->off;
+	char *out = v->arena + v->arena_len;
+	size_t o = 0;
+	bool same = false; /* the piece is the text as it is */
+	int b = t->type == TOK_TYPE_BYTE ? byte_piece(s, t->len) : -1;
+	if (b >= 0) {
+		out[o++] = (char)b;
+	} else if (v->model == TOK_MODEL_BPE) {
+		if (bytelevel_decode(s, t->len, out, &o))
+			t->pdecoded = 1;
+		else
+			same = true;
+	} else if ((v->model == TOK_MODEL_SPM || v->model == TOK_MODEL_WPM) &&
+		   t->type != TOK_TYPE_CONTROL && t->type != TOK_TYPE_UNKNOWN) {
+		for (size_t i = 0; i < t->len; i++) {
+			if (i + 2 < t->len && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
+				out[o++] = ' ';
+				i += 2;
 			} else {
-				memcpy(out, s, t->len);
-				o = t->len;
+				out[o++] = s[i];
 			}
-		} else if ((v->model == TOK_MODEL_SPM || v->model == TOK_MODEL_WPM) &&
-			   t->type != TOK_TYPE_CONTROL && t->type != TOK_TYPE_UNKNOWN) {
-			for (size_t i = 0; i < t->len; i++) {
-				if (i + 2 < t->len && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
-					out[o++] = ' ';
-					i += 2;
-				} else {
-					out[o++] = s[i];
-				}
-			}
-		} else {
-			memcpy(out, s, t->len);
-			o = t->len;
 		}
-		t->poff = (uint32_t)v->arena_len;
-		t->plen = (uint32_t)o;
-		v->arena_len += o;
-		if (o > v->max_plen)
-			v->max_plen = o;
+	} else {
+		same = true;
 	}
+	if (same)
+		o = t->len;
+	t->plen = (unsigned)o;
+	t->papart = !same && (o != t->len || memcmp(out, s, o) != 0);
+	if (t->papart)
+		v->arena_len += o;
+	if (o > v->max_plen)
+		v->max_plen = o;
 }
 
 static int trie_add_node(tok_vocab *v, uint8_t byte)
@@ -361,7 +362,6 @@ static int build_eog(tok_vocab *v, tern_err *e)
 
 static int finish(tok_vocab *v, tern_err *e)
 {
-	make_pieces(v);
 	int rc = build_maps(v, e);
 	if (!rc && v->model == TOK_MODEL_SPM)
 		spm_tables(v);
@@ -508,6 +508,7 @@ static void fill_tokens(tok_vocab *v, const struct token_arrays *ta)
 			memcpy(&x, ta->scores->p + 4 * i, 4);
 			t->score = (float)x;
 		}
+		make_piece(v, (int32_t)i);
 	}
 }
 
@@ -777,6 +778,7 @@ int tok_vocab_from_pieces(tok_vocab **out, const struct tok_piece *pieces, size_
 	for (size_t i = 0; i < n; i++) {
 		set_text(v, (int32_t)i, pieces[i].ptr, pieces[i].len);
 		v->tok[i].type = TOK_TYPE_NORMAL;
+		make_piece(v, (int32_t)i);
 	}
 	v->pre = tok_pre_find("gpt-2", 5);
 	tok_pre_first_name(v->pre, v->pre_name, sizeof v->pre_name);

@@ -35,7 +35,8 @@ int tern_strmap_init(struct tern_strmap *m, size_t max, tern_strmap_key key, con
 	size_t cap = 16;
 	while (cap < 2 * max)
 		cap *= 2;
-	m->slot = calloc(cap, sizeof *m->slot);
+	m->wide = max > TERN_STRMAP_NARROW;
+	m->slot = calloc(cap, m->wide ? sizeof(uint64_t) : sizeof(uint32_t));
 	if (!m->slot)
 		return TERN_ENOMEM;
 	m->mask = cap - 1;
@@ -51,12 +52,28 @@ void tern_strmap_free(struct tern_strmap *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* Slot s as tag << 32 | (index + 1), whatever its width; 0 = empty. */
+static uint64_t slot_at(const struct tern_strmap *m, size_t s)
+{
+	if (m->wide)
+		return ((const uint64_t *)m->slot)[s];
+	uint32_t e = ((const uint32_t *)m->slot)[s];
+	return (uint64_t)(e >> 24) << 32 | (e & 0xffffffu);
+}
+
+/* The tag of hash h as a slot keeps it: the bits the slot's position
+ * does not use (its low bits) */
+static uint64_t tag_of(const struct tern_strmap *m, uint64_t h)
+{
+	return m->wide ? h >> 32 : h >> 56;
+}
+
 /* The slot holding (p, n), or the empty slot where it would go. */
 static size_t probe(const struct tern_strmap *m, const char *p, size_t n, uint64_t h)
 {
-	uint64_t tag = h >> 32;
+	uint64_t tag = tag_of(m, h);
 	for (size_t s = (size_t)h & m->mask;; s = (s + 1) & m->mask) {
-		uint64_t e = m->slot[s];
+		uint64_t e = slot_at(m, s);
 		if (!e)
 			return s;
 		if (e >> 32 == tag) {
@@ -69,17 +86,21 @@ static size_t probe(const struct tern_strmap *m, const char *p, size_t n, uint64
 
 int tern_strmap_add(struct tern_strmap *m, size_t i, size_t *first)
 {
-	if (m->n >= m->max || i > TERN_STRMAP_LIMIT)
+	if (m->n >= m->max || i > (m->wide ? TERN_STRMAP_LIMIT : TERN_STRMAP_NARROW))
 		return TERN_ERANGE;
 	struct tern_str k = m->key(m->ctx, i);
 	uint64_t h = hash(k.ptr, (size_t)k.len);
 	size_t s = probe(m, k.ptr, (size_t)k.len, h);
-	if (m->slot[s]) {
+	uint64_t e = slot_at(m, s);
+	if (e) {
 		if (first)
-			*first = (size_t)(uint32_t)m->slot[s] - 1;
+			*first = (size_t)(uint32_t)e - 1;
 		return 1;
 	}
-	m->slot[s] = (h >> 32) << 32 | (uint64_t)(i + 1);
+	if (m->wide)
+		((uint64_t *)m->slot)[s] = tag_of(m, h) << 32 | (uint64_t)(i + 1);
+	else
+		((uint32_t *)m->slot)[s] = (uint32_t)(tag_of(m, h) << 24 | (uint64_t)(i + 1));
 	m->n++;
 	return 0;
 }
@@ -88,6 +109,6 @@ size_t tern_strmap_find(const struct tern_strmap *m, const char *p, size_t n)
 {
 	if (!m->slot)
 		return TERN_STRMAP_NONE;
-	size_t s = probe(m, p, n, hash(p, n));
-	return m->slot[s] ? (size_t)(uint32_t)m->slot[s] - 1 : TERN_STRMAP_NONE;
+	uint64_t e = slot_at(m, probe(m, p, n, hash(p, n)));
+	return e ? (size_t)(uint32_t)e - 1 : TERN_STRMAP_NONE;
 }

@@ -11,6 +11,7 @@
 #ifndef TERN_STRMAP_H
 #define TERN_STRMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,8 +35,15 @@ static inline uint64_t tern_mix64(uint64_t h)
 /* Name of entry i (ctx is the caller's, passed back unchanged). */
 typedef struct tern_str (*tern_strmap_key)(const void *ctx, size_t i);
 
+/* Maps for at most this many entries keep 32-bit slots (an 8-bit hash
+ * tag beside index + 1 in 24 bits: a 262144-token vocabulary's map takes
+ * 2 MiB, not 4); larger ones 64-bit slots (a 32-bit tag). */
+#define TERN_STRMAP_NARROW ((1u << 24) - 2)
+
 struct tern_strmap {
-	uint64_t *slot;  /* [mask + 1] hash tag << 32 | (index + 1); 0 = empty */
+	void *slot;      /* [mask + 1] tag << 24 | (index + 1) in uint32_t, or, wide, tag << 32 | (index
+			  * + 1) in uint64_t; 0 = empty */
+	bool wide;       /* max > TERN_STRMAP_NARROW */
 	size_t mask;
 	size_t n, max;   /* entries held, entries allowed */
 	tern_strmap_key key;
@@ -50,7 +58,8 @@ void tern_strmap_free(struct tern_strmap *m);
 /* Add entry i under its name. Returns 0 when added; 1 when the name is
  * already held (i is not added; *first, if non-NULL, gets the index that
  * holds it, so the caller can report the duplicate); TERN_ERANGE when the
- * map holds max entries already. */
+ * map holds max entries already, or i is past what its slots hold
+ * (TERN_STRMAP_NARROW, TERN_STRMAP_LIMIT). */
 int tern_strmap_add(struct tern_strmap *m, size_t i, size_t *first);
 
 /* Index of the entry named (p, n), or TERN_STRMAP_NONE. */

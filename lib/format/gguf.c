@@ -207,20 +207,34 @@ static int index_names(struct parser *p, struct tern_strmap *m, uint64_t n, tern
 	return 0;
 }
 
+unsigned gguf_str_index_width(uint64_t size)
+{
+	/* every offset is below the size (an element takes 8 bytes at least) */
+	return size <= UINT32_MAX ? 4 : 8;
+}
+
 /* Every string of a string array, found once so that gguf_kv_arr_str is
  * O(1). The n strings already proved to fit: n * 8 <= bytes parsed. */
 static int index_strings(struct gguf_kv *kv, tern_err *e)
 {
-	uint64_t *off = malloc((size_t)kv->v.n * sizeof *off);
+	const bool wide = gguf_str_index_width(kv->v.size) == 8;
+	void *off = malloc((size_t)kv->v.n * (wide ? sizeof(uint64_t) : sizeof(uint32_t)));
 	if (!off)
 		return tern_errf(e, TERN_ENOMEM, "out of memory indexing %llu strings",
 				 (unsigned long long)kv->v.n);
+	uint64_t *o64 = off;
+	uint32_t *o32 = off;
 	const uint8_t *q = kv->v.p;
 	for (uint64_t k = 0; k < kv->v.n; k++) {
-		off[k] = (uint64_t)(q - kv->v.p);
+		uint64_t at = (uint64_t)(q - kv->v.p);
+		if (wide)
+			o64[k] = at;
+		else
+			o32[k] = (uint32_t)at;
 		q += 8 + tern_le64(q);
 	}
 	kv->str_off = off;
+	kv->str_off64 = wide;
 	return 0;
 }
 
@@ -883,7 +897,8 @@ struct tern_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i)
 	struct tern_str s = {0};
 	if (kv->v.type != GGUF_T_ARRAY || kv->v.elem != GGUF_T_STRING || i >= kv->v.n || !kv->str_off)
 		return s;
-	const uint8_t *p = kv->v.p + kv->str_off[i];
+	const uint8_t *p = kv->v.p + (kv->str_off64 ? ((const uint64_t *)kv->str_off)[i]
+						     : ((const uint32_t *)kv->str_off)[i]);
 	s.len = tern_le64(p);
 	s.ptr = (const char *)p + 8;
 	return s;

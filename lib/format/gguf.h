@@ -55,7 +55,11 @@ struct gguf_kv {
 	struct tern_str key;
 	struct gguf_value v;
 	uint64_t offset;        /* file offset of the key's length field */
-	const uint64_t *str_off;/* string arrays: byte offset of each element from v.p */
+	/* string arrays: byte offset of each element from v.p, uint32_t
+	 * where the array's bytes allow (gguf_str_index_width), else uint64_t
+	 * (str_off64): half the memory for a vocabulary's 262144 tokens */
+	const void *str_off;
+	bool str_off64;
 };
 
 
@@ -121,6 +125,9 @@ int gguf_arr_elem(const struct gguf_value *arr, uint64_t i, struct gguf_value *o
 int gguf_arr_next(const struct gguf_value *arr, uint64_t *i, uint64_t *pos, struct gguf_value *out);
 /* i-th string of a string-array key in O(1). */
 struct tern_str gguf_kv_arr_str(const struct gguf_kv *kv, uint64_t i);
+/* Bytes of each offset in the index of a string array whose encoding
+ * takes size bytes: 4 when every element's offset fits 32 bits, else 8. */
+unsigned gguf_str_index_width(uint64_t size);
 
 /* Scalar decoding (value must be of a numeric or bool type). */
 int64_t gguf_value_i64(const struct gguf_value *v);

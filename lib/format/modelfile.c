@@ -4,6 +4,8 @@
  * are copied once so that their offsets follow the data-section convention. */
 #include "lib/format/modelfile.h"
 
+#include "lib/core/mapfile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +174,16 @@ static int open_common(tern_mf **out, const char *path, const void *buf, size_t 
 }
 
 bool tern_mf_mapped(const tern_mf *m) { return m->mapped; }
+
+void tern_mf_drop_metadata(const tern_mf *m)
+{
+	if (!m->mapped || !m->gf || !gguf_base(m->gf))
+		return;
+	/* a file without tensors may end before its (padded) data offset:
+	 * never past the mapping */
+	uint64_t n = gguf_data_offset(m->gf), size = gguf_file_size(m->gf);
+	tern_map_drop(gguf_base(m->gf), (size_t)(n < size ? n : size));
+}
 
 int tern_mf_open(tern_mf **out, const char *path, const struct gguf_open_opts *gguf_opts, tern_err *e)
 {

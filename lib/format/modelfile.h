@@ -62,6 +62,13 @@ const char *tern_mf_format_name(const tern_mf *m); /* "gguf" or "ggml" */
  * pages a reader with its own copy may drop (tern_map_drop); false for a
  * caller's buffer (tern_mf_open_mem). */
 bool tern_mf_mapped(const tern_mf *m);
+/* Release the memory of a mapped GGUF file's metadata (the header, keys
+ * and tensor infos: every whole page before the tensor data; tern_map_drop)
+ * once the reader has taken what it keeps from it (the vocabulary, the
+ * configuration): a 262144-token vocabulary's arrays are 6 MiB of the
+ * file. Views into it stay valid: a later read maps the pages back. No-op
+ * for a caller's buffer and for legacy files. */
+void tern_mf_drop_metadata(const tern_mf *m);
 const char *tern_mf_variant(const tern_mf *m);     /* legacy: "whisper" / "silero"; GGUF: NULL */
 uint32_t tern_mf_version(const tern_mf *m);        /* GGUF: 2 or 3; legacy: 0 (unversioned) */
 uint32_t tern_mf_alignment(const tern_mf *m);      /* GGUF: data alignment; legacy: 0 (none) */

@@ -567,9 +567,9 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	if (rc)
 		return rc;
 	em->n_ctx = tern_llm_n_ctx(em->llm);
-	/* the llm's micro-batch as it resolved it: a decode call takes at most that */
-	em->n_ubatch = o.n_ubatch > 0 ? o.n_ubatch
-		     : (int32_t)(be->max_tokens < TERN_LLM_DEFAULT_BATCH ? be->max_tokens : TERN_LLM_DEFAULT_BATCH);
+	/* the llm's micro-batch as it resolved it (at most the context): a
+	 * decode call takes at most that */
+	em->n_ubatch = tern_llm_n_ubatch(em->llm);
 	return 0;
 }
 

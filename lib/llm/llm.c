@@ -72,9 +72,16 @@ struct tern_llm {
 	bool loading_products;  /* tern_llm_new's second pass over the weights */
 	struct layer_bufs *layers;
 
-	/* activations, [n_ubatch] rows each */
+	/* activations, [n_ubatch] rows each. x, h, out and ids, pos live
+	 * through the whole pass; the others are views of one allocation
+	 * (work), one phase's over another's (act_slots): the attention's (q,
+	 * k, v, a, mla_*) are dead once it has written out, the FFN's (gate,
+	 * up, the experts') once it has, and the logits come after the last
+	 * block. */
 	struct tern_buf ids, pos;           /* i32 [n_ubatch] */
-	struct tern_buf x, h, q, k, v, a, out, gate, up; /* out: a block's attention, then FFN output */
+	struct tern_buf x, h, out;          /* out: a block's attention, then FFN output */
+	struct tern_buf work;               /* owns the storage of the views below */
+	struct tern_buf q, k, v, a, gate, up;
 	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all, else 1 */
 	/* latent attention (deepseek2), [n_ubatch] rows each; see attn_mla */
 	struct tern_buf mla_qa;             /* [n_lora_q] */
@@ -83,7 +90,7 @@ struct tern_llm {
 	struct tern_buf mla_qn, mla_qp;     /* [n_head][nope], [n_head][n_rot] */
 	struct tern_buf mla_qx;             /* [n_head][n_lora_kv]: the absorbed query, then the attention's output */
 	struct tern_buf mla_qm;             /* [n_head][n_lora_kv + n_rot]: the query over the cache */
-	/* mixture of experts, k = n_expert_used (unallocated for a dense model) */
+	/* mixture of experts, k = n_expert_used (empty for a dense model) */
 	struct tern_buf router;             /* f32 [n_ubatch][n_expert] */
 	struct tern_buf sel_ids, sel_w;     /* i32, f32 [n_ubatch][k] */
 	struct tern_buf eg, eu;             /* f32 [n_ubatch][k][n_ff_exp] */
@@ -163,6 +170,11 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 	if (ub < 1 || ub > be->max_tokens)
 		return tern_errf(e, TERN_EINVAL, "micro-batch of %lld tokens: the backend takes 1..%lld", (long long)ub,
 				 (long long)be->max_tokens);
+	/* the attention is causal: no forward pass takes more tokens than
+	 * the context holds, so activations for more would never be used
+	 * (llama.cpp clamps n_batch, then n_ubatch, to n_ctx alike) */
+	if (ub > ctx)
+		ub = ctx;
 	*n_ctx = (int32_t)ctx;
 	*n_ubatch = (int32_t)ub;
 	return 0;
@@ -213,6 +225,105 @@ static struct act_widths widest(const struct tern_model_config *c)
 	return w;
 }
 
+/* The activations that share tern_llm.work: each phase's lie side by
+ * side (64-byte aligned), the phases over each other. A phase's buffers
+ * are written and read within it only (the phases: the attention up to
+ * its output projection and post-norm into out; the FFN or mixture of
+ * experts, its shared expert included, up to its output into out; the
+ * logits), so that the next phase may overwrite them. */
+enum { ACT_ATTN, ACT_FFN, ACT_OUT, ACT_PHASES };
+#define ACT_SLOTS 24
+
+struct act_slot {
+	struct tern_buf *b; /* the view to make (NULL: sizes only) */
+	int phase;
+	uint32_t type;      /* QT_F32 or QT_I32: 4 bytes each */
+	int64_t w, rows;
+};
+
+/* The slots of model c at a micro-batch of n_ub and out_rows logits rows,
+ * with l's views (l may be NULL); returns their count. */
+static int act_slots(const struct tern_model_config *c, int64_t n_ub, int64_t out_rows, struct tern_llm *l,
+		     struct act_slot *s)
+{
+	struct act_widths w = widest(c);
+	int n = 0;
+#define SLOT(field, ph, ty, width, nrows)                                                                              \
+	(s[n++] = (struct act_slot){l ? &l->field : NULL, (ph), (ty), (width), (nrows)})
+	SLOT(q, ACT_ATTN, QT_F32, w.nq, n_ub);
+	SLOT(k, ACT_ATTN, QT_F32, w.nkv, n_ub);
+	SLOT(v, ACT_ATTN, QT_F32, w.nv, n_ub);
+	SLOT(a, ACT_ATTN, QT_F32, w.no, n_ub);
+	if (c->n_lora_kv) { /* attn_mla */
+		int64_t nh = c->n_head, kr = c->n_lora_kv + c->n_rot, nope = (int64_t)c->head_dim - c->n_rot;
+		if (c->n_lora_q)
+			SLOT(mla_qa, ACT_ATTN, QT_F32, c->n_lora_q, n_ub);
+		SLOT(mla_kv, ACT_ATTN, QT_F32, kr, n_ub);
+		SLOT(mla_lat, ACT_ATTN, QT_F32, c->n_lora_kv, n_ub);
+		SLOT(mla_pe, ACT_ATTN, QT_F32, c->n_rot, n_ub);
+		SLOT(mla_qn, ACT_ATTN, QT_F32, nh * nope, n_ub);
+		SLOT(mla_qp, ACT_ATTN, QT_F32, nh * c->n_rot, n_ub);
+		SLOT(mla_qx, ACT_ATTN, QT_F32, nh * c->n_lora_kv, n_ub);
+		SLOT(mla_qm, ACT_ATTN, QT_F32, nh * kr, n_ub);
+	}
+	SLOT(gate, ACT_FFN, QT_F32, w.nff, n_ub);
+	SLOT(up, ACT_FFN, QT_F32, w.nff, n_ub);
+	if (c->moe.n_expert) { /* moe_ffn */
+		int64_t k = c->moe.n_expert_used;
+		SLOT(router, ACT_FFN, QT_F32, c->moe.n_expert, n_ub);
+		SLOT(sel_ids, ACT_FFN, QT_I32, k, n_ub);
+		SLOT(sel_w, ACT_FFN, QT_F32, k, n_ub);
+		SLOT(eg, ACT_FFN, QT_F32, c->moe.n_ff_exp, k * n_ub);
+		SLOT(eu, ACT_FFN, QT_F32, c->moe.n_ff_exp, k * n_ub);
+		SLOT(ed, ACT_FFN, QT_F32, c->n_embd, k * n_ub);
+		SLOT(sgate, ACT_FFN, QT_F32, 1, n_ub);
+	}
+	SLOT(logits, ACT_OUT, QT_F32, c->n_vocab, out_rows);
+#undef SLOT
+	return n;
+}
+
+/* bytes of one slot in the shared storage, rounded up to 64 (in double:
+ * a hostile shape must not wrap) */
+static double act_slot_bytes(const struct act_slot *s)
+{
+	return ceil(4.0 * (double)s->w * (double)s->rows / 64.0) * 64.0;
+}
+
+/* bytes of the shared storage: the largest phase */
+static double act_work_bytes(const struct act_slot *s, int n)
+{
+	double ph[ACT_PHASES] = {0}, most = 0;
+	for (int i = 0; i < n; i++)
+		ph[s[i].phase] += act_slot_bytes(&s[i]);
+	for (int p = 0; p < ACT_PHASES; p++)
+		most = ph[p] > most ? ph[p] : most;
+	return most;
+}
+
+/* Allocate l->work and make every slot's view of it (views own nothing:
+ * only work is freed). */
+static int act_alloc(struct tern_llm *l, int64_t n_ub, int64_t out_rows, tern_err *e)
+{
+	struct act_slot s[ACT_SLOTS];
+	int n = act_slots(&l->m->cfg, n_ub, out_rows, l, s);
+	double bytes = act_work_bytes(s, n);
+	if (bytes > (double)((int64_t)1 << 40))
+		return tern_errf(e, TERN_ENOMEM, "activations of %.0f bytes", bytes);
+	int rc = alloc2(l, &l->work, QT_F32, (int64_t)bytes / 4, 1, e);
+	if (rc)
+		return rc;
+	size_t off[ACT_PHASES] = {0};
+	for (int i = 0; i < n; i++) {
+		struct tern_buf v = l->work;
+		v.type = s[i].type;
+		v.offset += off[s[i].phase];
+		off[s[i].phase] += (size_t)act_slot_bytes(&s[i]);
+		*s[i].b = tern_buf_rows2(&v, s[i].w, s[i].rows);
+	}
+	return 0;
+}
+
 uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
 				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv)
 {
@@ -222,23 +333,15 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 				      : (double)n_ctx * (double)c->layer[il].n_head_kv *
 						(double)(quant_row_size(type_k, c->head_dim, NULL) +
 							 quant_row_size(type_v, c->head_dim_v, NULL));
-	struct act_widths w = widest(c);
-	double mla = 0; /* floats per token of the latent attention's activations */
-	if (c->n_lora_kv) {
-		double nh = c->n_head, kr = c->n_lora_kv + c->n_rot;
-		mla = c->n_lora_q + 2.0 * kr + nh * ((double)c->head_dim + 2.0 * c->n_lora_kv + c->n_rot);
-	}
+	if (n_ubatch > n_ctx) /* as check_opts resolves it */
+		n_ubatch = n_ctx;
 	/* as tern_llm_new makes them: ids and positions (on the host and the
-	 * backend), x, h, q, k, v, a, out, gate, up, and the logits on both
-	 * sides */
+	 * backend), x, h, out, the phases' shared storage, and the logits'
+	 * host copy */
 	double rows = logits_all ? (double)n_ubatch : 1;
-	double act = (double)n_ubatch * (16.0 + 4.0 * (3.0 * c->n_embd + (double)w.nq + (double)w.nkv + (double)w.nv +
-						      (double)w.no + 2.0 * (double)w.nff + mla)) +
-		     8.0 * rows * c->n_vocab;
-	if (c->moe.n_expert) /* router, selection, the experts' activations, the shared gate */
-		act += (double)n_ubatch * 4.0 *
-		       ((double)c->moe.n_expert + 2.0 * c->moe.n_expert_used +
-			(double)c->moe.n_expert_used * (2.0 * c->moe.n_ff_exp + c->n_embd) + 1.0);
+	struct act_slot slots[ACT_SLOTS];
+	int ns = act_slots(c, n_ubatch, (int64_t)rows, NULL, slots);
+	double act = (double)n_ubatch * (16.0 + 12.0 * c->n_embd) + act_work_bytes(slots, ns) + 4.0 * rows * c->n_vocab;
 	double cap = (double)UINT64_MAX / 2;
 	if (kv)
 		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
@@ -463,42 +566,13 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	}
 
 	/* activations: the widest layer decides */
-	struct act_widths w = widest(c);
 	int64_t one[1] = {n_ub};
 	rc = rc ? rc : be->buf_alloc(be, &l->ids, QT_I32, 1, one, e);
 	rc = rc ? rc : be->buf_alloc(be, &l->pos, QT_I32, 1, one, e);
 	rc = rc ? rc : alloc2(l, &l->x, QT_F32, c->n_embd, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->h, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->q, QT_F32, w.nq, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->k, QT_F32, w.nkv, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->v, QT_F32, w.nv, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->a, QT_F32, w.no, n_ub, e);
 	rc = rc ? rc : alloc2(l, &l->out, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->gate, QT_F32, w.nff, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->up, QT_F32, w.nff, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->logits, QT_F32, c->n_vocab, out_rows, e);
-	if (!rc && c->n_lora_kv) {
-		int64_t nh = c->n_head, kr = c->n_lora_kv + c->n_rot, nope = c->head_dim - c->n_rot;
-		if (c->n_lora_q)
-			rc = alloc2(l, &l->mla_qa, QT_F32, c->n_lora_q, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_kv, QT_F32, kr, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_lat, QT_F32, c->n_lora_kv, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_pe, QT_F32, c->n_rot, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_qn, QT_F32, nh * nope, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_qp, QT_F32, nh * c->n_rot, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_qx, QT_F32, nh * c->n_lora_kv, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->mla_qm, QT_F32, nh * kr, n_ub, e);
-	}
-	if (c->moe.n_expert) {
-		int64_t k = c->moe.n_expert_used;
-		rc = rc ? rc : alloc2(l, &l->router, QT_F32, c->moe.n_expert, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->sel_ids, QT_I32, k, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->sel_w, QT_F32, k, n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->eg, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->eu, QT_F32, c->moe.n_ff_exp, k * n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->ed, QT_F32, c->n_embd, k * n_ub, e);
-		rc = rc ? rc : alloc2(l, &l->sgate, QT_F32, 1, n_ub, e);
-	}
+	rc = rc ? rc : act_alloc(l, n_ub, out_rows, e);
 	if (rc) {
 		tern_llm_free(l);
 		return rc;
@@ -512,11 +586,9 @@ void tern_llm_free(struct tern_llm *l)
 	if (!l)
 		return;
 	struct tern_backend *be = l->be;
-	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->q, &l->k, &l->v, &l->a, &l->out,
-				  &l->gate, &l->up, &l->logits, &l->token_embd, &l->output_norm, &l->output,
-				  &l->rope_freqs, &l->mla_qa, &l->mla_kv, &l->mla_lat, &l->mla_pe, &l->mla_qn,
-				  &l->mla_qp, &l->mla_qx, &l->mla_qm, &l->router, &l->sel_ids, &l->sel_w, &l->eg,
-				  &l->eu, &l->ed, &l->sgate, &l->output_norm_b, &l->output_b};
+	/* the activations' views (act_slots) own nothing: work holds them */
+	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->out, &l->work, &l->token_embd,
+				  &l->output_norm, &l->output, &l->rope_freqs, &l->output_norm_b, &l->output_b};
 	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
 		be->buf_free(be, act[i]);
 	if (l->layers) {
@@ -1002,6 +1074,11 @@ int32_t tern_llm_n_vocab(const struct tern_llm *l)
 const struct tern_model *tern_llm_model(const struct tern_llm *l)
 {
 	return l->m;
+}
+
+int32_t tern_llm_n_ubatch(const struct tern_llm *l)
+{
+	return l->n_ubatch;
 }
 
 uint64_t tern_llm_kv_bytes(const struct tern_llm *l)

@@ -29,7 +29,8 @@
 
 struct tern_llm_opts {
 	int32_t n_ctx;    /* positions; 0: the trained context; < 0: min(trained, TERN_LLM_DEFAULT_CTX) */
-	int32_t n_ubatch; /* tokens per forward pass, 1..be->max_tokens; 0: min(512, be->max_tokens) */
+	int32_t n_ubatch; /* tokens per forward pass, 1..be->max_tokens; 0: min(512, be->max_tokens);
+			   * at most n_ctx in any case (tern_llm_n_ubatch: as resolved) */
 	uint32_t type_k;  /* KV cache element types: QT_F32, QT_F16 or QT_Q8_0 */
 	uint32_t type_v;
 	bool logits_all;  /* keep the logits of every token of a decode call (n_ubatch rows), not only the last */
@@ -89,13 +90,16 @@ const float *tern_llm_embedding(const struct tern_llm *l, int32_t i);
 
 int32_t tern_llm_n_past(const struct tern_llm *l);
 int32_t tern_llm_n_ctx(const struct tern_llm *l);
+/* The micro-batch as resolved: tokens per forward pass (<= n_ctx). */
+int32_t tern_llm_n_ubatch(const struct tern_llm *l);
 int32_t tern_llm_n_vocab(const struct tern_llm *l);
 const struct tern_model *tern_llm_model(const struct tern_llm *l);
 /* Bytes of the KV cache (for reports and memory checks). */
 uint64_t tern_llm_kv_bytes(const struct tern_llm *l);
 
 /* Bytes tern_llm_new allocates for a context of n_ctx positions and
- * forward passes of n_ubatch tokens (both as resolved: > 0), from the
+ * forward passes of n_ubatch tokens (both as resolved: > 0; n_ubatch at
+ * most n_ctx, as tern_llm_new clamps it), from the
  * shapes alone, so that a caller can refuse what does not fit before
  * anything is allocated: the KV cache (also in *kv when kv is not NULL),
  * the activations and the logits (n_ubatch rows with logits_all). The

@@ -15,14 +15,18 @@
 struct tern_sampler {
 	struct tern_sample_opts o;
 	int32_t n_vocab;
-	/* The penalty window: the last ring_len (<= repeat_last_n) accepted
-	 * tokens; ring_head is where the next one goes. */
-	int32_t *ring;       /* [repeat_last_n] */
+	/* The penalty window: the last ring_len (<= window) accepted tokens;
+	 * ring_head is where the next one goes. window is repeat_last_n, or 0
+	 * when the penalties are neutral (1, 0, 0): then no token need be
+	 * remembered, and count, ring are not made (count's pages would be
+	 * touched by every token accepted, for nothing). */
+	int32_t window;
+	int32_t *ring;       /* [window] */
 	int32_t ring_len;
 	int32_t ring_head;
 	/* count[t]: occurrences of t in the window. Kept up to date by
 	 * accept so the penalty stage walks the window, not the vocabulary. */
-	int32_t *count;      /* [n_vocab] */
+	int32_t *count;      /* [n_vocab] when window > 0 */
 	struct tern_sample_cand *cand; /* [n_vocab] scratch */
 	uint64_t rng[4];     /* xoshiro256** state */
 };
@@ -116,11 +120,14 @@ int tern_sampler_new(struct tern_sampler **out, int32_t n_vocab,
 		return tern_errf(e, TERN_ENOMEM, "sampler: out of memory");
 	s->o = *o;
 	s->n_vocab = n_vocab;
+	bool neutral = o->repeat_penalty == 1.0f && o->frequency_penalty == 0.0f && o->presence_penalty == 0.0f;
+	s->window = neutral ? 0 : o->repeat_last_n;
 	s->cand = calloc((size_t)n_vocab, sizeof *s->cand);
-	s->count = calloc((size_t)n_vocab, sizeof *s->count);
-	if (o->repeat_last_n > 0)
-		s->ring = calloc((size_t)o->repeat_last_n, sizeof *s->ring);
-	if (!s->cand || !s->count || (o->repeat_last_n > 0 && !s->ring)) {
+	if (s->window > 0) {
+		s->count = calloc((size_t)n_vocab, sizeof *s->count);
+		s->ring = calloc((size_t)s->window, sizeof *s->ring);
+	}
+	if (!s->cand || (s->window > 0 && (!s->count || !s->ring))) {
 		tern_sampler_free(s);
 		return tern_errf(e, TERN_ENOMEM,
 			"sampler: out of memory for %d tokens", (int)n_vocab);
@@ -153,7 +160,7 @@ int tern_sample_accept(struct tern_sampler *s, int32_t token)
 {
 	if (token < 0 || token >= s->n_vocab)
 		return TERN_EINVAL;
-	int32_t cap = s->o.repeat_last_n;
+	int32_t cap = s->window;
 	if (cap == 0)
 		return 0;
 	if (s->ring_len == cap)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/core/cursor.h"
+#include "lib/core/mapfile.h"
 #include "lib/core/quote.h"
 #include "lib/core/strmap.h"
 
@@ -310,6 +311,66 @@ static void test_strmap_widths(void **state)
 	tern_strmap_free(&m);
 }
 
+/* The VmFlags line of the mapping that holds p, from /proc/self/smaps
+ * ("" when there is none to read). */
+static void vm_flags_of(const void *p, char *out, size_t cap)
+{
+	out[0] = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return;
+	char line[512];
+	bool in = false;
+	uintptr_t a = (uintptr_t)p;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= lo && a < hi;
+			continue;
+		}
+		if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			snprintf(out, cap, "%s", line + 8);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* tern_alloc_large: aligned, writable, and from 2 MiB up asking for huge
+ * pages (VmFlags "hg") where the kernel has transparent huge pages. */
+static void test_alloc_large(void **state)
+{
+	(void)state;
+	const size_t small[] = {0, 1, 100, 1u << 20, (2u << 20) - 1};
+	for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+		uint8_t *p = tern_alloc_large(small[i]);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % 64, 0);
+		memset(p, 0x5a, small[i]);
+		free(p);
+	}
+	const size_t large[] = {2u << 20, (5u << 20) + 123};
+	FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char mode[128] = "";
+	if (thp) {
+		if (!fgets(mode, sizeof mode, thp))
+			mode[0] = 0;
+		fclose(thp);
+	}
+	for (size_t i = 0; i < sizeof large / sizeof large[0]; i++) {
+		uint8_t *p = tern_alloc_large(large[i]);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % (2u << 20), 0);
+		memset(p, 0xa5, large[i]);
+		assert_int_equal(p[large[i] - 1], 0xa5);
+		char flags[512];
+		vm_flags_of(p, flags, sizeof flags);
+		if (mode[0] && !strstr(mode, "[never]") && flags[0])
+			assert_non_null(strstr(flags, " hg"));
+		free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_strmap_basic),
 		cmocka_unit_test(test_strmap_bounds),
 		cmocka_unit_test(test_strmap_widths),
+		cmocka_unit_test(test_alloc_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

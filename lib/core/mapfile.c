@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -44,6 +45,22 @@ void tern_map_drop(const void *p, size_t n)
 	/* advice only: a failure leaves the pages mapped, which is still right */
 	if (b > a)
 		(void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *tern_alloc_large(size_t n)
+{
+	void *p = NULL;
+	if (n < HUGE_PAGE)
+		return posix_memalign(&p, 64, n ? n : 1) ? NULL : p;
+	if (posix_memalign(&p, HUGE_PAGE, n))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	/* advice only, before the first touch: the whole 2 MiB pieces */
+	(void)madvise(p, n & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+#endif
+	return p;
 }
 
 void tern_unmap(struct tern_map *m)

@@ -279,7 +279,7 @@ static int relay(struct cpu_mm *mm, struct tp_pool *pool, bool drop, tern_err *e
 		return tern_errf(err, TERN_EINVAL, "matmul: %lld x %lld too large", (long long)mm->rows,
 				 (long long)mm->cols);
 	size_t bytes = up64((size_t)mm->rows * rs);
-	mm->relaid = aligned_alloc(64, bytes);
+	mm->relaid = tern_alloc_large(bytes);
 	if (!mm->relaid)
 		return tern_errf(err, TERN_ENOMEM, "matmul: out of memory for %zu bytes of re-laid weights", bytes);
 	struct relay_job j = {.src = mm->w, .src_stride = mm->wstride, .drop = drop, .mm = mm};

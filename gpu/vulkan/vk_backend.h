@@ -1,0 +1,32 @@
+/* vk_backend.h - the Vulkan backend (gpu/vulkan/): the operation table of
+ * lib/backend.h over the Vulkan API, GLSL compute shaders built to SPIR-V
+ * by glslc and embedded. The loader (libvulkan.so.1) is opened at run time:
+ * a binary built with Vulkan starts where no loader or no device exists,
+ * and these functions then say so (vk_device_count() == 0). */
+#ifndef TERN_VK_BACKEND_H
+#define TERN_VK_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpu/device.h"
+#include "lib/backend.h"
+#include "lib/core/error.h"
+
+struct vk_backend_opts {
+	int device;          /* index among vk_device_count()'s devices */
+	int64_t max_tokens;  /* largest batch of mat_mul, 1..4096 */
+	bool validation;     /* enable the Khronos validation layer: any message it reports
+			      * becomes an error of the next sync() (the tests) */
+};
+
+/* Number of usable Vulkan devices (0 without a loader or a device); the
+ * reason when 0 in err if non-NULL. */
+int vk_device_count(tern_err *err);
+/* Facts of device i (0..count-1). */
+int vk_device_info(int i, struct tern_device_info *out, tern_err *err);
+/* A backend on device opts->device; *out is NULL on failure (a device that
+ * lacks what the shaders need is refused with the reason). */
+int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts, tern_err *err);
+
+#endif

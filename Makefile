@@ -102,7 +102,7 @@ DEFS := -D_GNU_SOURCE -DTERN_VERSION='"$(VERSION)"' \
 	$(if $(BUILD_CUDA),-DTERN_HAVE_CUDA=1) $(if $(BUILD_VULKAN),-DTERN_HAVE_VULKAN=1)
 
 CFLAGS := -std=c11 $(WARN) $(OPTFLAGS) $(DEFS) -I. $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
-LDLIBS := $(PKG_LIBS) -lpthread -lm
+LDLIBS := $(PKG_LIBS) -lpthread -lm $(if $(BUILD_VULKAN),-ldl)
 LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 
 # ---- sources ---------------------------------------------------------------
@@ -117,7 +117,14 @@ LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(ALL_LIB_SRC))
 else
 LIB_SRC := $(filter-out %_neon.c,$(ALL_LIB_SRC))
 endif
-LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
+# The Vulkan backend (gpu/vulkan) with its shaders built to SPIR-V by glslc
+# and embedded (gpu/vulkan/shaders/gen.sh writes the table); the loader is
+# opened at run time (-ldl), so the binaries start without it.
+ifeq ($(BUILD_VULKAN),1)
+VK_GEN := $(OUT)/gpu/vulkan/vk_shaders.c
+LIB_SRC += $(VK_SRC)
+endif
+LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o) $(if $(VK_GEN),$(VK_GEN:.c=.o))
 LIB := $(OUT)/libtern.a
 
 CMD_NAMES := $(basename $(notdir $(wildcard cmd/*.c)))
@@ -164,6 +171,14 @@ $(OUT)/%_neon.o: %_neon.c
 	@echo "  CC      $< (neon)"
 	$(Q)$(CC) $(CFLAGS) $(NEON_FLAGS) -c $< -o $@
 
+$(VK_GEN): $(wildcard gpu/vulkan/shaders/*.comp gpu/vulkan/shaders/*.glsl) gpu/vulkan/shaders/gen.sh
+	@echo "  GLSLC   gpu/vulkan/shaders"
+	$(Q)GLSLC=$(GLSLC) gpu/vulkan/shaders/gen.sh $(dir $@)
+
+$(OUT)/gpu/vulkan/vk_shaders.o: $(VK_GEN)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -205,7 +220,7 @@ test: all $(TEST_BINS)
 FUZZ_OUT := build/fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_OUT)/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_OUT)/%.o) $(if $(VK_GEN),$(FUZZ_OUT)/gpu/vulkan/vk_shaders.o)
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined \
 	$(DEFS) -I. $(PKG_CFLAGS) -MMD -MP
 FUZZ_SECONDS ?= 60
@@ -218,6 +233,10 @@ $(FUZZ_OUT)/%.o: %.c
 $(FUZZ_OUT)/fuzz_%: $(FUZZ_OUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CLANG) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LDLIBS)
+
+$(FUZZ_OUT)/gpu/vulkan/vk_shaders.o: $(VK_GEN)
+	@mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
 
 fuzz: $(FUZZ_BINS)
 	@test -n "$(HAVE_CLANG)" || { echo "clang not found: run 'make deps' first" >&2; exit 1; }

@@ -15,8 +15,7 @@
 #include "lib/cpu/ops.h"
 #include "quant/quant.h"
 
-/* byte strides of a contiguous buffer of type and shape */
-static int set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err)
+int cpu_host_set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err)
 {
 	if (!quant_type_valid(type))
 		return tern_errf(err, TERN_EINVAL, "buffer: invalid type %u", type);
@@ -50,7 +49,7 @@ int cpu_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t typ
 {
 	struct tern_buf nb = {.be = be, .flags = TERN_BUF_OWNS};
 	*b = (struct tern_buf){0};
-	int rc = set_shape(&nb, type, n_dims, ne, err);
+	int rc = cpu_host_set_shape(&nb, type, n_dims, ne, err);
 	if (rc)
 		return rc;
 	size_t size = nb.nb[3] * (size_t)nb.ne[3];
@@ -69,7 +68,7 @@ int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struc
 	int64_t ne[TERN_MAX_DIMS];
 	for (int i = 0; i < TERN_MAX_DIMS; i++)
 		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
-	int rc = set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
+	int rc = cpu_host_set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
 	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
 		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
 			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);

@@ -22,6 +22,10 @@ struct cpu_host {
  * free. */
 void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl);
 
+/* Type, shape and byte strides of a contiguous buffer (any backend's
+ * buf_alloc): TERN_EINVAL for an invalid type, shape or size. */
+int cpu_host_set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err);
+
 int cpu_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
 		       tern_err *err);
 int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,

@@ -22,8 +22,13 @@ static void init_tables(void)
 	for (int i = 0; i <= QUANT_ISA_NEON; i++)
 		ops_scalar_init(&tables[i]);
 #if defined(__x86_64__)
-	cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
-	cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
+	/* an init compiled for an ISA may itself use its instructions: only
+	 * on a CPU that runs them (the others keep the scalar table, which
+	 * quant_isa() never picks there) */
+	if (quant_isa_supported(QUANT_ISA_AVX2))
+		cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
+	if (quant_isa_supported(QUANT_ISA_AVX512))
+		cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
 #endif
 }
 

@@ -313,7 +313,7 @@ static int find_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits, 
 }
 
 /* A buffer of size bytes in memory of type class host (staging) or device. */
-static int mem_new(struct vk *v, struct vk_mem *m, VkDeviceSize size, bool host, tern_err *err)
+int vk_mem_new(struct vk *v, struct vk_mem *m, VkDeviceSize size, bool host, tern_err *err)
 {
 	memset(m, 0, sizeof *m);
 	size = (size + 15) & ~(VkDeviceSize)15;
@@ -374,7 +374,7 @@ static int mem_new(struct vk *v, struct vk_mem *m, VkDeviceSize size, bool host,
 	return 0;
 }
 
-static void mem_free(struct vk *v, struct vk_mem *m)
+void vk_mem_free(struct vk *v, struct vk_mem *m)
 {
 	if (m->map)
 		p_vkUnmapMemory(v->dev, m->mem);
@@ -620,12 +620,13 @@ static void flush(struct vk *v, bool step)
 	if (r == VK_SUCCESS) {
 		v->n_submits++;
 		/* a device that stops answering is lost, not waited on forever:
-		 * 60 s is far beyond any one step of a model that fits */
-		r = p_vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, 60ull * 1000 * 1000 * 1000);
+		 * 120 s is far beyond any one submit of a model that fits, the
+		 * compilation lavapipe does at the first use of a pipeline included */
+		r = p_vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, 120ull * 1000 * 1000 * 1000);
 		p_vkResetFences(v->dev, 1, &v->fence);
 	}
 	if (r != VK_SUCCESS) {
-		vk_fail(v, "%s: %s", r == VK_TIMEOUT ? "a step did not finish in 60 s" : "vkQueueSubmit", vk_result_str(r));
+		vk_fail(v, "%s: %s", r == VK_TIMEOUT ? "a submit did not finish in 120 s" : "vkQueueSubmit", vk_result_str(r));
 		v->lost = true;
 	} else {
 		for (size_t i = 0; i < v->n_reads; i++)
@@ -634,6 +635,13 @@ static void flush(struct vk *v, bool step)
 	v->n_cmds = v->n_reads = 0;
 	v->n_written = v->n_read = 0;
 	v->stage_used = 0;
+}
+
+void vk_flush_pending(struct vk *v)
+{
+	if (v->in_step)
+		v->step_valid = false;
+	flush(v, false);
 }
 
 /* Room for n bytes in the staging (4-byte aligned offset), flushing the
@@ -671,7 +679,7 @@ static int vk_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t ty
 	struct vk_mem *m = calloc(1, sizeof *m);
 	if (!m)
 		return tern_errf(err, TERN_ENOMEM, "%s: out of host memory", be->name);
-	rc = mem_new(v, m, nb.nb[3] * (size_t)nb.ne[3], false, err);
+	rc = vk_mem_new(v, m, nb.nb[3] * (size_t)nb.ne[3], false, err);
 	if (rc) {
 		free(m);
 		return rc;
@@ -729,7 +737,7 @@ static void vk_buf_free(struct tern_backend *be, struct tern_buf *b)
 		/* commands still listed may name it: finish them first */
 		if (v->n_cmds)
 			flush(v, false);
-		mem_free(v, b->mem);
+		vk_mem_free(v, b->mem);
 		free(b->mem);
 	}
 	*b = (struct tern_buf){0};
@@ -939,8 +947,9 @@ static void vk_free(struct tern_backend *be)
 			p_vkDestroyPipelineLayout(v->dev, v->layout, NULL);
 		if (v->dsl)
 			p_vkDestroyDescriptorSetLayout(v->dev, v->dsl, NULL);
-		mem_free(v, &v->stage);
-		mem_free(v, &v->status);
+		vk_mem_free(v, &v->stage);
+		vk_mem_free(v, &v->attn_part);
+		vk_mem_free(v, &v->status);
 		if (v->fence)
 			p_vkDestroyFence(v->dev, v->fence, NULL);
 		if (v->pool)
@@ -1055,9 +1064,9 @@ static int create_objects(struct vk *v, tern_err *err)
 		r = p_vkCreateFence(v->dev, &fi, NULL, &v->fence);
 	if (r != VK_SUCCESS)
 		return tern_errf(err, TERN_EIO, "%s: creating the command objects: %s", v->info.name, vk_result_str(r));
-	int rc = mem_new(v, &v->stage, VK_STAGE_BYTES, true, err);
+	int rc = vk_mem_new(v, &v->stage, VK_STAGE_BYTES, true, err);
 	if (!rc)
-		rc = mem_new(v, &v->status, 16, true, err);
+		rc = vk_mem_new(v, &v->status, 16, true, err);
 	if (!rc)
 		memset(v->status.map, 0, 16);
 	return rc;

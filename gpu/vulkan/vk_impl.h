@@ -167,6 +167,7 @@ struct vk {
 
 	struct vk_mem stage;     /* host-visible staging */
 	VkDeviceSize stage_used;
+	struct vk_mem attn_part; /* attention's partials of a split context (vk_ops.c) */
 	struct vk_mem status;    /* 16 bytes the shaders flag bad values in (ids, positions) */
 	uint32_t status_host[4];
 
@@ -217,6 +218,18 @@ void vk_dispatch(struct vk *v, uint32_t pipe, uint32_t nbind, const struct vk_ra
 		 const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
 /* Append a copy of n bytes between two ranges of device buffers. */
 void vk_copy_bytes(struct vk *v, VkBuffer src, VkDeviceSize soff, VkBuffer dst, VkDeviceSize doff, VkDeviceSize n);
+
+/* Device memory (host: the staging kind, mapped); released by vk_mem_free. */
+int vk_mem_new(struct vk *v, struct vk_mem *m, VkDeviceSize size, bool host, tern_err *err);
+void vk_mem_free(struct vk *v, struct vk_mem *m);
+/* Submit what is listed and wait (outside the replay of a step). */
+void vk_flush_pending(struct vk *v);
+/* A grid of (x, y) workgroups of wg invocations covering n (shaders index
+ * with common.glsl's flat_id()). */
+void vk_grid(uint64_t n, uint32_t wg, uint32_t *gx, uint32_t *gy);
+/* copy from a type the copy shader does not convert (vk_products.c:
+ * through the weight decoders) */
+void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst);
 
 /* The ops' entries in the table (vk_ops.c). */
 void vk_ops_table(struct tern_backend *be);

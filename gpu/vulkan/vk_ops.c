@@ -151,8 +151,278 @@ static void vk_norm(struct tern_backend *be, struct tern_buf *x, const struct te
 	vk_dispatch(v, pi, 5, rg, (r ? 1u : 0) | 16u, &pc, sizeof pc, gx, gy, 1);
 }
 
+/* ---- rope, the KV cache, attention ---- */
+
+static void vk_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
+		    const struct tern_rope *p)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_rope_args(be, x, pos, freq, p))
+		return;
+	if (p->ggml) {
+		cpu_host_fail(be, "rope: ggml's CPU rounding is not available on this backend");
+		return;
+	}
+	struct {
+		uint32_t hd, nh, ntok, n_rot, neox, has_freq, ox, opos, ofreq, n_ctx;
+		float theta_scale, freq_scale, ext_factor, corr_low, corr_high, mag;
+	} pc = {
+		.hd = (uint32_t)x->ne[0], .nh = (uint32_t)x->ne[1], .ntok = (uint32_t)(x->ne[2] * x->ne[3]),
+		.n_rot = (uint32_t)p->n_rot, .neox = p->mode == TERN_ROPE_NEOX, .has_freq = freq != NULL,
+		.theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot), .freq_scale = p->freq_scale,
+		.ext_factor = p->ext_factor, .corr_low = p->corr_low, .corr_high = p->corr_high,
+		.mag = (p->mscale > 0 ? p->mscale : 1.0f) * (p->attn_factor > 0 ? p->attn_factor : 1.0f),
+	};
+	struct vk_range r[3];
+	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, pos, 4, &r[1], &pc.opos) ||
+	    !vk_range_of(v, freq ? freq : pos, 4, &r[2], &pc.ofreq))
+		return;
+	uint32_t pi = vk_pipe(v, "rope", 256, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	vk_grid((uint64_t)pc.n_rot / 2 * pc.nh * pc.ntok, 256, &gx, &gy);
+	vk_dispatch(v, pi, 3, r, 1, &pc, sizeof pc, gx, gy, 1);
+}
+
+/* the cache types the shaders read and write: 0 f32, 1 f16, 2 q8_0 */
+static int cache_kind(uint32_t t)
+{
+	return t == QT_F32 ? 0 : t == QT_F16 ? 1 : t == QT_Q8_0 ? 2 : -1;
+}
+
+static void vk_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
+			const struct tern_buf *pos)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_kv_store_args(be, cache, x, pos))
+		return;
+	int kind = cache_kind(cache->type);
+	if (kind < 0) {
+		cpu_host_fail(be, "kv_store: a %s cache (this backend keeps f32, f16 or q8_0)", quant_type_name(cache->type));
+		return;
+	}
+	struct {
+		uint32_t hd, nkv, ntok, n_ctx, ox, opos, oc;
+	} pc = {(uint32_t)x->ne[0], (uint32_t)x->ne[1], (uint32_t)(x->ne[2] * x->ne[3]), (uint32_t)cache->ne[2], 0, 0, 0};
+	struct vk_range r[3];
+	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, pos, 4, &r[1], &pc.opos) ||
+	    !vk_range_of(v, cache, 1, &r[2], &pc.oc))
+		return;
+	uint32_t spec[4] = {(uint32_t)kind};
+	uint32_t pi = vk_pipe(v, "kv_store", 64, spec), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	uint64_t n = (uint64_t)pc.hd * pc.nkv * pc.ntok / (kind == 2 ? 32 : 1);
+	vk_grid(n, 64, &gx, &gy);
+	vk_dispatch(v, pi, 3, r, 4, &pc, sizeof pc, gx, gy, 1);
+}
+
+/* attention.comp's partials for a split context: grown on first use */
+static bool attn_scratch(struct vk *v, size_t bytes)
+{
+	if (v->attn_part.size >= bytes)
+		return true;
+	tern_err e = {0};
+	if (v->attn_part.buf) {
+		if (v->n_cmds)
+			vk_flush_pending(v);
+		vk_mem_free(v, &v->attn_part);
+	}
+	if (vk_mem_new(v, &v->attn_part, bytes, false, &e)) {
+		cpu_host_fail(&v->be, "attention: %s", e.msg);
+		return false;
+	}
+	return true;
+}
+
+static void vk_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			 const struct tern_buf *vb, const struct tern_buf *pos, struct tern_buf *y,
+			 const struct tern_attn *p)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_attention_args(be, q, k, vb, pos, y, p))
+		return;
+	if (p->f16_split > 0 || p->ggml) {
+		cpu_host_fail(be, "attention: ggml's CPU rounding is not available on this backend");
+		return;
+	}
+	int kk = cache_kind(k->type), vk_ = cache_kind(vb->type);
+	if (kk < 0 || vk_ < 0) {
+		cpu_host_fail(be, "attention: a %s / %s cache (this backend reads f32, f16 or q8_0)",
+			      quant_type_name(k->type), quant_type_name(vb->type));
+		return;
+	}
+	const uint32_t WG = 128, MAXQ = 2048, MAXHB = 16;
+	uint32_t hd = (uint32_t)q->ne[0], hdv = (uint32_t)vb->ne[0], nh = (uint32_t)q->ne[1];
+	uint32_t nkv = (uint32_t)k->ne[1], ntok = (uint32_t)q->ne[2], n_ctx = (uint32_t)k->ne[2];
+	uint32_t group = nh / nkv, hb = group < MAXHB ? group : MAXHB;
+	while (hb > 1 && (hb * hd > MAXQ || hb * hdv > MAXQ))
+		hb--;
+	uint32_t nhb = (group + hb - 1) / hb;
+	/* a context split over workgroups where few would run otherwise (decode) */
+	uint32_t L = n_ctx, nsplit = 1;
+	if ((uint64_t)ntok * nkv * nhb < 64 && n_ctx > 512) {
+		L = (n_ctx + 63) / 64;
+		L = L < 256 ? 256 : (L + 31) / 32 * 32;
+		nsplit = (n_ctx + L - 1) / L;
+	}
+	struct {
+		uint32_t hd, hdv, nh, nkv, n_ctx, ntok, hb, L, nsplit, window, flags, oq, ok, ov, v_nb1, v_nb2, opos,
+			osink, oy;
+		float scale, softcap;
+	} pc = {hd, hdv, nh, nkv, n_ctx, ntok, hb, L, nsplit, (uint32_t)p->window, p->sinks ? 1u : 0, 0, 0, 0,
+		(uint32_t)vb->nb[1], (uint32_t)vb->nb[2], 0, 0, 0, p->scale, p->softcap};
+	struct vk_range r[6];
+	if (!vk_range_of(v, q, 4, &r[0], &pc.oq) || !vk_range_of(v, k, 1, &r[1], &pc.ok) ||
+	    !vk_range_of(v, vb, 1, &r[2], &pc.ov) || !vk_range_of(v, pos, 4, &r[3], &pc.opos) ||
+	    !vk_range_of(v, p->sinks ? p->sinks : pos, 4, &r[4], &pc.osink))
+		return;
+	if (nsplit == 1) {
+		if (!vk_range_of(v, y, 4, &r[5], &pc.oy))
+			return;
+	} else {
+		size_t bytes = (size_t)ntok * nh * nsplit * (hdv + 2) * 4;
+		if (!attn_scratch(v, bytes))
+			return;
+		r[5] = (struct vk_range){v->attn_part.buf, 0, bytes};
+	}
+	uint32_t spec[4] = {(uint32_t)kk, (uint32_t)vk_};
+	uint32_t pi = vk_pipe(v, "attention", WG, spec);
+	if (pi == UINT32_MAX)
+		return;
+	vk_dispatch(v, pi, 6, r, 1u << 5, &pc, sizeof pc, nsplit, nkv * nhb, ntok);
+	if (nsplit == 1)
+		return;
+	struct {
+		uint32_t hdv, nh, ntok, nsplit, flags, osink, oy;
+	} cc = {hdv, nh, ntok, nsplit, pc.flags, pc.osink, 0};
+	struct vk_range c[3] = {r[5], r[4]};
+	if (!vk_range_of(v, y, 4, &c[2], &cc.oy))
+		return;
+	pi = vk_pipe(v, "attn_combine", 64, NULL);
+	if (pi != UINT32_MAX)
+		vk_dispatch(v, pi, 3, c, 4, &cc, sizeof cc, nh, ntok, 1);
+}
+
+/* ---- copy, im2col, the router ---- */
+
+static void vk_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_copy_args(be, src, dst))
+		return;
+	uint32_t st = src->type, dt = dst->type, conv, unit = 1;
+	int64_t ne0 = src->ne[0], per;
+	size_t row = quant_row_size(st, (uint64_t)ne0, NULL);
+	if (st == dt && st != QT_F32) {
+		conv = 0;
+		size_t all = row | src->nb[1] | src->nb[2] | src->nb[3] | dst->nb[1] | dst->nb[2] | dst->nb[3] |
+			     src->offset | dst->offset;
+		unit = all % 4 == 0 ? 4 : all % 2 == 0 ? 2 : 1;
+		per = (int64_t)(row / unit);
+	} else if (st == QT_F32 && (dt == QT_F32 || dt == QT_F16 || dt == QT_BF16 || dt == QT_Q8_0)) {
+		conv = dt == QT_F32 ? 1 : dt == QT_F16 ? 2 : dt == QT_BF16 ? 3 : 6;
+		per = dt == QT_Q8_0 ? ne0 / 32 : ne0;
+	} else if (dt == QT_F32 && (st == QT_F16 || st == QT_BF16 || st == QT_Q8_0)) {
+		conv = st == QT_F16 ? 4 : st == QT_BF16 ? 5 : 7;
+		per = ne0;
+	} else {
+		vk_copy_dequant(v, src, dst);
+		return;
+	}
+	int64_t nrows = cpu_host_nrows(src);
+	struct {
+		uint32_t n_per_row, nrows, s_ne1, s_ne2, d_ne1, d_ne2, s_nb1, s_nb2, s_nb3, d_nb1, d_nb2, d_nb3, os, od;
+	} pc = {(uint32_t)per, (uint32_t)nrows, (uint32_t)src->ne[1], (uint32_t)src->ne[2], (uint32_t)dst->ne[1],
+		(uint32_t)dst->ne[2], (uint32_t)src->nb[1], (uint32_t)src->nb[2], (uint32_t)src->nb[3],
+		(uint32_t)dst->nb[1], (uint32_t)dst->nb[2], (uint32_t)dst->nb[3], 0, 0};
+	struct vk_range r[2];
+	if (!vk_range_of(v, src, 1, &r[0], &pc.os) || !vk_range_of(v, dst, 1, &r[1], &pc.od))
+		return;
+	uint32_t spec[4] = {conv, unit}, gx, gy;
+	uint32_t pi = vk_pipe(v, "copy", 256, spec);
+	if (pi == UINT32_MAX)
+		return;
+	vk_grid((uint64_t)per * (uint64_t)nrows, 256, &gx, &gy);
+	vk_dispatch(v, pi, 2, r, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
+static void vk_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_im2col_args(be, x, y, p))
+		return;
+	struct {
+		uint32_t n_ch, len, n_out, k, stride, pad, ox, oy;
+	} pc = {(uint32_t)x->ne[0], (uint32_t)x->ne[1], (uint32_t)y->ne[1], (uint32_t)p->k, (uint32_t)p->stride,
+		(uint32_t)p->pad, 0, 0};
+	struct vk_range r[2];
+	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, y, 4, &r[1], &pc.oy))
+		return;
+	uint32_t pi = vk_pipe(v, "im2col", 256, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	vk_grid((uint64_t)y->ne[0] * (uint64_t)y->ne[1], 256, &gx, &gy);
+	vk_dispatch(v, pi, 2, r, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
+static void vk_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
+			 struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+		return;
+	if (logits->ne[0] > 1024 || (p->n_group > 1 && p->n_group > 32)) {
+		cpu_host_fail(be, "moe_route: %lld experts in %d groups (this backend takes 1024 in 32)",
+			      (long long)logits->ne[0], p->n_group);
+		return;
+	}
+	struct {
+		uint32_t ne, k, ntok, gating, has_bias, norm, n_group, n_group_used, ol, ob, oi, ow;
+		float scale;
+	} pc = {(uint32_t)logits->ne[0], (uint32_t)p->k, (uint32_t)cpu_host_nrows(logits),
+		p->gating == TERN_MOE_SOFTMAX ? 0u : p->gating == TERN_MOE_SIGMOID ? 1u : 2u, bias != NULL, p->norm,
+		(uint32_t)(p->n_group > 1 ? p->n_group : 1), (uint32_t)p->n_group_used, 0, 0, 0, 0, p->scale};
+	struct vk_range r[4];
+	if (!vk_range_of(v, logits, 4, &r[0], &pc.ol) || !vk_range_of(v, bias ? bias : logits, 4, &r[1], &pc.ob) ||
+	    !vk_range_of(v, ids, 4, &r[2], &pc.oi) || !vk_range_of(v, weights, 4, &r[3], &pc.ow))
+		return;
+	uint32_t pi = vk_pipe(v, "moe_route", 64, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	row_grid(pc.ntok, &gx, &gy);
+	vk_dispatch(v, pi, 4, r, 12, &pc, sizeof pc, gx, gy, 1);
+}
+
+static void vk_moe_combine(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
+			   struct tern_buf *y)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_moe_combine_args(be, x, w, y))
+		return;
+	struct {
+		uint32_t n, k, ntok, ox, ow, oy;
+	} pc = {(uint32_t)x->ne[0], (uint32_t)x->ne[1], (uint32_t)x->ne[2], 0, 0, 0};
+	struct vk_range r[3];
+	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, w, 4, &r[1], &pc.ow) ||
+	    !vk_range_of(v, y, 4, &r[2], &pc.oy))
+		return;
+	uint32_t pi = vk_pipe(v, "moe_combine", 256, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	vk_grid((uint64_t)pc.n * pc.ntok, 256, &gx, &gy);
+	vk_dispatch(v, pi, 3, r, 4, &pc, sizeof pc, gx, gy, 1);
+}
+
 void vk_ops_table(struct tern_backend *be)
 {
+	be->rope = vk_rope;
+	be->kv_store = vk_kv_store;
+	be->attention = vk_attention;
+	be->copy = vk_copy;
+	be->im2col = vk_im2col;
+	be->moe_route = vk_moe_route;
+	be->moe_combine = vk_moe_combine;
 	be->add = vk_add;
 	be->scale = vk_scale;
 	be->glu = vk_glu;

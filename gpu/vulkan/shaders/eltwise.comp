@@ -29,10 +29,10 @@ layout(push_constant) uniform PC {
 
 float gelu(float x)
 {
-	/* tanh's argument clamped: tanh(±10) is ±1 in f32 and some drivers
-	 * compute tanh through exp, which overflows further out */
-	float u = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -10.0, 10.0);
-	return 0.5 * x * (1.0 + tanh(u));
+	/* 0.5 x (1 + tanh u) = x / (1 + e^(-2u)): no cancellation where tanh
+	 * nears -1, and no tanh, which some drivers compute less exactly */
+	float u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+	return x / (1.0 + exp(min(-2.0 * u, 88.0)));
 }
 
 float erf_approx(float x)

@@ -921,9 +921,10 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 		uint32_t st[4];
 		memcpy(st, v->status.map, sizeof st);
 		if (st[0]) {
+			static const char *const ops[] = {"get_rows", "kv_store", "mat_mul_id", "attention"};
+			int bit = __builtin_ctz(st[0]);
 			memset(v->status.map, 0, 16);
-			cpu_host_fail(be, "%s: position or id %d out of range",
-				      st[0] & 1 ? "get_rows" : st[0] & 2 ? "positions" : "mat_mul_id", (int)st[1]);
+			cpu_host_fail(be, "%s: position or id %d out of range", bit < 4 ? ops[bit] : "?", (int)st[1]);
 		}
 	}
 	if (!v->host.pending.code && v->validation_errors) {

@@ -294,14 +294,14 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 	if (nsplit == 1)
 		return;
 	struct {
-		uint32_t hdv, nh, ntok, nsplit, flags, osink, oy;
-	} cc = {hdv, nh, ntok, nsplit, pc.flags, pc.osink, 0};
-	struct vk_range c[3] = {r[5], r[4]};
+		uint32_t hdv, nh, ntok, nsplit, flags, osink, oy, opos, n_ctx;
+	} cc = {hdv, nh, ntok, nsplit, pc.flags, pc.osink, 0, pc.opos, n_ctx};
+	struct vk_range c[4] = {r[5], r[4], {0}, r[3]};
 	if (!vk_range_of(v, y, 4, &c[2], &cc.oy))
 		return;
 	pi = vk_pipe(v, "attn_combine", 64, NULL);
 	if (pi != UINT32_MAX)
-		vk_dispatch(v, pi, 3, c, 4, &cc, sizeof cc, nh, ntok, 1);
+		vk_dispatch(v, pi, 4, c, 4, &cc, sizeof cc, nh, ntok, 1);
 }
 
 /* ---- copy, im2col, the router ---- */

@@ -81,12 +81,13 @@ void main()
 	uint hb = min(pc.hb, g * group + group - h0);
 	int qp = pos[pc.opos + t];
 	bool bad = qp < 0 || uint(qp) >= pc.n_ctx;
-	if (bad && lid == 0u && s == 0u && blk == 0u)
-		flag_bad(ST_POSITION, qp);
+	if (bad) { /* the whole workgroup: y keeps what it held */
+		if (lid == 0u && s == 0u && blk == 0u)
+			flag_bad(ST_ATTENTION, qp);
+		return;
+	}
 	int lo = pc.window > 0u ? max(0, qp - int(pc.window) + 1) : 0;
 	int k0 = max(lo, int(s * pc.L)), k1 = min(qp, int(min((s + 1u) * pc.L, pc.n_ctx)) - 1);
-	if (bad)
-		k1 = k0 - 1;
 
 	for (uint i = lid; i < hb * pc.hd; i += WG)
 		qs[i] = q[pc.oq + (t * pc.nh + h0 + i / pc.hd) * pc.hd + i % pc.hd];

@@ -20,9 +20,10 @@ layout(constant_id = 4) const uint SPEC4 = 0;
 layout(binding = 8) buffer Status { uint status[4]; };
 
 /* status[0] bits (vk_backend.c's sync names them) */
-#define ST_ROW_ID 1u
-#define ST_POSITION 2u
-#define ST_EXPERT_ID 4u
+#define ST_ROW_ID 1u    /* get_rows: an id outside the rows */
+#define ST_KV_STORE 2u  /* kv_store: a position outside the cache */
+#define ST_EXPERT_ID 4u /* mat_mul_id: an expert outside the stack */
+#define ST_ATTENTION 8u /* attention: a query position outside the cache */
 
 void flag_bad(uint what, int value)
 {

@@ -26,7 +26,7 @@ void main()
 	uint t = i / per_tok, e = i % per_tok;
 	int p = pos[pc.opos + t];
 	if (p < 0 || uint(p) >= pc.n_ctx) {
-		flag_bad(ST_POSITION, p);
+		flag_bad(ST_KV_STORE, p);
 		return;
 	}
 	uint row = uint(p) * pc.nkv * pc.hd; /* elements before position p */

@@ -27,7 +27,7 @@ void main()
 	uint j = i % half_, h = (i / half_) % pc.nh, t = i / (half_ * pc.nh);
 	int p = pos[pc.opos + t];
 	if (pc.n_ctx != 0u && (p < 0 || uint(p) >= pc.n_ctx)) {
-		flag_bad(ST_POSITION, p);
+		flag_bad(ST_KV_STORE, p);
 		return;
 	}
 	/* base^(-2j / n_rot) by j products, the rounding llama.cpp's loop gives */

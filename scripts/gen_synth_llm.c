@@ -17,7 +17,11 @@
  *           unscaled, as llama.cpp runs them),
  *           or tinyllama: a llama of TinyLlama-1.1B's shape (n_embd 2048,
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
- *           for speed comparisons, not reference data; or gemma | gemma2 |
+ *           for speed comparisons, not reference data; bench-1b and
+ *           bench-7b: TinyLlama's and Llama-2-7B's shapes (4096, 32
+ *           layers, 32 heads, n_ff 11008) with random blocks of the
+ *           quantized types (fast_blocks: seconds for 7B), for
+ *           scripts/gpu_check.sh's speed runs only; or gemma | gemma2 |
  *           phi2 | phi3 | phi3-long (see gen_gemma_phi below)
  *           Embedding models (lib/llm/embed.h): bert, nomic-bert (see
  *           gen_encoder below), and llama-mean / qwen3-last: the llama /
@@ -118,7 +122,46 @@ struct gen {
 	gguf_writer *w;
 	uint32_t type;
 	int q4_k_m; /* llama.cpp's Q4_K_M mix: Q6_K for output and some layers */
+	int fast;   /* bench-1b / bench-7b: random blocks, nothing quantized */
 };
+
+/* A quantized matrix of random blocks whose scales are small and finite,
+ * written without quantizing anything: a 7B model's 6.7 billion weights
+ * would take minutes through the quantizers, and a speed measurement
+ * does not look at the values. The f16 scale fields of each block type
+ * are set to d = 2^-10 (and Q4_K's dmin to 2^-12). */
+static int fast_blocks(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows)
+{
+	bool ok = true;
+	size_t rs = quant_row_size(type, cols, &ok), n = rs * rows;
+	uint8_t *q = malloc(n + 8);
+	if (!ok || !q) {
+		free(q);
+		return -1;
+	}
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ n;
+	for (size_t i = 0; i < n; i += 8) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		memcpy(q + i, &x, 8);
+	}
+	const struct quant_type_info *ti = quant_type_info(type);
+	const uint16_t d = 0x1400, dmin = 0x0c00; /* 2^-10, 2^-12 in f16 */
+	for (size_t b = 0; b < n; b += ti->size) {
+		if (type == QT_Q6_K) {
+			memcpy(q + b + 208, &d, 2);
+		} else if (type == QT_F16) {
+			continue;
+		} else {
+			memcpy(q + b, &d, 2);
+			if (type == QT_Q4_K || type == QT_Q5_K || type == QT_Q4_1 || type == QT_Q5_1)
+				memcpy(q + b + 2, &dmin, 2);
+		}
+	}
+	uint64_t ne[2] = { cols, rows };
+	int rc = type == QT_F16 || type == QT_F32 ? -1 : gguf_writer_tensor(g->w, name, type, 2, ne, q);
+	free(q);
+	return rc;
+}
 
 static void fill(float *x, size_t n, float mean, float sd)
 {
@@ -129,6 +172,8 @@ static void fill(float *x, size_t n, float mean, float sd)
 /* A 2-D weight {cols, rows} (ggml order: ne0 = cols, the dot length). */
 static int mat_t(struct gen *g, uint32_t type, const char *name, uint64_t cols, uint64_t rows, float sd)
 {
+	if (g->fast && type != QT_F32)
+		return fast_blocks(g, type, name, cols, rows);
 	float *x = malloc(sizeof *x * cols * rows);
 	if (!x)
 		return -1;
@@ -716,7 +761,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && (!strcmp(argv[1], "bert") || !strcmp(argv[1], "nomic-bert")))
 		return gen_encoder(argv[1], argv[2], argv[3]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|qwen3-yarn|gemma3-yarn|tinyllama"
+		fprintf(stderr, "usage: gen_synth_llm llama|llama-linear|llama-freqs|qwen2|qwen3|gemma3|qwen3-yarn|gemma3-yarn|tinyllama|bench-1b|bench-7b"
 				"|gemma|gemma2|phi2|phi3|phi3-long|llama-mean|qwen3-last|bert|nomic-bert "
 				"f32|q8_0|q4_0|q4_k|q4_k_m OUT.gguf\n"
 				"       gen_synth_llm mixtral|qwen2moe|qwen3moe|gpt-oss|gpt-oss-yarn|mixtral-big f32|q8_0|q4_0|q4_k|mxfp4 "
@@ -752,7 +797,8 @@ int main(int argc, char **argv)
 		return finish(dg.w, deepseek2(&dg, yarn, kvb, moe, v3, dbig, gate_up), argv[3]);
 	}
 	int linear = !strcmp(argv[1], "llama-linear"), freqs = !strcmp(argv[1], "llama-freqs");
-	int big = !strcmp(argv[1], "tinyllama");
+	int big7 = !strcmp(argv[1], "bench-7b"), fast = big7 || !strcmp(argv[1], "bench-1b");
+	int big = !strcmp(argv[1], "tinyllama") || fast;
 	int qwen3_yarn = !strcmp(argv[1], "qwen3-yarn"), gemma3_yarn = !strcmp(argv[1], "gemma3-yarn");
 	/* embedding variants: the same weights, a pooling type (llama.cpp's values) */
 	int pooling = !strcmp(argv[1], "llama-mean") ? 1 : !strcmp(argv[1], "qwen3-last") ? 3 : 0;
@@ -783,6 +829,12 @@ int main(int argc, char **argv)
 		n_layer = 22;
 		sq_embd = 45.254834f, sq_ff = 75.04665f;
 	}
+	if (big7) { /* Llama-2-7B's shape */
+		N_EMBD = 4096, N_FF = 11008, N_HEAD = 32, N_HEAD_KV = 32, N_VOCAB = 32000;
+		n_layer = 32;
+		sq_embd = 64.0f, sq_ff = 104.92855f;
+	}
+	g.fast = fast;
 	uint32_t nq = N_HEAD * head_dim, nkv = N_HEAD_KV * head_dim;
 	int tied = qwen2 || qwen3;
 	g.w = gguf_writer_new();

@@ -499,6 +499,20 @@ void vk_copy_bytes(struct vk *v, VkBuffer src, VkDeviceSize soff, VkBuffer dst, 
 	c->bind[1] = r[1];
 }
 
+void vk_fill(struct vk *v, VkBuffer buf, VkDeviceSize off, VkDeviceSize n, uint32_t word)
+{
+	if (v->lost || !n)
+		return;
+	struct vk_range r = {buf, off, n};
+	order(v, 1, &r, 1);
+	struct vk_cmd *c = push_cmd(v);
+	if (!c)
+		return;
+	c->kind = VK_CMD_FILL;
+	c->bind[0] = r;
+	c->fill = word;
+}
+
 static void record(struct vk *v, VkCommandBuffer cb)
 {
 	const VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};

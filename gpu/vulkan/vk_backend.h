@@ -29,4 +29,9 @@ int vk_device_info(int i, struct tern_device_info *out, tern_err *err);
  * lacks what the shaders need is refused with the reason). */
 int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts, tern_err *err);
 
+/* The device's read bandwidth in GB/s (10^9 bytes), measured with a
+ * read-only shader over a buffer of up to 1 GiB (a quarter of the budget
+ * at most) several times; for tern-bench's roofline. */
+int vk_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *err);
+
 #endif

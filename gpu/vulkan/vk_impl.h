@@ -216,6 +216,8 @@ uint32_t vk_pipe(struct vk *v, const char *name, uint32_t wg, const uint32_t spe
 /* Append a dispatch. write: bit i set when binding i is written. */
 void vk_dispatch(struct vk *v, uint32_t pipe, uint32_t nbind, const struct vk_range *bind, uint32_t write,
 		 const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
+/* Append a fill of n bytes (a multiple of 4) with a 32-bit word. */
+void vk_fill(struct vk *v, VkBuffer buf, VkDeviceSize off, VkDeviceSize n, uint32_t word);
 /* Append a copy of n bytes between two ranges of device buffers. */
 void vk_copy_bytes(struct vk *v, VkBuffer src, VkDeviceSize soff, VkBuffer dst, VkDeviceSize doff, VkDeviceSize n);
 

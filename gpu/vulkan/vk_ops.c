@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu/vulkan/vk_impl.h"
 #include "quant/quant.h"
@@ -412,6 +413,70 @@ static void vk_moe_combine(struct tern_backend *be, const struct tern_buf *x, co
 		return;
 	vk_grid((uint64_t)pc.n * pc.ntok, 256, &gx, &gy);
 	vk_dispatch(v, pi, 3, r, 4, &pc, sizeof pc, gx, gy, 1);
+}
+
+/* ---- the bandwidth probe ---- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int vk_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *err)
+{
+	struct vk *v = vk_of(be);
+	*gbps = 0;
+	/* large against any cache (an H200's L2 is 60 MB), one binding */
+	uint64_t bytes = (uint64_t)1 << 30;
+	while (bytes > v->max_binding || bytes > v->info.mem_budget / 4 || (v->info.uma && bytes > ((uint64_t)256 << 20)))
+		bytes /= 2;
+	if (bytes < ((uint64_t)16 << 20))
+		return tern_errf(err, TERN_ENOMEM, "%s: too little memory for the bandwidth probe", be->name);
+	struct tern_buf a, y;
+	int64_t ane[1] = {(int64_t)(bytes / 4)}, yne[1] = {65536};
+	int rc = be->buf_alloc(be, &a, QT_F32, 1, ane, err);
+	if (rc)
+		return rc;
+	rc = be->buf_alloc(be, &y, QT_F32, 1, yne, err);
+	if (rc) {
+		be->buf_free(be, &a);
+		return rc;
+	}
+	struct vk_range r[2];
+	const struct vk_mem *am = a.mem, *ym = y.mem;
+	r[0] = (struct vk_range){am->buf, 0, bytes};
+	r[1] = (struct vk_range){ym->buf, 0, 65536 * 4};
+	/* zeros: a fill, not an upload through the staging */
+	vk_fill(v, am->buf, 0, bytes, 0);
+	uint32_t n = (uint32_t)(bytes / 16), pi = vk_pipe(v, "read_bw", 256, NULL);
+	/* enough workgroups to fill any device, few enough for y */
+	uint32_t groups = v->info.uma ? 64 : 4096; /* a CPU device: few, long invocations */
+	double best = 0, pass_s = 0;
+	int passes = 1; /* the first round: one pass, the warm-up (lavapipe compiles there) */
+	for (int rep = 0; rep < 4 && pi != UINT32_MAX; rep++) {
+		for (int p = 0; p < passes; p++)
+			vk_dispatch(v, pi, 2, r, 2, &n, sizeof n, groups, 1, 1);
+		double t0 = now_s();
+		rc = be->sync(be, err);
+		double dt = now_s() - t0;
+		if (rc)
+			break;
+		if (rep && dt > 0 && (double)bytes * passes / dt / 1e9 > best)
+			best = (double)bytes * passes / dt / 1e9;
+		if (rep == 1 || !pass_s)
+			pass_s = dt / passes;
+		/* about 50 ms per round: long against a submit, short on a slow device */
+		passes = pass_s > 0 ? (int)(0.05 / pass_s) : 1;
+		passes = passes < 1 ? 1 : passes > 50 ? 50 : passes;
+	}
+	if (!rc && pi == UINT32_MAX)
+		rc = be->sync(be, err);
+	be->buf_free(be, &a);
+	be->buf_free(be, &y);
+	*gbps = best;
+	return rc;
 }
 
 void vk_ops_table(struct tern_backend *be)

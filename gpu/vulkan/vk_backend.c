@@ -601,6 +601,9 @@ static void flush(struct vk *v, bool step)
 	}
 	VkCommandBuffer cb = v->cb;
 	if (step) {
+		v->step_dispatches = 0;
+		for (size_t i = 0; i < v->n_cmds; i++)
+			v->step_dispatches += v->cmds[i].kind == VK_CMD_DISPATCH;
 		cb = v->step_cb;
 		if (same_list(v)) {
 			v->n_replays++;
@@ -622,6 +625,7 @@ static void flush(struct vk *v, bool step)
 				v->step_valid = false; /* until recorded */
 				record(v, cb);
 				v->step_valid = true;
+				v->n_recorded++;
 			} else {
 				record(v, cb);
 			}
@@ -946,6 +950,12 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 		cpu_host_fail(be, "%s", v->validation_msg);
 	}
 	return cpu_host_sync(be, err);
+}
+
+void vk_get_stats(struct tern_backend *be, struct vk_stats *out)
+{
+	const struct vk *v = vk_of(be);
+	*out = (struct vk_stats){v->n_submits, v->n_replays, v->n_recorded, v->step_dispatches};
 }
 
 /* ---- creation ---- */

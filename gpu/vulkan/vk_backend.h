@@ -29,6 +29,14 @@ int vk_device_info(int i, struct tern_device_info *out, tern_err *err);
  * lacks what the shaders need is refused with the reason). */
 int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts, tern_err *err);
 
+/* What the command stream did (for -v and the tests): submits, steps
+ * replayed without recording, steps recorded, and the dispatches of the
+ * last step. */
+struct vk_stats {
+	uint64_t submits, replays, recorded, step_dispatches;
+};
+void vk_get_stats(struct tern_backend *be, struct vk_stats *out);
+
 /* The device's read bandwidth in GB/s (10^9 bytes), measured with a
  * read-only shader over a buffer of up to 1 GiB (a quarter of the budget
  * at most) several times; for tern-bench's roofline. */

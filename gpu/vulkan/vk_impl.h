@@ -189,7 +189,7 @@ struct vk {
 	char validation_msg[TERN_ERR_MSG_MAX];
 	int validation_errors;
 
-	uint64_t n_submits, n_replays; /* statistics for -v */
+	uint64_t n_submits, n_replays, n_recorded, step_dispatches; /* statistics (vk_get_stats) */
 	bool lost;                     /* a fatal device error: every later op is skipped */
 };
 

@@ -22,7 +22,15 @@
  *   logprobs, errors.
  *
  * Under SANITIZE=1 (ASan at -O1, several times slower) the real-model
- * part skips the ~730-token prompts and runs 16 steps instead of 64. */
+ * part skips the ~730-token prompts and runs 16 steps instead of 64.
+ *
+ * With TERN_TEST_DEVICE=vulkan0 (tests/run.sh runs it so where a Vulkan
+ * device is present) the "optimized backend" of the tests that compare
+ * with llama.cpp (synthetic models of every family, the real models, the
+ * cache types, MLA) is that GPU backend, with the same bounds: the GPU's
+ * f32 sums in another order, and its activations not quantized, differ
+ * from llama.cpp's CPU far less than those bounds allow. The tests of the
+ * CPU alone (threads, the generation loop) are not run then. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +45,9 @@
 
 #include "lib/core/utf8.h"
 #include "lib/cpu/backend.h"
+#ifdef TERN_HAVE_VULKAN
+#include "gpu/vulkan/vk_backend.h"
+#endif
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -169,10 +180,28 @@ static void ref_bin_load(struct ref_bin *r, const char *path)
 	free(b);
 }
 
+/* the GPU device the tests run on instead of the optimized CPU, or NULL */
+static const char *test_device(void)
+{
+	const char *d = getenv("TERN_TEST_DEVICE");
+	return d && *d ? d : NULL;
+}
+
 static struct tern_backend *backend(bool ref, int n_threads, int64_t max_tokens)
 {
 	struct tern_backend *be = NULL;
 	tern_err e = {0};
+	if (!ref && test_device()) {
+#ifdef TERN_HAVE_VULKAN
+		if (!strncmp(test_device(), "vulkan", 6)) {
+			struct vk_backend_opts vo = {.device = atoi(test_device() + 6), .max_tokens = max_tokens};
+			if (vk_backend_new(&be, &vo, &e))
+				fail_msg("backend %s: %s", test_device(), e.msg);
+			return be;
+		}
+#endif
+		fail_msg("TERN_TEST_DEVICE=%s: no such backend in this build", test_device());
+	}
 	struct cpu_backend_opts bo = {.n_threads = n_threads, .max_tokens = max_tokens};
 	int rc = (ref ? cpu_ref_backend_new : cpu_backend_new)(&be, &bo, &e);
 	if (rc)
@@ -1896,5 +1925,13 @@ int main(void)
 		cmocka_unit_test(test_ubatch_clamp),
 		cmocka_unit_test(test_llm_errors),
 	};
+	/* on a GPU: the forward pass against llama.cpp */
+	const struct CMUnitTest device_tests[] = {
+		cmocka_unit_test(test_synth_vs_llamacpp), cmocka_unit_test(test_gate_up_exps),
+		cmocka_unit_test(test_mla_cache),         cmocka_unit_test(test_real_smollm2),
+		cmocka_unit_test(test_real_gemma3),       cmocka_unit_test(test_kv_cache_types),
+	};
+	if (test_device())
+		return cmocka_run_group_tests_name(test_device(), device_tests, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,6 +188,8 @@ struct vk {
 	char validation_msg[TERN_ERR_MSG_MAX];
 	int validation_errors;
 
+	void *prod; /* vk_products.c's state (the activations' scratch) */
+
 	uint64_t n_submits, n_replays; /* statistics for -v */
 	bool lost;                     /* a fatal device error: every later op is skipped */
 };
@@ -222,5 +224,9 @@ void vk_copy_bytes(struct vk *v, VkBuffer src, VkDeviceSize soff, VkBuffer dst, 
 void vk_ops_table(struct tern_backend *be);
 /* mat_prepare: check the weight and create its product pipelines */
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err);
+/* The products' entries in the table and their state (vk_products.c),
+ * released by vk_products_free before the device goes. */
+void vk_products_table(struct tern_backend *be);
+void vk_products_free(struct vk *v);
 
 #endif

@@ -965,6 +965,7 @@ static void vk_free(struct tern_backend *be)
 	struct vk *v = vk_of(be);
 	if (v->dev) {
 		p_vkDeviceWaitIdle(v->dev);
+		vk_products_free(v);
 		for (uint32_t i = 0; i < v->n_pipes; i++)
 			if (v->pipes[i].pipeline)
 				p_vkDestroyPipeline(v->dev, v->pipes[i].pipeline, NULL);

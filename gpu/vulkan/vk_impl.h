@@ -189,6 +189,8 @@ struct vk {
 	char validation_msg[TERN_ERR_MSG_MAX];
 	int validation_errors;
 
+	void *prod; /* vk_products.c's state (the activations' scratch) */
+
 	uint64_t n_submits, n_replays, n_recorded, step_dispatches; /* statistics (vk_get_stats) */
 	bool lost;                     /* a fatal device error: every later op is skipped */
 };
@@ -237,5 +239,9 @@ void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *
 void vk_ops_table(struct tern_backend *be);
 /* mat_prepare: check the weight and create its product pipelines */
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err);
+/* The products' entries in the table and their state (vk_products.c),
+ * released by vk_products_free before the device goes. */
+void vk_products_table(struct tern_backend *be);
+void vk_products_free(struct vk *v);
 
 #endif

@@ -494,4 +494,5 @@ void vk_ops_table(struct tern_backend *be)
 	be->unary = vk_unary;
 	be->softmax = vk_softmax;
 	be->norm = vk_norm;
+	vk_products_table(be);
 }

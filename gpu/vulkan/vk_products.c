@@ -1,11 +1,662 @@
-/* vk_products.c - the Vulkan backend's products (placeholder while the
- * shaders are written) */
+/* vk_products.c - the Vulkan backend's products: mat_prepare, the one-token
+ * mat-vec (one weight or several at once), the batched GEMM, the per-head
+ * products (mat_mul_heads), the experts' products (mat_mul_id) and
+ * get_rows, over every weight type in its GGUF block layout (the decoders
+ * are gpu/vulkan/shaders/dequant.glsl; no type is converted at load time).
+ *
+ * The activations. The reference backend quantizes x to the weight type's
+ * activation type (Q8_0, Q8_1, Q8_K: quant_vec_dot_type) and sums the
+ * products of the decoded values in double. Here actq.comp quantizes x the
+ * same way (the same scales, the same rounding) and decodes it back to f32
+ * into a scratch buffer; the product shaders then sum decoded weights times
+ * those values in f32. The results differ from the reference's by the f32
+ * sums alone (NMSE ~1e-13), so that tests/test_backend_ops.c holds this
+ * backend to the thresholds it holds the CPU to. The float types (F32,
+ * F16, BF16) take x itself.
+ *
+ * Bindings. A binding covers at most maxStorageBufferRange bytes (128 MiB
+ * on lavapipe; a 262144 x 2048 f16 output matrix is 1 GiB): weights are
+ * bound in pieces of whole rows (whole experts for a stack), the tokens of
+ * a batch in runs that keep x, y and the scratch within a binding, and
+ * each piece is one dispatch.
+ *
+ * Every product is products(): n weights (1..TERN_MAT_VEC_N) that take the
+ * same x, any number of tokens; mat_vec, mat_vec_n and mat_mul are thin
+ * entries over it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "gpu/vulkan/vk_impl.h"
+#include "quant/iq_grids.h"
 #include "quant/quant.h"
+
+/* the rows one mat-vec workgroup takes (mul_mat_vec.comp NR) and its size */
+#define MV_NR 2
+#define MV_WG 64
+/* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
+#define MM_BM 64
+#define MM_BN 64
+#define MM_WG 256
+/* weights one mat-vec dispatch takes (mul_mat_vec.comp binds three:
+ * 3 weights, x and 3 outputs fill VK_MAX_BINDINGS but one) */
+#define MV_MAX_W 3
+/* the scratch: at least this much from creation (the per-head products
+ * need it without a mat_prepare), at most this much however large a batch */
+#define SCRATCH_MIN ((size_t)4 << 20)
+#define SCRATCH_MAX ((size_t)256 << 20)
+
+struct vk_products {
+	struct tern_buf scratch; /* f32: activations as actq.comp leaves them */
+	size_t cap;              /* its floats */
+	struct tern_buf grids;   /* the IQ grids (grid_words), binding 7 of their shaders */
+};
+
+/* The IQ grids as the shaders read them (dequant.glsl G_*): the tables of
+ * quant/iq_grids.c one after another, 64-bit entries as low and high words. */
+#define GRID_WORDS (512 + 1024 + 2048 + 256 + 512 + 4096 + 128)
+static void grid_words(uint32_t *g)
+{
+	size_t n = 0;
+	memcpy(g + n, quant_iq2xxs_grid, sizeof quant_iq2xxs_grid);
+	n += sizeof quant_iq2xxs_grid / 4;
+	memcpy(g + n, quant_iq2xs_grid, sizeof quant_iq2xs_grid);
+	n += sizeof quant_iq2xs_grid / 4;
+	memcpy(g + n, quant_iq2s_grid, sizeof quant_iq2s_grid);
+	n += sizeof quant_iq2s_grid / 4;
+	memcpy(g + n, quant_iq3xxs_grid, sizeof quant_iq3xxs_grid);
+	n += sizeof quant_iq3xxs_grid / 4;
+	memcpy(g + n, quant_iq3s_grid, sizeof quant_iq3s_grid);
+	n += sizeof quant_iq3s_grid / 4;
+	memcpy(g + n, quant_iq1s_grid, sizeof quant_iq1s_grid);
+	n += sizeof quant_iq1s_grid / 4;
+	for (size_t i = 0; i < sizeof quant_ksigns_iq2xs; i++)
+		g[n + i] = quant_ksigns_iq2xs[i];
+}
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "grid_words: the low word of a 64-bit entry first");
+
+/* mat_prepare's mark: nothing is converted, so the prepared form is a
+ * pointer that says "checked, pipelines made" (one per type, never freed) */
+static char prepared[QT_COUNT];
+
+/* ---- helpers ---- */
+
+static struct vk_products *prod_of(struct vk *v) { return v->prod; }
+
+/* "q4_k": a shader's type suffix (gen.sh lower-cases the types line) */
+static const char *suffix(uint32_t t, char *buf, size_t n)
+{
+	const char *s = quant_type_name(t);
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		buf[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+	buf[i] = 0;
+	return buf;
+}
+
+/* The pipeline of shader's variant for type t. vk_pipe keeps the name it
+ * is given, so the name passed is the shader table's own (static) copy. */
+static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t wg)
+{
+	char name[64], s[16];
+	snprintf(name, sizeof name, "%s_%s", shader, suffix(t, s, sizeof s));
+	for (size_t i = 0; i < vk_spirv_count; i++)
+		if (!strcmp(vk_spirv_table[i].name, name))
+			return vk_pipe(v, vk_spirv_table[i].name, wg, NULL);
+	vk_fail(v, "no shader '%s' in this build", name);
+	return UINT32_MAX;
+}
+
+/* n workgroups over x, and y where x would pass the device's limit */
+static void grid2(uint64_t n, uint32_t *gx, uint32_t *gy)
+{
+	if (!n)
+		n = 1;
+	*gx = n < 32768 ? (uint32_t)n : 32768;
+	*gy = (uint32_t)((n + *gx - 1) / *gx);
+}
+
+/* bytes a binding may cover, the alignment slack taken off */
+static size_t bind_max(const struct vk *v) { return (size_t)(v->max_binding - v->align); }
+
+static bool quantized(uint32_t t) { return quant_vec_dot_type(t) != QT_F32; }
+
+/* the activation kinds a one-token step may need side by side */
+enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_F32, ACT_KINDS };
+static int act_kind(uint32_t t)
+{
+	uint32_t at = quant_vec_dot_type(t);
+	return at == QT_Q8_0 ? ACT_Q8_0 : at == QT_Q8_1 ? ACT_Q8_1 : at == QT_Q8_K ? ACT_Q8_K : ACT_F32;
+}
+
+/* floats per scratch row of cols: the values, then for Q8_1 the block sums */
+static size_t act_stride(uint32_t t, int64_t cols)
+{
+	return (size_t)cols + (quant_vec_dot_type(t) == QT_Q8_1 ? (size_t)cols / 32 : 0);
+}
+
+static bool grid_type(uint32_t t)
+{
+	return t == QT_IQ2_XXS || t == QT_IQ2_XS || t == QT_IQ2_S || t == QT_IQ3_XXS || t == QT_IQ3_S ||
+	       t == QT_IQ1_S || t == QT_IQ1_M;
+}
+
+/* The bindings of a dispatch of type t's shader, b[0..n) given: for the
+ * grid types, the grids at binding 7 and the gaps before it filled (a
+ * push descriptor per binding the shader declares). The count, or 0 (the
+ * violation recorded) without grids. */
+static uint32_t with_grids(struct vk *v, uint32_t t, struct vk_range *b, uint32_t n)
+{
+	if (!grid_type(t))
+		return n;
+	struct vk_products *p = prod_of(v);
+	if (!p || !p->grids.mem || !vk_range_of(v, &p->grids, 4, &b[7], NULL)) {
+		cpu_host_fail(&v->be, "products: no IQ grids on this device");
+		return 0;
+	}
+	for (uint32_t i = n; i < 7; i++)
+		b[i] = b[7];
+	return 8;
+}
+
+/* ---- the scratch ---- */
+
+static int scratch_reserve(struct vk *v, size_t floats, tern_err *err)
+{
+	struct vk_products *p = prod_of(v);
+	if (!p)
+		return tern_errf(err, TERN_ENOMEM, "%s: no state for the products", v->be.name);
+	if (floats <= p->cap)
+		return 0;
+	int64_t ne[1] = {(int64_t)floats};
+	struct tern_buf nb;
+	int rc = v->be.buf_alloc(&v->be, &nb, QT_F32, 1, ne, err);
+	if (rc)
+		return rc;
+	if (p->scratch.mem)
+		v->be.buf_free(&v->be, &p->scratch);
+	p->scratch = nb;
+	p->cap = floats;
+	return 0;
+}
+
+/* ---- the activations ---- */
+
+/* Where a product reads x: a binding, the float offset of token 0 in it,
+ * the floats between tokens, and where a token's Q8_1 sums start. */
+struct act {
+	struct vk_range r;
+	uint32_t o, stride, sofs;
+};
+
+/* x rows [row0, row0 + n) of cols, as the products of type t read them:
+ * quantized into the scratch at float offset at (actq.comp), or x itself
+ * for the float types. False (the violation recorded) when it cannot be
+ * bound. */
+static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t row0, int64_t n, int64_t cols,
+		   size_t at, struct act *a)
+{
+	size_t rb = (size_t)cols * 4;
+	struct vk_range xr;
+	uint32_t ox;
+	if (!vk_range_bytes(v, x, (size_t)row0 * rb, (size_t)n * rb, 4, &xr, &ox))
+		return false;
+	if (!quantized(t)) {
+		*a = (struct act){xr, ox, (uint32_t)cols, 0};
+		return true;
+	}
+	struct vk_products *p = prod_of(v);
+	size_t qs = act_stride(t, cols);
+	if (!p || !p->scratch.mem || at + (size_t)n * qs > p->cap) {
+		cpu_host_fail(&v->be, "products: %lld activation rows of %lld exceed the scratch (%zu floats)",
+			      (long long)n, (long long)cols, p ? p->cap : 0);
+		return false;
+	}
+	struct vk_range qr;
+	uint32_t oq;
+	if (!vk_range_bytes(v, &p->scratch, at * 4, (size_t)n * qs * 4, 4, &qr, &oq))
+		return false;
+	uint32_t at_t = quant_vec_dot_type(t), bl = at_t == QT_Q8_K ? 256 : 32;
+	struct {
+		uint32_t cols, nrows, ox, oq, xstride, qstride, kind;
+	} pc = {(uint32_t)cols, (uint32_t)n, ox, oq, (uint32_t)cols, (uint32_t)qs,
+		at_t == QT_Q8_0 ? 0u : at_t == QT_Q8_1 ? 1u : 2u};
+	uint32_t pi = vk_pipe(v, "actq", 64, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return false;
+	grid2(((uint64_t)n * (uint64_t)(cols / bl) + 63) / 64, &gx, &gy);
+	struct vk_range b[2] = {xr, qr};
+	vk_dispatch(v, pi, 2, b, 2, &pc, sizeof pc, gx, gy, 1);
+	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols};
+	return true;
+}
+
+/* tokens per run: x, y and the scratch of a run each fit one binding */
+static int64_t token_run(struct vk *v, uint32_t t, int64_t cols, int64_t rows_y, int64_t ntok, size_t x_rows_per_tok)
+{
+	int64_t run = ntok;
+	size_t xb = (size_t)cols * 4 * x_rows_per_tok, yb = (size_t)rows_y * 4;
+	if (xb && (int64_t)(bind_max(v) / xb) < run)
+		run = (int64_t)(bind_max(v) / xb);
+	if (yb && (int64_t)(bind_max(v) / yb) < run)
+		run = (int64_t)(bind_max(v) / yb);
+	if (quantized(t)) {
+		struct vk_products *p = prod_of(v);
+		size_t per = act_stride(t, cols) * x_rows_per_tok;
+		int64_t fit = p ? (int64_t)(p->cap / per) : 0;
+		if (fit < run)
+			run = fit;
+	}
+	return run;
+}
+
+/* ---- mat-vec: one token ---- */
+
+/* y[i] = w[i] x for n (1..MV_MAX_W) weights of one type, rows [r0, r0 +
+ * nr[i]) of each, in one dispatch */
+static void mv_dispatch(struct vk *v, int n, const struct tern_buf *const *w, const int64_t *r0, const int64_t *nr,
+			const struct act *a, struct tern_buf *const *y)
+{
+	struct {
+		uint32_t cols, ox, sofs;
+		uint32_t rows[3], ow[3], nb1[3], oy[3];
+	} pc = {(uint32_t)w[0]->ne[0], a->o, a->sofs, {0}, {0}, {0}, {0}};
+	struct vk_range b[VK_MAX_BINDINGS];
+	int64_t most = 0;
+	for (int i = 0; i < MV_MAX_W; i++) {
+		int j = i < n ? i : 0;
+		if (!vk_range_bytes(v, w[j], (size_t)r0[j] * w[j]->nb[1], (size_t)nr[j] * w[j]->nb[1], 1, &b[i], &pc.ow[i]) ||
+		    !vk_range_bytes(v, y[j], (size_t)r0[j] * 4, (size_t)nr[j] * 4, 4, &b[4 + i], &pc.oy[i]))
+			return;
+		pc.rows[i] = i < n ? (uint32_t)nr[i] : 0;
+		pc.nb1[i] = (uint32_t)w[j]->nb[1];
+		most = nr[j] > most ? nr[j] : most;
+	}
+	b[3] = a->r;
+	uint32_t pi = pipe_of(v, "mul_mat_vec", w[0]->type, MV_WG), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	grid2((uint64_t)(most + MV_NR - 1) / MV_NR, &gx, &gy);
+	uint32_t write = 1u << 4 | (n > 1 ? 1u << 5 : 0) | (n > 2 ? 1u << 6 : 0);
+	uint32_t nb = with_grids(v, w[0]->type, b, 7);
+	if (nb)
+		vk_dispatch(v, pi, nb, b, write, &pc, sizeof pc, gx, gy, (uint32_t)n);
+}
+
+/* one weight whose rows do not fit one binding: a dispatch per piece */
+static void mv_pieces(struct vk *v, const struct tern_buf *w, const struct act *a, struct tern_buf *y)
+{
+	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
+	per -= per % MV_NR;
+	if (per < 1) {
+		cpu_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
+		return;
+	}
+	for (int64_t r0 = 0; r0 < w->ne[1]; r0 += per) {
+		int64_t nr = w->ne[1] - r0 < per ? w->ne[1] - r0 : per;
+		const struct tern_buf *wp[1] = {w};
+		struct tern_buf *yp[1] = {y};
+		mv_dispatch(v, 1, wp, &r0, &nr, a, yp);
+	}
+}
+
+/* ---- GEMM: a batch ---- */
+
+/* y = w x for rows [r0, r0 + nr) of w and the tokens a binds; heads > 1:
+ * workgroup z walks the heads, wz bytes of w, xz floats of x and yz of y
+ * apart */
+static void mm_dispatch(struct vk *v, const struct tern_buf *w, size_t wstart, size_t wbytes, int64_t nr,
+			const struct act *a, int64_t ntok, const struct tern_buf *y, size_t ystart, size_t ybytes,
+			uint32_t ystride, uint32_t heads, uint32_t wz, uint32_t xz, uint32_t yz)
+{
+	struct {
+		uint32_t rows, cols, ntok, ow, nb1, ox, xstride, oy, ystride, sofs, wz, xz, yz;
+	} pc = {(uint32_t)nr, (uint32_t)w->ne[0], (uint32_t)ntok, 0, (uint32_t)w->nb[1], a->o, a->stride, 0,
+		ystride, a->sofs, wz, xz, yz};
+	struct vk_range b[VK_MAX_BINDINGS];
+	if (!vk_range_bytes(v, w, wstart, wbytes, 1, &b[0], &pc.ow) ||
+	    !vk_range_bytes(v, y, ystart, ybytes, 4, &b[2], &pc.oy))
+		return;
+	b[1] = a->r;
+	uint32_t pi = pipe_of(v, "mul_mm", w->type, MM_WG);
+	if (pi == UINT32_MAX)
+		return;
+	uint32_t nb = with_grids(v, w->type, b, 3);
+	if (nb)
+		vk_dispatch(v, pi, nb, b, 4, &pc, sizeof pc, (uint32_t)((nr + MM_BM - 1) / MM_BM),
+			    (uint32_t)((ntok + MM_BN - 1) / MM_BN), heads);
+}
+
+/* y (tokens [0, ntok) of rows w->ne[1]) = w x for a run of tokens whose
+ * activations a binds, the weight in pieces that fit a binding */
+static void mm_run(struct vk *v, const struct tern_buf *w, const struct act *a, int64_t ntok, const struct tern_buf *y,
+		   int64_t t0)
+{
+	int64_t rows = w->ne[1];
+	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
+	per -= per % MM_BM;
+	if (per < 1) {
+		cpu_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
+		return;
+	}
+	for (int64_t r0 = 0; r0 < rows; r0 += per) {
+		int64_t nr = rows - r0 < per ? rows - r0 : per;
+		size_t ys = ((size_t)t0 * (size_t)rows + (size_t)r0) * 4;
+		size_t yn = ((size_t)(ntok - 1) * (size_t)rows + (size_t)nr) * 4;
+		mm_dispatch(v, w, (size_t)r0 * w->nb[1], (size_t)nr * w->nb[1], nr, a, ntok, y, ys, yn, (uint32_t)rows,
+			    1, 0, 0, 0);
+	}
+}
+
+/* ---- every product ---- */
+
+/* y[i] = w[i] x for n prepared weights sharing x (f32 [ntok][cols]),
+ * operands checked */
+static void products(struct vk *v, int n, const struct tern_buf *const *w, const struct tern_buf *x,
+		     struct tern_buf *const *y)
+{
+	int64_t cols = x->ne[0], ntok = x->ne[1];
+	if (v->lost)
+		return;
+	if (ntok == 1) {
+		/* one scratch row per activation type: Q, K and V of mixed types
+		 * each find theirs (and mat_vec_n's bits are mat_vec's) */
+		struct act acts[ACT_KINDS];
+		bool have[ACT_KINDS] = {false};
+		size_t qrow = act_stride(QT_Q4_1, cols);
+		for (int i = 0; i < n; i++) {
+			int k = act_kind(w[i]->type);
+			if (!have[k] && !act_of(v, w[i]->type, x, 0, 1, cols, (size_t)k * qrow, &acts[k]))
+				return;
+			have[k] = true;
+		}
+		bool done[TERN_MAT_VEC_N] = {false};
+		for (int i = 0; i < n; i++) {
+			if (done[i])
+				continue;
+			const struct act *a = &acts[act_kind(w[i]->type)];
+			if (w[i]->nb[1] * (size_t)w[i]->ne[1] > bind_max(v)) {
+				mv_pieces(v, w[i], a, y[i]);
+				done[i] = true;
+				continue;
+			}
+			/* the weights of this type that fit a binding: one dispatch */
+			const struct tern_buf *gw[MV_MAX_W];
+			struct tern_buf *gy[MV_MAX_W];
+			int64_t r0[MV_MAX_W] = {0}, nr[MV_MAX_W];
+			int g = 0;
+			for (int j = i; j < n && g < MV_MAX_W; j++)
+				if (!done[j] && w[j]->type == w[i]->type &&
+				    w[j]->nb[1] * (size_t)w[j]->ne[1] <= bind_max(v)) {
+					gw[g] = w[j];
+					gy[g] = y[j];
+					nr[g++] = w[j]->ne[1];
+					done[j] = true;
+				}
+			mv_dispatch(v, g, gw, r0, nr, a, gy);
+		}
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t run = token_run(v, w[i]->type, cols, w[i]->ne[1], ntok, 1);
+		if (run < 1) {
+			cpu_host_fail(&v->be, "mat_mul: a token of %lld columns does not fit the device's bindings",
+				      (long long)cols);
+			return;
+		}
+		for (int64_t t0 = 0; t0 < ntok; t0 += run) {
+			int64_t nt = ntok - t0 < run ? ntok - t0 : run;
+			struct act a;
+			if (!act_of(v, w[i]->type, x, t0, nt, cols, 0, &a))
+				return;
+			mm_run(v, w[i], &a, nt, y[i], t0);
+		}
+	}
+}
+
+static void vk_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+		       struct tern_buf *y)
+{
+	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
+		products(vk_of(be), 1, &w, x, &y);
+}
+
+static void vk_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
+			 struct tern_buf *const *y)
+{
+	if (n < 1 || n > TERN_MAT_VEC_N) {
+		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (!cpu_host_mm_args(be, "mat_vec_n", w[i], x, y[i], true))
+			return;
+	products(vk_of(be), n, w, x, y);
+}
+
+static void vk_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+		       struct tern_buf *y)
+{
+	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
+		products(vk_of(be), 1, &w, x, &y);
+}
+
+/* ---- per head (MLA) ---- */
+
+static void vk_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			     struct tern_buf *y)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_heads_args(be, w, x, y) || v->lost)
+		return;
+	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2], ntok = x->ne[2];
+	size_t wbytes = (size_t)(nh - 1) * w->nb[2] + (size_t)rows * w->nb[1];
+	int64_t run = token_run(v, w->type, cols, rows * nh, ntok, (size_t)nh);
+	if (run < 1 || wbytes > bind_max(v)) {
+		cpu_host_fail(be, "mat_mul_heads: %lld heads of %lld x %lld do not fit the device's bindings",
+			      (long long)nh, (long long)rows, (long long)cols);
+		return;
+	}
+	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
+		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
+		struct act a;
+		/* token t's head h is activation row t nh + h */
+		if (!act_of(v, w->type, x, t0 * nh, nt * nh, cols, 0, &a))
+			return;
+		uint32_t xz = a.stride;
+		a.stride *= (uint32_t)nh;
+		size_t ys = (size_t)(t0 * nh * rows) * 4, yn = (size_t)(nt * nh * rows) * 4;
+		mm_dispatch(v, w, 0, wbytes, rows, &a, nt, y, ys, yn, (uint32_t)(nh * rows), (uint32_t)nh,
+			    (uint32_t)w->nb[2], xz, (uint32_t)rows);
+	}
+}
+
+/* ---- the experts (MoE) ---- */
+
+static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			  const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y) || v->lost)
+		return;
+	int64_t cols = w->ne[0], rows = w->ne[1], n_exp = w->ne[2], k = ids->ne[0], ntok = ids->ne[1];
+	int64_t n_x = x->ne[1];
+	/* experts per piece of the stack */
+	size_t ebytes = (size_t)(rows - 1) * w->nb[1] + quant_row_size(w->type, (uint64_t)cols, NULL);
+	int64_t per = ebytes > bind_max(v) ? 0 : 1 + (int64_t)((bind_max(v) - ebytes) / w->nb[2]);
+	int64_t run = token_run(v, w->type, cols, rows * k, ntok, (size_t)n_x);
+	if (per < 1 || run < 1) {
+		cpu_host_fail(be, "mat_mul_id: experts of %lld x %lld do not fit the device's bindings", (long long)rows,
+			      (long long)cols);
+		return;
+	}
+	/* workgroup z is a slot: runs of at most the device's z count */
+	int64_t zmax = v->max_groups[2] / (uint32_t)k;
+	if (zmax < run)
+		run = zmax;
+	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
+	if (pi == UINT32_MAX || run < 1)
+		return;
+	grid2((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
+	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
+		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
+		struct act a;
+		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, &a))
+			return;
+		struct {
+			uint32_t cols, rows, k, n_x, ow, nb1, nb2, ox, xstride, sofs, oi, ob, oy, e0, e1, n_exp, has_bias;
+		} pc = {(uint32_t)cols, (uint32_t)rows, (uint32_t)k, (uint32_t)n_x, 0, (uint32_t)w->nb[1], (uint32_t)w->nb[2],
+			a.o, a.stride, a.sofs, 0, 0, 0, 0, 0, (uint32_t)n_exp, b ? 1u : 0u};
+		struct vk_range r[VK_MAX_BINDINGS];
+		r[1] = a.r;
+		if (!vk_range_bytes(v, ids, (size_t)(t0 * k) * 4, (size_t)(nt * k) * 4, 4, &r[2], &pc.oi) ||
+		    !vk_range_of(v, b ? b : ids, 4, &r[3], &pc.ob) ||
+		    !vk_range_bytes(v, y, (size_t)(t0 * k * rows) * 4, (size_t)(nt * k * rows) * 4, 4, &r[4], &pc.oy))
+			return;
+		for (int64_t e0 = 0; e0 < n_exp; e0 += per) {
+			int64_t ne = n_exp - e0 < per ? n_exp - e0 : per;
+			size_t wb = (size_t)(ne - 1) * w->nb[2] + ebytes;
+			if (!vk_range_bytes(v, w, (size_t)e0 * w->nb[2], wb, 1, &r[0], &pc.ow))
+				return;
+			pc.e0 = (uint32_t)e0;
+			pc.e1 = (uint32_t)(e0 + ne);
+			uint32_t nb = with_grids(v, w->type, r, 5);
+			if (!nb)
+				return;
+			vk_dispatch(v, pi, nb, r, 1u << 4, &pc, sizeof pc, gx, gy, (uint32_t)(nt * k));
+		}
+	}
+}
+
+/* ---- get_rows ---- */
+
+static void vk_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
+			struct tern_buf *y)
+{
+	struct vk *v = vk_of(be);
+	if (!cpu_host_get_rows_args(be, w, ids, y) || v->lost)
+		return;
+	uint32_t t = w->type;
+	const struct quant_type_info *ti = quant_type_info(t);
+	if (t == QT_I8 || t == QT_I16 || t == QT_I32 || t == QT_I64 || t == QT_F64 || ti->blck > 256) {
+		cpu_host_fail(be, "get_rows: no decoder for %s on this backend", quant_type_name(t));
+		return;
+	}
+	int64_t cols = w->ne[0], nrows = w->ne[1], ntok = ids->ne[0];
+	uint32_t unit = ti->blck == 1 ? 1 : 8;
+	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
+	if (per < 1 || (size_t)(cols * ntok) * 4 > bind_max(v)) {
+		cpu_host_fail(be, "get_rows: %lld rows of %lld do not fit the device's bindings", (long long)ntok,
+			      (long long)cols);
+		return;
+	}
+	uint32_t pi = pipe_of(v, "get_rows", t, 64), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	struct {
+		uint32_t cols, ntok, ow, nb1, oi, oy, ystride, r0, r1, nrows;
+	} pc = {(uint32_t)cols, (uint32_t)ntok, 0, (uint32_t)w->nb[1], 0, 0, (uint32_t)cols, 0, 0, (uint32_t)nrows};
+	struct vk_range r[VK_MAX_BINDINGS];
+	if (!vk_range_of(v, ids, 4, &r[1], &pc.oi) || !vk_range_of(v, y, 4, &r[2], &pc.oy))
+		return;
+	grid2(((uint64_t)ntok * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
+	for (int64_t r0 = 0; r0 < nrows; r0 += per) {
+		int64_t nr = nrows - r0 < per ? nrows - r0 : per;
+		if (!vk_range_bytes(v, w, (size_t)r0 * w->nb[1], (size_t)nr * w->nb[1], 1, &r[0], &pc.ow))
+			return;
+		pc.r0 = (uint32_t)r0;
+		pc.r1 = (uint32_t)(r0 + nr);
+		uint32_t nb = with_grids(v, t, r, 3);
+		if (!nb)
+			return;
+		vk_dispatch(v, pi, nb, r, 4, &pc, sizeof pc, gx, gy, 1);
+	}
+}
+
+/* ---- load time ---- */
 
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
-	return tern_errf(err, TERN_EUNSUPPORTED, "%s: no products yet", be->name);
+	struct vk *v = vk_of(be);
+	int rc = cpu_host_weight_shape(be, w, err);
+	if (rc)
+		return rc;
+	if (!quant_is_weight_type(w->type))
+		return tern_errf(err, TERN_EUNSUPPORTED, "%s: no product for weights of type %s", be->name,
+				 quant_type_name(w->type));
+	uint32_t at = quant_vec_dot_type(w->type);
+	bool ok = true;
+	quant_row_size(at, (uint64_t)w->ne[0], &ok);
+	if (!ok || w->ne[0] > INT32_MAX / 2)
+		return tern_errf(err, TERN_EINVAL, "%s: rows of %lld do not fit blocks of %s", be->name,
+				 (long long)w->ne[0], quant_type_name(at));
+	if (w->nb[1] > bind_max(v))
+		return tern_errf(err, TERN_EUNSUPPORTED, "%s: a row of %zu bytes exceeds the device's binding range",
+				 be->name, w->nb[1]);
+	/* the scratch: a batch of max_tokens (a stack: one token's slots at
+	 * least), within a binding; larger batches run in pieces */
+	if (quantized(w->type)) {
+		size_t row = act_stride(w->type, w->ne[0]);
+		size_t need = row * (size_t)(be->max_tokens > 3 ? be->max_tokens : 3);
+		if (w->ne[2] > 1 && need < row * TERN_MOE_MAX_USED)
+			need = row * TERN_MOE_MAX_USED;
+		size_t most = (bind_max(v) < SCRATCH_MAX ? bind_max(v) : SCRATCH_MAX) / 4;
+		if (need > most)
+			need = most > 3 * row ? most : 3 * row;
+		rc = scratch_reserve(v, need, err);
+		if (rc)
+			return rc;
+	}
+	/* the pipelines, made now rather than at the first step */
+	bool built = vk_pipe(v, "actq", 64, NULL) != UINT32_MAX &&
+		     pipe_of(v, "mul_mat_vec", w->type, MV_WG) != UINT32_MAX &&
+		     pipe_of(v, "mul_mm", w->type, MM_WG) != UINT32_MAX &&
+		     (w->ne[2] == 1 || pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX);
+	if (!built)
+		return tern_errf(err, TERN_EIO, "%s: the %s products' shaders failed to build", be->name,
+				 quant_type_name(w->type));
+	w->prep = &prepared[w->type];
+	return 0;
+}
+
+void vk_products_free(struct vk *v)
+{
+	struct vk_products *p = prod_of(v);
+	if (!p)
+		return;
+	if (p->scratch.mem)
+		v->be.buf_free(&v->be, &p->scratch);
+	if (p->grids.mem)
+		v->be.buf_free(&v->be, &p->grids);
+	free(p);
+	v->prod = NULL;
+}
+
+void vk_products_table(struct tern_backend *be)
+{
+	struct vk *v = vk_of(be);
+	struct vk_products *p = calloc(1, sizeof *p);
+	v->prod = p;
+	if (p) {
+		/* a failure here leaves the products to report it at their first call */
+		tern_err e = {0};
+		scratch_reserve(v, SCRATCH_MIN / 4, &e);
+		int64_t ne[1] = {GRID_WORDS};
+		uint32_t *g = malloc(GRID_WORDS * 4);
+		if (g && !be->buf_alloc(be, &p->grids, QT_I32, 1, ne, &e)) {
+			grid_words(g);
+			be->upload(be, &p->grids, 0, g, GRID_WORDS * 4);
+			p->grids.flags |= TERN_BUF_READONLY;
+		}
+		free(g);
+	}
+	be->mat_vec = vk_mat_vec;
+	be->mat_vec_n = vk_mat_vec_n;
+	be->mat_mul = vk_mat_mul;
+	be->mat_mul_heads = vk_mat_mul_heads;
+	be->mat_mul_id = vk_mat_mul_id;
+	be->get_rows = vk_get_rows;
 }
 
 void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst)

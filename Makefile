@@ -214,7 +214,7 @@ $(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB)
 
 test: all $(TEST_BINS)
 	@test -n "$(HAVE_CMOCKA)" || { echo "cmocka not found: run 'make deps' first" >&2; exit 1; }
-	$(Q)BIN=$(BINDIR) OUT=$(OUT) PYTHON=$(PYTHON) SANITIZE=$(SANITIZE) CROSS_OK=$(HAVE_QEMU_ARM) tests/run.sh $(TEST_BINS)
+	$(Q)BIN=$(BINDIR) OUT=$(OUT) PYTHON=$(PYTHON) SANITIZE=$(SANITIZE) CROSS_OK=$(HAVE_QEMU_ARM) HAVE_VULKAN=$(BUILD_VULKAN) tests/run.sh $(TEST_BINS)
 
 # ---- fuzzing (clang libFuzzer + ASan + UBSan) ------------------------------
 FUZZ_OUT := build/fuzz

@@ -26,6 +26,23 @@ run_one() {
 	return 0
 }
 for t in "$@"; do run_one "$(basename "$t")" "$t"; done
+# The forward pass against llama.cpp again on the Vulkan device (Mesa's
+# lavapipe where there is no GPU) when the build has the Vulkan backend.
+# Under ASan, leak detection is off for these runs only: lavapipe's
+# JIT-compiled shaders allocate a few bytes per pipeline that nothing
+# frees, from code no suppression can name (no module); ASan's other
+# checks stay on, and every other test still checks our leaks.
+if [ -n "${HAVE_VULKAN:-}" ]; then
+	vk_env=(TERN_TEST_DEVICE=vulkan0)
+	[ "${SANITIZE:-}" = 1 ] && vk_env+=(ASAN_OPTIONS=detect_leaks=0)
+	for t in "$@"; do
+		case $(basename "$t") in
+		test_backend_ops) run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
+		# the forward pass on lavapipe takes minutes: once, not again under ASan
+		test_llm) [ "${SANITIZE:-}" = 1 ] || run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
+		esac
+	done
+fi
 for s in tests/check_*.sh tests/cli_*.sh; do [ -e "$s" ] && run_one "$(basename "$s" .sh)" bash "$s"; done
 echo "----"
 echo "tests: $pass passed, $fail failed${failed:+ (${failed[*]})}"

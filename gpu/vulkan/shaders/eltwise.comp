@@ -25,7 +25,6 @@ layout(push_constant) uniform PC {
 #define OP_GELU_ERF 6u
 #define OP_SILU 7u
 #define OP_SIGMOID 8u
-#define OP_GELU_F16 9u
 
 float gelu(float x)
 {
@@ -67,15 +66,6 @@ float act(uint op, float x)
 		return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476));
 	case OP_SIGMOID:
 		return 1.0 / (1.0 + exp(-x));
-	case OP_GELU_F16: {
-		/* ggml's table: the half of x, its f32 GELU rounded to a half */
-		if (x <= -10.0)
-			return 0.0;
-		if (x >= 10.0)
-			return x;
-		float h = unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x;
-		return unpackHalf2x16(packHalf2x16(vec2(gelu(h), 0.0))).x;
-	}
 	default: /* OP_SILU */
 		return x / (1.0 + exp(-x));
 	}

@@ -42,8 +42,21 @@ struct backend_entry {
 	enum cpu_mm_repack repack;
 };
 
+/* The GPU device this run tests (TERN_TEST_DEVICE=vulkan0: tests/run.sh
+ * runs this binary once for the CPU backends and once per GPU device), or
+ * NULL. */
+static const char *test_device(void)
+{
+	const char *d = getenv("TERN_TEST_DEVICE");
+	return d && *d ? d : NULL;
+}
+
+#define MAKE_SKIP 1
+
 static int make_cpu(struct tern_backend **out, const struct backend_entry *e, tern_err *err)
 {
+	if (test_device())
+		return MAKE_SKIP; /* a device's run: the CPU backends had theirs */
 	struct cpu_backend_opts o = {.n_threads = e->n_threads, .max_tokens = MAX_TOKENS, .repack = e->repack};
 	return cpu_backend_new(out, &o, err);
 }
@@ -55,9 +68,8 @@ static int make_ref(struct tern_backend **out, const struct backend_entry *e, te
 	return cpu_ref_backend_new(out, &o, err);
 }
 
-/* A maker's answer when its device is not on this machine: the entry is
- * skipped (one line says so), not failed. */
-#define MAKE_SKIP 1
+/* MAKE_SKIP: a maker's answer when its device is not on this machine or
+ * not this run's: the entry is skipped (one line says so), not failed. */
 
 #ifdef TERN_HAVE_VULKAN
 /* Vulkan device 0 (lavapipe in CI), under the validation layer where it is
@@ -66,6 +78,8 @@ static int make_vulkan(struct tern_backend **out, const struct backend_entry *e,
 {
 	static bool said;
 	tern_err why = {0};
+	if (!test_device() || strcmp(test_device(), e->name))
+		return MAKE_SKIP;
 	if (vk_device_count(&why) == 0) {
 		if (!said)
 			printf("  %s: no Vulkan device, skipped\n", e->name);
@@ -1977,17 +1991,35 @@ static void test_ops_contract(void **state)
 	(void)state;
 	tern_err e = {0};
 	struct tern_backend *be;
-	assert_int_equal(make_ref(&be, NULL, &e), 0);
-	check_ops_contract(be);
-	check_moe_contract(be);
-	check_moe_route_known(be);
-	tern_backend_free(be);
-	struct cpu_backend_opts o = {.n_threads = 3, .max_tokens = 8};
-	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
-	check_ops_contract(be);
-	check_moe_contract(be);
-	check_moe_route_known(be);
-	tern_backend_free(be);
+	if (!test_device()) {
+		assert_int_equal(make_ref(&be, NULL, &e), 0);
+		check_ops_contract(be);
+		check_moe_contract(be);
+		check_moe_route_known(be);
+		tern_backend_free(be);
+		struct cpu_backend_opts o = {.n_threads = 3, .max_tokens = 8};
+		assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+		check_ops_contract(be);
+		check_moe_contract(be);
+		check_moe_route_known(be);
+		tern_backend_free(be);
+		return;
+	}
+	/* a GPU device's run: its entries (the others skip) */
+	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+		const struct backend_entry *b = &backends[i];
+		if (b->make == make_ref)
+			continue;
+		int rc = b->make(&be, b, &e);
+		if (rc == MAKE_SKIP)
+			continue;
+		if (rc)
+			fail_msg("%s: %s", b->name, e.msg);
+		check_ops_contract(be);
+		check_moe_contract(be);
+		check_moe_route_known(be);
+		tern_backend_free(be);
+	}
 }
 
 /* Results do not depend on the thread count: every op case and the
@@ -2146,5 +2178,12 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_mat_vec_n),
 	};
+	/* a GPU device's run: the tests of the CPU's threads are the CPU's */
+	const struct CMUnitTest device_tests[] = {
+		cmocka_unit_test(test_products), cmocka_unit_test(test_contract), cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_ops_contract), cmocka_unit_test(test_mat_vec_n),
+	};
+	if (test_device())
+		return cmocka_run_group_tests_name(test_device(), device_tests, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,7 +88,7 @@ const char *quant_cpu_features_str(void)
 	return features;
 }
 
-static bool isa_supported(enum quant_isa isa)
+bool quant_isa_supported(enum quant_isa isa)
 {
 	const struct quant_cpu *c = quant_cpu();
 	switch (isa) {
@@ -96,7 +96,7 @@ static bool isa_supported(enum quant_isa isa)
 	case QUANT_ISA_AVX2: return c->avx2 && c->fma && c->f16c;
 	case QUANT_ISA_AVX512:
 		return c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq &&
-		       c->avx512vnni && isa_supported(QUANT_ISA_AVX2);
+		       c->avx512vnni && quant_isa_supported(QUANT_ISA_AVX2);
 	case QUANT_ISA_NEON: return c->neon;
 	}
 	return false;
@@ -106,11 +106,11 @@ enum quant_isa quant_isa(void)
 {
 	if (forced >= 0)
 		return (enum quant_isa)forced;
-	if (isa_supported(QUANT_ISA_AVX512))
+	if (quant_isa_supported(QUANT_ISA_AVX512))
 		return QUANT_ISA_AVX512;
-	if (isa_supported(QUANT_ISA_AVX2))
+	if (quant_isa_supported(QUANT_ISA_AVX2))
 		return QUANT_ISA_AVX2;
-	if (isa_supported(QUANT_ISA_NEON))
+	if (quant_isa_supported(QUANT_ISA_NEON))
 		return QUANT_ISA_NEON;
 	return QUANT_ISA_SCALAR;
 }
@@ -134,7 +134,7 @@ int quant_cpu_force(const char *name)
 	}
 	for (int i = QUANT_ISA_SCALAR; i <= QUANT_ISA_NEON; i++) {
 		if (strcmp(name, quant_isa_name((enum quant_isa)i)) == 0) {
-			if (!isa_supported((enum quant_isa)i))
+			if (!quant_isa_supported((enum quant_isa)i))
 				return TERN_EUNSUPPORTED;
 			forced = i;
 			return 0;

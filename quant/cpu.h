@@ -17,6 +17,9 @@ enum quant_isa { QUANT_ISA_SCALAR = 0, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_I
 /* Features of the running CPU (detected once, thread-safe after first call). */
 const struct quant_cpu *quant_cpu(void);
 
+/* Whether this CPU runs variant isa. */
+bool quant_isa_supported(enum quant_isa isa);
+
 /* Best variant this CPU runs, or the forced one. */
 enum quant_isa quant_isa(void);
 

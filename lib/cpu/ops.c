@@ -22,8 +22,12 @@ static void init_tables(void)
 	for (int i = 0; i <= QUANT_ISA_NEON; i++)
 		ops_scalar_init(&tables[i]);
 #if defined(__x86_64__)
-	cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
-	cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
+	/* each init is compiled for its variant (the compiler may use its
+	 * instructions there too): only on a CPU that has them */
+	if (quant_isa_supported(QUANT_ISA_AVX2))
+		cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
+	if (quant_isa_supported(QUANT_ISA_AVX512))
+		cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
 #endif
 }
 

@@ -61,7 +61,7 @@ static void release_experts(struct cpu_mm *mm, int64_t n)
 }
 
 /* The prepared form of a weight: one struct cpu_mm per expert (a 2-D
- * weight is one), so that mat_vec / mat_mul read the first as before. */
+ * weight is one), so that product reads the first as before. */
 static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct cpu *c = be->impl;
@@ -113,39 +113,29 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	return 0;
 }
 
-static void cpu_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
-{
-	struct cpu *c = be->impl;
-	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
-		cpu_mm_run(w->prep, c->pool, tern_buf_host(x), 1, tern_buf_host(y), c->scratch);
-}
+_Static_assert(TERN_MAT_VEC_N <= CPU_MM_VEC_N, "product's weights in one mat-vec step");
 
-static void cpu_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			  struct tern_buf *const *y)
+/* One token: the mat-vec path, several weights in one step (the input
+ * quantized once, the threads woken once; each result the bits of its own
+ * call); a batch: the GEMM of each weight. */
+static void cpu_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+			struct tern_buf *const *y)
 {
 	struct cpu *c = be->impl;
-	if (n < 1 || n > TERN_MAT_VEC_N || n > CPU_MM_VEC_N) {
-		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+	if (!cpu_host_product_args(be, n_w, w, x, y))
+		return;
+	if (x->ne[1] > 1 || n_w == 1) {
+		for (int i = 0; i < n_w; i++)
+			cpu_mm_run(w[i]->prep, c->pool, tern_buf_host(x), x->ne[1], tern_buf_host(y[i]), c->scratch);
 		return;
 	}
-	const struct cpu_mm *mm[CPU_MM_VEC_N];
-	float *yd[CPU_MM_VEC_N];
-	for (int i = 0; i < n; i++) {
-		if (!cpu_host_mm_args(be, "mat_vec_n", w[i], x, y[i], true))
-			return;
+	const struct cpu_mm *mm[TERN_MAT_VEC_N];
+	float *yd[TERN_MAT_VEC_N];
+	for (int i = 0; i < n_w; i++) {
 		mm[i] = w[i]->prep;
 		yd[i] = tern_buf_host(y[i]);
 	}
-	cpu_mm_run_vec_n(mm, n, c->pool, tern_buf_host(x), yd, c->scratch);
-}
-
-static void cpu_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
-{
-	struct cpu *c = be->impl;
-	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
-		cpu_mm_run(w->prep, c->pool, tern_buf_host(x), x->ne[1], tern_buf_host(y), c->scratch);
+	cpu_mm_run_vec_n(mm, n_w, c->pool, tern_buf_host(x), yd, c->scratch);
 }
 
 /* ---- the other ops ---- */
@@ -239,14 +229,13 @@ static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, 
 			     struct tern_buf *y)
 {
 	struct cpu *c = be->impl;
+	if (!cpu_host_ggml_ok(be, "mat_mul_ggml"))
+		return;
 	if (!quant_ggml_ok(w->type) || w->ne[2] != 1) {
-		if (x->ne[1] == 1)
-			cpu_mat_vec(be, w, x, y);
-		else
-			cpu_mat_mul(be, w, x, y);
+		cpu_product(be, 1, &w, x, &y);
 		return;
 	}
-	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y, false))
+	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y))
 		return;
 	struct ggml_mm_job j = {.type = w->type, .cols = w->ne[0], .rows = w->ne[1], .wstride = w->nb[1],
 				.w = tern_buf_host(w), .x = tern_buf_host(x), .y = tern_buf_host(y), .act = c->scratch,
@@ -867,11 +856,7 @@ static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
-		cpu_host_fail(be, "unary: unknown kind %d", kind);
-		return;
-	}
-	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+	if (cpu_host_unary_args(be, x, y, kind))
 		eltwise(be, x, NULL, y, EW_UNARY + kind, 0,
 			kind == TERN_UNARY_GELU_ERF || kind == TERN_UNARY_SIGMOID ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
 }
@@ -1015,13 +1000,11 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	}
 	c->repack = o.repack;
 	c->keep_layout = o.keep_layout;
-	cpu_host_table(&c->be, "cpu", 0, o.max_tokens, c);
+	cpu_host_table(&c->be, "cpu", TERN_BACKEND_GGML_NUMERICS, o.max_tokens, c);
 	c->be.free = cpu_free;
 	c->be.buf_free = cpu_buf_free;
 	c->be.mat_prepare = cpu_mat_prepare;
-	c->be.mat_vec = cpu_mat_vec;
-	c->be.mat_vec_n = cpu_mat_vec_n;
-	c->be.mat_mul = cpu_mat_mul;
+	c->be.product = cpu_product;
 	c->be.mat_mul_ggml = cpu_mat_mul_ggml;
 	c->be.mat_mul_heads = cpu_mat_mul_heads;
 	c->be.mat_mul_id = cpu_mat_mul_id;

@@ -149,7 +149,7 @@ static bool contiguous_f32(const struct tern_buf *b)
 }
 
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
-		      const struct tern_buf *y, bool one_token)
+		      const struct tern_buf *y)
 {
 	if (w->be != be || !w->prep) {
 		cpu_host_fail(be, "%s: weight not prepared by this backend", op);
@@ -161,13 +161,34 @@ bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern
 		return false;
 	}
 	if (x->be != be || y->be != be || !contiguous_f32(x) || !contiguous_f32(y) || x->ne[0] != w->ne[0] ||
-	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens || (one_token && ntok != 1)) {
+	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens) {
 		cpu_host_fail(be, "%s: operands do not fit a %lld x %lld weight (x %lld x %lld, y %lld x %lld)", op,
 			      (long long)w->ne[1], (long long)w->ne[0], (long long)x->ne[1], (long long)x->ne[0],
 			      (long long)y->ne[1], (long long)y->ne[0]);
 		return false;
 	}
 	return true;
+}
+
+bool cpu_host_product_args(struct tern_backend *be, int n_w, const struct tern_buf *const *w,
+			   const struct tern_buf *x, struct tern_buf *const *y)
+{
+	if (n_w < 1 || n_w > TERN_MAT_VEC_N) {
+		cpu_host_fail(be, "product: %d weights (1..%d)", n_w, TERN_MAT_VEC_N);
+		return false;
+	}
+	for (int i = 0; i < n_w; i++)
+		if (!cpu_host_mm_args(be, "product", w[i], x, y[i]))
+			return false;
+	return true;
+}
+
+bool cpu_host_ggml_ok(struct tern_backend *be, const char *op)
+{
+	if (tern_backend_ggml(be))
+		return true;
+	cpu_host_fail(be, "%s: ggml's rounding asked of a backend without TERN_BACKEND_GGML_NUMERICS", op);
+	return false;
 }
 
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err)
@@ -273,7 +294,7 @@ bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const
 	if (!ok)
 		cpu_host_fail(be, "norm: operands do not fit x %s, y %s (kind %d)", shape(s1, sizeof s1, x),
 			      shape(s2, sizeof s2, y), p->kind);
-	return ok;
+	return ok && (!p->ggml || cpu_host_ggml_ok(be, "norm"));
 }
 
 bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
@@ -292,7 +313,7 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	if (!ok)
 		cpu_host_fail(be, "rope: operands do not fit x %s (n_rot %d, mode %d)", shape(s1, sizeof s1, x),
 			      p->n_rot, p->mode);
-	return ok;
+	return ok && (!p->ggml || cpu_host_ggml_ok(be, "rope"));
 }
 
 bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
@@ -329,7 +350,7 @@ bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, 
 	if (!ok)
 		cpu_host_fail(be, "attention: q %s does not fit cache %s", shape(s1, sizeof s1, q),
 			      shape(s2, sizeof s2, k));
-	return ok;
+	return ok && ((p->f16_split <= 0 && !p->ggml) || cpu_host_ggml_ok(be, "attention"));
 }
 
 bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
@@ -361,6 +382,16 @@ bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct
 		cpu_host_fail(be, "%s: operands do not fit (%s, y %s)", op, shape(s1, sizeof s1, a),
 			      shape(s2, sizeof s2, y));
 	return ok;
+}
+
+bool cpu_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind)
+{
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
+		cpu_host_fail(be, "unary: unknown kind %d", kind);
+		return false;
+	}
+	return cpu_host_eltwise_args(be, "unary", x, NULL, y, false) &&
+	       (kind != TERN_UNARY_GELU_F16 || cpu_host_ggml_ok(be, "unary"));
 }
 
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst)

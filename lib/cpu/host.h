@@ -38,10 +38,16 @@ void cpu_host_fail(struct tern_backend *be, const char *fmt, ...) __attribute__(
 
 /* Check the operands of a product: w a prepared 2-D weight of this
  * backend, x f32 [ntok][cols] and y f32 [ntok][rows] contiguous, ntok in
- * 1..max_tokens (exactly 1 for mat_vec). Records the violation and
- * returns false when they do not fit. */
+ * 1..max_tokens. Records the violation and returns false when they do
+ * not fit. */
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
-		      const struct tern_buf *y, bool one_token);
+		      const struct tern_buf *y);
+/* product's operands: n_w in 1..TERN_MAT_VEC_N, each weight as above */
+bool cpu_host_product_args(struct tern_backend *be, int n_w, const struct tern_buf *const *w,
+			   const struct tern_buf *x, struct tern_buf *const *y);
+/* A ggml rounding request (lib/backend.h, TERN_BACKEND_GGML_NUMERICS): true
+ * where be has the capability, else the violation is recorded. */
+bool cpu_host_ggml_ok(struct tern_backend *be, const char *op);
 
 /* Check a weight for mat_prepare: a 2-D or 3-D buffer of this backend. */
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
@@ -71,6 +77,8 @@ bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, cons
  * softmax (b NULL): f32 operands of y's shape. */
 bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
 			   const struct tern_buf *b, const struct tern_buf *y, bool b_row);
+/* unary: a TERN_UNARY_* kind (GELU_F16 a ggml request), x and y as eltwise */
+bool cpu_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind);
 /* im2col: x, y f32 2-D of the shapes lib/backend.h gives; *n_out set */
 bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y,
 			  const struct tern_conv *p);

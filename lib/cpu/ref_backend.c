@@ -72,30 +72,22 @@ static void ref_products(struct tern_backend *be, const struct tern_buf *w, cons
 	}
 }
 
-static void ref_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
+/* every weight, every token alike: the oracle has no step to save */
+static void ref_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+			struct tern_buf *const *y)
 {
-	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
-		ref_products(be, w, x, y);
-}
-
-/* n mat_vec calls: the oracle has no step to save */
-static void ref_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			  struct tern_buf *const *y)
-{
-	if (n < 1 || n > TERN_MAT_VEC_N) {
-		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+	if (!cpu_host_product_args(be, n_w, w, x, y))
 		return;
-	}
-	for (int i = 0; i < n; i++)
-		ref_mat_vec(be, w[i], x, y[i]);
+	for (int i = 0; i < n_w; i++)
+		ref_products(be, w[i], x, y[i]);
 }
 
-static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
+/* ggml's order is a rounding of the same sums: the reference's own */
+static void ref_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			     struct tern_buf *y)
 {
-	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
-		ref_products(be, w, x, y);
+	if (cpu_host_ggml_ok(be, "mat_mul_ggml"))
+		ref_product(be, 1, &w, x, &y);
 }
 
 /* one matrix per head: the activations quantized with the reference
@@ -495,11 +487,7 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
-		cpu_host_fail(be, "unary: unknown kind %d", kind);
-		return;
-	}
-	if (!cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+	if (!cpu_host_unary_args(be, x, y, kind))
 		return;
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
@@ -601,13 +589,12 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	struct ref *r = calloc(1, sizeof *r);
 	if (!r)
 		return tern_errf(err, TERN_ENOMEM, "cpu-ref: out of memory");
-	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE, max_tokens, r);
+	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE | TERN_BACKEND_GGML_NUMERICS, max_tokens, r);
 	r->be.free = ref_free;
 	r->be.buf_free = ref_buf_free;
 	r->be.mat_prepare = ref_mat_prepare;
-	r->be.mat_vec = ref_mat_vec;
-	r->be.mat_vec_n = ref_mat_vec_n;
-	r->be.mat_mul = ref_mat_mul;
+	r->be.product = ref_product;
+	r->be.mat_mul_ggml = ref_mat_mul_ggml;
 	r->be.mat_mul_heads = ref_mat_mul_heads;
 	r->be.mat_mul_id = ref_mat_mul_id;
 	r->be.moe_route = ref_moe_route;

@@ -531,6 +531,10 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	l->m = m;
 	l->be = be;
 	l->o = o;
+	/* ggml's rounding only where the backend takes it (lib/backend.h,
+	 * TERN_BACKEND_GGML_NUMERICS); elsewhere the plain ops */
+	l->o.ggml_fa = o.ggml_fa && tern_backend_ggml(be);
+	l->o.ggml_ops = o.ggml_ops && tern_backend_ggml(be);
 	l->n_ctx = n_ctx;
 	l->n_ubatch = n_ub;
 	l->kv_bytes = kv;
@@ -651,6 +655,20 @@ static struct tern_rope layer_rope(const struct tern_model_config *c, const stru
 	};
 }
 
+/* y[i] = w[i] x: the backend's product, or with ggml_ops ggml's rounding
+ * of each (mat_mul_ggml) */
+static void products(struct tern_llm *l, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+		     struct tern_buf *const *y)
+{
+	struct tern_backend *be = l->be;
+	if (!l->o.ggml_ops) {
+		be->product(be, n_w, w, x, y);
+		return;
+	}
+	for (int i = 0; i < n_w; i++)
+		be->mat_mul_ggml(be, w[i], x, y[i]);
+}
+
 /* The mixture of experts of block il over n tokens: h the normed input,
  * o the output (llama.cpp's build_moe_ffn, then qwen2moe's shared
  * expert):
@@ -672,7 +690,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf h = tern_buf_rows2(&l->h, ne, n), o = tern_buf_rows2(&l->out, ne, n);
 	struct tern_buf r = tern_buf_rows2(&l->router, mc->n_expert, n);
 	struct tern_buf ids = tern_buf_rows2(&l->sel_ids, k, n), w = tern_buf_rows2(&l->sel_w, k, n);
-	tern_be_product(be, &L->gate_inp, &h, &r, n);
+	tern_be_mul(be, &L->gate_inp, &h, &r);
 	if (tern_buf_opt(&L->gate_inp_b))
 		be->add(be, &r, &L->gate_inp_b, &r);
 	const struct tern_moe_route rp = {
@@ -708,18 +726,11 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf sd = tern_buf_rows2(&l->ed, ne, n);
 	struct tern_buf gt = tern_buf_rows2(&l->sgate, 1, n);
 	const bool gated = tern_buf_opt(&L->gate_inp_shexp) != NULL;
-	if (n == 1) {
-		const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
-		struct tern_buf *y3[3] = {&sg, &su, &gt};
-		be->mat_vec_n(be, gated ? 3 : 2, w3, &h, y3);
-	} else {
-		be->mat_mul(be, &L->gate_shexp, &h, &sg);
-		be->mat_mul(be, &L->up_shexp, &h, &su);
-		if (gated)
-			be->mat_mul(be, &L->gate_inp_shexp, &h, &gt);
-	}
+	const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
+	struct tern_buf *y3[3] = {&sg, &su, &gt};
+	be->product(be, gated ? 3 : 2, w3, &h, y3);
 	be->glu(be, &sg, &su, &sg, TERN_GLU_SWIGLU);
-	tern_be_product(be, &L->down_shexp, &sg, &sd, n);
+	tern_be_mul(be, &L->down_shexp, &sg, &sd);
 	if (!gated) {
 		be->add(be, &o, &sd, &o);
 		return;
@@ -760,17 +771,12 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	/* the query and the compressed KV, both from h */
 	struct tern_buf qa = tern_buf_opt(&L->wq_a) ? tern_buf_rows2(&l->mla_qa, c->n_lora_q, n) : q;
 	const struct tern_buf *wq = tern_buf_opt(&L->wq_a) ? &L->wq_a : &L->wq;
-	if (n == 1) {
-		const struct tern_buf *w2[2] = {wq, &L->wkv_a};
-		struct tern_buf *y2[2] = {&qa, &kv};
-		be->mat_vec_n(be, 2, w2, &h, y2);
-	} else {
-		be->mat_mul(be, wq, &h, &qa);
-		be->mat_mul(be, &L->wkv_a, &h, &kv);
-	}
+	const struct tern_buf *w2[2] = {wq, &L->wkv_a};
+	struct tern_buf *y2[2] = {&qa, &kv};
+	be->product(be, 2, w2, &h, y2);
 	if (tern_buf_opt(&L->wq_a)) {
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
-		tern_be_product(be, &L->wq_b, &qa, &q, n);
+		tern_be_mul(be, &L->wq_b, &qa, &q);
 	}
 	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL, l->o.ggml_ops);
 
@@ -806,7 +812,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
 	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
-	tern_be_product(be, &L->wo, &a, &o, n);
+	tern_be_mul(be, &L->wo, &a, &o);
 }
 
 /* The attention of the other architectures over n tokens of layer il:
@@ -829,20 +835,10 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
 
-	/* attention; one token's Q, K and V in one step */
-	if (l->o.ggml_ops) {
-		tern_be_product_ggml(be, &L->wq, &h, &q, n, true);
-		tern_be_product_ggml(be, &L->wk, &h, &k, n, true);
-		tern_be_product_ggml(be, &L->wv, &h, &v, n, true);
-	} else if (n == 1) {
-		const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
-		struct tern_buf *y3[3] = {&q, &k, &v};
-		be->mat_vec_n(be, 3, w3, &h, y3);
-	} else {
-		be->mat_mul(be, &L->wq, &h, &q);
-		be->mat_mul(be, &L->wk, &h, &k);
-		be->mat_mul(be, &L->wv, &h, &v);
-	}
+	/* attention; Q, K and V in one call */
+	const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
+	struct tern_buf *y3[3] = {&q, &k, &v};
+	products(l, 3, w3, &h, y3);
 	if (tern_buf_opt(&L->bq))
 		be->add(be, &q, &L->bq, &q);
 	if (tern_buf_opt(&L->bk))
@@ -877,7 +873,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.ggml = ggml_attn && l->o.ggml_ops,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
-	tern_be_product_ggml(be, &L->wo, &a, &o, n, l->o.ggml_ops);
+	products(l, 1, (const struct tern_buf *[]){&L->wo}, &a, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
@@ -919,28 +915,20 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	struct tern_buf g = tern_buf_rows2(&l->gate, lc->n_ff, n), u = tern_buf_rows2(&l->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
-		tern_be_product(be, &L->ffn_up, &h, &u, n);
+		tern_be_mul(be, &L->ffn_up, &h, &u);
 		if (tern_buf_opt(&L->ffn_up_b))
 			be->add(be, &u, &L->ffn_up_b, &u);
 		be->unary(be, &u, &u, TERN_UNARY_GELU);
-		tern_be_product(be, &L->ffn_down, &u, &o, n);
+		tern_be_mul(be, &L->ffn_down, &u, &o);
 		if (tern_buf_opt(&L->ffn_down_b))
 			be->add(be, &o, &L->ffn_down_b, &o);
 		return;
 	}
-	if (l->o.ggml_ops) {
-		tern_be_product_ggml(be, &L->ffn_gate, &h, &g, n, true);
-		tern_be_product_ggml(be, &L->ffn_up, &h, &u, n, true);
-	} else if (n == 1) {
-		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
-		struct tern_buf *y2[2] = {&g, &u};
-		be->mat_vec_n(be, 2, w2, &h, y2);
-	} else {
-		be->mat_mul(be, &L->ffn_gate, &h, &g);
-		be->mat_mul(be, &L->ffn_up, &h, &u);
-	}
+	const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
+	struct tern_buf *y2[2] = {&g, &u};
+	products(l, 2, w2, &h, y2);
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
-	tern_be_product_ggml(be, &L->ffn_down, &g, &o, n, l->o.ggml_ops);
+	products(l, 1, (const struct tern_buf *[]){&L->ffn_down}, &g, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
@@ -986,7 +974,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
 		be->norm(be, &xr, &orr, &l->output_norm, tern_buf_opt(&l->output_norm_b), &hr, &nrm);
 		struct tern_buf lg = tern_buf_rows2(&l->logits, c->n_vocab, nr);
-		tern_be_product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		tern_be_mul(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg);
 		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);

@@ -43,7 +43,7 @@ struct whisper_decoder {
 	struct tern_backend *be;
 	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
 	int n_seq; /* self-attention caches per layer: one per sequence (beam) */
-	bool gg;   /* WHISPER_NUMERICS_GGML */
+	bool gg;   /* whisper_numerics_ggml */
 	int64_t n_akv; /* rows of the audio's K, V caches: n_audio_ctx, or whisper.cpp's padding */
 	int split;     /* ggml's chunks of the audio's keys for a lone token (whisper_decoder_set_split) */
 	struct dec_layer *layers;
@@ -72,7 +72,7 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	d->n_vocab = m->hp.n_vocab;
 	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
 	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
-	d->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	d->gg = whisper_numerics_ggml(m, be);
 	d->n_akv = d->gg ? whisper_pad256(na) : na;
 	d->split = 1;
 	const int64_t nhost = ns * d->n_akv / 2 + nb; /* int32s: the zeros of an f16 cache, or positions */
@@ -402,7 +402,7 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 		struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
 		be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
 		round16(be, &d->te, &d->yl, r16);
-		be->mat_vec(be, &d->te, &d->yl, &d->logits);
+		tern_be_mul(be, &d->te, &d->yl, &d->logits);
 		be->download(be, &d->logits, 0, out[0], sizeof(float) * (size_t)d->n_vocab);
 	} else { /* every token's, through one product with the embedding */
 		struct tern_buf ln_n = tern_buf_rows(&d->logits_n, 0, n);

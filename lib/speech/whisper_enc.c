@@ -32,7 +32,7 @@ struct whisper_encoder {
 	const struct whisper_model *m;
 	struct tern_backend *be;
 	int n_ctx, n_state, n_mels, n_head;
-	bool gg;            /* WHISPER_NUMERICS_GGML */
+	bool gg;            /* whisper_numerics_ggml */
 	int64_t n_kv;       /* rows of the K, V caches: n_ctx, or whisper.cpp's padding */
 	float *host_mel;    /* [2 n_ctx][n_mels]: the window, frame-major */
 	int32_t *host_pos;  /* [n_ctx] */
@@ -57,7 +57,7 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 	w->n_mels = m->hp.n_mels;
 	w->n_head = m->hp.n_audio_head;
 	const int64_t n = w->n_ctx, d = w->n_state, hd = d / w->n_head;
-	w->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	w->gg = whisper_numerics_ggml(m, be);
 	w->n_kv = w->gg ? whisper_pad256(n) : n;
 	int64_t n16 = 3 * (int64_t)w->n_mels * 2 * n;
 	n16 = n16 > 3 * d * n ? n16 : 3 * d * n;

@@ -38,10 +38,18 @@
  *   - ops enqueue and return; sync() waits for them (on the CPU they run
  *     before returning and sync() only reports);
  *   - begin_step() / end_step() bracket one decode step, which a GPU may
- *     capture once and replay (a CUDA graph, a Vulkan command buffer):
- *     what changes from token to token (positions, lengths, token ids)
- *     is uploaded into device buffers, never passed as an argument, so
- *     that the recorded step stays valid.
+ *     capture once and replay (a CUDA graph, a Vulkan command buffer).
+ *     The replay rule: between begin_step and end_step the calls and
+ *     their arguments are the same every step of a decode loop: the same
+ *     ops in the same order, the same buffers (storage, offset, type,
+ *     shape), the same parameter structs, the same host memory given to
+ *     upload / download (from host_alloc: pinned on a GPU). Only the data
+ *     uploaded into device buffers changes (token ids, positions,
+ *     lengths, sequence indices), never an argument. A caller that
+ *     changes what a step is (another token count, other sequences)
+ *     starts another kind of step: a backend that replays compares a
+ *     step's calls with its recording and records anew when they differ.
+ *     tests/rec_backend.c checks the rule on every forward pass.
  *
  * Contract (who may fail, who owns what):
  *   - Creation, buf_alloc, buf_weight and mat_prepare happen at load time:
@@ -288,6 +296,14 @@ struct tern_backend {
 	 * scratch for max_tokens, repack if the backend does.
 	 * TERN_EUNSUPPORTED for a type without a product. */
 	int (*mat_prepare)(struct tern_backend *be, struct tern_buf *w, tern_err *err);
+
+	/* Host memory of size bytes (64-byte aligned) for a step's transfers
+	 * (token ids and positions up, logits down): pinned where the device
+	 * copies from it directly (a GPU's page-locked memory, which a
+	 * captured step's copies need), an aligned allocation on the CPU.
+	 * Load time: may fail. host_free() releases it; NULL is safe. */
+	int (*host_alloc)(struct tern_backend *be, size_t size, void **ptr, tern_err *err);
+	void (*host_free)(struct tern_backend *be, void *ptr);
 
 	/* ---- transfers (enqueued) ---- */
 

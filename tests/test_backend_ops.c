@@ -26,6 +26,7 @@
 #include "quant/gemm.h"
 #include "quant/quant.h"
 #include "tests/quant_util.h"
+#include "tests/rec_backend.h"
 
 #define MAX_TOKENS 600
 
@@ -282,7 +283,7 @@ static void check_table(const struct tern_backend *be, const char *bname)
 		bool null;
 	} entries[] = {
 		ENTRY(free),	    ENTRY(buf_alloc),	ENTRY(buf_weight),  ENTRY(buf_free),	   ENTRY(mat_prepare),
-		ENTRY(upload),	    ENTRY(download),	ENTRY(product),	    ENTRY(mat_mul_ggml),   ENTRY(mat_mul_heads),
+		ENTRY(host_alloc),  ENTRY(host_free),	ENTRY(upload),	    ENTRY(download),	ENTRY(product),	    ENTRY(mat_mul_ggml),   ENTRY(mat_mul_heads),
 		ENTRY(mat_mul_id),  ENTRY(moe_route),	ENTRY(moe_combine), ENTRY(get_rows),	   ENTRY(norm),
 		ENTRY(rope),	    ENTRY(kv_store),	ENTRY(attention),   ENTRY(im2col),	   ENTRY(glu),
 		ENTRY(unary),	    ENTRY(add),		ENTRY(scale),	    ENTRY(softmax),	   ENTRY(copy),
@@ -313,6 +314,13 @@ static void test_table(void **state)
 		if (b->make(&be, b, &e))
 			fail_msg("%s: %s", b->name, e.msg);
 		check_table(be, b->name);
+		/* host memory: 64-byte aligned, writable, freed; NULL freed */
+		void *h = NULL;
+		assert_int_equal(be->host_alloc(be, 100, &h, &e), 0);
+		assert_true(((uintptr_t)h & 63) == 0);
+		memset(h, 0x5a, 100);
+		be->host_free(be, h);
+		be->host_free(be, NULL);
 		tern_backend_free(be);
 		quant_cpu_force("auto");
 	}
@@ -1925,6 +1933,52 @@ static void check_moe_route_known(struct tern_backend *be)
 		be->buf_free(be, bufs[i]);
 }
 
+/* The recording backend (tests/rec_backend.h) that the model tests run
+ * their decode steps through: the same step twice passes; a step whose
+ * parameter, buffer view or transfer's host memory differs from the first
+ * fails at sync, naming the call; reset starts a new recording. */
+static void test_rec_backend(void **state)
+{
+	(void)state;
+	tern_err e = {0};
+	struct tern_backend *in, *be;
+	struct cpu_backend_opts o = {.n_threads = 1, .max_tokens = 4};
+	assert_int_equal(cpu_backend_new(&in, &o, &e), 0);
+	assert_int_equal(rec_backend_new(&be, in, &e), 0);
+	check_table(be, "rec");
+	float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, h1[8], h2[8];
+	int64_t ne[2] = {4, 2};
+	struct tern_buf xb = in_buf(be, QT_F32, 2, ne, x), yb = in_buf(be, QT_F32, 2, ne, x);
+	assert_int_equal(be->sync(be, &e), 0);
+	for (int variant = 0; variant < 4; variant++) {
+		rec_backend_reset(be);
+		for (int step = 0; step < 2; step++) {
+			bool other = step == 1 && variant > 0;
+			int64_t rows = other && variant == 2 ? 1 : 2; /* the same op on other views */
+			struct tern_buf xv = tern_buf_rows(&xb, 0, rows), yv = tern_buf_rows(&yb, 0, rows);
+			be->begin_step(be);
+			be->upload(be, &xb, 0, x, sizeof x);
+			be->scale(be, &xv, &yv, other && variant == 1 ? 3.0f : 2.0f);
+			be->download(be, &yb, 0, other && variant == 3 ? h2 : h1, sizeof h1);
+			be->end_step(be);
+			int rc = be->sync(be, &e);
+			if (!other) {
+				assert_int_equal(rc, 0);
+				continue;
+			}
+			static const char *const want[] = {NULL, "call 1 (scale)", "call 1 (scale)", "call 2 (download)"};
+			assert_int_equal(rc, TERN_EINVAL);
+			if (!strstr(e.msg, want[variant]))
+				fail_msg("variant %d: expected %s, got: %s", variant, want[variant], e.msg);
+		}
+		assert_int_equal(rec_backend_steps(be), 1);
+	}
+	be->buf_free(be, &xb);
+	be->buf_free(be, &yb);
+	tern_backend_free(be);
+	tern_backend_free(in);
+}
+
 /* ggml's rounding requests (lib/backend.h, TERN_BACKEND_GGML_NUMERICS):
  * taken by a backend with the capability; each one a violation (skipped,
  * reported at sync, the output untouched) on a backend without it, as a
@@ -2165,6 +2219,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_rec_backend),
 		cmocka_unit_test(test_products),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_ops),

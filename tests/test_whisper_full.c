@@ -23,6 +23,7 @@
 #include "lib/speech/mel_spool.h"
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
+#include "tests/rec_backend.h"
 #include "tests/testutil.h"
 #include "tests/whisper_jfk.h"
 
@@ -480,6 +481,70 @@ static void test_cache_copy(void **state)
 	whisper_model_free(m);
 }
 
+/* lib/backend.h's replay rule in Whisper's decoder: through the
+ * recording backend (tests/rec_backend.h), one-token steps of one
+ * sequence (greedy), then steps of three sequences at once (a beam
+ * search's), each kind the same calls every step (the recorder's sync
+ * fails otherwise); their logits the plain backend's, bit for bit. */
+static void test_replay(void **state)
+{
+	(void)state;
+	enum { STEPS = 4, NV = 51864 };
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	struct tern_backend *be = NULL, *rb = NULL;
+	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	assert_int_equal(rec_backend_new(&rb, be, &e), 0);
+	size_t n_len = 3000;
+	float *mel = calloc(80 * n_len, sizeof(float));
+	for (size_t i = 0; i < 80 * n_len; i++)
+		mel[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	const int32_t toks[2 + 3 * 2 * STEPS] = {m->ids.sot, m->ids.beg, 843, 370, 452, 7403, 11, 262, 1242, 318,
+						 4171, 257, 3303, 13, 383, 3290, 318, 845, 2068, 1101, 588, 340, 3619, 50};
+	float *lg[2];
+	for (int k = 0; k < 2; k++) {
+		struct tern_backend *b = k ? be : rb;
+		struct whisper_encoder *enc = NULL;
+		struct whisper_decoder *dec = NULL;
+		if (whisper_encoder_new(&enc, m, b, &e) || whisper_encode(enc, mel, n_len, 0, &e) ||
+		    whisper_decoder_new(&dec, m, b, &e) || whisper_decoder_set_audio(dec, whisper_encoder_output(enc), &e) ||
+		    whisper_decoder_set_n_seq(dec, 3, &e))
+			fail_msg("%s", e.msg);
+		lg[k] = malloc(sizeof(float) * NV * 4 * STEPS);
+		float *out = lg[k];
+		for (int s = 0; s < 3; s++)
+			assert_int_equal(whisper_decode_seq(dec, s, toks, 2, 0, out, &e), 0);
+		/* greedy: one token of sequence 0 per step */
+		for (int i = 0; i < STEPS; i++, out += NV)
+			if (whisper_decode_seq(dec, 0, toks + 2 + i, 1, 2 + i, out, &e))
+				fail_msg("greedy step %d: %s", i, e.msg);
+		if (k == 0) {
+			assert_int_equal(rec_backend_steps(rb), STEPS - 1);
+			rec_backend_reset(rb); /* another kind of step */
+		}
+		/* beams: a token of each of three sequences per step */
+		const int seqs[3] = {1, 2, 0};
+		for (int i = 0; i < STEPS; i++, out += 3 * NV) {
+			const int32_t past[3] = {2 + i, 2 + i, 2 + STEPS + i};
+			float *const outs[3] = {out, out + NV, out + 2 * NV};
+			if (whisper_decode_multi(dec, 3, seqs, toks + 2 + STEPS + 3 * i, past, outs, &e))
+				fail_msg("beam step %d: %s", i, e.msg);
+		}
+		whisper_decoder_free(dec);
+		whisper_encoder_free(enc);
+	}
+	assert_int_equal(rec_backend_steps(rb), STEPS - 1);
+	if (memcmp(lg[0], lg[1], sizeof(float) * NV * 4 * STEPS))
+		fail_msg("the recorded run's logits differ from the backend's own");
+	free(lg[0]);
+	free(lg[1]);
+	free(mel);
+	tern_backend_free(rb);
+	tern_backend_free(be);
+	whisper_model_free(m);
+}
+
 /* the spooled spectrogram, pushed in blocks of every awkward size, gives
  * tern_mel_compute's windows bit for bit (jfk.wav, and 70 s of a
  * synthetic signal for several windows and the end) */
@@ -758,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_entropy_mt),
 		cmocka_unit_test(test_tokenize),
 		cmocka_unit_test(test_cache_copy),
+		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_mel_spool),
 		cmocka_unit_test(test_fallback_rules),
 		cmocka_unit_test(test_jfk_fallback),

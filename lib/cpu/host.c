@@ -201,6 +201,21 @@ int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, ter
 	return 0;
 }
 
+int cpu_host_host_alloc(struct tern_backend *be, size_t size, void **ptr, tern_err *err)
+{
+	size_t n = (size ? size + 63 : 64) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
+	*ptr = n >= size ? aligned_alloc(64, n) : NULL;
+	if (!*ptr)
+		return tern_errf(err, TERN_ENOMEM, "%s: out of memory for %zu bytes of host memory", be->name, size);
+	return 0;
+}
+
+void cpu_host_host_free(struct tern_backend *be, void *ptr)
+{
+	(void)be;
+	free(ptr);
+}
+
 void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl)
 {
 	*be = (struct tern_backend){
@@ -209,6 +224,8 @@ void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, in
 		.max_tokens = max_tokens,
 		.buf_alloc = cpu_host_buf_alloc,
 		.buf_weight = cpu_host_buf_weight,
+		.host_alloc = cpu_host_host_alloc,
+		.host_free = cpu_host_host_free,
 		.upload = cpu_host_upload,
 		.download = cpu_host_download,
 		.begin_step = cpu_host_step,

@@ -28,6 +28,9 @@ int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struc
 			tern_err *err);
 /* Frees the storage; the caller frees b->prep first. */
 void cpu_host_buf_release(struct tern_buf *b);
+/* host memory: 64-byte aligned malloc (the CPU has nothing to pin) */
+int cpu_host_host_alloc(struct tern_backend *be, size_t size, void **ptr, tern_err *err);
+void cpu_host_host_free(struct tern_backend *be, void *ptr);
 void cpu_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n);
 void cpu_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n);
 void cpu_host_step(struct tern_backend *be);

@@ -539,15 +539,23 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	l->n_ubatch = n_ub;
 	l->kv_bytes = kv;
 	l->layers = calloc(c->n_layer, sizeof *l->layers);
-	int32_t out_rows = o.logits_all ? n_ub : 1;
-	l->host_ids = calloc((size_t)n_ub, sizeof *l->host_ids);
-	l->host_pos = calloc((size_t)n_ub, sizeof *l->host_pos);
-	l->host_logits = calloc((size_t)out_rows * c->n_vocab, sizeof *l->host_logits);
-	if (o.embeddings)
-		l->host_embd = calloc((size_t)n_ub * c->n_embd, sizeof *l->host_embd);
-	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits || (o.embeddings && !l->host_embd)) {
+	if (!l->layers) {
 		tern_llm_free(l);
-		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	}
+	/* the step's transfers, in the backend's host memory (pinned on a GPU) */
+	int32_t out_rows = o.logits_all ? n_ub : 1;
+	rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_ids, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_pos, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)out_rows * c->n_vocab, (void **)&l->host_logits, e);
+	if (!rc && o.embeddings)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)n_ub * c->n_embd, (void **)&l->host_embd, e);
+	if (rc) {
+		tern_llm_free(l);
+		tern_err_prefixf(e, "the logits of %d x %u tokens", out_rows, c->n_vocab);
+		return rc;
 	}
 
 	/* weights: views into the file or copies (weight(): two passes) */
@@ -612,10 +620,10 @@ void tern_llm_free(struct tern_llm *l)
 		}
 	}
 	free(l->layers);
-	free(l->host_ids);
-	free(l->host_pos);
-	free(l->host_logits);
-	free(l->host_embd);
+	l->be->host_free(l->be, l->host_ids);
+	l->be->host_free(l->be, l->host_pos);
+	l->be->host_free(l->be, l->host_logits);
+	l->be->host_free(l->be, l->host_embd);
 	free(l);
 }
 

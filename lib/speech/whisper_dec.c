@@ -53,7 +53,11 @@ struct whisper_decoder {
 	struct tern_buf aud, r16; /* the audio rounded to f16; f16 scratch (GGML numerics) */
 	struct tern_buf logits_n; /* {n_vocab, WHISPER_DECODE_MULTI_MAX}: a step's logits */
 	int32_t pos_host[448];    /* positions of a prompt (n_text_ctx <= 448) */
-	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
+	/* the backend's host memory (pinned on a GPU): zeros for the audio
+	 * caches and positions at load; a step's token ids [0, n_batch) and
+	 * positions [n_batch, 2 n_batch) */
+	int32_t *host;
+	float *host_logits; /* [WHISPER_DECODE_MULTI_MAX][n_vocab]: a step's logits */
 };
 
 int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
@@ -75,14 +79,23 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	d->gg = whisper_numerics_ggml(m, be);
 	d->n_akv = d->gg ? whisper_pad256(na) : na;
 	d->split = 1;
-	const int64_t nhost = ns * d->n_akv / 2 + nb; /* int32s: the zeros of an f16 cache, or positions */
+	/* int32s: the zeros of an f16 cache, or positions and ids */
+	const int64_t nhost = ns * d->n_akv / 2 > 2 * nb ? ns * d->n_akv / 2 : 2 * nb;
 	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
-	d->host = calloc((size_t)nhost, sizeof(int32_t));
-	if (!d->layers || !d->host) {
+	if (!d->layers) {
 		whisper_decoder_free(d);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
 	}
-	int rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
+	int rc = be->host_alloc(be, sizeof(int32_t) * (size_t)nhost, (void **)&d->host, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)d->n_vocab * WHISPER_DECODE_MULTI_MAX,
+				    (void **)&d->host_logits, e);
+	if (rc) {
+		whisper_decoder_free(d);
+		return rc;
+	}
+	memset(d->host, 0, sizeof(int32_t) * (size_t)nhost);
+	rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->pe, m->d_pe, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_w, m->d_ln_w, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_b, m->d_ln_b, false, e);
@@ -246,7 +259,8 @@ void whisper_decoder_free(struct whisper_decoder *d)
 		whisper_bufs_free(be, lb, sizeof(lb) / sizeof(lb[0]));
 	}
 	free(d->layers);
-	free(d->host);
+	be->host_free(be, d->host);
+	be->host_free(be, d->host_logits);
 	free(d);
 }
 
@@ -318,9 +332,16 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 	struct tern_buf q3 = tern_buf_reshape(&q, 3, heads), t3 = tern_buf_reshape(&t, 3, heads);
 	struct tern_buf a3 = tern_buf_reshape(&a, 3, heads);
 
-	be->upload(be, &ids, 0, tokens, sizeof(int32_t) * (size_t)n);
-	memcpy(d->host, posv, sizeof(int32_t) * (size_t)n);
-	be->upload(be, &pos, 0, d->host, sizeof(int32_t) * (size_t)n);
+	/* a step of one token per sequence is the same calls every time
+	 * (lib/backend.h: replay); the prompts of several are not steps */
+	const bool step = !one || n == 1;
+	if (step)
+		be->begin_step(be);
+	int32_t *hid = d->host, *hpos = d->host + d->n_batch;
+	memcpy(hid, tokens, sizeof(int32_t) * (size_t)n);
+	memcpy(hpos, posv, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &ids, 0, hid, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &pos, 0, hpos, sizeof(int32_t) * (size_t)n);
 	be->get_rows(be, &d->te, &ids, &x);
 	be->get_rows(be, &d->pe, &pos, &y);
 	be->add(be, &x, &y, &x);
@@ -403,17 +424,20 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 		be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
 		round16(be, &d->te, &d->yl, r16);
 		tern_be_mul(be, &d->te, &d->yl, &d->logits);
-		be->download(be, &d->logits, 0, out[0], sizeof(float) * (size_t)d->n_vocab);
+		be->download(be, &d->logits, 0, d->host_logits, sizeof(float) * (size_t)d->n_vocab);
 	} else { /* every token's, through one product with the embedding */
 		struct tern_buf ln_n = tern_buf_rows(&d->logits_n, 0, n);
 		be->norm(be, &x, &t, &d->ln_w, &d->ln_b, &y, &ln);
 		round16(be, &d->te, &y, r16);
 		whisper_mm(be, &d->te, &y, &ln_n);
-		for (int i = 0; i < n; i++)
-			be->download(be, &d->logits_n, sizeof(float) * (size_t)i * (size_t)d->n_vocab, out[i],
-				     sizeof(float) * (size_t)d->n_vocab);
+		be->download(be, &ln_n, 0, d->host_logits, sizeof(float) * (size_t)n * (size_t)d->n_vocab);
 	}
-	return be->sync(be, e);
+	if (step)
+		be->end_step(be);
+	int rc = be->sync(be, e);
+	for (int i = 0; !rc && i < (one ? 1 : n); i++)
+		memcpy(out[i], d->host_logits + (size_t)i * (size_t)d->n_vocab, sizeof(float) * (size_t)d->n_vocab);
+	return rc;
 }
 
 int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,

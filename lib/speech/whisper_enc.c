@@ -63,9 +63,14 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 	n16 = n16 > 3 * d * n ? n16 : 3 * d * n;
 	n16 = n16 > 4 * d * n ? n16 : 4 * d * n;
 	w->layers = calloc((size_t)m->hp.n_audio_layer, sizeof(*w->layers));
-	w->host_mel = malloc(sizeof(float) * (size_t)(2 * n * w->n_mels));
+	/* the window's upload, in the backend's host memory (pinned on a GPU) */
+	int hrc = be->host_alloc(be, sizeof(float) * (size_t)(2 * n * w->n_mels), (void **)&w->host_mel, e);
+	if (hrc) {
+		whisper_encoder_free(w);
+		return hrc;
+	}
 	w->host_pos = calloc((size_t)(hd * w->n_head * w->n_kv > n ? hd * w->n_head * w->n_kv : n), sizeof(int32_t));
-	if (!w->layers || !w->host_mel || !w->host_pos) {
+	if (!w->layers || !w->host_pos) {
 		whisper_encoder_free(w);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the encoder");
 	}
@@ -134,7 +139,7 @@ void whisper_encoder_free(struct whisper_encoder *w)
 	for (int l = 0; w->layers && l < w->m->hp.n_audio_layer; l++)
 		whisper_block_free(be, &w->layers[l]);
 	free(w->layers);
-	free(w->host_mel);
+	w->be->host_free(w->be, w->host_mel);
 	free(w->host_pos);
 	free(w);
 }

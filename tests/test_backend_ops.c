@@ -167,6 +167,8 @@ static void run_op(struct tern_backend *be, const char *bname, const struct inpu
 		host[i] = SENTINEL;
 	be->upload(be, &yb, 0, host, ybytes);
 	be->upload(be, &x, 0, in->x, sizeof(float) * (size_t)(in->cols * in->ntok));
+	if (be->sync(be, &e)) /* host is written below: the uploads must have read it */
+		fail_msg("%s: %s", bname, e.msg);
 	struct tern_buf yv = tern_buf_rows(&yb, 1, in->ntok);
 	be->begin_step(be);
 	tern_be_mul(be, &w, &x, &yv);
@@ -447,6 +449,10 @@ static struct tern_buf in_buf(struct tern_backend *be, uint32_t type, int n_dims
 	if (be->buf_alloc(be, &b, type, n_dims, ne, &e))
 		fail_msg("%s: %s", be->name, e.msg);
 	be->upload(be, &b, 0, host, tern_buf_nbytes(&b));
+	/* the caller may free or reuse host: an asynchronous backend reads it
+	 * until the next sync */
+	if (be->sync(be, &e))
+		fail_msg("%s: %s", be->name, e.msg);
 	return b;
 }
 
@@ -466,7 +472,8 @@ static void out_buf(struct tern_backend *be, struct tern_buf *whole, struct tern
 	if (init)
 		memcpy(h + rs, init, rs * (size_t)nrows);
 	be->upload(be, whole, 0, h, total);
-	be->sync(be, &e);
+	if (be->sync(be, &e)) /* before h is freed */
+		fail_msg("%s: %s", be->name, e.msg);
 	free(h);
 	struct tern_buf mid = tern_buf_rows(whole, 1, nrows);
 	*view = tern_buf_reshape(&mid, n_dims, ne);
@@ -934,12 +941,19 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
  * f16 caches, heads of 64 in groups, 1..5 tokens, 1..3 chunks of keys,
  * against a plain restatement of its rule on the reference backend: Q to
  * f16, a score per key, the running V sum rounded to f16 after each
- * rescale and each added row, chunks combined in f32 in order. */
+ * rescale and each added row, chunks combined in f32 in order. With
+ * tern_attn.ggml (the embeddings'): the same rule in ggml's order of sums
+ * with fused multiply-adds, and without f16_split ggml's tiled kernel, an
+ * f32 attention over the f16 caches (the query not rounded), restated as
+ * a plain attention in double. */
 static const struct {
 	int64_t nh, nkv, ntok, n_ctx;
 	int n_past, split;
-} f16a_cases[] = {{2, 2, 1, 40, 30, 1}, {4, 2, 3, 60, 50, 1}, {2, 1, 1, 600, 599, 2},
-		  {6, 6, 1, 1536, 1535, 3}, {2, 2, 5, 300, 295, 1}, {2, 2, 1, 100, 10, 2}};
+	bool ggml;
+} f16a_cases[] = {{2, 2, 1, 40, 30, 1, false},	   {4, 2, 3, 60, 50, 1, false},	  {2, 1, 1, 600, 599, 2, false},
+		  {6, 6, 1, 1536, 1535, 3, false}, {2, 2, 5, 300, 295, 1, false}, {2, 2, 1, 100, 10, 2, false},
+		  {4, 2, 3, 60, 50, 1, true},	   {2, 2, 5, 300, 295, 1, true},  {4, 2, 70, 100, 99, 0, true},
+		  {2, 1, 5, 300, 295, 0, true}};
 
 static bool case_attention_f16(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
 {
@@ -948,8 +962,9 @@ static bool case_attention_f16(struct tern_backend *be, int ci, float **out, siz
 	const int64_t hd = 64, nh = f16a_cases[ci].nh, nkv = f16a_cases[ci].nkv, ntok = f16a_cases[ci].ntok;
 	const int64_t n_ctx = f16a_cases[ci].n_ctx;
 	const int split = f16a_cases[ci].split;
-	snprintf(desc, dn, "attention f16 %lld/%lld heads, %lld tokens from %d of %lld, split %d", (long long)nh,
-		 (long long)nkv, (long long)ntok, f16a_cases[ci].n_past, (long long)n_ctx, split);
+	const bool gg = f16a_cases[ci].ggml;
+	snprintf(desc, dn, "attention f16 %lld/%lld heads, %lld tokens from %d of %lld, split %d%s", (long long)nh,
+		 (long long)nkv, (long long)ntok, f16a_cases[ci].n_past, (long long)n_ctx, split, gg ? ", ggml" : "");
 	qu_seed((uint64_t)ci + 901);
 	size_t qn = (size_t)(hd * nh * ntok), kn = (size_t)(hd * nkv * n_ctx);
 	float *q = normals(qn, 1), *k = normals(kn, 1), *v = normals(kn, 1);
@@ -962,13 +977,13 @@ static bool case_attention_f16(struct tern_backend *be, int ci, float **out, siz
 	int64_t qne[3] = {hd, nh, ntok}, pne[1] = {ntok};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
 	out_buf(be, &yw, &yv, QT_F32, hd, nh * ntok, 3, qne, NULL);
-	struct tern_attn p = {.scale = 0.125f, .f16_split = split};
+	struct tern_attn p = {.scale = 0.125f, .f16_split = split, .ggml = gg};
 	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
 	*out = take_out(be, &yw, desc);
 	*n = qn;
 	if (be->caps & TERN_BACKEND_REFERENCE) {
 #define H(x) quant_fp16_to_f32(quant_f32_to_fp16(x))
-		const int64_t cs = (n_ctx + split - 1) / split;
+		const int64_t cs = split ? (n_ctx + split - 1) / split : n_ctx;
 		double num = 0, den = 0;
 		for (int64_t t = 0; t < ntok; t++)
 			for (int64_t h = 0; h < nh; h++) {
@@ -1004,16 +1019,35 @@ static bool case_attention_f16(struct tern_backend *be, int ci, float **out, siz
 					sf = sf * so + s * sn;
 					mf = mn;
 				}
+				double plain[64] = {0}, pm = -INFINITY, ps = 0;
+				if (!split) { /* the tiled kernel: softmax in double over the f16 keys */
+					for (int64_t j = 0; j < n_ctx && j <= pos[t]; j++) {
+						double sc = 0;
+						for (int64_t d = 0; d < hd; d++)
+							sc += (double)H(k[(j * nkv + kh) * hd + d]) * qr[d];
+						pm = fmax(pm, sc * p.scale);
+					}
+					for (int64_t j = 0; j < n_ctx && j <= pos[t]; j++) {
+						double sc = 0;
+						for (int64_t d = 0; d < hd; d++)
+							sc += (double)H(k[(j * nkv + kh) * hd + d]) * qr[d];
+						double w = exp(sc * p.scale - pm);
+						ps += w;
+						for (int64_t d = 0; d < hd; d++)
+							plain[d] += w * H(v[(j * nkv + kh) * hd + d]);
+					}
+				}
 				for (int64_t d = 0; d < hd; d++) {
-					double e = fin[d] / sf, g = (*out)[(t * nh + h) * hd + d];
+					double e = split ? fin[d] / sf : plain[d] / ps, g = (*out)[(t * nh + h) * hd + d];
 					num += (e - g) * (e - g);
 					den += e * e;
 				}
 			}
 #undef H
 		/* the sums' order and fused multiply-adds move an f16 rounding
-		 * now and then: ~1e-7; the f32 attention is ~1e-5 away */
-		if (!(num / den < 1e-6))
+		 * now and then: ~1e-7; the f32 attention is ~1e-5 away. The
+		 * tiled kernel, f32 against double: ~1e-13 */
+		if (!(num / den < (split ? 1e-6 : 1e-10)))
 			fail_msg("%s: %s: NMSE %.3g against the restated rule", be->name, desc, num / den);
 	}
 	free(q);

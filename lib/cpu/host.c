@@ -471,16 +471,6 @@ const float *cpu_host_gelu_f16_table(void)
 	return gelu_f16_table;
 }
 
-float cpu_host_gelu_f16(float x)
-{
-	pthread_once(&gelu_f16_once, gelu_f16_init);
-	if (x <= -10.0f)
-		return 0.0f;
-	if (x >= 10.0f)
-		return x;
-	return gelu_f16_table[quant_f32_to_fp16(x)];
-}
-
 bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			    const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
 			    const struct tern_attn *p, struct cpu_attn_args *a)

@@ -95,10 +95,9 @@ bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, c
 			    const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
 			    const struct tern_attn *p, struct cpu_attn_args *a);
 
-/* TERN_UNARY_GELU_F16 of x (backend.h), from a table built on first use. */
-float cpu_host_gelu_f16(float x);
-/* that table: [65536], the value for the half of bits h at h (x <= -10
- * and x >= 10 are not looked up: 0 and x) */
+/* TERN_UNARY_GELU_F16's table (backend.h), built on first use: [65536],
+ * the value for the half of bits h at h (x <= -10 and x >= 10 are not
+ * looked up: 0 and x) */
 const float *cpu_host_gelu_f16_table(void);
 
 /* mat_mul_id, moe_route, moe_combine: the shapes lib/backend.h gives */

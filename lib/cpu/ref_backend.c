@@ -10,8 +10,7 @@
 
 #include "lib/cpu/backend.h"
 #include "lib/cpu/host.h"
-#include "lib/cpu/ops.h"
-#include "quant/cpu.h"
+#include "lib/cpu/ops.h" /* struct cpu_attn_args: the f16 attention's operand check */
 #include "quant/quant.h"
 
 struct ref {
@@ -265,21 +264,88 @@ static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const 
 	}
 }
 
+/* f16 for x, back as f32 */
+static float f16(float x) { return quant_fp16_to_f32(quant_f32_to_fp16(x)); }
+
+/* ggml's f16 flash attention (struct tern_attn's f16_split), the rule
+ * itself in plain loops: the query rounded to f16, a score per key (its
+ * dot in double), the online softmax's running sum of V rows rounded to
+ * f16 after each rescale and each added row, the keys in f16_split chunks
+ * combined in f32 in order. tern_attn.ggml moves only the order of sums
+ * and which multiply-adds are fused: not restated. */
+static void attention_f16(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
+			  const struct tern_attn *p)
+{
+	const int32_t *pd = tern_buf_host(pos);
+	const float *qd = tern_buf_host(q);
+	float *yd = tern_buf_host(y);
+	const int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1], n_ctx = k->ne[2];
+	const int64_t cs = (n_ctx + p->f16_split - 1) / p->f16_split;
+	float qh[TERN_ATTN_MAX_HEAD_DIM], kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
+	float acc[TERN_ATTN_MAX_HEAD_DIM], fin[TERN_ATTN_MAX_HEAD_DIM];
+	for (int64_t t = 0; t < q->ne[2]; t++) {
+		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+			continue;
+		for (int64_t h = 0; h < nh; h++) {
+			for (int64_t d = 0; d < hd; d++) {
+				qh[d] = f16(qd[(t * nh + h) * hd + d]);
+				fin[d] = 0;
+			}
+			float mf = -INFINITY, sf = 0;
+			for (int64_t c0 = 0; c0 < n_ctx; c0 += cs) {
+				float m = -INFINITY, sum = 0;
+				for (int64_t d = 0; d < hd; d++)
+					acc[d] = 0;
+				for (int64_t kp = c0; kp < c0 + cs && kp < n_ctx && kp <= pd[t]; kp++) {
+					quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
+					quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hd);
+					double dot = 0;
+					for (int64_t d = 0; d < hd; d++)
+						dot += (double)kr[d] * qh[d];
+					float sc = (float)dot * p->scale, ms = 1, vs = 1;
+					if (sc > m) {
+						ms = expf(m - sc);
+						m = sc;
+						for (int64_t d = 0; d < hd; d++)
+							acc[d] = f16(acc[d] * ms);
+					} else {
+						vs = expf(sc - m);
+					}
+					for (int64_t d = 0; d < hd; d++)
+						acc[d] = f16(acc[d] + vr[d] * vs);
+					sum = sum * ms + vs;
+				}
+				if (sum == 0)
+					continue;
+				float mn = fmaxf(mf, m), so = expf(mf - mn), sn = expf(m - mn);
+				for (int64_t d = 0; d < hd; d++)
+					fin[d] = fin[d] * so + acc[d] * sn;
+				sf = sf * so + sum * sn;
+				mf = mn;
+			}
+			for (int64_t d = 0; d < hd; d++)
+				yd[(t * nh + h) * hd + d] = sf == 0 ? 0 : fin[d] / sf;
+		}
+	}
+}
+
 static void ref_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p)
 {
 	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
 		return;
-	if (p->f16_split > 0 || p->ggml) { /* ggml's f16 arithmetic: the one-lane kernel is the reference */
-		struct cpu_attn_args a;
+	if (p->f16_split > 0 || p->ggml) {
+		struct cpu_attn_args a; /* only the operands' check */
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &a))
 			return;
-		for (int64_t t = 0; t < q->ne[2]; t++)
-			if (!cpu_host_pos_ok(be, "attention", ((const int32_t *)tern_buf_host(pos))[t], k->ne[2]))
-				return;
-		cpu_ops_isa(QUANT_ISA_SCALAR)->attn_f16acc(&a, 0, q->ne[2] * q->ne[1], p->f16_split);
-		return;
+		if (p->f16_split > 0) {
+			attention_f16(be, q, k, v, pos, y, p);
+			return;
+		}
+		/* ggml's tiled kernel sums in f32 as this does in double: the
+		 * same attention (the caches are f16 already) */
 	}
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
@@ -485,6 +551,18 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 		yd[i] = (float)(kind == TERN_GLU_SWIGLU_OAI ? swiglu_oai(g[i], u[i]) : act(a, g[i]) * u[i]);
 }
 
+/* ggml's GELU (TERN_UNARY_GELU_F16): the input rounded to f16, the tanh
+ * GELU of that in f32, rounded to f16; the ends as its table's */
+static float gelu_f16(float x)
+{
+	if (x <= -10.0f)
+		return 0.0f;
+	if (x >= 10.0f)
+		return x;
+	float h = f16(x);
+	return f16(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h))));
+}
+
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
 	if (!cpu_host_unary_args(be, x, y, kind))
@@ -492,7 +570,7 @@ static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct 
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
 	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
-		yd[i] = kind == TERN_UNARY_GELU_F16 ? cpu_host_gelu_f16(xd[i]) : (float)act(kind, xd[i]);
+		yd[i] = kind == TERN_UNARY_GELU_F16 ? gelu_f16(xd[i]) : (float)act(kind, xd[i]);
 }
 
 static void ref_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)

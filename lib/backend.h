@@ -383,19 +383,25 @@ struct tern_backend {
 	 * rope_freqs: divides the frequencies). */
 	void (*rope)(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
 		     const struct tern_rope *p);
-	/* cache row pos[t] = x row t, converted to the cache's type (f32,
-	 * f16, q8_0: any type quant/ can encode; head_dim a multiple of its
-	 * block): x f32 {head_dim, n_head_kv, ntok}, cache {head_dim,
-	 * n_head_kv, n_ctx}, pos i32 [ntok] in 0..n_ctx-1. */
+	/* cache row pos[t] of sequence seq[t] = x row t, converted to the
+	 * cache's type (f32, f16, q8_0: any type quant/ can encode; head_dim
+	 * a multiple of its block): x f32 {head_dim, n_head_kv, ntok}, cache
+	 * {head_dim, n_head_kv, n_ctx, n_seq} (one cache per sequence: a
+	 * beam, a server's slot), pos i32 [ntok] in 0..n_ctx-1, seq i32
+	 * [ntok] in 0..n_seq-1 or NULL (every token of sequence 0). The
+	 * sequences are device data, so that one call stores the tokens of
+	 * several and a step that does stays replayable. */
 	void (*kv_store)(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos);
+			 const struct tern_buf *pos, const struct tern_buf *seq);
 	/* y = softmax(scale * q k^T) v per query and head over the cache
 	 * rows the query sees: key p is visible to the query at position
 	 * q = pos[t] iff p <= q and (window == 0 or q - p < window); query
 	 * head h reads KV head h / (n_head / n_head_kv). q f32 {head_dim,
 	 * n_head, ntok}, y f32 {head_dim_v, n_head, ntok}; k cache {head_dim,
-	 * n_head_kv, n_ctx}, v cache {head_dim_v, n_head_kv, n_ctx} as
-	 * kv_store wrote them (rows 0..pos[t] must have been stored), both
+	 * n_head_kv, n_ctx, n_seq}, v cache {head_dim_v, n_head_kv, n_ctx,
+	 * n_seq} as kv_store wrote them (rows 0..pos[t] of sequence seq[t]
+	 * must have been stored; seq as kv_store's: token t sees its own
+	 * sequence's rows only, NULL: sequence 0), both
 	 * at most TERN_ATTN_MAX_HEAD_DIM; v may be a column window of k
 	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
 	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere.
@@ -405,8 +411,8 @@ struct tern_backend {
 	 * sequence's own rows {head_dim, n_head_kv, n} and every pos[t] =
 	 * n - 1: each query then sees all n keys. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p);
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p);
 	/* The rows of a 1-D convolution's input: y[t][c * k + j] = x[t *
 	 * stride + j - pad][c], 0 where that falls outside x; x f32 [len][n_ch]
 	 * (ne = {n_ch, len}), y f32 [n_out][n_ch * k] (ne = {n_ch * k, n_out}),

@@ -155,9 +155,9 @@ int main(int argc, char **argv)
 				    (struct tern_buf *[]){&q2, &k2, &v2});
 			be->rope(be, &q, &pos, NULL, &rp);
 			be->rope(be, &k, &pos, NULL, &rp);
-			be->kv_store(be, &kc[l * 2], &k, &pos);
-			be->kv_store(be, &kc[l * 2 + 1], &v, &pos);
-			be->attention(be, &q, &kc[l * 2], &kc[l * 2 + 1], &pos, &att, &ap);
+			be->kv_store(be, &kc[l * 2], &k, &pos, NULL);
+			be->kv_store(be, &kc[l * 2 + 1], &v, &pos, NULL);
+			be->attention(be, &q, &kc[l * 2], &kc[l * 2 + 1], &pos, NULL, &att, &ap);
 			tern_be_mul(be, &w[3], &a2, &h);
 			be->norm(be, &x, &h, &nw, NULL, &h, &np);
 			be->product(be, 2, (const struct tern_buf *[]){&w[4], &w[5]}, &h, (struct tern_buf *[]){&g, &u});

@@ -234,20 +234,22 @@ static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 }
 
 static void rec_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos)
+			 const struct tern_buf *pos, const struct tern_buf *seq)
 {
 	REC(be);
 	rec3(r, OP_KV_STORE, cache, x, pos);
-	r->in->kv_store(r->in, cache, x, pos);
+	put_buf(r, seq);
+	r->in->kv_store(r->in, cache, x, pos, seq);
 }
 
 static void rec_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p)
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
 {
 	REC(be);
 	rec3(r, OP_ATTENTION, q, k, v);
 	put_buf(r, pos);
+	put_buf(r, seq);
 	put_buf(r, y);
 	put_f(r, p->scale);
 	put(r, (uint64_t)p->window);
@@ -255,7 +257,7 @@ static void rec_attention(struct tern_backend *be, const struct tern_buf *q, con
 	put(r, (uint64_t)p->f16_split);
 	put(r, p->ggml);
 	put_buf(r, p->sinks);
-	r->in->attention(r->in, q, k, v, pos, y, p);
+	r->in->attention(r->in, q, k, v, pos, seq, y, p);
 }
 
 static void rec_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)

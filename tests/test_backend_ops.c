@@ -749,7 +749,7 @@ static bool case_kv_store(struct tern_backend *be, int ci, float **out, size_t *
 	int64_t cne[3] = {hd, nkv, n_ctx}, xne[3] = {hd, nkv, ntok}, pne[1] = {ntok};
 	struct tern_buf cw, cv, xb = in_buf(be, QT_F32, 3, xne, x), pb = in_buf(be, QT_I32, 1, pne, pos);
 	out_buf(be, &cw, &cv, t, hd, nkv * n_ctx, 3, cne, init);
-	be->kv_store(be, &cv, &xb, &pb);
+	be->kv_store(be, &cv, &xb, &pb, NULL);
 	*out = take_out(be, &cw, desc);
 	*n = (size_t)(hd * nkv * n_ctx);
 	/* independent: the stored rows are x through quant/'s encoder, the
@@ -819,7 +819,7 @@ static struct tern_buf make_cache(struct tern_backend *be, uint32_t t, int64_t h
 	for (int64_t i = 0; i < n_ctx; i++)
 		pos[i] = (int32_t)i;
 	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, rows), pb = in_buf(be, QT_I32, 1, pne, pos);
-	be->kv_store(be, &c, &xb, &pb);
+	be->kv_store(be, &c, &xb, &pb, NULL);
 	if (be->sync(be, &e))
 		fail_msg("%s", e.msg);
 	be->buf_free(be, &xb);
@@ -906,7 +906,7 @@ static bool case_attention(struct tern_backend *be, int ci, float **out, size_t 
 		sb = in_buf(be, QT_F32, 1, sne, sk);
 	struct tern_attn p = {.scale = 1.0f / sqrtf((float)c->hd), .window = c->window, .softcap = c->softcap,
 			      .sinks = sk ? &sb : NULL};
-	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	be->attention(be, &qb, &kb, &vb, &pb, NULL, &yv, &p);
 	*out = take_out(be, &yw, desc);
 	*n = qn;
 	/* independent, on the reference: the quadratic softmax over the f32
@@ -978,7 +978,7 @@ static bool case_attention_f16(struct tern_backend *be, int ci, float **out, siz
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
 	out_buf(be, &yw, &yv, QT_F32, hd, nh * ntok, 3, qne, NULL);
 	struct tern_attn p = {.scale = 0.125f, .f16_split = split, .ggml = gg};
-	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	be->attention(be, &qb, &kb, &vb, &pb, NULL, &yv, &p);
 	*out = take_out(be, &yw, desc);
 	*n = qn;
 	if (be->caps & TERN_BACKEND_REFERENCE) {
@@ -1300,7 +1300,7 @@ static bool case_attention_mla(struct tern_backend *be, int ci, float **out, siz
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, q), pb = in_buf(be, QT_I32, 1, pne, pos), yw, yv;
 	out_buf(be, &yw, &yv, QT_F32, c->dv, c->nh * c->ntok, 3, yne, NULL);
 	struct tern_attn p = {.scale = 1.0f / sqrtf((float)c->dk)};
-	be->attention(be, &qb, &kb, &vb, &pb, &yv, &p);
+	be->attention(be, &qb, &kb, &vb, &pb, NULL, &yv, &p);
 	*out = take_out(be, &yw, desc);
 	*n = yn;
 	/* independent, on the reference's f32 cache: the quadratic softmax,
@@ -1790,17 +1790,17 @@ static void check_ops_contract(struct tern_backend *be)
 	expect_fail(be, "get_rows");
 	/* positions past the cache: the first token is stored, not the second */
 	struct tern_buf x1 = tern_buf_reshape(&xb, 3, (int64_t[3]){64, 1, 2});
-	be->kv_store(be, &cb, &x1, &pb);
+	be->kv_store(be, &cb, &x1, &pb, NULL);
 	expect_fail(be, "kv_store");
-	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1});
+	be->attention(be, &xb, &cb, &cb, &pb, NULL, &yb, &(struct tern_attn){.scale = 1});
 	expect_fail(be, "attention");
 	/* the valid tokens of those were done: y from here on must not move */
 	be->upload(be, &yb, 0, x, sizeof y);
 	/* 2 query heads over 3 KV heads; a window below zero */
 	be->upload(be, &pb, 0, good_pos, sizeof good_pos);
-	be->attention(be, &xb, &c3, &c3, &pb, &yb, &(struct tern_attn){.scale = 1});
+	be->attention(be, &xb, &c3, &c3, &pb, NULL, &yb, &(struct tern_attn){.scale = 1});
 	expect_fail(be, "attention");
-	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 1, .window = -1});
+	be->attention(be, &xb, &cb, &cb, &pb, NULL, &yb, &(struct tern_attn){.scale = 1, .window = -1});
 	expect_fail(be, "attention");
 	/* rope: n_rot past the head, odd, a factor vector of the wrong length */
 	be->rope(be, &xb, &pb, NULL, &(struct tern_rope){.n_rot = 66, .freq_base = 1e4f, .freq_scale = 1});
@@ -1830,8 +1830,8 @@ static void check_ops_contract(struct tern_backend *be)
 	assert_int_equal(be->sync(be, &e), 0);
 	assert_memory_equal(y, x, sizeof y);
 	/* and the right calls work */
-	be->kv_store(be, &cb, &x1, &pb);
-	be->attention(be, &xb, &cb, &cb, &pb, &yb, &(struct tern_attn){.scale = 0.125f});
+	be->kv_store(be, &cb, &x1, &pb, NULL);
+	be->attention(be, &xb, &cb, &cb, &pb, NULL, &yb, &(struct tern_attn){.scale = 0.125f});
 	assert_int_equal(be->sync(be, &e), 0);
 	struct tern_buf *bufs[] = {&xb, &yb, &wb, &pb, &cb, &c3};
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -1897,7 +1897,7 @@ static void check_moe_contract(struct tern_backend *be)
 	int64_t qne[3] = {64, 2, 1}, cne[3] = {64, 1, 4}, pne[1] = {1}, sne[1] = {3};
 	struct tern_buf qb = in_buf(be, QT_F32, 3, qne, x), cb = in_buf(be, QT_F32, 3, cne, x);
 	struct tern_buf pb = in_buf(be, QT_I32, 1, pne, pos), sb = in_buf(be, QT_F32, 1, sne, x), ab = in_buf(be, QT_F32, 3, qne, x);
-	be->attention(be, &qb, &cb, &cb, &pb, &ab, &(struct tern_attn){.scale = 1, .sinks = &sb});
+	be->attention(be, &qb, &cb, &cb, &pb, NULL, &ab, &(struct tern_attn){.scale = 1, .sinks = &sb});
 	expect_fail(be, "attention");
 	struct tern_buf *bufs[] = {&wb, &xb, &ib, &yb, &xb2, &lb, &ob, &wt, &qb, &cb, &pb, &sb, &ab};
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -2033,7 +2033,7 @@ static void check_ggml_cap(struct tern_backend *be)
 	assert_int_equal(be->buf_alloc(be, &cache, QT_F16, 3, (int64_t[3]){32, 2, 4}, &e), 0);
 	assert_int_equal(be->buf_alloc(be, &y2, QT_F32, 2, ne_y2, &e), 0);
 	assert_int_equal(be->mat_prepare(be, &wb, &e), 0);
-	be->kv_store(be, &cache, &xb, &pb);
+	be->kv_store(be, &cache, &xb, &pb, NULL);
 	assert_int_equal(be->sync(be, &e), 0);
 	const struct tern_norm norm = {.kind = TERN_NORM_LAYER, .eps = 1e-5f, .ggml = true};
 	const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = 32, .freq_base = 10000, .freq_scale = 1, .ggml = true};
@@ -2052,9 +2052,9 @@ static void check_ggml_cap(struct tern_backend *be)
 			else if (op == 1)
 				be->rope(be, &yb, &pb, NULL, &rope);
 			else if (op == 2)
-				be->attention(be, &xb, &cache, &cache, &pb, &yb, &split);
+				be->attention(be, &xb, &cache, &cache, &pb, NULL, &yb, &split);
 			else if (op == 3)
-				be->attention(be, &xb, &cache, &cache, &pb, &yb, &gattn);
+				be->attention(be, &xb, &cache, &cache, &pb, NULL, &yb, &gattn);
 			else if (op == 4)
 				be->unary(be, &xb, &yb, TERN_UNARY_GELU_F16);
 			else
@@ -2184,6 +2184,123 @@ static void test_product_n(void **state)
 	}
 }
 
+/* Several sequences in one call (kv_store's and attention's seq): a
+ * cache of n_seq sequences, each token stored into and attending over its
+ * own sequence's rows, against one cache per sequence and each token's
+ * own call without seq, on every backend (f32 and f16 caches; runs of a
+ * sequence's tokens of 1 and 2): the caches byte for byte, the outputs
+ * within the attention's f32 sums (a run of 2 tokens takes the batch
+ * path). A sequence out of range or a seq of the wrong length is a
+ * violation. */
+static void check_seq(struct tern_backend *be, uint32_t ct)
+{
+	enum { HD = 64, NKV = 2, NH = 4, NCTX = 16, NSEQ = 3, NT = 5 };
+	tern_err e = {0};
+	const int64_t cne[4] = {HD, NKV, NCTX, NSEQ}, one[3] = {HD, NKV, NCTX};
+	struct tern_buf big, sep[NSEQ];
+	assert_int_equal(be->buf_alloc(be, &big, ct, 4, cne, &e), 0);
+	for (int s = 0; s < NSEQ; s++)
+		assert_int_equal(be->buf_alloc(be, &sep[s], ct, 3, one, &e), 0);
+	qu_seed(77 + ct);
+	/* the sequences' histories: 6, 7 and 8 rows */
+	for (int s = 0; s < NSEQ; s++) {
+		const int64_t n = 6 + s, xne[3] = {HD, NKV, n}, pne[1] = {n};
+		float *x = normals((size_t)(HD * NKV * n), 1);
+		int32_t pos[8], sq[8];
+		for (int i = 0; i < n; i++)
+			pos[i] = i, sq[i] = s;
+		struct tern_buf xb = in_buf(be, QT_F32, 3, xne, x), pb = in_buf(be, QT_I32, 1, pne, pos);
+		struct tern_buf sb = in_buf(be, QT_I32, 1, pne, sq);
+		be->kv_store(be, &big, &xb, &pb, &sb);
+		be->kv_store(be, &sep[s], &xb, &pb, NULL);
+		assert_int_equal(be->sync(be, &e), 0);
+		struct tern_buf *bufs[] = {&xb, &pb, &sb};
+		for (int i = 0; i < 3; i++)
+			be->buf_free(be, bufs[i]);
+		free(x);
+	}
+	/* a step: tokens of sequences 2, 2, 0, 1, 0 at their next positions */
+	const int32_t seq[NT] = {2, 2, 0, 1, 0}, pos[NT] = {8, 9, 6, 7, 7};
+	const int64_t xne[3] = {HD, NKV, NT}, qne[3] = {HD, NH, NT}, pne[1] = {NT};
+	float *x = normals(HD * NKV * NT, 1), *q = normals(HD * NH * NT, 1);
+	float got[HD * NH * NT], want[HD * NH * NT];
+	struct tern_buf xb = in_buf(be, QT_F32, 3, xne, x), qb = in_buf(be, QT_F32, 3, qne, q);
+	struct tern_buf pb = in_buf(be, QT_I32, 1, pne, pos), sb = in_buf(be, QT_I32, 1, pne, seq), yb;
+	assert_int_equal(be->buf_alloc(be, &yb, QT_F32, 3, qne, &e), 0);
+	const struct tern_attn at = {.scale = 0.125f};
+	be->kv_store(be, &big, &xb, &pb, &sb);
+	be->attention(be, &qb, &big, &big, &pb, &sb, &yb, &at);
+	be->download(be, &yb, 0, got, sizeof got);
+	if (be->sync(be, &e))
+		fail_msg("%s: %s", be->name, e.msg);
+	for (int t = 0; t < NT; t++) { /* each token alone, over its sequence's own cache */
+		struct tern_buf xt = tern_buf_reshape(&xb, 3, (int64_t[3]){HD, NKV, 1});
+		struct tern_buf qt = tern_buf_reshape(&qb, 3, (int64_t[3]){HD, NH, 1});
+		struct tern_buf yt = tern_buf_reshape(&yb, 3, (int64_t[3]){HD, NH, 1});
+		struct tern_buf pt = tern_buf_reshape(&pb, 1, (int64_t[1]){1});
+		xt.offset += (size_t)t * xb.nb[2];
+		qt.offset += (size_t)t * qb.nb[2];
+		yt.offset += (size_t)t * yb.nb[2];
+		pt.offset += (size_t)t * 4;
+		be->kv_store(be, &sep[seq[t]], &xt, &pt, NULL);
+		be->attention(be, &qt, &sep[seq[t]], &sep[seq[t]], &pt, NULL, &yt, &at);
+	}
+	be->download(be, &yb, 0, want, sizeof want);
+	assert_int_equal(be->sync(be, &e), 0);
+	double num = 0, den = 0;
+	for (int i = 0; i < HD * NH * NT; i++) {
+		num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+		den += (double)want[i] * want[i];
+	}
+	if (!(num / den < 1e-12))
+		fail_msg("%s: %s caches: sequences in one call vs apart: NMSE %.3g", be->name, quant_type_name(ct),
+			 num / den);
+	size_t rs = quant_row_size(ct, HD, NULL) * NKV, cs = rs * NCTX;
+	uint8_t *hb = malloc(cs * NSEQ), *hs = malloc(cs);
+	be->download(be, &big, 0, hb, cs * NSEQ);
+	assert_int_equal(be->sync(be, &e), 0);
+	for (int s = 0; s < NSEQ; s++) {
+		be->download(be, &sep[s], 0, hs, cs);
+		assert_int_equal(be->sync(be, &e), 0);
+		assert_memory_equal(hb + cs * (size_t)s, hs, rs * (size_t)(s == 0 ? 8 : s == 1 ? 8 : 10));
+	}
+	/* violations: a sequence past the caches, a seq of the wrong length */
+	const int32_t bad[NT] = {0, 3, 0, 0, 0};
+	be->upload(be, &sb, 0, bad, sizeof bad);
+	be->kv_store(be, &big, &xb, &pb, &sb);
+	expect_fail(be, "sequence");
+	be->attention(be, &qb, &big, &big, &pb, &sb, &yb, &at);
+	expect_fail(be, "sequence");
+	struct tern_buf s2 = tern_buf_reshape(&sb, 1, (int64_t[1]){2});
+	be->kv_store(be, &big, &xb, &pb, &s2);
+	expect_fail(be, "kv_store");
+	struct tern_buf *bufs[] = {&xb, &qb, &pb, &sb, &yb, &big, &sep[0], &sep[1], &sep[2]};
+	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+		be->buf_free(be, bufs[i]);
+	free(hb);
+	free(hs);
+	free(x);
+	free(q);
+}
+
+static void test_seq(void **state)
+{
+	(void)state;
+	tern_err e = {0};
+	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+		const struct backend_entry *b = &backends[i];
+		if (b->isa && quant_cpu_force(b->isa) != 0)
+			continue;
+		struct tern_backend *be;
+		if (b->make(&be, b, &e))
+			fail_msg("%s: %s", b->name, e.msg);
+		check_seq(be, QT_F32);
+		check_seq(be, QT_F16);
+		tern_backend_free(be);
+		quant_cpu_force("auto");
+	}
+}
+
 /* Results do not depend on the thread count: every op case and the
  * products of several weight types on 1, 2, 3 and 4 threads, under each
  * kernel variant the CPU runs, must give the same bits. */
@@ -2260,6 +2377,7 @@ int main(void)
 		cmocka_unit_test(test_ops_contract),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_product_n),
+		cmocka_unit_test(test_seq),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -442,10 +442,12 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 	struct tern_buf *cache = o->x;
 	const struct cpu_ops *k = cpu_ops();
 	int64_t hd = cache->ne[0], nkv = cache->ne[1];
+	const int32_t *sd = o->c ? tern_buf_host(o->c) : NULL;
 	for (int64_t t = r0; t < r1; t++) {
-		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]))
+		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]) ||
+		    (sd && !cpu_host_pos_ok(o->be, "kv_store: sequence", sd[t], cache->ne[3])))
 			continue;
-		uint8_t *dst = (uint8_t *)row_at(cache, 0, pd[t]);
+		uint8_t *dst = (uint8_t *)row_at(cache, 0, pd[t]) + (sd ? (size_t)sd[t] * cache->nb[3] : 0);
 		if (cache->type == QT_F32)
 			memcpy(dst, xd + t * nkv * hd, sizeof(float) * (size_t)(nkv * hd));
 		else
@@ -455,11 +457,11 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 }
 
 static void cpu_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos)
+			 const struct tern_buf *pos, const struct tern_buf *seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos))
+	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
 		return;
-	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos};
+	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos, .c = seq};
 	par_rows(be, kv_store_rows, &o, pos->ne[0], pos->ne[0] * x->ne[0] * x->ne[1] * 4);
 }
 
@@ -713,12 +715,12 @@ static void attn_f16_rows(void *arg, int64_t r0, int64_t r1)
 	j->k->attn_f16acc(&j->a, r0, r1, j->split);
 }
 
-static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+/* The attention of tokens of one sequence: k and v that sequence's cache
+ * (operands checked by the caller) */
+static void attention_seq(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
-		return;
 	struct cpu *c = be->impl;
 	const int32_t *pd = tern_buf_host(pos);
 	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
@@ -772,6 +774,44 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 		tp_run_any(c->pool, attn_body, &j);
 	if (a->n_chunks > 1)
 		cpu_attn_combine(a, 0, a->nh);
+}
+
+/* b's indices [i0, i0 + n) of dimension dim, as a view */
+static struct tern_buf dim_view(const struct tern_buf *b, int dim, int64_t i0, int64_t n)
+{
+	struct tern_buf v = *b;
+	v.offset += (size_t)i0 * b->nb[dim];
+	v.ne[dim] = n;
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	return v;
+}
+
+/* Each run of consecutive tokens of one sequence over that sequence's
+ * cache: the kernels see one sequence at a time, as before (a run's
+ * results are those of a call with its tokens alone). */
+static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
+{
+	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
+		return;
+	const int32_t *sd = seq ? tern_buf_host(seq) : NULL;
+	const int64_t ntok = q->ne[2];
+	for (int64_t t = 0; sd && t < ntok; t++)
+		if (!cpu_host_pos_ok(be, "attention: sequence", sd[t], k->ne[3]))
+			return;
+	for (int64_t t0 = 0, t1; t0 < ntok; t0 = t1) {
+		int32_t s = sd ? sd[t0] : 0;
+		for (t1 = t0 + 1; sd && t1 < ntok && sd[t1] == s;)
+			t1++;
+		if (!sd)
+			t1 = ntok;
+		struct tern_buf ks = dim_view(k, 3, s, 1), vs = dim_view(v, 3, s, 1);
+		struct tern_buf qr = dim_view(q, 2, t0, t1 - t0), yr = dim_view(y, 2, t0, t1 - t0);
+		struct tern_buf pr = dim_view(pos, 0, t0, t1 - t0);
+		attention_seq(be, &qr, &ks, &vs, &pr, &yr, p);
+	}
 }
 
 /* element-wise ops: rows of ne[0]; kind selects the op */

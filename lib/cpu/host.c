@@ -333,12 +333,18 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	return ok && (!p->ggml || cpu_host_ggml_ok(be, "rope"));
 }
 
+/* seq: NULL, or i32 [ntok] of be */
+static bool seq_ok(struct tern_backend *be, const struct tern_buf *seq, int64_t ntok)
+{
+	return !seq || (mine(be, seq, QT_I32) && seq->ne[0] == ntok && cpu_host_nrows(seq) == 1);
+}
+
 bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
-			    const struct tern_buf *pos)
+			    const struct tern_buf *pos, const struct tern_buf *seq)
 {
 	char s1[96], s2[96];
 	int64_t ntok = x->ne[2] * x->ne[3];
-	bool ok = cache->be == be && cache->mem && contiguous(cache) && writable(cache) && cache->ne[3] == 1 &&
+	bool ok = cache->be == be && cache->mem && contiguous(cache) && writable(cache) && seq_ok(be, seq, ntok) &&
 		  (cache->type == QT_F32 || quant_can_quantize(cache->type)) && mine(be, x, QT_F32) &&
 		  x->ne[0] == cache->ne[0] && x->ne[1] == cache->ne[1] && mine(be, pos, QT_I32) &&
 		  pos->ne[0] == ntok && cpu_host_nrows(pos) == 1;
@@ -349,15 +355,16 @@ bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cach
 }
 
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
-			     const struct tern_attn *p)
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			     const struct tern_buf *y, const struct tern_attn *p)
 {
 	char s1[96], s2[96];
 	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], nkv = k->ne[1];
 	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hdv &&
 		  y->ne[1] == nh && y->ne[2] == q->ne[2] && y->ne[3] == 1 && hd <= TERN_ATTN_MAX_HEAD_DIM &&
 		  hdv >= 1 && hdv <= TERN_ATTN_MAX_HEAD_DIM && k->be == be && k->mem && contiguous(k) &&
-		  k->ne[3] == 1 && v->be == be && v->mem && rows_apart(v) && v->ne[3] == 1 && k->ne[0] == hd &&
+		  v->be == be && v->mem && rows_apart(v) && v->ne[3] == k->ne[3] && k->ne[0] == hd &&
+		  seq_ok(be, seq, q->ne[2]) &&
 		  v->ne[1] == nkv && v->ne[2] == k->ne[2] && nh % nkv == 0 &&
 		  (k->type == QT_F32 || quant_can_quantize(k->type)) &&
 		  (v->type == QT_F32 || quant_can_quantize(v->type)) && mine(be, pos, QT_I32) &&

@@ -68,11 +68,13 @@ bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const
 			const struct tern_norm *p);
 bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
 			const struct tern_buf *freq, const struct tern_rope *p);
+/* kv_store, attention: seq NULL or i32 [ntok]; its values are checked as
+ * the ops read them (cpu_host_pos_ok against the caches' ne[3]) */
 bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
-			    const struct tern_buf *pos);
+			    const struct tern_buf *pos, const struct tern_buf *seq);
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
-			     const struct tern_attn *p);
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			     const struct tern_buf *y, const struct tern_attn *p);
 /* mat_mul_heads: w a 3-D weight of this backend, x, y f32 (lib/backend.h) */
 bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			 const struct tern_buf *y);

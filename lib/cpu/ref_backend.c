@@ -242,19 +242,36 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	}
 }
 
-static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos)
+/* token t's sequence (seq NULL: 0), checked against the caches' n_seq;
+ * -1 when out of range (recorded) */
+static int64_t seq_of(struct tern_backend *be, const char *op, const struct tern_buf *seq, int64_t t, int64_t n_seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos))
+	if (!seq)
+		return 0;
+	int32_t s = ((const int32_t *)tern_buf_host(seq))[t];
+	return cpu_host_pos_ok(be, op, s, n_seq) ? s : -1;
+}
+
+/* row (i1, i2) of sequence s of a cache */
+static const uint8_t *cache_row(const struct tern_buf *b, int64_t i1, int64_t i2, int64_t s)
+{
+	return row_at(b, i1, i2) + (size_t)s * b->nb[3];
+}
+
+static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
+			 const struct tern_buf *pos, const struct tern_buf *seq)
+{
+	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	const int32_t *pd = tern_buf_host(pos);
 	const float *xd = tern_buf_host(x);
 	int64_t hd = x->ne[0], nkv = x->ne[1];
 	for (int64_t t = 0; t < pos->ne[0]; t++) {
-		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]))
+		int64_t s = seq_of(be, "kv_store: sequence", seq, t, cache->ne[3]);
+		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]) || s < 0)
 			continue;
 		for (int64_t h = 0; h < nkv; h++) {
-			uint8_t *dst = (uint8_t *)row_at(cache, h, pd[t]);
+			uint8_t *dst = (uint8_t *)cache_row(cache, h, pd[t], s);
 			const float *src = xd + (t * nkv + h) * hd;
 			if (cache->type == QT_F32)
 				memcpy(dst, src, sizeof(float) * (size_t)hd);
@@ -274,8 +291,8 @@ static float f16(float x) { return quant_fp16_to_f32(quant_f32_to_fp16(x)); }
  * combined in f32 in order. tern_attn.ggml moves only the order of sums
  * and which multiply-adds are fused: not restated. */
 static void attention_f16(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p)
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
 {
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
@@ -285,7 +302,8 @@ static void attention_f16(struct tern_backend *be, const struct tern_buf *q, con
 	float qh[TERN_ATTN_MAX_HEAD_DIM], kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
 	float acc[TERN_ATTN_MAX_HEAD_DIM], fin[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
-		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
+		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx) || sq < 0)
 			continue;
 		for (int64_t h = 0; h < nh; h++) {
 			for (int64_t d = 0; d < hd; d++) {
@@ -298,8 +316,8 @@ static void attention_f16(struct tern_backend *be, const struct tern_buf *q, con
 				for (int64_t d = 0; d < hd; d++)
 					acc[d] = 0;
 				for (int64_t kp = c0; kp < c0 + cs && kp < n_ctx && kp <= pd[t]; kp++) {
-					quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
-					quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hd);
+					quant_dequantize_row(k->type, cache_row(k, h / group, kp, sq), kr, (uint64_t)hd);
+					quant_dequantize_row(v->type, cache_row(v, h / group, kp, sq), vr, (uint64_t)hd);
 					double dot = 0;
 					for (int64_t d = 0; d < hd; d++)
 						dot += (double)kr[d] * qh[d];
@@ -331,17 +349,17 @@ static void attention_f16(struct tern_backend *be, const struct tern_buf *q, con
 }
 
 static void ref_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p)
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
+	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
 		return;
 	if (p->f16_split > 0 || p->ggml) {
 		struct cpu_attn_args a; /* only the operands' check */
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &a))
 			return;
 		if (p->f16_split > 0) {
-			attention_f16(be, q, k, v, pos, y, p);
+			attention_f16(be, q, k, v, pos, seq, y, p);
 			return;
 		}
 		/* ggml's tiled kernel sums in f32 as this does in double: the
@@ -355,7 +373,8 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	double acc[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
 		int32_t qp = pd[t];
-		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]))
+		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
+		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]) || sq < 0)
 			continue;
 		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
 		for (int64_t h = 0; h < nh; h++) {
@@ -367,8 +386,8 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 			 * exp(s - m) and the weighted sum of V rows, rescaled
 			 * when m grows */
 			for (int64_t kp = lo; kp <= qp; kp++) {
-				quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
-				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hdv);
+				quant_dequantize_row(k->type, cache_row(k, h / group, kp, sq), kr, (uint64_t)hd);
+				quant_dequantize_row(v->type, cache_row(v, h / group, kp, sq), vr, (uint64_t)hdv);
 				double s = 0;
 				for (int64_t i = 0; i < hd; i++)
 					s += (double)qh[i] * kr[i];

@@ -647,7 +647,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
 				     .f16_split = em->gg && n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0,
 				     .ggml = em->gg && hd % 16 == 0};
-	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
+	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, NULL, &a3, &at);
 	linear(em, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o);
 	/* x = LayerNorm(x + o) */
 	be->norm(be, &x, &o, &L->attn_norm, &L->attn_norm_b, &x, &ln);

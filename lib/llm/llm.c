@@ -798,7 +798,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	be->rope(be, &pe, &pos, NULL, &rope);
 	be->copy(be, &pe, &kv_pe);
 	struct tern_buf kv3 = tern_buf_rows3(&l->mla_kv, kvr + nr, 1, n);
-	be->kv_store(be, &L->k_cache, &kv3, &pos);
+	be->kv_store(be, &L->k_cache, &kv3, &pos, NULL);
 
 	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
 	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
@@ -816,7 +816,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	/* one KV head: the latent rows are K, their first kvr values V */
 	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
 	const struct tern_attn at = {.scale = c->attn_scale};
-	be->attention(be, &qm, &L->k_cache, &v, &pos, &qx, &at);
+	be->attention(be, &qm, &L->k_cache, &v, &pos, NULL, &qx, &at);
 	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
 	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
@@ -867,8 +867,8 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);
 	be->rope(be, &k3, &pos, freqs, &rope);
-	be->kv_store(be, &L->k_cache, &k3, &pos);
-	be->kv_store(be, &L->v_cache, &v3, &pos);
+	be->kv_store(be, &L->k_cache, &k3, &pos, NULL);
+	be->kv_store(be, &L->v_cache, &v3, &pos, NULL);
 	/* ggml's flash attention (llama.h: ggml_fa) where the layer allows it */
 	const bool ggml_attn = l->o.ggml_fa && L->k_cache.type == QT_F16 && L->v_cache.type == QT_F16 && hd % 16 == 0 &&
 			       hd == hdv && !lc->is_swa && !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks);
@@ -880,7 +880,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.f16_split = ggml_attn && n < TERN_LLM_GGML_FA_TILE ? 1 : 0,
 		.ggml = ggml_attn && l->o.ggml_ops,
 	};
-	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
+	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, NULL, &a3, &at);
 	products(l, 1, (const struct tern_buf *[]){&L->wo}, &a, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);

@@ -191,12 +191,12 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 		whisper_mm(be, &L->q_w, &w->y, &w->q);
 		be->add(be, &w->q, &L->q_b, &w->q);
 		whisper_mm(be, &L->k_w, &w->y, &w->t);
-		be->kv_store(be, &w->kc, &t3, &w->pos);
+		be->kv_store(be, &w->kc, &t3, &w->pos, NULL);
 		whisper_mm(be, &L->v_w, &w->y, &w->t);
 		be->add(be, &w->t, &L->v_b, &w->t);
-		be->kv_store(be, &w->vc, &t3, &w->pos);
+		be->kv_store(be, &w->vc, &t3, &w->pos, NULL);
 		round16(be, NULL, &w->q, r16); /* ggml's attention: Q to the caches' f16 */
-		be->attention(be, &q3, &w->kc, &w->vc, &w->last, &a3, &at);
+		be->attention(be, &q3, &w->kc, &w->vc, &w->last, NULL, &a3, &at);
 		round16(be, &L->o_w, &w->a, r16);
 		whisper_mm(be, &L->o_w, &w->a, &w->t);
 		be->add(be, &w->t, &L->o_b, &w->t);

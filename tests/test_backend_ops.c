@@ -304,9 +304,10 @@ static void check_table(const struct tern_backend *be, const char *bname)
 }
 #undef ENTRY
 
-static void test_table(void **state)
+/* fn on each backend of `backends` this CPU runs (its kernel variant
+ * forced meanwhile) */
+static void each_backend(void (*fn)(struct tern_backend *be, const char *name))
 {
-	(void)state;
 	tern_err e = {0};
 	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
 		const struct backend_entry *b = &backends[i];
@@ -315,17 +316,29 @@ static void test_table(void **state)
 		struct tern_backend *be;
 		if (b->make(&be, b, &e))
 			fail_msg("%s: %s", b->name, e.msg);
-		check_table(be, b->name);
-		/* host memory: 64-byte aligned, writable, freed; NULL freed */
-		void *h = NULL;
-		assert_int_equal(be->host_alloc(be, 100, &h, &e), 0);
-		assert_true(((uintptr_t)h & 63) == 0);
-		memset(h, 0x5a, 100);
-		be->host_free(be, h);
-		be->host_free(be, NULL);
+		fn(be, b->name);
 		tern_backend_free(be);
 		quant_cpu_force("auto");
 	}
+}
+
+/* the table, and host memory: 64-byte aligned, writable, freed; NULL freed */
+static void check_table_host(struct tern_backend *be, const char *name)
+{
+	tern_err e = {0};
+	check_table(be, name);
+	void *h = NULL;
+	assert_int_equal(be->host_alloc(be, 100, &h, &e), 0);
+	assert_true(((uintptr_t)h & 63) == 0);
+	memset(h, 0x5a, 100);
+	be->host_free(be, h);
+	be->host_free(be, NULL);
+}
+
+static void test_table(void **state)
+{
+	(void)state;
+	each_backend(check_table_host);
 }
 
 /* Contract: load-time calls fail with a message; a per-step op given
@@ -408,20 +421,17 @@ static void check_contract(struct tern_backend *be)
 	be->buf_free(be, &w); /* empty: safe */
 }
 
+static void check_contract_on(struct tern_backend *be, const char *name)
+{
+	(void)name;
+	check_contract(be);
+}
+
 static void test_contract(void **state)
 {
 	(void)state;
 	tern_err e = {0};
-	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
-		const struct backend_entry *b = &backends[i];
-		if (b->isa && quant_cpu_force(b->isa) != 0)
-			continue;
-		struct tern_backend *be;
-		assert_int_equal(b->make(&be, b, &e), 0);
-		check_contract(be);
-		tern_backend_free(be);
-		quant_cpu_force("auto");
-	}
+	each_backend(check_contract_on);
 	struct tern_backend *be;
 	struct cpu_backend_opts o = {.n_threads = 1, .max_tokens = 0};
 	assert_int_equal(cpu_backend_new(&be, &o, &e), TERN_EINVAL);
@@ -2283,22 +2293,17 @@ static void check_seq(struct tern_backend *be, uint32_t ct)
 	free(q);
 }
 
+static void check_seq_types(struct tern_backend *be, const char *name)
+{
+	(void)name;
+	check_seq(be, QT_F32);
+	check_seq(be, QT_F16);
+}
+
 static void test_seq(void **state)
 {
 	(void)state;
-	tern_err e = {0};
-	for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
-		const struct backend_entry *b = &backends[i];
-		if (b->isa && quant_cpu_force(b->isa) != 0)
-			continue;
-		struct tern_backend *be;
-		if (b->make(&be, b, &e))
-			fail_msg("%s: %s", b->name, e.msg);
-		check_seq(be, QT_F32);
-		check_seq(be, QT_F16);
-		tern_backend_free(be);
-		quant_cpu_force("auto");
-	}
+	each_backend(check_seq_types);
 }
 
 /* Results do not depend on the thread count: every op case and the

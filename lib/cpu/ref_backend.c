@@ -116,8 +116,8 @@ static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w,
 		}
 }
 
-/* the experts' products: each slot as one row of mat_vec, the weights of
- * its expert and no other read */
+/* the experts' products: each slot as a one-token product, the weights
+ * of its expert and no other read */
 static void ref_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {

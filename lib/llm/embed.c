@@ -51,6 +51,10 @@
  * attention from 64). Each was found by comparing llama.cpp's graph node by
  * node with tern's on identical inputs; together they take the quantized
  * files from a worst cosine of 0.99988 to 1.00000000 (tests/test_embed.c).
+ * All of these but act_in's copies and the f16 K and V are ggml's CPU
+ * rounding, requests only a backend with TERN_BACKEND_GGML_NUMERICS takes
+ * (lib/backend.h): on one without (a GPU's) the encoders run the plain f32
+ * ops (product, TERN_UNARY_GELU, no f16_split, no .ggml; em->gg).
  *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */

@@ -29,7 +29,8 @@
  *
  * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
  * kept, with the architecture's final soft-cap. Batches of more than one
- * token use the products' GEMM path (mat_mul), one token the mat-vec path.
+ * token go through the products' GEMM path, one token the mat-vec path (the
+ * backend's choice: one product entry).
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step

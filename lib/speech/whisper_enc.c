@@ -6,7 +6,7 @@
  *               y = LN(x);  x += W_2 gelu(W_1 y + b_1) + b_2
  *   out = LN(x)
  *
- * A convolution is im2col followed by one mat_mul with the kernel seen as
+ * A convolution is im2col followed by one product with the kernel seen as
  * [out][in * 3] (ggml stores conv1d kernels with the tap fastest). The
  * attention sees every position: K and V go through kv_store into f16
  * caches of n_audio_ctx rows (whisper.cpp keeps them in f16 too), and every

@@ -3,8 +3,8 @@
  * over it; the CPU implements it twice (lib/cpu: a scalar reference, the
  * oracle, and the optimized backend), CUDA and Vulkan next.
  *
- * What exists: buffers, transfers, the quantized products (mat_vec,
- * mat_mul) and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
+ * What exists: buffers, transfers, the quantized products (product)
+ * and what a llama / qwen2 / qwen3 / gemma3 forward pass needs
  * besides: embedding rows (get_rows), RMS and layer norm with an optional
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
  * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
@@ -38,10 +38,18 @@
  *   - ops enqueue and return; sync() waits for them (on the CPU they run
  *     before returning and sync() only reports);
  *   - begin_step() / end_step() bracket one decode step, which a GPU may
- *     capture once and replay (a CUDA graph, a Vulkan command buffer):
- *     what changes from token to token (positions, lengths, token ids)
- *     is uploaded into device buffers, never passed as an argument, so
- *     that the recorded step stays valid.
+ *     capture once and replay (a CUDA graph, a Vulkan command buffer).
+ *     The replay rule: between begin_step and end_step the calls and
+ *     their arguments are the same every step of a decode loop: the same
+ *     ops in the same order, the same buffers (storage, offset, type,
+ *     shape), the same parameter structs, the same host memory given to
+ *     upload / download (from host_alloc: pinned on a GPU). Only the data
+ *     uploaded into device buffers changes (token ids, positions,
+ *     lengths, sequence indices), never an argument. A caller that
+ *     changes what a step is (another token count, other sequences)
+ *     starts another kind of step: a backend that replays compares a
+ *     step's calls with its recording and records anew when they differ.
+ *     tests/rec_backend.c checks the rule on every forward pass.
  *
  * Contract (who may fail, who owns what):
  *   - Creation, buf_alloc, buf_weight and mat_prepare happen at load time:
@@ -106,7 +114,27 @@ enum {
 	TERN_BACKEND_ASYNC = 1u << 1,       /* ops return before the work is done; sync() waits */
 	TERN_BACKEND_GRAPH = 1u << 2,       /* begin_step / end_step record a replayable step */
 	TERN_BACKEND_REFERENCE = 1u << 3,   /* the scalar oracle the others are tested against */
+	TERN_BACKEND_GGML_NUMERICS = 1u << 4, /* takes ggml's CPU rounding requests: below */
 };
+
+/* ggml's CPU rounding, a capability (TERN_BACKEND_GGML_NUMERICS). To agree
+ * bit for bit with whisper.cpp's and llama.cpp's CPU numbers (Whisper's
+ * transcripts, the embeddings' reference data), a caller may ask an op to
+ * round as ggml's CPU backend does:
+ *   - tern_norm.ggml, tern_rope.ggml, tern_attn.ggml: as its AVX-512 build;
+ *   - tern_attn.f16_split > 0: its f16 flash attention, split as over its
+ *     threads (the split is the CPU's thread count, a CPU fact);
+ *   - TERN_UNARY_GELU_F16: its f16 table GELU;
+ *   - mat_mul_ggml: its quantized products' order.
+ * Only a backend with the capability takes them (the CPU backends: the
+ * optimized one gives ggml's bits, the reference computes them in its
+ * own precision except the f16 roundings, which it reproduces). A backend
+ * without it (a GPU's) treats every such request as a contract violation:
+ * the op is skipped and the next sync() fails. Callers therefore choose
+ * their numerics from the backend they got (lib/speech's Whisper,
+ * lib/llm/embed.c, tern_llm_opts' ggml_fa and ggml_ops): with the
+ * capability ggml's roundings, without it the plain f32 ops
+ * (TERN_UNARY_GELU, no f16_split, no .ggml, product for mat_mul_ggml). */
 
 /* norm: kind */
 enum { TERN_NORM_RMS, TERN_NORM_LAYER };
@@ -115,7 +143,8 @@ struct tern_norm {
 	int kind;  /* TERN_NORM_* */
 	float eps;
 	bool ggml; /* as ggml's CPU backend (its AVX-512 build) rounds it, the same
-		    * bits in every SIMD variant, for the embeddings (lib/llm/embed.c):
+		    * bits in every SIMD variant, for the embeddings (lib/llm/embed.c;
+		    * TERN_BACKEND_GGML_NUMERICS only):
 		    * RMS: the squares summed in double, then f32; layer: the mean
 		    * from a double sum, the squares in 16-lane trees added in
 		    * double (lib/cpu/ops_kern.inc) */
@@ -145,7 +174,7 @@ struct tern_rope {
 	float mscale;     /* magnitude of the turned pairs; 0: 1 */
 	float attn_factor; /* multiplies cos and sin of every pair (LongRoPE's attention factor,
 			    * as llama.cpp's ggml_rope_ext applies it); 0 is taken as 1 */
-	bool ggml;        /* turn a pair (a, b) as ggml's CPU backend compiles it: (fma(a, c,
+	bool ggml;        /* (TERN_BACKEND_GGML_NUMERICS) turn a pair (a, b) as ggml's CPU backend compiles it: (fma(a, c,
 			   * -(b s)), fma(a, s, b c)), the same bits in every SIMD variant; for
 			   * the embeddings. Else a c - b s, a s + b c, each product rounded */
 };
@@ -155,7 +184,7 @@ struct tern_attn {
 	float scale;    /* usually 1 / sqrt(head_dim) */
 	int32_t window; /* sliding window in tokens; 0: none */
 	float softcap;  /* logits become softcap * tanh(logit / softcap); 0: none */
-	/* > 0: ggml's CPU flash attention over f16 caches, for whisper.cpp's
+	/* > 0 (TERN_BACKEND_GGML_NUMERICS): ggml's CPU flash attention over f16 caches, for whisper.cpp's
 	 * numbers (head_dim a multiple of 16, K and V f16, no window or
 	 * softcap): the query is rounded to f16; each key's score is its f16
 	 * dot times scale; the online softmax's running sum of V rows is kept
@@ -164,7 +193,7 @@ struct tern_attn {
 	 * each so summed, and the chunks combined in f32 in order (ggml's split
 	 * of one token's keys over its threads). 0: the usual f32 attention. */
 	int32_t f16_split;
-	/* With f16 caches, a head of 16k, no window, softcap or sinks: ggml's
+	/* (TERN_BACKEND_GGML_NUMERICS) With f16 caches, a head of 16k, no window, softcap or sinks: ggml's
 	 * CPU flash attention as its AVX-512 build rounds it, the same bits
 	 * in every SIMD variant (for the embeddings; whisper keeps
 	 * f16_split's own sums). With f16_split (ggml's path below 64 tokens)
@@ -220,13 +249,13 @@ struct tern_conv {
 /* glu: kind. TERN_GLU_SWIGLU_OAI is gpt-oss's clamped SwiGLU:
  * g = min(gate, 7), u = clamp(up, -7, 7), y = g * sigmoid(1.702 g) * (u + 1) */
 enum { TERN_GLU_SWIGLU, TERN_GLU_GEGLU, TERN_GLU_SWIGLU_OAI };
-/* unary: kind. TERN_UNARY_GELU_F16 is the tanh GELU as ggml's CPU computes
+/* unary: kind. TERN_UNARY_GELU_F16 (TERN_BACKEND_GGML_NUMERICS) is the tanh GELU as ggml's CPU computes
  * it (whisper.cpp's numbers): x <= -10 gives 0, x >= 10 gives x, else x is
  * rounded to f16 and the f32 GELU of that value, rounded to f16 again, is
  * the result (ggml looks it up in a table of the 65,536 halves). */
 enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F16, TERN_UNARY_SIGMOID };
 
-/* weights one mat_vec_n call takes */
+/* weights one product call takes */
 #define TERN_MAT_VEC_N 4
 
 /* head dimensions the attention takes (its per-row state is fixed):
@@ -239,7 +268,7 @@ enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F1
 struct tern_backend {
 	const char *name;   /* "cpu", "cpu-ref", later "cuda", "vulkan" */
 	unsigned caps;      /* TERN_BACKEND_* */
-	int64_t max_tokens; /* largest batch mat_mul() takes, fixed at creation */
+	int64_t max_tokens; /* largest batch product() takes, fixed at creation */
 
 	/* Release everything the backend allocated, its buffers excepted
 	 * (free those first). */
@@ -259,7 +288,7 @@ struct tern_backend {
 	 * left empty. Safe on an empty buffer. */
 	void (*buf_free)(struct tern_backend *be, struct tern_buf *b);
 	/* Prepare a 2-D weight ([rows][cols], ne[1] rows of ne[0]) for
-	 * mat_vec / mat_mul, or a 3-D stack of experts ([n_expert][rows]
+	 * product, or a 3-D stack of experts ([n_expert][rows]
 	 * [cols], ne = {cols, rows, n_expert}, whose experts may lie apart:
 	 * nb[2] larger than its rows, the gate or up half of a merged
 	 * ffn_gate_up_exps) for mat_mul_id (a 2-D weight
@@ -267,6 +296,14 @@ struct tern_backend {
 	 * scratch for max_tokens, repack if the backend does.
 	 * TERN_EUNSUPPORTED for a type without a product. */
 	int (*mat_prepare)(struct tern_backend *be, struct tern_buf *w, tern_err *err);
+
+	/* Host memory of size bytes (64-byte aligned) for a step's transfers
+	 * (token ids and positions up, logits down): pinned where the device
+	 * copies from it directly (a GPU's page-locked memory, which a
+	 * captured step's copies need), an aligned allocation on the CPU.
+	 * Load time: may fail. host_free() releases it; NULL is safe. */
+	int (*host_alloc)(struct tern_backend *be, size_t size, void **ptr, tern_err *err);
+	void (*host_free)(struct tern_backend *be, void *ptr);
 
 	/* ---- transfers (enqueued) ---- */
 
@@ -277,26 +314,20 @@ struct tern_backend {
 
 	/* ---- operations (per step: cannot fail, allocate nothing) ---- */
 
-	/* y[r] = dot(w row r, x) for one token: w prepared, x f32 [cols],
-	 * y f32 [rows], both contiguous. */
-	void (*mat_vec)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y);
-	/* y[i] = w[i] x for n (1..TERN_MAT_VEC_N) prepared weights that take
-	 * the same one-token input x (a decode step's Q, K and V; its gate
-	 * and up): the results of n mat_vec calls, bit for bit, in one step
-	 * (the CPU quantizes x once and wakes its threads once). */
-	void (*mat_vec_n)(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			  struct tern_buf *const *y);
-	/* y[t][r] = dot(w row r, x row t): x f32 [ntok][cols], y f32
-	 * [ntok][rows], contiguous, ntok = x->ne[1] in 1..max_tokens. */
-	void (*mat_mul)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y);
-	/* mat_mul rounded as ggml's x86 CPU backend (llama.cpp's default)
-	 * rounds it, where quant/ggml_order.h has the weight's type (the
-	 * same bits under every SIMD variant; slower than mat_mul), else
-	 * mat_mul itself; for one token or many. NULL where a backend has
-	 * none (tern_be_product_ggml then takes mat_mul). The embeddings use
-	 * it to agree with llama.cpp's (lib/llm/embed.c). */
+	/* y[i] = w[i] x for n_w (1..TERN_MAT_VEC_N) prepared weights that
+	 * take the same input: x f32 {cols, ntok}, y[i] f32 {rows_i, ntok},
+	 * contiguous, ntok = x->ne[1] in 1..max_tokens. The backend chooses
+	 * how: the CPU takes one token through its mat-vec path (several
+	 * weights in one step: a decode step's Q, K and V, its gate and up,
+	 * the activations quantized once and the threads woken once; each y[i]
+	 * the bits of its own call), a batch through the GEMM. */
+	void (*product)(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+			struct tern_buf *const *y);
+	/* product of one weight rounded as ggml's x86 CPU backend (llama.cpp's
+	 * default) rounds it, where quant/ggml_order.h has the weight's type
+	 * (the same bits under every SIMD variant; slower than product), else
+	 * product itself; for one token or many. A TERN_BACKEND_GGML_NUMERICS
+	 * request (see there). */
 	void (*mat_mul_ggml)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			     struct tern_buf *y);
 	/* y[t][h] = w[h] x[t][h] for every token t and head h, one matrix
@@ -352,19 +383,25 @@ struct tern_backend {
 	 * rope_freqs: divides the frequencies). */
 	void (*rope)(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
 		     const struct tern_rope *p);
-	/* cache row pos[t] = x row t, converted to the cache's type (f32,
-	 * f16, q8_0: any type quant/ can encode; head_dim a multiple of its
-	 * block): x f32 {head_dim, n_head_kv, ntok}, cache {head_dim,
-	 * n_head_kv, n_ctx}, pos i32 [ntok] in 0..n_ctx-1. */
+	/* cache row pos[t] of sequence seq[t] = x row t, converted to the
+	 * cache's type (f32, f16, q8_0: any type quant/ can encode; head_dim
+	 * a multiple of its block): x f32 {head_dim, n_head_kv, ntok}, cache
+	 * {head_dim, n_head_kv, n_ctx, n_seq} (one cache per sequence: a
+	 * beam, a server's slot), pos i32 [ntok] in 0..n_ctx-1, seq i32
+	 * [ntok] in 0..n_seq-1 or NULL (every token of sequence 0). The
+	 * sequences are device data, so that one call stores the tokens of
+	 * several and a step that does stays replayable. */
 	void (*kv_store)(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos);
+			 const struct tern_buf *pos, const struct tern_buf *seq);
 	/* y = softmax(scale * q k^T) v per query and head over the cache
 	 * rows the query sees: key p is visible to the query at position
 	 * q = pos[t] iff p <= q and (window == 0 or q - p < window); query
 	 * head h reads KV head h / (n_head / n_head_kv). q f32 {head_dim,
 	 * n_head, ntok}, y f32 {head_dim_v, n_head, ntok}; k cache {head_dim,
-	 * n_head_kv, n_ctx}, v cache {head_dim_v, n_head_kv, n_ctx} as
-	 * kv_store wrote them (rows 0..pos[t] must have been stored), both
+	 * n_head_kv, n_ctx, n_seq}, v cache {head_dim_v, n_head_kv, n_ctx,
+	 * n_seq} as kv_store wrote them (rows 0..pos[t] of sequence seq[t]
+	 * must have been stored; seq as kv_store's: token t sees its own
+	 * sequence's rows only, NULL: sequence 0), both
 	 * at most TERN_ATTN_MAX_HEAD_DIM; v may be a column window of k
 	 * (tern_buf_cols: MLA's latent is the first kv_lora_rank columns of
 	 * its one K head). Online softmax: no [ntok][n_ctx] scores anywhere.
@@ -374,13 +411,13 @@ struct tern_backend {
 	 * sequence's own rows {head_dim, n_head_kv, n} and every pos[t] =
 	 * n - 1: each query then sees all n keys. */
 	void (*attention)(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p);
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p);
 	/* The rows of a 1-D convolution's input: y[t][c * k + j] = x[t *
 	 * stride + j - pad][c], 0 where that falls outside x; x f32 [len][n_ch]
 	 * (ne = {n_ch, len}), y f32 [n_out][n_ch * k] (ne = {n_ch * k, n_out}),
 	 * n_out = (len + 2 pad - k) / stride + 1. The convolution is then one
-	 * mat_mul with the kernel as [out_ch][n_ch * k], k fastest, the layout
+	 * product with the kernel as [out_ch][n_ch * k], k fastest, the layout
 	 * of ggml files' conv1d kernels (Whisper's encoder). */
 	void (*im2col)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p);
 	/* y = act(gate) * up, act TERN_GLU_SWIGLU (silu) or TERN_GLU_GEGLU
@@ -418,6 +455,12 @@ static inline void tern_backend_free(struct tern_backend *be)
 {
 	if (be)
 		be->free(be);
+}
+
+/* whether be takes ggml's rounding requests (TERN_BACKEND_GGML_NUMERICS) */
+static inline bool tern_backend_ggml(const struct tern_backend *be)
+{
+	return (be->caps & TERN_BACKEND_GGML_NUMERICS) != 0;
 }
 
 /* Host address of element 0, or NULL where buffers are device memory. */
@@ -520,24 +563,11 @@ static inline int tern_be_weight(struct tern_backend *be, struct tern_buf *b, co
 	return rc;
 }
 
-/* y = W x for n tokens: the mat-vec path for one, the GEMM for more */
-static inline void tern_be_product(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-				   struct tern_buf *y, int64_t n)
+/* y = w x, product's one-weight form (only an adapter of its arguments) */
+static inline void tern_be_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			       struct tern_buf *y)
 {
-	if (n == 1)
-		be->mat_vec(be, w, x, y);
-	else
-		be->mat_mul(be, w, x, y);
-}
-
-/* tern_be_product, or with ggml (and a backend that has it) mat_mul_ggml */
-static inline void tern_be_product_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-					struct tern_buf *y, int64_t n, bool ggml)
-{
-	if (ggml && be->mat_mul_ggml)
-		be->mat_mul_ggml(be, w, x, y);
-	else
-		tern_be_product(be, w, x, y, n);
+	be->product(be, 1, &w, x, &y);
 }
 
 /* b, or NULL when it holds nothing (an optional weight the file lacks) */

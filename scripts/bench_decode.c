@@ -151,24 +151,22 @@ int main(int argc, char **argv)
 		for (int64_t l = 0; l < s->layers; l++) {
 			struct tern_buf *w = wq + l * 7;
 			be->norm(be, &x, NULL, &nw, NULL, &h, &np);
-			be->mat_vec(be, &w[0], &h, &q2);
-			be->mat_vec(be, &w[1], &h, &k2);
-			be->mat_vec(be, &w[2], &h, &v2);
+			be->product(be, 3, (const struct tern_buf *[]){&w[0], &w[1], &w[2]}, &h,
+				    (struct tern_buf *[]){&q2, &k2, &v2});
 			be->rope(be, &q, &pos, NULL, &rp);
 			be->rope(be, &k, &pos, NULL, &rp);
-			be->kv_store(be, &kc[l * 2], &k, &pos);
-			be->kv_store(be, &kc[l * 2 + 1], &v, &pos);
-			be->attention(be, &q, &kc[l * 2], &kc[l * 2 + 1], &pos, &att, &ap);
-			be->mat_vec(be, &w[3], &a2, &h);
+			be->kv_store(be, &kc[l * 2], &k, &pos, NULL);
+			be->kv_store(be, &kc[l * 2 + 1], &v, &pos, NULL);
+			be->attention(be, &q, &kc[l * 2], &kc[l * 2 + 1], &pos, NULL, &att, &ap);
+			tern_be_mul(be, &w[3], &a2, &h);
 			be->norm(be, &x, &h, &nw, NULL, &h, &np);
-			be->mat_vec(be, &w[4], &h, &g);
-			be->mat_vec(be, &w[5], &h, &u);
+			be->product(be, 2, (const struct tern_buf *[]){&w[4], &w[5]}, &h, (struct tern_buf *[]){&g, &u});
 			be->glu(be, &g, &u, &g, s->glu);
-			be->mat_vec(be, &w[6], &g, &h);
+			tern_be_mul(be, &w[6], &g, &h);
 			be->add(be, &x, &h, &x);
 		}
 		be->norm(be, &x, NULL, &nw, NULL, &h, &np);
-		be->mat_vec(be, &out, &h, &logits);
+		tern_be_mul(be, &out, &h, &logits);
 		be->end_step(be);
 		if (be->sync(be, &e))
 			die(&e);

@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 				struct tern_buf ab, kx = buf(QT_F32, 3, s->hd, s->nkv, n_ctx);
 				be->buf_alloc(be, &ab, QT_I32, 1, (int64_t[]){n_ctx}, &e);
 				be->upload(be, &ab, 0, all, sizeof(int32_t) * (size_t)n_ctx);
-				be->kv_store(be, &kc, &kx, &ab);
-				be->kv_store(be, &vc, &kx, &ab);
+				be->kv_store(be, &kc, &kx, &ab, NULL);
+				be->kv_store(be, &vc, &kx, &ab, NULL);
 				be->buf_free(be, &ab);
 				be->buf_free(be, &kx);
 				free(all);
@@ -141,10 +141,10 @@ int main(int argc, char **argv)
 							be->rope(be, &k, &pb, NULL, &rp);
 							break;
 						case OP_KV:
-							be->kv_store(be, &kc, &k, &pb);
-							be->kv_store(be, &vc, &v, &pb);
+							be->kv_store(be, &kc, &k, &pb, NULL);
+							be->kv_store(be, &vc, &v, &pb, NULL);
 							break;
-						case OP_ATTN: be->attention(be, &q, &kc, &vc, &pb, &qo, &ap); break;
+						case OP_ATTN: be->attention(be, &q, &kc, &vc, &pb, NULL, &qo, &ap); break;
 						case OP_GLU: be->glu(be, &g, &u, &g, s->glu); break;
 						case OP_ADD: be->add(be, &x, &r, &y); break;
 						default: be->get_rows(be, &emb, &ids, &y);

@@ -85,9 +85,14 @@ struct loaded {
 	struct tern_backend *be;
 };
 
+/* the backends an embedder runs on: the optimized CPU's (2 threads), the
+ * reference, and the optimized CPU's without ggml's rounding (its
+ * TERN_BACKEND_GGML_NUMERICS masked off, as a GPU backend lacks it) */
+enum { BE_CPU, BE_REF, BE_PLAIN };
+
 /* model ARCH-TYPE (written by the generator), its vocabulary, an embedder
- * with pooling on a backend (ref: the reference backend; else 2 threads) */
-static int open_embed(struct loaded *L, const char *arch, const char *type, int pooling, bool ref, int32_t n_ubatch,
+ * with pooling on a backend of kind BE_* */
+static int open_embed(struct loaded *L, const char *arch, const char *type, int pooling, int kind, int32_t n_ubatch,
 		      tern_err *e)
 {
 	char path[512];
@@ -104,7 +109,9 @@ static int open_embed(struct loaded *L, const char *arch, const char *type, int 
 	o.n_ubatch = n_ubatch;
 	int64_t need = tern_embed_batch_needed(L->em, &o);
 	struct cpu_backend_opts bo = {.n_threads = 2, .max_tokens = need > 0 ? need : 512};
-	rc = ref ? cpu_ref_backend_new(&L->be, &bo, e) : cpu_backend_new(&L->be, &bo, e);
+	rc = kind == BE_REF ? cpu_ref_backend_new(&L->be, &bo, e) : cpu_backend_new(&L->be, &bo, e);
+	if (!rc && kind == BE_PLAIN)
+		L->be->caps &= ~(unsigned)TERN_BACKEND_GGML_NUMERICS;
 	return rc ? rc : tern_embed_init(L->em, L->be, &o, e);
 }
 
@@ -175,7 +182,7 @@ static int check_model(const struct ref_case *rc, const char *isa)
 		int pooling = strcmp(key, "file") == 0 ? TERN_POOLING_UNSPECIFIED : tern_pooling_by_name(key);
 		struct loaded L;
 		tern_err e = {0};
-		if (open_embed(&L, arch, type, pooling, false, 0, &e))
+		if (open_embed(&L, arch, type, pooling, BE_CPU, 0, &e))
 			fail_msg("%s: %s", model, e.msg);
 		assert_int_equal(tern_embed_info(L.em)->n_embd, d);
 		if (pooling == TERN_POOLING_UNSPECIFIED) /* the file's choice is llama.cpp's */
@@ -295,11 +302,11 @@ static void test_backends(void **state)
 	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
 		struct loaded opt, ref, chunked;
 		tern_err e = {0};
-		if (open_embed(&opt, archs[a], "f32", TERN_POOLING_MEAN, false, 0, &e) ||
-		    open_embed(&ref, archs[a], "f32", TERN_POOLING_MEAN, true, 0, &e))
+		if (open_embed(&opt, archs[a], "f32", TERN_POOLING_MEAN, BE_CPU, 0, &e) ||
+		    open_embed(&ref, archs[a], "f32", TERN_POOLING_MEAN, BE_REF, 0, &e))
 			fail_msg("%s: %s", archs[a], e.msg);
 		bool dec = !tern_embed_info(opt.em)->encoder;
-		if (dec && open_embed(&chunked, archs[a], "f32", TERN_POOLING_MEAN, false, 3, &e))
+		if (dec && open_embed(&chunked, archs[a], "f32", TERN_POOLING_MEAN, BE_CPU, 3, &e))
 			fail_msg("%s: %s", archs[a], e.msg);
 		int32_t d = (int32_t)tern_embed_info(opt.em)->n_embd;
 		float *x = malloc(sizeof(float) * (size_t)d), *y = malloc(sizeof(float) * (size_t)d);
@@ -329,6 +336,68 @@ static void test_backends(void **state)
 			close_embed(&chunked);
 	}
 	json_decref(j);
+}
+
+/* A backend without ggml's rounding (TERN_BACKEND_GGML_NUMERICS masked off
+ * the CPU's, as a GPU's lacks it) runs the plain f32 ops: no ggml request
+ * reaches it (its sync would fail), the embeddings differ from the
+ * default's (the roundings were chosen from the backend) and stay close
+ * to them and to llama.cpp's. The bound: a quantized product moves an
+ * input that differs by d across about d / step of its 8-bit levels (an
+ * error of about sqrt(d * step), lib/llm/embed.c), so the f32 ops land
+ * 1e-4 (mean pooling: bert-q4_k 0.99988) to 5e-4 (last-token pooling,
+ * one row that no mean averages: qwen3-last-q4_k 0.99947) from the
+ * ggml-rounded embeddings, which are within 1e-7 of llama.cpp's: 1e-3
+ * bounds both distances, twice the worst measured; f32 files, whose
+ * products round nothing to 8 bits, within 1e-5 (measured 1.2e-6). */
+static void test_plain_numerics(void **state)
+{
+	(void)state;
+	static const char *const archs[] = {"bert", "nomic-bert", "llama-mean", "qwen3-last"};
+	static const char *const types[] = {"f32", "q8_0", "q4_k"};
+	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+			char model[96];
+			snprintf(model, sizeof model, "%s-%s", archs[a], types[t]);
+			json_t *j = load_ref(model);
+			json_t *inputs = json_object_get(j, "inputs");
+			json_t *rows = json_object_get(json_object_get(j, "embeddings"), "file"); /* the file's pooling */
+			assert_non_null(rows);
+			struct loaded gg, plain;
+			tern_err e = {0};
+			if (open_embed(&gg, archs[a], types[t], TERN_POOLING_UNSPECIFIED, BE_CPU, 0, &e) ||
+			    open_embed(&plain, archs[a], types[t], TERN_POOLING_UNSPECIFIED, BE_PLAIN, 0, &e))
+				fail_msg("%s: %s", model, e.msg);
+			int32_t d = (int32_t)tern_embed_info(gg.em)->n_embd;
+			float *x = malloc(sizeof(float) * (size_t)d), *y = malloc(sizeof(float) * (size_t)d);
+			float *ref = malloc(sizeof(float) * (size_t)d);
+			const double bound = strcmp(types[t], "f32") == 0 ? 0.99999 : 0.999;
+			double worst = 1, worst_ref = 1;
+			bool differ = false;
+			for (size_t i = 0; i < json_array_size(inputs); i++) {
+				int32_t ids[512];
+				int32_t n = tokens_of(gg.v, json_array_get(inputs, i), ids, 512);
+				if (tern_embed_run(gg.em, ids, n, x, &e) || tern_embed_run(plain.em, ids, n, y, &e))
+					fail_msg("%s input %zu: %s", model, i, e.msg);
+				ref_row(rows, i, ref, d);
+				differ = differ || memcmp(x, y, sizeof(float) * (size_t)d) != 0;
+				double c = tern_embed_cosine(x, y, d), cr = tern_embed_cosine(y, ref, d);
+				worst = c < worst ? c : worst;
+				worst_ref = cr < worst_ref ? cr : worst_ref;
+			}
+			printf("%-16s plain f32 ops: worst cosine %.8f to the ggml rounding, %.8f to llama.cpp\n", model,
+			       worst, worst_ref);
+			if (!(worst >= bound && worst_ref >= bound))
+				fail_msg("%s: plain f32 ops: cosine %.7f to the default, %.7f to llama.cpp (bound %.5f)",
+					 model, worst, worst_ref, bound);
+			assert_true(differ);
+			free(x);
+			free(y);
+			free(ref);
+			close_embed(&gg);
+			close_embed(&plain);
+			json_decref(j);
+		}
 }
 
 /* --embd-normalize's modes, against their definitions */
@@ -363,12 +432,12 @@ static void test_errors(void **state)
 	struct loaded L;
 	tern_err e = {0};
 	/* a decoder without pooling_type: an error that says so, unless chosen */
-	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_UNSPECIFIED, false, 0, &e), TERN_EINVAL);
+	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_UNSPECIFIED, BE_CPU, 0, &e), TERN_EINVAL);
 	assert_non_null(strstr(e.msg, "pooling"));
 	close_embed(&L);
-	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_RANK, false, 0, &e), TERN_EINVAL);
+	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_RANK, BE_CPU, 0, &e), TERN_EINVAL);
 	close_embed(&L);
-	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_LAST, false, 0, &e), 0);
+	assert_int_equal(open_embed(&L, "llama", "f32", TERN_POOLING_LAST, BE_CPU, 0, &e), 0);
 	float out[256];
 	int32_t ids[300] = {1, 5, 7};
 	assert_int_equal(tern_embed_run(L.em, ids, 0, out, &e), TERN_EINVAL);
@@ -378,7 +447,7 @@ static void test_errors(void **state)
 	close_embed(&L);
 
 	/* bert: 128 positions; longer inputs and contexts are refused */
-	assert_int_equal(open_embed(&L, "bert", "f32", TERN_POOLING_UNSPECIFIED, false, 0, &e), 0);
+	assert_int_equal(open_embed(&L, "bert", "f32", TERN_POOLING_UNSPECIFIED, BE_CPU, 0, &e), 0);
 	assert_int_equal(tern_embed_n_ctx(L.em), 128);
 	for (int i = 0; i < 300; i++)
 		ids[i] = 104 + i % 50;
@@ -407,7 +476,7 @@ int main(void)
 	(void)synth_open; /* llm_synth.h's, for the LLM tests */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normalize), cmocka_unit_test(test_encoders), cmocka_unit_test(test_decoders),
-		cmocka_unit_test(test_backends),  cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_backends),  cmocka_unit_test(test_plain_numerics), cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

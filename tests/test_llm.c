@@ -54,6 +54,7 @@
 #include "lib/llm/sample.h"
 #include "quant/quant.h"
 #include "tests/llm_synth.h"
+#include "tests/rec_backend.h"
 #include "tests/testutil.h"
 #include "tokenizer/tok.h"
 
@@ -1124,6 +1125,70 @@ static void test_threads_real(void **state)
 		skip();
 }
 
+/* ---- replay ---------------------------------------------------------------------- */
+
+/* lib/backend.h's replay rule on every architecture family: a prompt,
+ * then decode steps through the recording backend (tests/rec_backend.h),
+ * whose sync fails when a step's calls or arguments differ from the first
+ * step's (what changes per token must come through device buffers); the
+ * logits those steps give are the plain backend's, bit for bit (the
+ * wrapper only forwards). One family also with ggml's rounding (ggml_fa,
+ * ggml_ops: the embeddings' options). */
+static void replay_check(const char *arch, const char *type, const int32_t *ids, bool ggml)
+{
+	enum { PROMPT = 5, STEPS = 6 };
+	struct tern_model *m = synth_open(arch, type);
+	assert_non_null(m);
+	struct tern_backend *be = backend(false, 2, 16), *rb = NULL;
+	tern_err e = {0};
+	assert_int_equal(rec_backend_new(&rb, be, &e), 0);
+	float *lg[2];
+	for (int k = 0; k < 2; k++) {
+		struct tern_llm_opts o = tern_llm_opts_default();
+		o.n_ctx = 32;
+		o.n_ubatch = 8;
+		o.ggml_fa = o.ggml_ops = ggml;
+		struct tern_llm *l = NULL;
+		if (tern_llm_new(&l, m, k ? be : rb, &o, &e))
+			fail_msg("%s-%s: %s", arch, type, e.msg);
+		int32_t nv = tern_llm_n_vocab(l);
+		lg[k] = malloc(sizeof(float) * (size_t)nv * STEPS);
+		decode(l, ids, PROMPT);
+		for (int i = 0; i < STEPS; i++) {
+			if (tern_llm_decode(l, ids + PROMPT + i, 1, &e))
+				fail_msg("%s-%s step %d: %s", arch, type, i, e.msg);
+			memcpy(lg[k] + (size_t)i * nv, tern_llm_logits(l, -1), sizeof(float) * (size_t)nv);
+		}
+		if (k == 1 && memcmp(lg[0], lg[1], sizeof(float) * (size_t)nv * STEPS))
+			fail_msg("%s-%s: the recorded run's logits differ from the backend's own", arch, type);
+		tern_llm_free(l);
+	}
+	assert_int_equal(rec_backend_steps(rb), STEPS - 1);
+	free(lg[0]);
+	free(lg[1]);
+	tern_backend_free(rb);
+	tern_backend_free(be);
+	tern_model_free(m);
+}
+
+static void test_replay(void **state)
+{
+	(void)state;
+	static const char *const archs[] = {
+		"llama",    "llama-linear", "llama-freqs", "qwen2",	     "qwen3",	 "qwen3-yarn",	"gemma",
+		"gemma2",   "gemma3",	    "gemma3-yarn", "phi2",	     "phi3",	 "phi3-long",	"mixtral",
+		"qwen2moe", "qwen3moe",	    "gpt-oss",	   "gpt-oss-yarn", "deepseek2", "deepseek2-yarn", "deepseek2-kvb",
+		"deepseek2-moe", "deepseek2-v3", "deepseek2-gate-up",
+	};
+	struct ref_bin r = {0};
+	ref_bin_load(&r, REF_DIR "/synth/llama-f32.logits.bin"); /* its 24 ids */
+	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+		replay_check(archs[a], "f32", r.tok, false);
+	replay_check("llama", "q4_k", r.tok, false);
+	replay_check("qwen3", "q8_0", r.tok, true);
+	ref_bin_free(&r);
+}
+
 /* ---- KV cache types ------------------------------------------------------------------ */
 
 /* f32 and q8_0 caches against the default f16, all 24 positions of a
@@ -1916,6 +1981,7 @@ int main(void)
 		cmocka_unit_test(test_threads_synth),
 		cmocka_unit_test(test_threads_real),
 		cmocka_unit_test(test_kv_cache_types),
+		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_gen_stop_string),
 		cmocka_unit_test(test_gen_stop_string_real),
 		cmocka_unit_test(test_gen_length_cancel),

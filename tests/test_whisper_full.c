@@ -23,6 +23,7 @@
 #include "lib/speech/mel_spool.h"
 #include "lib/speech/whisper.h"
 #include "lib/speech/whisper_full.h"
+#include "tests/rec_backend.h"
 #include "tests/testutil.h"
 #include "tests/whisper_jfk.h"
 
@@ -79,13 +80,15 @@ static void same_within(const char *got, const char *want, int tol)
 	assert_true(n > 0);
 }
 
-static void transcribe(const struct whisper_full_params *p, const char *want_file, int tol)
+/* jfk.wav through p on a CPU backend with caps_off masked off; the
+ * whisper-cli output want_file, timestamps within tol centiseconds */
+static void transcribe_caps(const struct whisper_full_params *p, const char *want_file, int tol, unsigned caps_off)
 {
 	struct whisper_model *m = load_model();
 	tern_err e = {0};
 	char path[512];
 	struct jfk_run j;
-	jfk_open(&j, m);
+	jfk_open_caps(&j, m, caps_off);
 	assert_int_equal(j.src.n_len_org, 1099);
 	struct whisper_result r = {0};
 	if (whisper_full_run(j.w, p, &j.src, &r, NULL, NULL, &e))
@@ -124,6 +127,11 @@ static void transcribe(const struct whisper_full_params *p, const char *want_fil
 	whisper_result_free(&r);
 	jfk_close(&j);
 	whisper_model_free(m);
+}
+
+static void transcribe(const struct whisper_full_params *p, const char *want_file, int tol)
+{
+	transcribe_caps(p, want_file, tol, 0);
 }
 
 static void test_fallback_rules(void **state)
@@ -233,6 +241,24 @@ static void test_jfk_beam(void **state)
 	 * hundreds to pick <|7.96|> where it picked <|7.94|>. The words must
 	 * be the same and the times within one timestamp (2 cs). */
 	transcribe(&p, "jfk.beam.out", 0);
+}
+
+/* On a backend without ggml's rounding (TERN_BACKEND_GGML_NUMERICS masked
+ * off the CPU's, as a GPU's lacks it) Whisper runs its f32 numerics (no
+ * ggml request reaches the backend: its sync would fail) and transcribes
+ * jfk.wav as whisper-cli does, word for word, greedy and with timestamps.
+ * The f32 numerics move the logits by about 1e-2 from whisper.cpp's
+ * (test_whisper: logits NMSE 9e-4), which may move a segment's end by a
+ * timestamp token of 2 cs (here they came out the same), never the text:
+ * tol 2. */
+static void test_jfk_plain_numerics(void **state)
+{
+	(void)state;
+	struct whisper_full_params p = whisper_full_default_params();
+	p.beam_size = 1;
+	transcribe_caps(&p, "jfk.greedy.out", 2, TERN_BACKEND_GGML_NUMERICS);
+	p.no_timestamps = true;
+	transcribe_caps(&p, "jfk.greedy_nt.out", 0, TERN_BACKEND_GGML_NUMERICS);
 }
 
 /* ---- the filters on hand-made logits ------------------------------------ */
@@ -451,6 +477,70 @@ static void test_cache_copy(void **state)
 	free(mel);
 	whisper_decoder_free(dec);
 	whisper_encoder_free(enc);
+	tern_backend_free(be);
+	whisper_model_free(m);
+}
+
+/* lib/backend.h's replay rule in Whisper's decoder: through the
+ * recording backend (tests/rec_backend.h), one-token steps of one
+ * sequence (greedy), then steps of three sequences at once (a beam
+ * search's), each kind the same calls every step (the recorder's sync
+ * fails otherwise); their logits the plain backend's, bit for bit. */
+static void test_replay(void **state)
+{
+	(void)state;
+	enum { STEPS = 4, NV = 51864 };
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	struct tern_backend *be = NULL, *rb = NULL;
+	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
+	assert_int_equal(cpu_backend_new(&be, &o, &e), 0);
+	assert_int_equal(rec_backend_new(&rb, be, &e), 0);
+	size_t n_len = 3000;
+	float *mel = calloc(80 * n_len, sizeof(float));
+	for (size_t i = 0; i < 80 * n_len; i++)
+		mel[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	const int32_t toks[2 + 3 * 2 * STEPS] = {m->ids.sot, m->ids.beg, 843, 370, 452, 7403, 11, 262, 1242, 318,
+						 4171, 257, 3303, 13, 383, 3290, 318, 845, 2068, 1101, 588, 340, 3619, 50};
+	float *lg[2];
+	for (int k = 0; k < 2; k++) {
+		struct tern_backend *b = k ? be : rb;
+		struct whisper_encoder *enc = NULL;
+		struct whisper_decoder *dec = NULL;
+		if (whisper_encoder_new(&enc, m, b, &e) || whisper_encode(enc, mel, n_len, 0, &e) ||
+		    whisper_decoder_new(&dec, m, b, &e) || whisper_decoder_set_audio(dec, whisper_encoder_output(enc), &e) ||
+		    whisper_decoder_set_n_seq(dec, 3, &e))
+			fail_msg("%s", e.msg);
+		lg[k] = malloc(sizeof(float) * NV * 4 * STEPS);
+		float *out = lg[k];
+		for (int s = 0; s < 3; s++)
+			assert_int_equal(whisper_decode_seq(dec, s, toks, 2, 0, out, &e), 0);
+		/* greedy: one token of sequence 0 per step */
+		for (int i = 0; i < STEPS; i++, out += NV)
+			if (whisper_decode_seq(dec, 0, toks + 2 + i, 1, 2 + i, out, &e))
+				fail_msg("greedy step %d: %s", i, e.msg);
+		if (k == 0) {
+			assert_int_equal(rec_backend_steps(rb), STEPS - 1);
+			rec_backend_reset(rb); /* another kind of step */
+		}
+		/* beams: a token of each of three sequences per step */
+		const int seqs[3] = {1, 2, 0};
+		for (int i = 0; i < STEPS; i++, out += 3 * NV) {
+			const int32_t past[3] = {2 + i, 2 + i, 2 + STEPS + i};
+			float *const outs[3] = {out, out + NV, out + 2 * NV};
+			if (whisper_decode_multi(dec, 3, seqs, toks + 2 + STEPS + 3 * i, past, outs, &e))
+				fail_msg("beam step %d: %s", i, e.msg);
+		}
+		whisper_decoder_free(dec);
+		whisper_encoder_free(enc);
+	}
+	assert_int_equal(rec_backend_steps(rb), STEPS - 1);
+	if (memcmp(lg[0], lg[1], sizeof(float) * NV * 4 * STEPS))
+		fail_msg("the recorded run's logits differ from the backend's own");
+	free(lg[0]);
+	free(lg[1]);
+	free(mel);
+	tern_backend_free(rb);
 	tern_backend_free(be);
 	whisper_model_free(m);
 }
@@ -733,12 +823,14 @@ int main(void)
 		cmocka_unit_test(test_entropy_mt),
 		cmocka_unit_test(test_tokenize),
 		cmocka_unit_test(test_cache_copy),
+		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_mel_spool),
 		cmocka_unit_test(test_fallback_rules),
 		cmocka_unit_test(test_jfk_fallback),
 		cmocka_unit_test(test_jfk_greedy),
 		cmocka_unit_test(test_jfk_greedy_nt),
 		cmocka_unit_test(test_jfk_beam),
+		cmocka_unit_test(test_jfk_plain_numerics),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,9 @@ struct jfk_run {
 	struct whisper_mel_src src; /* points into mm: j must not move while it is used */
 };
 
-static inline void jfk_open(struct jfk_run *j, struct whisper_model *m)
+/* caps_off: capabilities masked off the backend before the decoder state
+ * is made (TERN_BACKEND_GGML_NUMERICS: the plain f32 ops a GPU runs) */
+static inline void jfk_open_caps(struct jfk_run *j, struct whisper_model *m, unsigned caps_off)
 {
 	tern_err e = {0};
 	char path[512];
@@ -37,10 +39,16 @@ static inline void jfk_open(struct jfk_run *j, struct whisper_model *m)
 	assert_int_equal(tern_mel_compute(j->mel, j->pcm, j->n, &j->spec, &j->n_len, &e), 0);
 	struct cpu_backend_opts o = {.n_threads = 2, .max_tokens = 512};
 	assert_int_equal(cpu_backend_new(&j->be, &o, &e), 0);
+	j->be->caps &= ~caps_off;
 	if (whisper_full_new(&j->w, m, j->be, &e))
 		fail_msg("%s", e.msg);
 	j->mm = (struct whisper_mel_mem){j->spec, j->n_len};
 	j->src = whisper_mel_src_mem(&j->mm, whisper_n_len_org(j->n));
+}
+
+static inline void jfk_open(struct jfk_run *j, struct whisper_model *m)
+{
+	jfk_open_caps(j, m, 0);
 }
 
 static inline void jfk_close(struct jfk_run *j)

@@ -93,17 +93,9 @@ static void vk_unary(struct tern_backend *be, const struct tern_buf *x, struct t
 		[TERN_UNARY_GELU] = EW_GELU,	   [TERN_UNARY_GELU_ERF] = EW_GELU_ERF, [TERN_UNARY_SILU] = EW_SILU,
 		[TERN_UNARY_SIGMOID] = EW_SIGMOID,
 	};
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
-		cpu_host_fail(be, "unary: unknown kind %d", kind);
-		return;
-	}
-	if (kind == TERN_UNARY_GELU_F16) {
-		/* ggml's table rounds through f16 halves of a CPU tanhf; GLSL's
-		 * tanh and exp are not those bits (1 f16 ulp apart near -4) */
-		cpu_host_fail(be, "unary: ggml's CPU rounding (the f16 GELU table) is not available on this backend");
-		return;
-	}
-	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+	/* the check declines TERN_UNARY_GELU_F16: ggml's CPU rounding, and this
+	 * backend has no TERN_BACKEND_GGML_NUMERICS */
+	if (cpu_host_unary_args(be, x, y, kind))
 		eltwise(vk_of(be), ops[kind], x, NULL, y, false, 0);
 }
 
@@ -133,10 +125,6 @@ static void vk_norm(struct tern_backend *be, struct tern_buf *x, const struct te
 	struct vk *v = vk_of(be);
 	if (!cpu_host_norm_args(be, x, r, w, b, y, p))
 		return;
-	if (p->ggml) {
-		cpu_host_fail(be, "norm: ggml's CPU rounding is not available on this backend");
-		return;
-	}
 	struct {
 		uint32_t ne0, nrows, flags;
 		float eps;
@@ -165,10 +153,6 @@ static void vk_rope(struct tern_backend *be, struct tern_buf *x, const struct te
 	struct vk *v = vk_of(be);
 	if (!cpu_host_rope_args(be, x, pos, freq, p))
 		return;
-	if (p->ggml) {
-		cpu_host_fail(be, "rope: ggml's CPU rounding is not available on this backend");
-		return;
-	}
 	struct {
 		uint32_t hd, nh, ntok, n_rot, neox, has_freq, ox, opos, ofreq, n_ctx;
 		float theta_scale, freq_scale, ext_factor, corr_low, corr_high, mag;
@@ -197,10 +181,10 @@ static int cache_kind(uint32_t t)
 }
 
 static void vk_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			const struct tern_buf *pos)
+			const struct tern_buf *pos, const struct tern_buf *seq)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_kv_store_args(be, cache, x, pos))
+	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	int kind = cache_kind(cache->type);
 	if (kind < 0) {
@@ -208,11 +192,12 @@ static void vk_kv_store(struct tern_backend *be, struct tern_buf *cache, const s
 		return;
 	}
 	struct {
-		uint32_t hd, nkv, ntok, n_ctx, ox, opos, oc;
-	} pc = {(uint32_t)x->ne[0], (uint32_t)x->ne[1], (uint32_t)(x->ne[2] * x->ne[3]), (uint32_t)cache->ne[2], 0, 0, 0};
-	struct vk_range r[3];
+		uint32_t hd, nkv, ntok, n_ctx, ox, opos, oc, n_seq, oseq;
+	} pc = {(uint32_t)x->ne[0], (uint32_t)x->ne[1], (uint32_t)(x->ne[2] * x->ne[3]), (uint32_t)cache->ne[2], 0, 0, 0,
+		seq ? (uint32_t)cache->ne[3] : 0, 0};
+	struct vk_range r[4];
 	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, pos, 4, &r[1], &pc.opos) ||
-	    !vk_range_of(v, cache, 1, &r[2], &pc.oc))
+	    !vk_range_of(v, cache, 1, &r[2], &pc.oc) || !vk_range_of(v, seq ? seq : pos, 4, &r[3], &pc.oseq))
 		return;
 	uint32_t spec[4] = {(uint32_t)kind};
 	uint32_t pi = vk_pipe(v, "kv_store", 64, spec), gx, gy;
@@ -220,7 +205,7 @@ static void vk_kv_store(struct tern_backend *be, struct tern_buf *cache, const s
 		return;
 	uint64_t n = (uint64_t)pc.hd * pc.nkv * pc.ntok / (kind == 2 ? 32 : 1);
 	vk_grid(n, 64, &gx, &gy);
-	vk_dispatch(v, pi, 3, r, 4, &pc, sizeof pc, gx, gy, 1);
+	vk_dispatch(v, pi, 4, r, 4, &pc, sizeof pc, gx, gy, 1);
 }
 
 /* attention.comp's partials for a split context: grown on first use */
@@ -242,16 +227,12 @@ static bool attn_scratch(struct vk *v, size_t bytes)
 }
 
 static void vk_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			 const struct tern_buf *vb, const struct tern_buf *pos, struct tern_buf *y,
-			 const struct tern_attn *p)
+			 const struct tern_buf *vb, const struct tern_buf *pos, const struct tern_buf *seq,
+			 struct tern_buf *y, const struct tern_attn *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_attention_args(be, q, k, vb, pos, y, p))
+	if (!cpu_host_attention_args(be, q, k, vb, pos, seq, y, p))
 		return;
-	if (p->f16_split > 0 || p->ggml) {
-		cpu_host_fail(be, "attention: ggml's CPU rounding is not available on this backend");
-		return;
-	}
 	int kk = cache_kind(k->type), vk_ = cache_kind(vb->type);
 	if (kk < 0 || vk_ < 0) {
 		cpu_host_fail(be, "attention: a %s / %s cache (this backend reads f32, f16 or q8_0)",
@@ -274,14 +255,20 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 	}
 	struct {
 		uint32_t hd, hdv, nh, nkv, n_ctx, ntok, hb, L, nsplit, window, flags, oq, ok, ov, v_nb1, v_nb2, opos,
-			osink, oy;
+			osink, oy, n_seq, oseq, k_nb3, v_nb3;
 		float scale, softcap;
 	} pc = {hd, hdv, nh, nkv, n_ctx, ntok, hb, L, nsplit, (uint32_t)p->window, p->sinks ? 1u : 0, 0, 0, 0,
-		(uint32_t)vb->nb[1], (uint32_t)vb->nb[2], 0, 0, 0, p->scale, p->softcap};
-	struct vk_range r[6];
+		(uint32_t)vb->nb[1], (uint32_t)vb->nb[2], 0, 0, 0, seq ? (uint32_t)k->ne[3] : 0, 0,
+		(uint32_t)k->nb[3], (uint32_t)vb->nb[3], p->scale, p->softcap};
+	if (k->ne[3] > 1 && (uint64_t)k->nb[3] * (uint64_t)k->ne[3] > UINT32_MAX) {
+		cpu_host_fail(be, "attention: caches of %lld sequences beyond 4 GiB", (long long)k->ne[3]);
+		return;
+	}
+	struct vk_range r[7];
 	if (!vk_range_of(v, q, 4, &r[0], &pc.oq) || !vk_range_of(v, k, 1, &r[1], &pc.ok) ||
 	    !vk_range_of(v, vb, 1, &r[2], &pc.ov) || !vk_range_of(v, pos, 4, &r[3], &pc.opos) ||
-	    !vk_range_of(v, p->sinks ? p->sinks : pos, 4, &r[4], &pc.osink))
+	    !vk_range_of(v, p->sinks ? p->sinks : pos, 4, &r[4], &pc.osink) ||
+	    !vk_range_of(v, seq ? seq : pos, 4, &r[6], &pc.oseq))
 		return;
 	if (nsplit == 1) {
 		if (!vk_range_of(v, y, 4, &r[5], &pc.oy))
@@ -296,18 +283,18 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 	uint32_t pi = vk_pipe(v, "attention", WG, spec);
 	if (pi == UINT32_MAX)
 		return;
-	vk_dispatch(v, pi, 6, r, 1u << 5, &pc, sizeof pc, nsplit, nkv * nhb, ntok);
+	vk_dispatch(v, pi, 7, r, 1u << 5, &pc, sizeof pc, nsplit, nkv * nhb, ntok);
 	if (nsplit == 1)
 		return;
 	struct {
-		uint32_t hdv, nh, ntok, nsplit, flags, osink, oy, opos, n_ctx;
-	} cc = {hdv, nh, ntok, nsplit, pc.flags, pc.osink, 0, pc.opos, n_ctx};
-	struct vk_range c[4] = {r[5], r[4], {0}, r[3]};
+		uint32_t hdv, nh, ntok, nsplit, flags, osink, oy, opos, n_ctx, n_seq, oseq;
+	} cc = {hdv, nh, ntok, nsplit, pc.flags, pc.osink, 0, pc.opos, n_ctx, pc.n_seq, pc.oseq};
+	struct vk_range c[5] = {r[5], r[4], {0}, r[3], r[6]};
 	if (!vk_range_of(v, y, 4, &c[2], &cc.oy))
 		return;
 	pi = vk_pipe(v, "attn_combine", 64, NULL);
 	if (pi != UINT32_MAX)
-		vk_dispatch(v, pi, 4, c, 4, &cc, sizeof cc, nh, ntok, 1);
+		vk_dispatch(v, pi, 5, c, 4, &cc, sizeof cc, nh, ntok, 1);
 }
 
 /* ---- copy, im2col, the router ---- */

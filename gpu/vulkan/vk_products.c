@@ -21,8 +21,7 @@
  * each piece is one dispatch.
  *
  * Every product is products(): n weights (1..TERN_MAT_VEC_N) that take the
- * same x, any number of tokens; mat_vec, mat_vec_n and mat_mul are thin
- * entries over it. */
+ * same x, any number of tokens (the table's product entry). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,31 +414,20 @@ static void products(struct vk *v, int n, const struct tern_buf *const *w, const
 	}
 }
 
-static void vk_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-		       struct tern_buf *y)
+static void vk_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+		       struct tern_buf *const *y)
 {
-	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
-		products(vk_of(be), 1, &w, x, &y);
+	if (cpu_host_product_args(be, n_w, w, x, y))
+		products(vk_of(be), n_w, w, x, y);
 }
 
-static void vk_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			 struct tern_buf *const *y)
+/* ggml's CPU order of the products: not this backend's (lib/backend.h,
+ * TERN_BACKEND_GGML_NUMERICS) */
+static void vk_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			    struct tern_buf *y)
 {
-	if (n < 1 || n > TERN_MAT_VEC_N) {
-		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		if (!cpu_host_mm_args(be, "mat_vec_n", w[i], x, y[i], true))
-			return;
-	products(vk_of(be), n, w, x, y);
-}
-
-static void vk_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-		       struct tern_buf *y)
-{
-	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
-		products(vk_of(be), 1, &w, x, &y);
+	(void)w, (void)x, (void)y;
+	cpu_host_ggml_ok(be, "mat_mul_ggml");
 }
 
 /* ---- per head (MLA) ---- */
@@ -651,9 +639,8 @@ void vk_products_table(struct tern_backend *be)
 		}
 		free(g);
 	}
-	be->mat_vec = vk_mat_vec;
-	be->mat_vec_n = vk_mat_vec_n;
-	be->mat_mul = vk_mat_mul;
+	be->product = vk_product;
+	be->mat_mul_ggml = vk_mat_mul_ggml;
 	be->mat_mul_heads = vk_mat_mul_heads;
 	be->mat_mul_id = vk_mat_mul_id;
 	be->get_rows = vk_get_rows;

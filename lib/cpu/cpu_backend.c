@@ -61,7 +61,7 @@ static void release_experts(struct cpu_mm *mm, int64_t n)
 }
 
 /* The prepared form of a weight: one struct cpu_mm per expert (a 2-D
- * weight is one), so that mat_vec / mat_mul read the first as before. */
+ * weight is one), so that product reads the first as before. */
 static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct cpu *c = be->impl;
@@ -113,39 +113,29 @@ static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err
 	return 0;
 }
 
-static void cpu_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
-{
-	struct cpu *c = be->impl;
-	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
-		cpu_mm_run(w->prep, c->pool, tern_buf_host(x), 1, tern_buf_host(y), c->scratch);
-}
+_Static_assert(TERN_MAT_VEC_N <= CPU_MM_VEC_N, "product's weights in one mat-vec step");
 
-static void cpu_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			  struct tern_buf *const *y)
+/* One token: the mat-vec path, several weights in one step (the input
+ * quantized once, the threads woken once; each result the bits of its own
+ * call); a batch: the GEMM of each weight. */
+static void cpu_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+			struct tern_buf *const *y)
 {
 	struct cpu *c = be->impl;
-	if (n < 1 || n > TERN_MAT_VEC_N || n > CPU_MM_VEC_N) {
-		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+	if (!cpu_host_product_args(be, n_w, w, x, y))
+		return;
+	if (x->ne[1] > 1 || n_w == 1) {
+		for (int i = 0; i < n_w; i++)
+			cpu_mm_run(w[i]->prep, c->pool, tern_buf_host(x), x->ne[1], tern_buf_host(y[i]), c->scratch);
 		return;
 	}
-	const struct cpu_mm *mm[CPU_MM_VEC_N];
-	float *yd[CPU_MM_VEC_N];
-	for (int i = 0; i < n; i++) {
-		if (!cpu_host_mm_args(be, "mat_vec_n", w[i], x, y[i], true))
-			return;
+	const struct cpu_mm *mm[TERN_MAT_VEC_N];
+	float *yd[TERN_MAT_VEC_N];
+	for (int i = 0; i < n_w; i++) {
 		mm[i] = w[i]->prep;
 		yd[i] = tern_buf_host(y[i]);
 	}
-	cpu_mm_run_vec_n(mm, n, c->pool, tern_buf_host(x), yd, c->scratch);
-}
-
-static void cpu_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
-{
-	struct cpu *c = be->impl;
-	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
-		cpu_mm_run(w->prep, c->pool, tern_buf_host(x), x->ne[1], tern_buf_host(y), c->scratch);
+	cpu_mm_run_vec_n(mm, n_w, c->pool, tern_buf_host(x), yd, c->scratch);
 }
 
 /* ---- the other ops ---- */
@@ -239,14 +229,13 @@ static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, 
 			     struct tern_buf *y)
 {
 	struct cpu *c = be->impl;
+	if (!cpu_host_ggml_ok(be, "mat_mul_ggml"))
+		return;
 	if (!quant_ggml_ok(w->type) || w->ne[2] != 1) {
-		if (x->ne[1] == 1)
-			cpu_mat_vec(be, w, x, y);
-		else
-			cpu_mat_mul(be, w, x, y);
+		cpu_product(be, 1, &w, x, &y);
 		return;
 	}
-	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y, false))
+	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y))
 		return;
 	struct ggml_mm_job j = {.type = w->type, .cols = w->ne[0], .rows = w->ne[1], .wstride = w->nb[1],
 				.w = tern_buf_host(w), .x = tern_buf_host(x), .y = tern_buf_host(y), .act = c->scratch,
@@ -453,10 +442,12 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 	struct tern_buf *cache = o->x;
 	const struct cpu_ops *k = cpu_ops();
 	int64_t hd = cache->ne[0], nkv = cache->ne[1];
+	const int32_t *sd = o->c ? tern_buf_host(o->c) : NULL;
 	for (int64_t t = r0; t < r1; t++) {
-		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]))
+		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]) ||
+		    (sd && !cpu_host_pos_ok(o->be, "kv_store: sequence", sd[t], cache->ne[3])))
 			continue;
-		uint8_t *dst = (uint8_t *)row_at(cache, 0, pd[t]);
+		uint8_t *dst = (uint8_t *)row_at(cache, 0, pd[t]) + (sd ? (size_t)sd[t] * cache->nb[3] : 0);
 		if (cache->type == QT_F32)
 			memcpy(dst, xd + t * nkv * hd, sizeof(float) * (size_t)(nkv * hd));
 		else
@@ -466,11 +457,11 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 }
 
 static void cpu_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos)
+			 const struct tern_buf *pos, const struct tern_buf *seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos))
+	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
 		return;
-	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos};
+	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos, .c = seq};
 	par_rows(be, kv_store_rows, &o, pos->ne[0], pos->ne[0] * x->ne[0] * x->ne[1] * 4);
 }
 
@@ -724,12 +715,12 @@ static void attn_f16_rows(void *arg, int64_t r0, int64_t r1)
 	j->k->attn_f16acc(&j->a, r0, r1, j->split);
 }
 
-static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+/* The attention of tokens of one sequence: k and v that sequence's cache
+ * (operands checked by the caller) */
+static void attention_seq(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
 			  const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
-		return;
 	struct cpu *c = be->impl;
 	const int32_t *pd = tern_buf_host(pos);
 	int64_t ntok = q->ne[2], n_ctx = k->ne[2], keys = 0;
@@ -783,6 +774,44 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 		tp_run_any(c->pool, attn_body, &j);
 	if (a->n_chunks > 1)
 		cpu_attn_combine(a, 0, a->nh);
+}
+
+/* b's indices [i0, i0 + n) of dimension dim, as a view */
+static struct tern_buf dim_view(const struct tern_buf *b, int dim, int64_t i0, int64_t n)
+{
+	struct tern_buf v = *b;
+	v.offset += (size_t)i0 * b->nb[dim];
+	v.ne[dim] = n;
+	v.flags &= ~(unsigned)TERN_BUF_OWNS;
+	v.prep = NULL;
+	return v;
+}
+
+/* Each run of consecutive tokens of one sequence over that sequence's
+ * cache: the kernels see one sequence at a time, as before (a run's
+ * results are those of a call with its tokens alone). */
+static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
+{
+	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
+		return;
+	const int32_t *sd = seq ? tern_buf_host(seq) : NULL;
+	const int64_t ntok = q->ne[2];
+	for (int64_t t = 0; sd && t < ntok; t++)
+		if (!cpu_host_pos_ok(be, "attention: sequence", sd[t], k->ne[3]))
+			return;
+	for (int64_t t0 = 0, t1; t0 < ntok; t0 = t1) {
+		int32_t s = sd ? sd[t0] : 0;
+		for (t1 = t0 + 1; sd && t1 < ntok && sd[t1] == s;)
+			t1++;
+		if (!sd)
+			t1 = ntok;
+		struct tern_buf ks = dim_view(k, 3, s, 1), vs = dim_view(v, 3, s, 1);
+		struct tern_buf qr = dim_view(q, 2, t0, t1 - t0), yr = dim_view(y, 2, t0, t1 - t0);
+		struct tern_buf pr = dim_view(pos, 0, t0, t1 - t0);
+		attention_seq(be, &qr, &ks, &vs, &pr, &yr, p);
+	}
 }
 
 /* element-wise ops: rows of ne[0]; kind selects the op */
@@ -867,11 +896,7 @@ static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
-		cpu_host_fail(be, "unary: unknown kind %d", kind);
-		return;
-	}
-	if (cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+	if (cpu_host_unary_args(be, x, y, kind))
 		eltwise(be, x, NULL, y, EW_UNARY + kind, 0,
 			kind == TERN_UNARY_GELU_ERF || kind == TERN_UNARY_SIGMOID ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
 }
@@ -1015,13 +1040,11 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	}
 	c->repack = o.repack;
 	c->keep_layout = o.keep_layout;
-	cpu_host_table(&c->be, "cpu", 0, o.max_tokens, c);
+	cpu_host_table(&c->be, "cpu", TERN_BACKEND_GGML_NUMERICS, o.max_tokens, c);
 	c->be.free = cpu_free;
 	c->be.buf_free = cpu_buf_free;
 	c->be.mat_prepare = cpu_mat_prepare;
-	c->be.mat_vec = cpu_mat_vec;
-	c->be.mat_vec_n = cpu_mat_vec_n;
-	c->be.mat_mul = cpu_mat_mul;
+	c->be.product = cpu_product;
 	c->be.mat_mul_ggml = cpu_mat_mul_ggml;
 	c->be.mat_mul_heads = cpu_mat_mul_heads;
 	c->be.mat_mul_id = cpu_mat_mul_id;

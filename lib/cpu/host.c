@@ -148,7 +148,7 @@ static bool contiguous_f32(const struct tern_buf *b)
 }
 
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
-		      const struct tern_buf *y, bool one_token)
+		      const struct tern_buf *y)
 {
 	if (w->be != be || !w->prep) {
 		cpu_host_fail(be, "%s: weight not prepared by this backend", op);
@@ -160,13 +160,34 @@ bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern
 		return false;
 	}
 	if (x->be != be || y->be != be || !contiguous_f32(x) || !contiguous_f32(y) || x->ne[0] != w->ne[0] ||
-	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens || (one_token && ntok != 1)) {
+	    y->ne[0] != w->ne[1] || y->ne[1] != ntok || ntok < 1 || ntok > be->max_tokens) {
 		cpu_host_fail(be, "%s: operands do not fit a %lld x %lld weight (x %lld x %lld, y %lld x %lld)", op,
 			      (long long)w->ne[1], (long long)w->ne[0], (long long)x->ne[1], (long long)x->ne[0],
 			      (long long)y->ne[1], (long long)y->ne[0]);
 		return false;
 	}
 	return true;
+}
+
+bool cpu_host_product_args(struct tern_backend *be, int n_w, const struct tern_buf *const *w,
+			   const struct tern_buf *x, struct tern_buf *const *y)
+{
+	if (n_w < 1 || n_w > TERN_MAT_VEC_N) {
+		cpu_host_fail(be, "product: %d weights (1..%d)", n_w, TERN_MAT_VEC_N);
+		return false;
+	}
+	for (int i = 0; i < n_w; i++)
+		if (!cpu_host_mm_args(be, "product", w[i], x, y[i]))
+			return false;
+	return true;
+}
+
+bool cpu_host_ggml_ok(struct tern_backend *be, const char *op)
+{
+	if (tern_backend_ggml(be))
+		return true;
+	cpu_host_fail(be, "%s: ggml's rounding asked of a backend without TERN_BACKEND_GGML_NUMERICS", op);
+	return false;
 }
 
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err)
@@ -179,6 +200,21 @@ int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, ter
 	return 0;
 }
 
+int cpu_host_host_alloc(struct tern_backend *be, size_t size, void **ptr, tern_err *err)
+{
+	size_t n = (size ? size + 63 : 64) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
+	*ptr = n >= size ? aligned_alloc(64, n) : NULL;
+	if (!*ptr)
+		return tern_errf(err, TERN_ENOMEM, "%s: out of memory for %zu bytes of host memory", be->name, size);
+	return 0;
+}
+
+void cpu_host_host_free(struct tern_backend *be, void *ptr)
+{
+	(void)be;
+	free(ptr);
+}
+
 void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, int64_t max_tokens, void *impl)
 {
 	*be = (struct tern_backend){
@@ -187,6 +223,8 @@ void cpu_host_table(struct tern_backend *be, const char *name, unsigned caps, in
 		.max_tokens = max_tokens,
 		.buf_alloc = cpu_host_buf_alloc,
 		.buf_weight = cpu_host_buf_weight,
+		.host_alloc = cpu_host_host_alloc,
+		.host_free = cpu_host_host_free,
 		.upload = cpu_host_upload,
 		.download = cpu_host_download,
 		.begin_step = cpu_host_step,
@@ -272,7 +310,7 @@ bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const
 	if (!ok)
 		cpu_host_fail(be, "norm: operands do not fit x %s, y %s (kind %d)", shape(s1, sizeof s1, x),
 			      shape(s2, sizeof s2, y), p->kind);
-	return ok;
+	return ok && (!p->ggml || cpu_host_ggml_ok(be, "norm"));
 }
 
 bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
@@ -291,15 +329,21 @@ bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const
 	if (!ok)
 		cpu_host_fail(be, "rope: operands do not fit x %s (n_rot %d, mode %d)", shape(s1, sizeof s1, x),
 			      p->n_rot, p->mode);
-	return ok;
+	return ok && (!p->ggml || cpu_host_ggml_ok(be, "rope"));
+}
+
+/* seq: NULL, or i32 [ntok] of be */
+static bool seq_ok(struct tern_backend *be, const struct tern_buf *seq, int64_t ntok)
+{
+	return !seq || (mine(be, seq, QT_I32) && seq->ne[0] == ntok && cpu_host_nrows(seq) == 1);
 }
 
 bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
-			    const struct tern_buf *pos)
+			    const struct tern_buf *pos, const struct tern_buf *seq)
 {
 	char s1[96], s2[96];
 	int64_t ntok = x->ne[2] * x->ne[3];
-	bool ok = cache->be == be && cache->mem && contiguous(cache) && writable(cache) && cache->ne[3] == 1 &&
+	bool ok = cache->be == be && cache->mem && contiguous(cache) && writable(cache) && seq_ok(be, seq, ntok) &&
 		  (cache->type == QT_F32 || quant_can_quantize(cache->type)) && mine(be, x, QT_F32) &&
 		  x->ne[0] == cache->ne[0] && x->ne[1] == cache->ne[1] && mine(be, pos, QT_I32) &&
 		  pos->ne[0] == ntok && cpu_host_nrows(pos) == 1;
@@ -310,15 +354,16 @@ bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cach
 }
 
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
-			     const struct tern_attn *p)
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			     const struct tern_buf *y, const struct tern_attn *p)
 {
 	char s1[96], s2[96];
 	int64_t hd = q->ne[0], hdv = v->ne[0], nh = q->ne[1], nkv = k->ne[1];
 	bool ok = mine(be, q, QT_F32) && q->ne[3] == 1 && mine(be, y, QT_F32) && writable(y) && y->ne[0] == hdv &&
 		  y->ne[1] == nh && y->ne[2] == q->ne[2] && y->ne[3] == 1 && hd <= TERN_ATTN_MAX_HEAD_DIM &&
 		  hdv >= 1 && hdv <= TERN_ATTN_MAX_HEAD_DIM && k->be == be && k->mem && contiguous(k) &&
-		  k->ne[3] == 1 && v->be == be && v->mem && rows_apart(v) && v->ne[3] == 1 && k->ne[0] == hd &&
+		  v->be == be && v->mem && rows_apart(v) && v->ne[3] == k->ne[3] && k->ne[0] == hd &&
+		  seq_ok(be, seq, q->ne[2]) &&
 		  v->ne[1] == nkv && v->ne[2] == k->ne[2] && nh % nkv == 0 &&
 		  (k->type == QT_F32 || quant_can_quantize(k->type)) &&
 		  (v->type == QT_F32 || quant_can_quantize(v->type)) && mine(be, pos, QT_I32) &&
@@ -328,7 +373,7 @@ bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, 
 	if (!ok)
 		cpu_host_fail(be, "attention: q %s does not fit cache %s", shape(s1, sizeof s1, q),
 			      shape(s2, sizeof s2, k));
-	return ok;
+	return ok && ((p->f16_split <= 0 && !p->ggml) || cpu_host_ggml_ok(be, "attention"));
 }
 
 bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
@@ -360,6 +405,16 @@ bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct
 		cpu_host_fail(be, "%s: operands do not fit (%s, y %s)", op, shape(s1, sizeof s1, a),
 			      shape(s2, sizeof s2, y));
 	return ok;
+}
+
+bool cpu_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind)
+{
+	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
+		cpu_host_fail(be, "unary: unknown kind %d", kind);
+		return false;
+	}
+	return cpu_host_eltwise_args(be, "unary", x, NULL, y, false) &&
+	       (kind != TERN_UNARY_GELU_F16 || cpu_host_ggml_ok(be, "unary"));
 }
 
 bool cpu_host_copy_args(struct tern_backend *be, const struct tern_buf *src, const struct tern_buf *dst)
@@ -420,16 +475,6 @@ const float *cpu_host_gelu_f16_table(void)
 {
 	pthread_once(&gelu_f16_once, gelu_f16_init);
 	return gelu_f16_table;
-}
-
-float cpu_host_gelu_f16(float x)
-{
-	pthread_once(&gelu_f16_once, gelu_f16_init);
-	if (x <= -10.0f)
-		return 0.0f;
-	if (x >= 10.0f)
-		return x;
-	return gelu_f16_table[quant_f32_to_fp16(x)];
 }
 
 bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,

@@ -32,6 +32,9 @@ int cpu_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struc
 			tern_err *err);
 /* Frees the storage; the caller frees b->prep first. */
 void cpu_host_buf_release(struct tern_buf *b);
+/* host memory: 64-byte aligned malloc (the CPU has nothing to pin) */
+int cpu_host_host_alloc(struct tern_backend *be, size_t size, void **ptr, tern_err *err);
+void cpu_host_host_free(struct tern_backend *be, void *ptr);
 void cpu_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n);
 void cpu_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n);
 void cpu_host_step(struct tern_backend *be);
@@ -42,10 +45,16 @@ void cpu_host_fail(struct tern_backend *be, const char *fmt, ...) __attribute__(
 
 /* Check the operands of a product: w a prepared 2-D weight of this
  * backend, x f32 [ntok][cols] and y f32 [ntok][rows] contiguous, ntok in
- * 1..max_tokens (exactly 1 for mat_vec). Records the violation and
- * returns false when they do not fit. */
+ * 1..max_tokens. Records the violation and returns false when they do
+ * not fit. */
 bool cpu_host_mm_args(struct tern_backend *be, const char *op, const struct tern_buf *w, const struct tern_buf *x,
-		      const struct tern_buf *y, bool one_token);
+		      const struct tern_buf *y);
+/* product's operands: n_w in 1..TERN_MAT_VEC_N, each weight as above */
+bool cpu_host_product_args(struct tern_backend *be, int n_w, const struct tern_buf *const *w,
+			   const struct tern_buf *x, struct tern_buf *const *y);
+/* A ggml rounding request (lib/backend.h, TERN_BACKEND_GGML_NUMERICS): true
+ * where be has the capability, else the violation is recorded. */
+bool cpu_host_ggml_ok(struct tern_backend *be, const char *op);
 
 /* Check a weight for mat_prepare: a 2-D or 3-D buffer of this backend. */
 int cpu_host_weight_shape(struct tern_backend *be, const struct tern_buf *w, tern_err *err);
@@ -63,11 +72,13 @@ bool cpu_host_norm_args(struct tern_backend *be, const struct tern_buf *x, const
 			const struct tern_norm *p);
 bool cpu_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
 			const struct tern_buf *freq, const struct tern_rope *p);
+/* kv_store, attention: seq NULL or i32 [ntok]; its values are checked as
+ * the ops read them (cpu_host_pos_ok against the caches' ne[3]) */
 bool cpu_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,
-			    const struct tern_buf *pos);
+			    const struct tern_buf *pos, const struct tern_buf *seq);
 bool cpu_host_attention_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
-			     const struct tern_attn *p);
+			     const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			     const struct tern_buf *y, const struct tern_attn *p);
 /* mat_mul_heads: w a 3-D weight of this backend, x, y f32 (lib/backend.h) */
 bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			 const struct tern_buf *y);
@@ -75,6 +86,8 @@ bool cpu_host_heads_args(struct tern_backend *be, const struct tern_buf *w, cons
  * softmax (b NULL): f32 operands of y's shape. */
 bool cpu_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
 			   const struct tern_buf *b, const struct tern_buf *y, bool b_row);
+/* unary: a TERN_UNARY_* kind (GELU_F16 a ggml request), x and y as eltwise */
+bool cpu_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind);
 /* im2col: x, y f32 2-D of the shapes lib/backend.h gives; *n_out set */
 bool cpu_host_im2col_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y,
 			  const struct tern_conv *p);
@@ -88,10 +101,9 @@ bool cpu_host_attn_f16_args(struct tern_backend *be, const struct tern_buf *q, c
 			    const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *y,
 			    const struct tern_attn *p, struct cpu_attn_args *a);
 
-/* TERN_UNARY_GELU_F16 of x (backend.h), from a table built on first use. */
-float cpu_host_gelu_f16(float x);
-/* that table: [65536], the value for the half of bits h at h (x <= -10
- * and x >= 10 are not looked up: 0 and x) */
+/* TERN_UNARY_GELU_F16's table (backend.h), built on first use: [65536],
+ * the value for the half of bits h at h (x <= -10 and x >= 10 are not
+ * looked up: 0 and x) */
 const float *cpu_host_gelu_f16_table(void);
 
 /* mat_mul_id, moe_route, moe_combine: the shapes lib/backend.h gives */

@@ -10,8 +10,7 @@
 
 #include "lib/cpu/backend.h"
 #include "lib/cpu/host.h"
-#include "lib/cpu/ops.h"
-#include "quant/cpu.h"
+#include "lib/cpu/ops.h" /* struct cpu_attn_args: the f16 attention's operand check */
 #include "quant/quant.h"
 
 struct ref {
@@ -72,30 +71,22 @@ static void ref_products(struct tern_backend *be, const struct tern_buf *w, cons
 	}
 }
 
-static void ref_mat_vec(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
+/* every weight, every token alike: the oracle has no step to save */
+static void ref_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+			struct tern_buf *const *y)
 {
-	if (cpu_host_mm_args(be, "mat_vec", w, x, y, true))
-		ref_products(be, w, x, y);
-}
-
-/* n mat_vec calls: the oracle has no step to save */
-static void ref_mat_vec_n(struct tern_backend *be, int n, const struct tern_buf *const *w, const struct tern_buf *x,
-			  struct tern_buf *const *y)
-{
-	if (n < 1 || n > TERN_MAT_VEC_N) {
-		cpu_host_fail(be, "mat_vec_n: %d weights (1..%d)", n, TERN_MAT_VEC_N);
+	if (!cpu_host_product_args(be, n_w, w, x, y))
 		return;
-	}
-	for (int i = 0; i < n; i++)
-		ref_mat_vec(be, w[i], x, y[i]);
+	for (int i = 0; i < n_w; i++)
+		ref_products(be, w[i], x, y[i]);
 }
 
-static void ref_mat_mul(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
-			struct tern_buf *y)
+/* ggml's order is a rounding of the same sums: the reference's own */
+static void ref_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
+			     struct tern_buf *y)
 {
-	if (cpu_host_mm_args(be, "mat_mul", w, x, y, false))
-		ref_products(be, w, x, y);
+	if (cpu_host_ggml_ok(be, "mat_mul_ggml"))
+		ref_product(be, 1, &w, x, &y);
 }
 
 /* one matrix per head: the activations quantized with the reference
@@ -125,8 +116,8 @@ static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w,
 		}
 }
 
-/* the experts' products: each slot as one row of mat_vec, the weights of
- * its expert and no other read */
+/* the experts' products: each slot as a one-token product, the weights
+ * of its expert and no other read */
 static void ref_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
@@ -251,19 +242,36 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	}
 }
 
-static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
-			 const struct tern_buf *pos)
+/* token t's sequence (seq NULL: 0), checked against the caches' n_seq;
+ * -1 when out of range (recorded) */
+static int64_t seq_of(struct tern_backend *be, const char *op, const struct tern_buf *seq, int64_t t, int64_t n_seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos))
+	if (!seq)
+		return 0;
+	int32_t s = ((const int32_t *)tern_buf_host(seq))[t];
+	return cpu_host_pos_ok(be, op, s, n_seq) ? s : -1;
+}
+
+/* row (i1, i2) of sequence s of a cache */
+static const uint8_t *cache_row(const struct tern_buf *b, int64_t i1, int64_t i2, int64_t s)
+{
+	return row_at(b, i1, i2) + (size_t)s * b->nb[3];
+}
+
+static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
+			 const struct tern_buf *pos, const struct tern_buf *seq)
+{
+	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	const int32_t *pd = tern_buf_host(pos);
 	const float *xd = tern_buf_host(x);
 	int64_t hd = x->ne[0], nkv = x->ne[1];
 	for (int64_t t = 0; t < pos->ne[0]; t++) {
-		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]))
+		int64_t s = seq_of(be, "kv_store: sequence", seq, t, cache->ne[3]);
+		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]) || s < 0)
 			continue;
 		for (int64_t h = 0; h < nkv; h++) {
-			uint8_t *dst = (uint8_t *)row_at(cache, h, pd[t]);
+			uint8_t *dst = (uint8_t *)cache_row(cache, h, pd[t], s);
 			const float *src = xd + (t * nkv + h) * hd;
 			if (cache->type == QT_F32)
 				memcpy(dst, src, sizeof(float) * (size_t)hd);
@@ -273,21 +281,89 @@ static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const 
 	}
 }
 
-static void ref_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
-			  const struct tern_buf *v, const struct tern_buf *pos, struct tern_buf *y,
-			  const struct tern_attn *p)
+/* f16 for x, back as f32 */
+static float f16(float x) { return quant_fp16_to_f32(quant_f32_to_fp16(x)); }
+
+/* ggml's f16 flash attention (struct tern_attn's f16_split), the rule
+ * itself in plain loops: the query rounded to f16, a score per key (its
+ * dot in double), the online softmax's running sum of V rows rounded to
+ * f16 after each rescale and each added row, the keys in f16_split chunks
+ * combined in f32 in order. tern_attn.ggml moves only the order of sums
+ * and which multiply-adds are fused: not restated. */
+static void attention_f16(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, y, p))
+	const int32_t *pd = tern_buf_host(pos);
+	const float *qd = tern_buf_host(q);
+	float *yd = tern_buf_host(y);
+	const int64_t hd = q->ne[0], nh = q->ne[1], group = nh / k->ne[1], n_ctx = k->ne[2];
+	const int64_t cs = (n_ctx + p->f16_split - 1) / p->f16_split;
+	float qh[TERN_ATTN_MAX_HEAD_DIM], kr[TERN_ATTN_MAX_HEAD_DIM], vr[TERN_ATTN_MAX_HEAD_DIM];
+	float acc[TERN_ATTN_MAX_HEAD_DIM], fin[TERN_ATTN_MAX_HEAD_DIM];
+	for (int64_t t = 0; t < q->ne[2]; t++) {
+		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
+		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx) || sq < 0)
+			continue;
+		for (int64_t h = 0; h < nh; h++) {
+			for (int64_t d = 0; d < hd; d++) {
+				qh[d] = f16(qd[(t * nh + h) * hd + d]);
+				fin[d] = 0;
+			}
+			float mf = -INFINITY, sf = 0;
+			for (int64_t c0 = 0; c0 < n_ctx; c0 += cs) {
+				float m = -INFINITY, sum = 0;
+				for (int64_t d = 0; d < hd; d++)
+					acc[d] = 0;
+				for (int64_t kp = c0; kp < c0 + cs && kp < n_ctx && kp <= pd[t]; kp++) {
+					quant_dequantize_row(k->type, cache_row(k, h / group, kp, sq), kr, (uint64_t)hd);
+					quant_dequantize_row(v->type, cache_row(v, h / group, kp, sq), vr, (uint64_t)hd);
+					double dot = 0;
+					for (int64_t d = 0; d < hd; d++)
+						dot += (double)kr[d] * qh[d];
+					float sc = (float)dot * p->scale, ms = 1, vs = 1;
+					if (sc > m) {
+						ms = expf(m - sc);
+						m = sc;
+						for (int64_t d = 0; d < hd; d++)
+							acc[d] = f16(acc[d] * ms);
+					} else {
+						vs = expf(sc - m);
+					}
+					for (int64_t d = 0; d < hd; d++)
+						acc[d] = f16(acc[d] + vr[d] * vs);
+					sum = sum * ms + vs;
+				}
+				if (sum == 0)
+					continue;
+				float mn = fmaxf(mf, m), so = expf(mf - mn), sn = expf(m - mn);
+				for (int64_t d = 0; d < hd; d++)
+					fin[d] = fin[d] * so + acc[d] * sn;
+				sf = sf * so + sum * sn;
+				mf = mn;
+			}
+			for (int64_t d = 0; d < hd; d++)
+				yd[(t * nh + h) * hd + d] = sf == 0 ? 0 : fin[d] / sf;
+		}
+	}
+}
+
+static void ref_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
+			  struct tern_buf *y, const struct tern_attn *p)
+{
+	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
 		return;
-	if (p->f16_split > 0 || p->ggml) { /* ggml's f16 arithmetic: the one-lane kernel is the reference */
-		struct cpu_attn_args a;
+	if (p->f16_split > 0 || p->ggml) {
+		struct cpu_attn_args a; /* only the operands' check */
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &a))
 			return;
-		for (int64_t t = 0; t < q->ne[2]; t++)
-			if (!cpu_host_pos_ok(be, "attention", ((const int32_t *)tern_buf_host(pos))[t], k->ne[2]))
-				return;
-		cpu_ops_isa(QUANT_ISA_SCALAR)->attn_f16acc(&a, 0, q->ne[2] * q->ne[1], p->f16_split);
-		return;
+		if (p->f16_split > 0) {
+			attention_f16(be, q, k, v, pos, seq, y, p);
+			return;
+		}
+		/* ggml's tiled kernel sums in f32 as this does in double: the
+		 * same attention (the caches are f16 already) */
 	}
 	const int32_t *pd = tern_buf_host(pos);
 	const float *qd = tern_buf_host(q);
@@ -297,7 +373,8 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	double acc[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
 		int32_t qp = pd[t];
-		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]))
+		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
+		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]) || sq < 0)
 			continue;
 		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
 		for (int64_t h = 0; h < nh; h++) {
@@ -309,8 +386,8 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 			 * exp(s - m) and the weighted sum of V rows, rescaled
 			 * when m grows */
 			for (int64_t kp = lo; kp <= qp; kp++) {
-				quant_dequantize_row(k->type, row_at(k, h / group, kp), kr, (uint64_t)hd);
-				quant_dequantize_row(v->type, row_at(v, h / group, kp), vr, (uint64_t)hdv);
+				quant_dequantize_row(k->type, cache_row(k, h / group, kp, sq), kr, (uint64_t)hd);
+				quant_dequantize_row(v->type, cache_row(v, h / group, kp, sq), vr, (uint64_t)hdv);
 				double s = 0;
 				for (int64_t i = 0; i < hd; i++)
 					s += (double)qh[i] * kr[i];
@@ -493,18 +570,26 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 		yd[i] = (float)(kind == TERN_GLU_SWIGLU_OAI ? swiglu_oai(g[i], u[i]) : act(a, g[i]) * u[i]);
 }
 
+/* ggml's GELU (TERN_UNARY_GELU_F16): the input rounded to f16, the tanh
+ * GELU of that in f32, rounded to f16; the ends as its table's */
+static float gelu_f16(float x)
+{
+	if (x <= -10.0f)
+		return 0.0f;
+	if (x >= 10.0f)
+		return x;
+	float h = f16(x);
+	return f16(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h))));
+}
+
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (kind < TERN_UNARY_GELU || kind > TERN_UNARY_SIGMOID) {
-		cpu_host_fail(be, "unary: unknown kind %d", kind);
-		return;
-	}
-	if (!cpu_host_eltwise_args(be, "unary", x, NULL, y, false))
+	if (!cpu_host_unary_args(be, x, y, kind))
 		return;
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
 	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
-		yd[i] = kind == TERN_UNARY_GELU_F16 ? cpu_host_gelu_f16(xd[i]) : (float)act(kind, xd[i]);
+		yd[i] = kind == TERN_UNARY_GELU_F16 ? gelu_f16(xd[i]) : (float)act(kind, xd[i]);
 }
 
 static void ref_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
@@ -601,13 +686,12 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	struct ref *r = calloc(1, sizeof *r);
 	if (!r)
 		return tern_errf(err, TERN_ENOMEM, "cpu-ref: out of memory");
-	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE, max_tokens, r);
+	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE | TERN_BACKEND_GGML_NUMERICS, max_tokens, r);
 	r->be.free = ref_free;
 	r->be.buf_free = ref_buf_free;
 	r->be.mat_prepare = ref_mat_prepare;
-	r->be.mat_vec = ref_mat_vec;
-	r->be.mat_vec_n = ref_mat_vec_n;
-	r->be.mat_mul = ref_mat_mul;
+	r->be.product = ref_product;
+	r->be.mat_mul_ggml = ref_mat_mul_ggml;
 	r->be.mat_mul_heads = ref_mat_mul_heads;
 	r->be.mat_mul_id = ref_mat_mul_id;
 	r->be.moe_route = ref_moe_route;

@@ -51,6 +51,10 @@
  * attention from 64). Each was found by comparing llama.cpp's graph node by
  * node with tern's on identical inputs; together they take the quantized
  * files from a worst cosine of 0.99988 to 1.00000000 (tests/test_embed.c).
+ * All of these but act_in's copies and the f16 K and V are ggml's CPU
+ * rounding, requests only a backend with TERN_BACKEND_GGML_NUMERICS takes
+ * (lib/backend.h): on one without (a GPU's) the encoders run the plain f32
+ * ops (product, TERN_UNARY_GELU, no f16_split, no .ggml; em->gg).
  *
  * Pooling is done on the host over the downloaded rows (mean in double);
  * the row count is the input's, so the transfer is at most n_ctx rows. */
@@ -138,6 +142,7 @@ struct tern_embed {
 	int pooling;          /* resolved by init */
 	int32_t n_ctx;
 	struct tern_backend *be;
+	bool gg; /* the backend takes ggml's rounding (TERN_BACKEND_GGML_NUMERICS) */
 
 	/* decoders */
 	struct tern_model *model;
@@ -550,6 +555,7 @@ int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct
 	em->pooling = p;
 	em->n_ctx = tern_embed_ctx_for(em, &o);
 	em->be = be;
+	em->gg = tern_backend_ggml(be);
 	if (em->info.encoder)
 		return enc_init(em, e);
 	struct tern_llm_opts lo = tern_llm_opts_default();
@@ -592,12 +598,17 @@ static const struct tern_buf *act_in(struct tern_embed *em, const struct tern_bu
 	return dst;
 }
 
-/* y = W x (+ b), rounded as ggml's (top of file) */
-static void linear(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *b,
-		   const struct tern_buf *x, struct tern_buf *y, int64_t n)
+/* y = W x (+ b, or NULL), rounded as ggml's (top of file) where the
+ * backend can */
+static void linear(struct tern_embed *em, const struct tern_buf *w, const struct tern_buf *b,
+		   const struct tern_buf *x, struct tern_buf *y)
 {
-	tern_be_product_ggml(be, w, x, y, n, true);
-	if (tern_buf_opt(b))
+	struct tern_backend *be = em->be;
+	if (em->gg)
+		be->mat_mul_ggml(be, w, x, y);
+	else
+		tern_be_mul(be, w, x, y);
+	if (b && tern_buf_opt(b))
 		be->add(be, y, b, y);
 }
 
@@ -607,7 +618,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	const struct enc_bufs *L = &em->bl[il];
 	struct tern_backend *be = em->be;
 	const int64_t d = c->n_embd, hd = c->head_dim, nh = c->n_head;
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, em->gg}; /* ggml's rounding */
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&em->pos, 1, n1), apos = tern_buf_reshape(&em->apos, 1, n1);
 	struct tern_buf x = tern_buf_rows2(&em->x, d, n);
@@ -618,15 +629,15 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	struct tern_buf v = tern_buf_rows2(&em->v, d, n);
 
 	struct tern_buf h = tern_buf_rows2(&em->h, d, n);
-	linear(be, &L->wq, &L->bq, act_in(em, &L->wq, &x, &h), &q, n);
-	linear(be, &L->wk, &L->bk, act_in(em, &L->wk, &x, &h), &k, n);
-	linear(be, &L->wv, &L->bv, act_in(em, &L->wv, &x, &h), &v, n);
+	linear(em, &L->wq, &L->bq, act_in(em, &L->wq, &x, &h), &q);
+	linear(em, &L->wk, &L->bk, act_in(em, &L->wk, &x, &h), &k);
+	linear(em, &L->wv, &L->bv, act_in(em, &L->wv, &x, &h), &v);
 	struct tern_buf q3 = tern_buf_rows3(&em->q, hd, nh, n);
 	struct tern_buf k3 = tern_buf_rows3(&em->k, hd, nh, n);
 	struct tern_buf v3 = tern_buf_rows3(&em->v, hd, nh, n);
 	struct tern_buf a3 = tern_buf_rows3(&em->a, hd, nh, n);
 	if (c->nomic) {
-		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot, .ggml = true,
+		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot, .ggml = em->gg,
 					       .freq_base = c->rope_base, .freq_scale = c->rope_scale};
 		be->rope(be, &q3, &pos, NULL, &rope);
 		be->rope(be, &k3, &pos, NULL, &rope);
@@ -638,24 +649,24 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	k3 = tern_buf_rows3(&em->k16, hd, nh, n);
 	v3 = tern_buf_rows3(&em->v16, hd, nh, n);
 	const struct tern_attn at = {.scale = 1.0f / sqrtf((float)hd),
-				     .f16_split = n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0,
-				     .ggml = hd % 16 == 0};
-	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, &a3, &at);
-	linear(be, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o, n);
+				     .f16_split = em->gg && n < TERN_LLM_GGML_FA_TILE && hd % 16 == 0 ? 1 : 0,
+				     .ggml = em->gg && hd % 16 == 0};
+	be->attention(be, &q3, &k3, &v3, c->causal ? &pos : &apos, NULL, &a3, &at);
+	linear(em, &L->wo, &L->bo, act_in(em, &L->wo, &a, &a), &o);
 	/* x = LayerNorm(x + o) */
 	be->norm(be, &x, &o, &L->attn_norm, &L->attn_norm_b, &x, &ln);
 
 	struct tern_buf u = tern_buf_rows2(&em->up, c->n_ff, n);
 	if (c->nomic) {
 		struct tern_buf g = tern_buf_rows2(&em->gate, c->n_ff, n);
-		tern_be_product_ggml(be, &L->gate, act_in(em, &L->gate, &x, &h), &g, n, true);
-		tern_be_product_ggml(be, &L->up, act_in(em, &L->up, &x, &h), &u, n, true);
+		linear(em, &L->gate, NULL, act_in(em, &L->gate, &x, &h), &g);
+		linear(em, &L->up, NULL, act_in(em, &L->up, &x, &h), &u);
 		be->glu(be, &g, &u, &u, TERN_GLU_SWIGLU);
 	} else {
-		linear(be, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u, n);
-		be->unary(be, &u, &u, TERN_UNARY_GELU_F16);
+		linear(em, &L->up, &L->up_b, act_in(em, &L->up, &x, &h), &u);
+		be->unary(be, &u, &u, em->gg ? TERN_UNARY_GELU_F16 : TERN_UNARY_GELU);
 	}
-	linear(be, &L->down, &L->down_b, act_in(em, &L->down, &u, &u), &o, n);
+	linear(em, &L->down, &L->down_b, act_in(em, &L->down, &u, &u), &o);
 	be->norm(be, &x, &o, &L->out_norm, &L->out_norm_b, &x, &ln);
 }
 
@@ -692,7 +703,7 @@ static int enc_run(struct tern_embed *em, const int32_t *ids, int32_t n, float *
 		be->get_rows(be, &em->b_pos, &pos, &h);
 		be->add(be, &x, &h, &x);
 	}
-	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, true}; /* ggml's rounding */
+	const struct tern_norm ln = {TERN_NORM_LAYER, c->eps, em->gg}; /* ggml's rounding */
 	be->norm(be, &x, NULL, &em->b_norm, &em->b_norm_b, &x, &ln);
 	for (uint32_t il = 0; il < c->n_layer; il++)
 		enc_block(em, il, n);

@@ -29,7 +29,8 @@
  *
  * then logits = Wout (norm(x) * output_norm) (+ output bias) for the rows
  * kept, with the architecture's final soft-cap. Batches of more than one
- * token use the products' GEMM path (mat_mul), one token the mat-vec path.
+ * token go through the products' GEMM path, one token the mat-vec path (the
+ * backend's choice: one product entry).
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step
@@ -531,19 +532,31 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	l->m = m;
 	l->be = be;
 	l->o = o;
+	/* ggml's rounding only where the backend takes it (lib/backend.h,
+	 * TERN_BACKEND_GGML_NUMERICS); elsewhere the plain ops */
+	l->o.ggml_fa = o.ggml_fa && tern_backend_ggml(be);
+	l->o.ggml_ops = o.ggml_ops && tern_backend_ggml(be);
 	l->n_ctx = n_ctx;
 	l->n_ubatch = n_ub;
 	l->kv_bytes = kv;
 	l->layers = calloc(c->n_layer, sizeof *l->layers);
-	int32_t out_rows = o.logits_all ? n_ub : 1;
-	l->host_ids = calloc((size_t)n_ub, sizeof *l->host_ids);
-	l->host_pos = calloc((size_t)n_ub, sizeof *l->host_pos);
-	l->host_logits = calloc((size_t)out_rows * c->n_vocab, sizeof *l->host_logits);
-	if (o.embeddings)
-		l->host_embd = calloc((size_t)n_ub * c->n_embd, sizeof *l->host_embd);
-	if (!l->layers || !l->host_ids || !l->host_pos || !l->host_logits || (o.embeddings && !l->host_embd)) {
+	if (!l->layers) {
 		tern_llm_free(l);
-		return tern_errf(e, TERN_ENOMEM, "out of memory for the logits of %d x %u tokens", out_rows, c->n_vocab);
+		return tern_errf(e, TERN_ENOMEM, "out of memory");
+	}
+	/* the step's transfers, in the backend's host memory (pinned on a GPU) */
+	int32_t out_rows = o.logits_all ? n_ub : 1;
+	rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_ids, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_pos, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)out_rows * c->n_vocab, (void **)&l->host_logits, e);
+	if (!rc && o.embeddings)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)n_ub * c->n_embd, (void **)&l->host_embd, e);
+	if (rc) {
+		tern_llm_free(l);
+		tern_err_prefixf(e, "the logits of %d x %u tokens", out_rows, c->n_vocab);
+		return rc;
 	}
 
 	/* weights: views into the file or copies (weight(): two passes) */
@@ -608,10 +621,10 @@ void tern_llm_free(struct tern_llm *l)
 		}
 	}
 	free(l->layers);
-	free(l->host_ids);
-	free(l->host_pos);
-	free(l->host_logits);
-	free(l->host_embd);
+	l->be->host_free(l->be, l->host_ids);
+	l->be->host_free(l->be, l->host_pos);
+	l->be->host_free(l->be, l->host_logits);
+	l->be->host_free(l->be, l->host_embd);
 	free(l);
 }
 
@@ -651,6 +664,20 @@ static struct tern_rope layer_rope(const struct tern_model_config *c, const stru
 	};
 }
 
+/* y[i] = w[i] x: the backend's product, or with ggml_ops ggml's rounding
+ * of each (mat_mul_ggml) */
+static void products(struct tern_llm *l, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
+		     struct tern_buf *const *y)
+{
+	struct tern_backend *be = l->be;
+	if (!l->o.ggml_ops) {
+		be->product(be, n_w, w, x, y);
+		return;
+	}
+	for (int i = 0; i < n_w; i++)
+		be->mat_mul_ggml(be, w[i], x, y[i]);
+}
+
 /* The mixture of experts of block il over n tokens: h the normed input,
  * o the output (llama.cpp's build_moe_ffn, then qwen2moe's shared
  * expert):
@@ -672,7 +699,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf h = tern_buf_rows2(&l->h, ne, n), o = tern_buf_rows2(&l->out, ne, n);
 	struct tern_buf r = tern_buf_rows2(&l->router, mc->n_expert, n);
 	struct tern_buf ids = tern_buf_rows2(&l->sel_ids, k, n), w = tern_buf_rows2(&l->sel_w, k, n);
-	tern_be_product(be, &L->gate_inp, &h, &r, n);
+	tern_be_mul(be, &L->gate_inp, &h, &r);
 	if (tern_buf_opt(&L->gate_inp_b))
 		be->add(be, &r, &L->gate_inp_b, &r);
 	const struct tern_moe_route rp = {
@@ -708,18 +735,11 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf sd = tern_buf_rows2(&l->ed, ne, n);
 	struct tern_buf gt = tern_buf_rows2(&l->sgate, 1, n);
 	const bool gated = tern_buf_opt(&L->gate_inp_shexp) != NULL;
-	if (n == 1) {
-		const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
-		struct tern_buf *y3[3] = {&sg, &su, &gt};
-		be->mat_vec_n(be, gated ? 3 : 2, w3, &h, y3);
-	} else {
-		be->mat_mul(be, &L->gate_shexp, &h, &sg);
-		be->mat_mul(be, &L->up_shexp, &h, &su);
-		if (gated)
-			be->mat_mul(be, &L->gate_inp_shexp, &h, &gt);
-	}
+	const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
+	struct tern_buf *y3[3] = {&sg, &su, &gt};
+	be->product(be, gated ? 3 : 2, w3, &h, y3);
 	be->glu(be, &sg, &su, &sg, TERN_GLU_SWIGLU);
-	tern_be_product(be, &L->down_shexp, &sg, &sd, n);
+	tern_be_mul(be, &L->down_shexp, &sg, &sd);
 	if (!gated) {
 		be->add(be, &o, &sd, &o);
 		return;
@@ -760,17 +780,12 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	/* the query and the compressed KV, both from h */
 	struct tern_buf qa = tern_buf_opt(&L->wq_a) ? tern_buf_rows2(&l->mla_qa, c->n_lora_q, n) : q;
 	const struct tern_buf *wq = tern_buf_opt(&L->wq_a) ? &L->wq_a : &L->wq;
-	if (n == 1) {
-		const struct tern_buf *w2[2] = {wq, &L->wkv_a};
-		struct tern_buf *y2[2] = {&qa, &kv};
-		be->mat_vec_n(be, 2, w2, &h, y2);
-	} else {
-		be->mat_mul(be, wq, &h, &qa);
-		be->mat_mul(be, &L->wkv_a, &h, &kv);
-	}
+	const struct tern_buf *w2[2] = {wq, &L->wkv_a};
+	struct tern_buf *y2[2] = {&qa, &kv};
+	be->product(be, 2, w2, &h, y2);
 	if (tern_buf_opt(&L->wq_a)) {
 		be->norm(be, &qa, NULL, &L->q_a_norm, NULL, &qa, &rms);
-		tern_be_product(be, &L->wq_b, &qa, &q, n);
+		tern_be_mul(be, &L->wq_b, &qa, &q);
 	}
 	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL, l->o.ggml_ops);
 
@@ -784,7 +799,7 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	be->rope(be, &pe, &pos, NULL, &rope);
 	be->copy(be, &pe, &kv_pe);
 	struct tern_buf kv3 = tern_buf_rows3(&l->mla_kv, kvr + nr, 1, n);
-	be->kv_store(be, &L->k_cache, &kv3, &pos);
+	be->kv_store(be, &L->k_cache, &kv3, &pos, NULL);
 
 	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
 	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
@@ -802,11 +817,11 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	/* one KV head: the latent rows are K, their first kvr values V */
 	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
 	const struct tern_attn at = {.scale = c->attn_scale};
-	be->attention(be, &qm, &L->k_cache, &v, &pos, &qx, &at);
+	be->attention(be, &qm, &L->k_cache, &v, &pos, NULL, &qx, &at);
 	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
 	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
-	tern_be_product(be, &L->wo, &a, &o, n);
+	tern_be_mul(be, &L->wo, &a, &o);
 }
 
 /* The attention of the other architectures over n tokens of layer il:
@@ -829,20 +844,10 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	int64_t n1[1] = {n};
 	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
 
-	/* attention; one token's Q, K and V in one step */
-	if (l->o.ggml_ops) {
-		tern_be_product_ggml(be, &L->wq, &h, &q, n, true);
-		tern_be_product_ggml(be, &L->wk, &h, &k, n, true);
-		tern_be_product_ggml(be, &L->wv, &h, &v, n, true);
-	} else if (n == 1) {
-		const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
-		struct tern_buf *y3[3] = {&q, &k, &v};
-		be->mat_vec_n(be, 3, w3, &h, y3);
-	} else {
-		be->mat_mul(be, &L->wq, &h, &q);
-		be->mat_mul(be, &L->wk, &h, &k);
-		be->mat_mul(be, &L->wv, &h, &v);
-	}
+	/* attention; Q, K and V in one call */
+	const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
+	struct tern_buf *y3[3] = {&q, &k, &v};
+	products(l, 3, w3, &h, y3);
 	if (tern_buf_opt(&L->bq))
 		be->add(be, &q, &L->bq, &q);
 	if (tern_buf_opt(&L->bk))
@@ -863,8 +868,8 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&l->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);
 	be->rope(be, &k3, &pos, freqs, &rope);
-	be->kv_store(be, &L->k_cache, &k3, &pos);
-	be->kv_store(be, &L->v_cache, &v3, &pos);
+	be->kv_store(be, &L->k_cache, &k3, &pos, NULL);
+	be->kv_store(be, &L->v_cache, &v3, &pos, NULL);
 	/* ggml's flash attention (llama.h: ggml_fa) where the layer allows it */
 	const bool ggml_attn = l->o.ggml_fa && L->k_cache.type == QT_F16 && L->v_cache.type == QT_F16 && hd % 16 == 0 &&
 			       hd == hdv && !lc->is_swa && !(c->attn_softcap > 0) && !tern_buf_opt(&L->attn_sinks);
@@ -876,8 +881,8 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.f16_split = ggml_attn && n < TERN_LLM_GGML_FA_TILE ? 1 : 0,
 		.ggml = ggml_attn && l->o.ggml_ops,
 	};
-	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, &a3, &at);
-	tern_be_product_ggml(be, &L->wo, &a, &o, n, l->o.ggml_ops);
+	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, NULL, &a3, &at);
+	products(l, 1, (const struct tern_buf *[]){&L->wo}, &a, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
@@ -919,28 +924,20 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	struct tern_buf g = tern_buf_rows2(&l->gate, lc->n_ff, n), u = tern_buf_rows2(&l->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
-		tern_be_product(be, &L->ffn_up, &h, &u, n);
+		tern_be_mul(be, &L->ffn_up, &h, &u);
 		if (tern_buf_opt(&L->ffn_up_b))
 			be->add(be, &u, &L->ffn_up_b, &u);
 		be->unary(be, &u, &u, TERN_UNARY_GELU);
-		tern_be_product(be, &L->ffn_down, &u, &o, n);
+		tern_be_mul(be, &L->ffn_down, &u, &o);
 		if (tern_buf_opt(&L->ffn_down_b))
 			be->add(be, &o, &L->ffn_down_b, &o);
 		return;
 	}
-	if (l->o.ggml_ops) {
-		tern_be_product_ggml(be, &L->ffn_gate, &h, &g, n, true);
-		tern_be_product_ggml(be, &L->ffn_up, &h, &u, n, true);
-	} else if (n == 1) {
-		const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
-		struct tern_buf *y2[2] = {&g, &u};
-		be->mat_vec_n(be, 2, w2, &h, y2);
-	} else {
-		be->mat_mul(be, &L->ffn_gate, &h, &g);
-		be->mat_mul(be, &L->ffn_up, &h, &u);
-	}
+	const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
+	struct tern_buf *y2[2] = {&g, &u};
+	products(l, 2, w2, &h, y2);
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
-	tern_be_product_ggml(be, &L->ffn_down, &g, &o, n, l->o.ggml_ops);
+	products(l, 1, (const struct tern_buf *[]){&L->ffn_down}, &g, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
@@ -986,7 +983,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
 		be->norm(be, &xr, &orr, &l->output_norm, tern_buf_opt(&l->output_norm_b), &hr, &nrm);
 		struct tern_buf lg = tern_buf_rows2(&l->logits, c->n_vocab, nr);
-		tern_be_product(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg, nr);
+		tern_be_mul(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg);
 		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
 		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);

@@ -46,7 +46,9 @@ struct tern_llm_opts {
 	bool ggml_ops;    /* the dense layers' products (the backend's mat_mul_ggml, slower), the RMS
 			   * norms and RoPE rounded as ggml's x86 CPU backend rounds them (lib/backend.h:
 			   * struct tern_norm's and tern_rope's ggml), the same bits under every SIMD
-			   * variant; the embeddings set it. Off by default: generation keeps its own */
+			   * variant; the embeddings set it. Off by default: generation keeps its own.
+			   * ggml_fa and ggml_ops are ggml's CPU rounding: a backend without
+			   * TERN_BACKEND_GGML_NUMERICS (a GPU's) runs the plain ops instead */
 };
 
 /* ggml's flash attention takes the queries of a batch of at least this

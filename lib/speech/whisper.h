@@ -55,7 +55,9 @@ struct whisper_dec_layer {
 };
 
 /* How the encoder and decoder round, read when they are created:
- *   WHISPER_NUMERICS_GGML (the default): as whisper.cpp's CPU graph does,
+ *   WHISPER_NUMERICS_GGML (the default): as whisper.cpp's CPU graph does
+ *     where the backend takes ggml's rounding (TERN_BACKEND_GGML_NUMERICS,
+ *     lib/backend.h; on one without it, as WHISPER_NUMERICS_F32),
  *     so that its transcripts and beam-search draws come out the same:
  *     activations rounded to f16 before every product with f16 weights
  *     (ggml converts them to the weights' type), ggml's f16-table GELU,

@@ -43,15 +43,16 @@ void whisper_bufs_free(struct tern_backend *be, struct tern_buf *const *bufs, si
 void whisper_mm(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y)
 {
 	int64_t n = x->ne[1], step = be->max_tokens;
-	if (n == 1) {
-		be->mat_vec(be, w, x, y);
-		return;
-	}
 	for (int64_t r = 0; r < n; r += step) {
 		int64_t k = n - r < step ? n - r : step;
 		struct tern_buf xv = tern_buf_rows(x, r, k), yv = tern_buf_rows(y, r, k);
-		be->mat_mul(be, w, &xv, &yv);
+		tern_be_mul(be, w, &xv, &yv);
 	}
+}
+
+bool whisper_numerics_ggml(const struct whisper_model *m, const struct tern_backend *be)
+{
+	return m->numerics == WHISPER_NUMERICS_GGML && tern_backend_ggml(be);
 }
 
 void whisper_round_f16(struct tern_backend *be, const struct tern_buf *w, struct tern_buf *x, struct tern_buf *tmp)

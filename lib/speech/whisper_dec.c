@@ -10,9 +10,11 @@
  * Keys and values of the audio (W_xk enc, W_xv enc + b_xv) are computed
  * once per window into f16 caches of n_audio_ctx rows; the self-attention
  * keeps f16 caches of n_text_ctx rows, one per sequence (the beams of a
- * beam search; whisper_decoder_copy_seq forks one into another);
+ * beam search; whisper_decoder_copy_seq forks one into another), all of a
+ * layer in one buffer {hd, n_head, n_text_ctx, n_seq};
  * whisper_decode_multi runs one token of each of several sequences in one
- * pass. Queries of the cross attention are given the last audio position,
+ * pass, each layer's cache stored and attended in one call with the
+ * tokens' sequences in a device buffer (kv_store's and attention's seq). Queries of the cross attention are given the last audio position,
  * so that none of it is masked.
  *
  * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML) the products' inputs
@@ -34,7 +36,7 @@
 struct dec_layer {
 	struct whisper_block_bufs self;
 	struct tern_buf xln_w, xln_b, xq_w, xq_b, xk_w, xv_w, xv_b, xo_w, xo_b;
-	struct tern_buf *kc, *vc; /* [n_seq] self-attention caches {hd, n_head, n_text_ctx} f16 */
+	struct tern_buf kc, vc;   /* the self-attention caches {hd, n_head, n_text_ctx, n_seq} f16 */
 	struct tern_buf xkc, xvc; /* the audio's {hd, n_head, n_audio_ctx} f16 */
 };
 
@@ -43,17 +45,21 @@ struct whisper_decoder {
 	struct tern_backend *be;
 	int n_state, n_head, n_text_ctx, n_audio_ctx, n_vocab, n_batch;
 	int n_seq; /* self-attention caches per layer: one per sequence (beam) */
-	bool gg;   /* WHISPER_NUMERICS_GGML */
+	bool gg;   /* whisper_numerics_ggml */
 	int64_t n_akv; /* rows of the audio's K, V caches: n_audio_ctx, or whisper.cpp's padding */
 	int split;     /* ggml's chunks of the audio's keys for a lone token (whisper_decoder_set_split) */
 	struct dec_layer *layers;
 	struct tern_buf te, pe, ln_w, ln_b;
-	struct tern_buf ids, pos, audio_pos, audio_last;
+	struct tern_buf ids, pos, seq, audio_pos, audio_last; /* seq: each token's sequence */
 	struct tern_buf x, y, q, t, a, ff, xt, yl, logits;
 	struct tern_buf aud, r16; /* the audio rounded to f16; f16 scratch (GGML numerics) */
 	struct tern_buf logits_n; /* {n_vocab, WHISPER_DECODE_MULTI_MAX}: a step's logits */
 	int32_t pos_host[448];    /* positions of a prompt (n_text_ctx <= 448) */
-	int32_t *host; /* [max(n_batch, n_audio_ctx)] */
+	/* the backend's host memory (pinned on a GPU): zeros for the audio
+	 * caches and positions at load; a step's token ids [0, n_batch),
+	 * positions [n_batch, 2 n_batch) and sequences [2 n_batch, 3 n_batch) */
+	int32_t *host;
+	float *host_logits; /* [WHISPER_DECODE_MULTI_MAX][n_vocab]: a step's logits */
 };
 
 int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
@@ -72,17 +78,26 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	d->n_vocab = m->hp.n_vocab;
 	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
 	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
-	d->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	d->gg = whisper_numerics_ggml(m, be);
 	d->n_akv = d->gg ? whisper_pad256(na) : na;
 	d->split = 1;
-	const int64_t nhost = ns * d->n_akv / 2 + nb; /* int32s: the zeros of an f16 cache, or positions */
+	/* int32s: the zeros of an f16 cache, or positions and ids */
+	const int64_t nhost = ns * d->n_akv / 2 > 3 * nb ? ns * d->n_akv / 2 : 3 * nb;
 	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
-	d->host = calloc((size_t)nhost, sizeof(int32_t));
-	if (!d->layers || !d->host) {
+	if (!d->layers) {
 		whisper_decoder_free(d);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
 	}
-	int rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
+	int rc = be->host_alloc(be, sizeof(int32_t) * (size_t)nhost, (void **)&d->host, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)d->n_vocab * WHISPER_DECODE_MULTI_MAX,
+				    (void **)&d->host_logits, e);
+	if (rc) {
+		whisper_decoder_free(d);
+		return rc;
+	}
+	memset(d->host, 0, sizeof(int32_t) * (size_t)nhost);
+	rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->pe, m->d_pe, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_w, m->d_ln_w, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_b, m->d_ln_b, false, e);
@@ -111,6 +126,7 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->pos, QT_I32, 1, nb, 1, 1, e);
+	if (!rc) rc = whisper_buf_act(be, &d->seq, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->audio_pos, QT_I32, 1, na, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->audio_last, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->x, QT_F32, 2, ns, nb, 1, e);
@@ -149,14 +165,8 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 static void free_caches(struct whisper_decoder *d)
 {
 	for (int l = 0; d->layers && l < d->m->hp.n_text_layer; l++) {
-		struct dec_layer *L = &d->layers[l];
-		for (int s = 0; s < d->n_seq; s++) {
-			struct tern_buf *const cb[] = {&L->kc[s], &L->vc[s]};
-			whisper_bufs_free(d->be, cb, 2);
-		}
-		free(L->kc);
-		free(L->vc);
-		L->kc = L->vc = NULL;
+		struct tern_buf *const cb[] = {&d->layers[l].kc, &d->layers[l].vc};
+		whisper_bufs_free(d->be, cb, 2);
 	}
 	d->n_seq = 0;
 }
@@ -168,32 +178,18 @@ int whisper_decoder_set_n_seq(struct whisper_decoder *d, int n_seq, tern_err *e)
 	if (n_seq == d->n_seq)
 		return 0;
 	free_caches(d);
-	const int64_t hd = d->n_state / d->n_head;
+	const int64_t ne[4] = {d->n_state / d->n_head, d->n_head, d->n_text_ctx, n_seq};
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
-		L->kc = calloc((size_t)n_seq, sizeof(*L->kc));
-		L->vc = calloc((size_t)n_seq, sizeof(*L->vc));
-		if (!L->kc || !L->vc) {
-			free(L->kc);
-			free(L->vc);
-			L->kc = L->vc = NULL;
+		int rc = d->be->buf_alloc(d->be, &L->kc, QT_F16, 4, ne, e);
+		if (!rc)
+			rc = d->be->buf_alloc(d->be, &L->vc, QT_F16, 4, ne, e);
+		if (rc) {
 			free_caches(d);
-			return tern_errf(e, TERN_ENOMEM, "out of memory for %d decoder caches", n_seq);
+			return rc;
 		}
 	}
 	d->n_seq = n_seq;
-	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
-		struct dec_layer *L = &d->layers[l];
-		for (int s = 0; s < n_seq; s++) {
-			int rc = whisper_buf_act(d->be, &L->kc[s], QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
-			if (!rc)
-				rc = whisper_buf_act(d->be, &L->vc[s], QT_F16, 3, hd, d->n_head, d->n_text_ctx, e);
-			if (rc) {
-				free_caches(d);
-				return rc;
-			}
-		}
-	}
 	return 0;
 }
 
@@ -207,6 +203,14 @@ int whisper_decoder_n_seq(const struct whisper_decoder *d)
 	return d->n_seq;
 }
 
+/* sequence s of a cache {hd, n_head, n_ctx, n_seq}, as [n_ctx][n_state] */
+static struct tern_buf seq_rows(const struct tern_buf *c, int s)
+{
+	struct tern_buf v = tern_buf_reshape(c, 2, (const int64_t[2]){c->ne[0] * c->ne[1], c->ne[2]});
+	v.offset += (size_t)s * c->nb[3];
+	return v;
+}
+
 int whisper_decoder_copy_seq(struct whisper_decoder *d, int src, int dst, int n, tern_err *e)
 {
 	if (src < 0 || src >= d->n_seq || dst < 0 || dst >= d->n_seq || n < 0 || n > d->n_text_ctx)
@@ -215,12 +219,10 @@ int whisper_decoder_copy_seq(struct whisper_decoder *d, int src, int dst, int n,
 	if (src == dst || n == 0)
 		return 0;
 	struct tern_backend *be = d->be;
-	const int64_t rows[2] = {d->n_state, d->n_text_ctx};
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
-		struct dec_layer *L = &d->layers[l];
-		struct tern_buf *const from[2] = {&L->kc[src], &L->vc[src]}, *const to[2] = {&L->kc[dst], &L->vc[dst]};
+		const struct tern_buf *c[2] = {&d->layers[l].kc, &d->layers[l].vc};
 		for (int k = 0; k < 2; k++) {
-			struct tern_buf a = tern_buf_reshape(from[k], 2, rows), b = tern_buf_reshape(to[k], 2, rows);
+			struct tern_buf a = seq_rows(c[k], src), b = seq_rows(c[k], dst);
 			struct tern_buf ar = tern_buf_rows(&a, 0, n), br = tern_buf_rows(&b, 0, n);
 			be->copy(be, &ar, &br);
 		}
@@ -233,7 +235,7 @@ void whisper_decoder_free(struct whisper_decoder *d)
 	if (!d)
 		return;
 	struct tern_backend *be = d->be;
-	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos,
+	struct tern_buf *const bufs[] = {&d->te,	 &d->pe, &d->ln_w, &d->ln_b, &d->ids,	&d->pos, &d->seq,
 					 &d->audio_pos, &d->audio_last, &d->x,  &d->y,	    &d->q,	&d->t,
 					 &d->a, &d->ff, &d->xt, &d->yl, &d->logits, &d->aud, &d->r16, &d->logits_n};
 	whisper_bufs_free(be, bufs, sizeof(bufs) / sizeof(bufs[0]));
@@ -246,7 +248,8 @@ void whisper_decoder_free(struct whisper_decoder *d)
 		whisper_bufs_free(be, lb, sizeof(lb) / sizeof(lb[0]));
 	}
 	free(d->layers);
-	free(d->host);
+	be->host_free(be, d->host);
+	be->host_free(be, d->host_logits);
 	free(d);
 }
 
@@ -267,10 +270,10 @@ int whisper_decoder_set_audio(struct whisper_decoder *d, const struct tern_buf *
 	for (int l = 0; l < d->m->hp.n_text_layer; l++) {
 		struct dec_layer *L = &d->layers[l];
 		whisper_mm(be, &L->xk_w, enc, &d->xt);
-		be->kv_store(be, &L->xkc, &t3, &d->audio_pos);
+		be->kv_store(be, &L->xkc, &t3, &d->audio_pos, NULL);
 		whisper_mm(be, &L->xv_w, enc, &d->xt);
 		be->add(be, &d->xt, &L->xv_b, &d->xt);
-		be->kv_store(be, &L->xvc, &t3, &d->audio_pos);
+		be->kv_store(be, &L->xvc, &t3, &d->audio_pos, NULL);
 	}
 	return be->sync(be, e);
 }
@@ -285,14 +288,6 @@ static void round16(struct tern_backend *be, const struct tern_buf *w, struct te
 int whisper_decode(struct whisper_decoder *d, const int32_t *tokens, int n, int n_past, float *logits, tern_err *e)
 {
 	return whisper_decode_seq(d, 0, tokens, n, n_past, logits, e);
-}
-
-/* element i of a 1-D buffer, as a buffer of one */
-static struct tern_buf elem(const struct tern_buf *b, int64_t i)
-{
-	struct tern_buf v = tern_buf_reshape(b, 1, (const int64_t[1]){1});
-	v.offset += (size_t)i * b->nb[0];
-	return v;
 }
 
 /* Feed tokens[n] at positions pos[n]: all of sequence seqs[0] (one == true:
@@ -310,6 +305,7 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 	/* views of n tokens */
 	struct tern_buf ids = tern_buf_reshape(&d->ids, 1, (int64_t[1]){n});
 	struct tern_buf pos = tern_buf_reshape(&d->pos, 1, (int64_t[1]){n});
+	struct tern_buf seq = tern_buf_reshape(&d->seq, 1, (int64_t[1]){n});
 	struct tern_buf alast = tern_buf_reshape(&d->audio_last, 1, (int64_t[1]){n});
 	struct tern_buf x = tern_buf_rows(&d->x, 0, n), y = tern_buf_rows(&d->y, 0, n);
 	struct tern_buf q = tern_buf_rows(&d->q, 0, n), t = tern_buf_rows(&d->t, 0, n);
@@ -318,9 +314,21 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 	struct tern_buf q3 = tern_buf_reshape(&q, 3, heads), t3 = tern_buf_reshape(&t, 3, heads);
 	struct tern_buf a3 = tern_buf_reshape(&a, 3, heads);
 
-	be->upload(be, &ids, 0, tokens, sizeof(int32_t) * (size_t)n);
-	memcpy(d->host, posv, sizeof(int32_t) * (size_t)n);
-	be->upload(be, &pos, 0, d->host, sizeof(int32_t) * (size_t)n);
+	/* a step of one token per sequence is the same calls every time
+	 * (lib/backend.h: replay); the prompts of several are not steps */
+	const bool step = !one || n == 1;
+	if (step)
+		be->begin_step(be);
+	/* ids, positions and each token's sequence (the cache it goes to
+	 * and reads) are device data */
+	int32_t *hid = d->host, *hpos = d->host + d->n_batch, *hseq = d->host + 2 * d->n_batch;
+	memcpy(hid, tokens, sizeof(int32_t) * (size_t)n);
+	memcpy(hpos, posv, sizeof(int32_t) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		hseq[i] = seqs[one ? 0 : i];
+	be->upload(be, &ids, 0, hid, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &pos, 0, hpos, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &seq, 0, hseq, sizeof(int32_t) * (size_t)n);
 	be->get_rows(be, &d->te, &ids, &x);
 	be->get_rows(be, &d->pe, &pos, &y);
 	be->add(be, &x, &y, &x);
@@ -348,32 +356,12 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 			be->scale(be, &q, &q, s4);
 			be->scale(be, &t, &t, s4);
 		}
-		if (one) {
-			be->kv_store(be, &L->kc[seqs[0]], &t3, &pos);
-		} else {
-			for (int i = 0; i < n; i++) {
-				struct tern_buf tr = tern_buf_rows(&t, i, 1), pi = elem(&pos, i);
-				struct tern_buf ti = tern_buf_reshape(&tr, 3, (const int64_t[3]){hd, d->n_head, 1});
-				be->kv_store(be, &L->kc[seqs[i]], &ti, &pi);
-			}
-		}
+		be->kv_store(be, &L->kc, &t3, &pos, &seq);
 		whisper_mm(be, &S->v_w, &y, &t);
 		be->add(be, &t, &S->v_b, &t);
 		round16(be, NULL, &q, r16);
-		if (one) {
-			be->kv_store(be, &L->vc[seqs[0]], &t3, &pos);
-			be->attention(be, &q3, &L->kc[seqs[0]], &L->vc[seqs[0]], &pos, &a3, &at_self);
-		} else {
-			for (int i = 0; i < n; i++) {
-				const int64_t h1[3] = {hd, d->n_head, 1};
-				struct tern_buf tr = tern_buf_rows(&t, i, 1), qr = tern_buf_rows(&q, i, 1);
-				struct tern_buf ar = tern_buf_rows(&a, i, 1), pi = elem(&pos, i);
-				struct tern_buf ti = tern_buf_reshape(&tr, 3, h1), qi = tern_buf_reshape(&qr, 3, h1);
-				struct tern_buf ai = tern_buf_reshape(&ar, 3, h1);
-				be->kv_store(be, &L->vc[seqs[i]], &ti, &pi);
-				be->attention(be, &qi, &L->kc[seqs[i]], &L->vc[seqs[i]], &pi, &ai, &at_self);
-			}
-		}
+		be->kv_store(be, &L->vc, &t3, &pos, &seq);
+		be->attention(be, &q3, &L->kc, &L->vc, &pos, &seq, &a3, &at_self);
 		round16(be, &S->o_w, &a, r16);
 		whisper_mm(be, &S->o_w, &a, &t);
 		be->add(be, &t, &S->o_b, &t);
@@ -383,7 +371,7 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 		whisper_mm(be, &L->xq_w, &y, &q);
 		be->add(be, &q, &L->xq_b, &q);
 		round16(be, NULL, &q, r16);
-		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, &a3, &at_x);
+		be->attention(be, &q3, &L->xkc, &L->xvc, &alast, NULL, &a3, &at_x);
 		round16(be, &L->xo_w, &a, r16);
 		whisper_mm(be, &L->xo_w, &a, &t);
 		be->add(be, &t, &L->xo_b, &t);
@@ -402,18 +390,21 @@ static int decode(struct whisper_decoder *d, bool one, const int *seqs, const in
 		struct tern_buf xl = tern_buf_rows(&x, n - 1, 1), tl = tern_buf_rows(&t, n - 1, 1);
 		be->norm(be, &xl, &tl, &d->ln_w, &d->ln_b, &d->yl, &ln);
 		round16(be, &d->te, &d->yl, r16);
-		be->mat_vec(be, &d->te, &d->yl, &d->logits);
-		be->download(be, &d->logits, 0, out[0], sizeof(float) * (size_t)d->n_vocab);
+		tern_be_mul(be, &d->te, &d->yl, &d->logits);
+		be->download(be, &d->logits, 0, d->host_logits, sizeof(float) * (size_t)d->n_vocab);
 	} else { /* every token's, through one product with the embedding */
 		struct tern_buf ln_n = tern_buf_rows(&d->logits_n, 0, n);
 		be->norm(be, &x, &t, &d->ln_w, &d->ln_b, &y, &ln);
 		round16(be, &d->te, &y, r16);
 		whisper_mm(be, &d->te, &y, &ln_n);
-		for (int i = 0; i < n; i++)
-			be->download(be, &d->logits_n, sizeof(float) * (size_t)i * (size_t)d->n_vocab, out[i],
-				     sizeof(float) * (size_t)d->n_vocab);
+		be->download(be, &ln_n, 0, d->host_logits, sizeof(float) * (size_t)n * (size_t)d->n_vocab);
 	}
-	return be->sync(be, e);
+	if (step)
+		be->end_step(be);
+	int rc = be->sync(be, e);
+	for (int i = 0; !rc && i < (one ? 1 : n); i++)
+		memcpy(out[i], d->host_logits + (size_t)i * (size_t)d->n_vocab, sizeof(float) * (size_t)d->n_vocab);
+	return rc;
 }
 
 int whisper_decode_seq(struct whisper_decoder *d, int seq, const int32_t *tokens, int n, int n_past, float *logits,

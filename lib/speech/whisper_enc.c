@@ -6,7 +6,7 @@
  *               y = LN(x);  x += W_2 gelu(W_1 y + b_1) + b_2
  *   out = LN(x)
  *
- * A convolution is im2col followed by one mat_mul with the kernel seen as
+ * A convolution is im2col followed by one product with the kernel seen as
  * [out][in * 3] (ggml stores conv1d kernels with the tap fastest). The
  * attention sees every position: K and V go through kv_store into f16
  * caches of n_audio_ctx rows (whisper.cpp keeps them in f16 too), and every
@@ -32,7 +32,7 @@ struct whisper_encoder {
 	const struct whisper_model *m;
 	struct tern_backend *be;
 	int n_ctx, n_state, n_mels, n_head;
-	bool gg;            /* WHISPER_NUMERICS_GGML */
+	bool gg;            /* whisper_numerics_ggml */
 	int64_t n_kv;       /* rows of the K, V caches: n_ctx, or whisper.cpp's padding */
 	float *host_mel;    /* [2 n_ctx][n_mels]: the window, frame-major */
 	int32_t *host_pos;  /* [n_ctx] */
@@ -57,15 +57,20 @@ int whisper_encoder_new(struct whisper_encoder **out, const struct whisper_model
 	w->n_mels = m->hp.n_mels;
 	w->n_head = m->hp.n_audio_head;
 	const int64_t n = w->n_ctx, d = w->n_state, hd = d / w->n_head;
-	w->gg = m->numerics == WHISPER_NUMERICS_GGML;
+	w->gg = whisper_numerics_ggml(m, be);
 	w->n_kv = w->gg ? whisper_pad256(n) : n;
 	int64_t n16 = 3 * (int64_t)w->n_mels * 2 * n;
 	n16 = n16 > 3 * d * n ? n16 : 3 * d * n;
 	n16 = n16 > 4 * d * n ? n16 : 4 * d * n;
 	w->layers = calloc((size_t)m->hp.n_audio_layer, sizeof(*w->layers));
-	w->host_mel = malloc(sizeof(float) * (size_t)(2 * n * w->n_mels));
+	/* the window's upload, in the backend's host memory (pinned on a GPU) */
+	int hrc = be->host_alloc(be, sizeof(float) * (size_t)(2 * n * w->n_mels), (void **)&w->host_mel, e);
+	if (hrc) {
+		whisper_encoder_free(w);
+		return hrc;
+	}
 	w->host_pos = calloc((size_t)(hd * w->n_head * w->n_kv > n ? hd * w->n_head * w->n_kv : n), sizeof(int32_t));
-	if (!w->layers || !w->host_mel || !w->host_pos) {
+	if (!w->layers || !w->host_pos) {
 		whisper_encoder_free(w);
 		return tern_errf(e, TERN_ENOMEM, "out of memory for the encoder");
 	}
@@ -134,7 +139,7 @@ void whisper_encoder_free(struct whisper_encoder *w)
 	for (int l = 0; w->layers && l < w->m->hp.n_audio_layer; l++)
 		whisper_block_free(be, &w->layers[l]);
 	free(w->layers);
-	free(w->host_mel);
+	w->be->host_free(w->be, w->host_mel);
 	free(w->host_pos);
 	free(w);
 }
@@ -186,12 +191,12 @@ int whisper_encode(struct whisper_encoder *w, const float *mel, size_t n_len, si
 		whisper_mm(be, &L->q_w, &w->y, &w->q);
 		be->add(be, &w->q, &L->q_b, &w->q);
 		whisper_mm(be, &L->k_w, &w->y, &w->t);
-		be->kv_store(be, &w->kc, &t3, &w->pos);
+		be->kv_store(be, &w->kc, &t3, &w->pos, NULL);
 		whisper_mm(be, &L->v_w, &w->y, &w->t);
 		be->add(be, &w->t, &L->v_b, &w->t);
-		be->kv_store(be, &w->vc, &t3, &w->pos);
+		be->kv_store(be, &w->vc, &t3, &w->pos, NULL);
 		round16(be, NULL, &w->q, r16); /* ggml's attention: Q to the caches' f16 */
-		be->attention(be, &q3, &w->kc, &w->vc, &w->last, &a3, &at);
+		be->attention(be, &q3, &w->kc, &w->vc, &w->last, NULL, &a3, &at);
 		round16(be, &L->o_w, &w->a, r16);
 		whisper_mm(be, &L->o_w, &w->a, &w->t);
 		be->add(be, &w->t, &L->o_b, &w->t);

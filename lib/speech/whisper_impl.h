@@ -33,9 +33,12 @@ int whisper_block_load(struct tern_backend *be, struct whisper_block_bufs *b, co
 		       tern_err *e);
 void whisper_block_free(struct tern_backend *be, struct whisper_block_bufs *b);
 
-/* y = w x over x's rows, in batches of at most be->max_tokens; one token
- * goes through mat_vec. */
+/* y = w x over x's rows, in batches of at most be->max_tokens. */
 void whisper_mm(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x, struct tern_buf *y);
+
+/* whisper.cpp's numerics: asked for (m->numerics) and taken by the
+ * backend (TERN_BACKEND_GGML_NUMERICS); else the f32 numerics */
+bool whisper_numerics_ggml(const struct whisper_model *m, const struct tern_backend *be);
 
 /* Round the f32 values of x to f16 (whisper.cpp's numerics: ggml converts
  * the activations of a product with f16 weights to f16) through tmp, an f16

@@ -12,7 +12,9 @@
  * softmax update per head, then every invocation adds the chunk's V rows
  * into its (head, dimension) accumulators.
  *
- * SPEC1: K's type, SPEC2: V's type (0 f32, 1 f16, 2 q8_0). */
+ * Token t reads sequence seq[t] of the caches (several sequences: a
+ * beam, a server's slot). SPEC1: K's type, SPEC2: V's type (0 f32, 1 f16,
+ * 2 q8_0). */
 #include "common.glsl"
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -25,13 +27,15 @@ layout(binding = 2) readonly buffer V8 { int8_t v8[]; };
 layout(binding = 3) readonly buffer P { int pos[]; };
 layout(binding = 4) readonly buffer S { float sinks[]; };
 layout(binding = 5) writeonly buffer Y { float y[]; };
+layout(binding = 6) readonly buffer Sq { int seq[]; };
 
 layout(push_constant) uniform PC {
 	uint hd, hdv, nh, nkv;
 	uint n_ctx, ntok, hb, L;
 	uint nsplit, window, flags, oq; /* flags: 1 sinks */
 	uint ok, ov, v_nb1, v_nb2;      /* bytes */
-	uint opos, osink, oy;
+	uint opos, osink, oy, n_seq; /* n_seq 0: every token in sequence 0 */
+	uint oseq, k_nb3, v_nb3;     /* bytes between sequences */
 	float scale, softcap;
 } pc;
 
@@ -80,10 +84,11 @@ void main()
 	uint h0 = g * group + blk * pc.hb;
 	uint hb = min(pc.hb, g * group + group - h0);
 	int qp = pos[pc.opos + t];
-	bool bad = qp < 0 || uint(qp) >= pc.n_ctx;
+	int sq = pc.n_seq != 0u ? seq[pc.oseq + t] : 0;
+	bool bad = qp < 0 || uint(qp) >= pc.n_ctx || sq < 0 || (pc.n_seq != 0u && uint(sq) >= pc.n_seq);
 	if (bad) { /* the whole workgroup: y keeps what it held */
 		if (lid == 0u && s == 0u && blk == 0u)
-			flag_bad(ST_ATTENTION, qp);
+			flag_bad(ST_ATTENTION, qp < 0 || uint(qp) >= pc.n_ctx ? qp : sq);
 		return;
 	}
 	int lo = pc.window > 0u ? max(0, qp - int(pc.window) + 1) : 0;
@@ -106,7 +111,7 @@ void main()
 			int p = c0 + int(j);
 			float sv = -1.0 / 0.0;
 			if (p <= k1) {
-				uint rb = (uint(p) * pc.nkv + g) * krb;
+				uint rb = uint(sq) * pc.k_nb3 + (uint(p) * pc.nkv + g) * krb;
 				float d = 0.0;
 				for (uint x = 0u; x < pc.hd; x++)
 					d += qs[h * pc.hd + x] * k_at(rb, x);
@@ -138,7 +143,7 @@ void main()
 			uint h = idx / pc.hdv, d = idx % pc.hdv;
 			float a = acc[idx] * corr_s[h];
 			for (int j = 0; j < nj; j++)
-				a += sc[h * C + uint(j)] * v_at(uint(c0 + j) * pc.v_nb2 + g * pc.v_nb1, d);
+				a += sc[h * C + uint(j)] * v_at(uint(sq) * pc.v_nb3 + uint(c0 + j) * pc.v_nb2 + g * pc.v_nb1, d);
 			acc[idx] = a;
 		}
 		barrier();

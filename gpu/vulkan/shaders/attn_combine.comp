@@ -9,18 +9,20 @@ layout(binding = 0) readonly buffer Pt { float part[]; };
 layout(binding = 1) readonly buffer S { float sinks[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };
 layout(binding = 3) readonly buffer P { int pos[]; };
+layout(binding = 4) readonly buffer Sq { int seq[]; };
 
 layout(push_constant) uniform PC {
 	uint hdv, nh, ntok, nsplit;
 	uint flags, osink, oy, opos;
-	uint n_ctx;
+	uint n_ctx, n_seq, oseq;
 } pc;
 
 void main()
 {
 	uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
 	int qp = pos[pc.opos + t];
-	if (qp < 0 || uint(qp) >= pc.n_ctx)
+	int sv = pc.n_seq != 0u ? seq[pc.oseq + t] : 0;
+	if (qp < 0 || uint(qp) >= pc.n_ctx || sv < 0 || (pc.n_seq != 0u && uint(sv) >= pc.n_seq))
 		return; /* attention.comp flagged it and wrote no partials */
 	uint rec = pc.hdv + 2u, base = (t * pc.nh + h) * pc.nsplit * rec;
 	float M = -1.0 / 0.0;

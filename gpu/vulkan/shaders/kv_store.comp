@@ -3,11 +3,13 @@
  * every KV head, converted to the cache's type (SPEC1: 0 f32, 1 f16, 2
  * q8_0 as quant/quantize.c encodes it: d = amax / 127 in f16, q =
  * round(x / d) half away from zero). One invocation per element (f32,
- * f16) or per block of 32 (q8_0). */
+ * f16) or per block of 32 (q8_0). The cache holds n_seq sequences of n_ctx
+ * positions; token t goes to sequence seq[t]. */
 #include "common.glsl"
 
 layout(binding = 0) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer P { int pos[]; };
+layout(binding = 3) readonly buffer Sq { int seq[]; };
 layout(binding = 2) writeonly buffer C32 { float c32[]; };
 layout(binding = 2) writeonly buffer C16 { uint16_t c16[]; };
 layout(binding = 2) writeonly buffer C8 { int8_t c8[]; };
@@ -15,6 +17,7 @@ layout(binding = 2) writeonly buffer C8 { int8_t c8[]; };
 layout(push_constant) uniform PC {
 	uint hd, nkv, ntok, n_ctx;
 	uint ox, opos, oc; /* oc: bytes */
+	uint n_seq, oseq;  /* n_seq 0: no seq buffer, every token in sequence 0 */
 } pc;
 
 void main()
@@ -29,7 +32,17 @@ void main()
 		flag_bad(ST_KV_STORE, p);
 		return;
 	}
-	uint row = uint(p) * pc.nkv * pc.hd; /* elements before position p */
+	uint sq = 0u;
+	if (pc.n_seq != 0u) {
+		int sv = seq[pc.oseq + t];
+		if (sv < 0 || uint(sv) >= pc.n_seq) {
+			flag_bad(ST_KV_STORE, sv);
+			return;
+		}
+		sq = uint(sv);
+	}
+	/* elements before position p of sequence sq */
+	uint row = (sq * pc.n_ctx + uint(p)) * pc.nkv * pc.hd;
 	uint src = pc.ox + t * pc.nkv * pc.hd;
 	if (SPEC1 == 0u) {
 		c32[pc.oc / 4u + row + e] = x[src + e];

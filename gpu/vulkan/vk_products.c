@@ -37,7 +37,6 @@
 #define MV_WG 64
 /* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
 #define MM_BM 64
-#define MM_BN 64
 #define MM_WG 256
 /* weights one mat-vec dispatch takes (mul_mat_vec.comp binds three:
  * 3 weights, x and 3 outputs fill VK_MAX_BINDINGS but one) */
@@ -97,16 +96,24 @@ static const char *suffix(uint32_t t, char *buf, size_t n)
 
 /* The pipeline of shader's variant for type t. vk_pipe keeps the name it
  * is given, so the name passed is the shader table's own (static) copy. */
-static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t wg)
+static uint32_t pipe_spec(struct vk *v, const char *shader, uint32_t t, uint32_t wg, const uint32_t spec[4])
 {
 	char name[64], s[16];
 	snprintf(name, sizeof name, "%s_%s", shader, suffix(t, s, sizeof s));
 	for (size_t i = 0; i < vk_spirv_count; i++)
 		if (!strcmp(vk_spirv_table[i].name, name))
-			return vk_pipe(v, vk_spirv_table[i].name, wg, NULL);
+			return vk_pipe(v, vk_spirv_table[i].name, wg, spec);
 	vk_fail(v, "no shader '%s' in this build", name);
 	return UINT32_MAX;
 }
+
+static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t wg)
+{
+	return pipe_spec(v, shader, t, wg, NULL);
+}
+
+/* the GEMM's tile width in tokens for a batch: 16 TN (mul_mm.comp) */
+static uint32_t mm_tn(int64_t ntok) { return ntok <= 16 ? 1 : ntok <= 32 ? 2 : 4; }
 
 /* n workgroups over x, and y where x would pass the device's limit */
 static void grid2(uint64_t n, uint32_t *gx, uint32_t *gy)
@@ -217,15 +224,15 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 	uint32_t oq;
 	if (!vk_range_bytes(v, &p->scratch, at * 4, (size_t)n * qs * 4, 4, &qr, &oq))
 		return false;
-	uint32_t at_t = quant_vec_dot_type(t), bl = at_t == QT_Q8_K ? 256 : 32;
+	uint32_t at_t = quant_vec_dot_type(t);
 	struct {
 		uint32_t cols, nrows, ox, oq, xstride, qstride, kind;
 	} pc = {(uint32_t)cols, (uint32_t)n, ox, oq, (uint32_t)cols, (uint32_t)qs,
 		at_t == QT_Q8_0 ? 0u : at_t == QT_Q8_1 ? 1u : 2u};
-	uint32_t pi = vk_pipe(v, "actq", 64, NULL), gx, gy;
+	uint32_t pi = vk_pipe(v, "actq", 256, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return false;
-	grid2(((uint64_t)n * (uint64_t)(cols / bl) + 63) / 64, &gx, &gy);
+	grid2(((uint64_t)n * (uint64_t)cols + 255) / 256, &gx, &gy);
 	struct vk_range b[2] = {xr, qr};
 	vk_dispatch(v, pi, 2, b, 2, &pc, sizeof pc, gx, gy, 1);
 	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols};
@@ -319,13 +326,14 @@ static void mm_dispatch(struct vk *v, const struct tern_buf *w, size_t wstart, s
 	    !vk_range_bytes(v, y, ystart, ybytes, 4, &b[2], &pc.oy))
 		return;
 	b[1] = a->r;
-	uint32_t pi = pipe_of(v, "mul_mm", w->type, MM_WG);
+	uint32_t tn = mm_tn(ntok), spec[4] = {tn, 0, 0, 0};
+	uint32_t pi = pipe_spec(v, "mul_mm", w->type, MM_WG, spec);
 	if (pi == UINT32_MAX)
 		return;
 	uint32_t nb = with_grids(v, w->type, b, 3);
 	if (nb)
 		vk_dispatch(v, pi, nb, b, 4, &pc, sizeof pc, (uint32_t)((nr + MM_BM - 1) / MM_BM),
-			    (uint32_t)((ntok + MM_BN - 1) / MM_BN), heads);
+			    (uint32_t)((ntok + 16 * tn - 1) / (16 * tn)), heads);
 }
 
 /* y (tokens [0, ntok) of rows w->ne[1]) = w x for a run of tokens whose
@@ -608,10 +616,13 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 		if (rc)
 			return rc;
 	}
-	/* the pipelines, made now rather than at the first step */
-	bool built = vk_pipe(v, "actq", 64, NULL) != UINT32_MAX &&
+	/* the pipelines, made now rather than at the first step (the GEMM's
+	 * narrowest and widest tiles; the middle one at its first use) */
+	const uint32_t spec1[4] = {1, 0, 0, 0}, spec4[4] = {4, 0, 0, 0};
+	bool built = vk_pipe(v, "actq", 256, NULL) != UINT32_MAX &&
 		     pipe_of(v, "mul_mat_vec", w->type, MV_WG) != UINT32_MAX &&
-		     pipe_of(v, "mul_mm", w->type, MM_WG) != UINT32_MAX &&
+		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
+		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
 		     (w->ne[2] == 1 || pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX);
 	if (!built)
 		return tern_errf(err, TERN_EIO, "%s: the %s products' shaders failed to build", be->name,

@@ -582,6 +582,39 @@ static void vk_get_rows(struct tern_backend *be, const struct tern_buf *w, const
 	}
 }
 
+/* ---- copy into f32 ---- */
+
+/* What the copy shader does not convert (vk_ops.c vk_copy, its operands
+ * checked): any type the decoders know into f32, through them. */
+void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst)
+{
+	uint32_t t = src->type;
+	const struct quant_type_info *ti = quant_type_info(t);
+	if (v->lost)
+		return;
+	if (dst->type != QT_F32 || t == QT_I8 || t == QT_I16 || t == QT_I32 || t == QT_I64 || t == QT_F64 ||
+	    ti->blck > 256) {
+		cpu_host_fail(&v->be, "copy: %s to %s is not on this backend", quant_type_name(t),
+			      quant_type_name(dst->type));
+		return;
+	}
+	int64_t cols = src->ne[0], nrows = src->ne[1] * src->ne[2] * src->ne[3];
+	uint32_t unit = ti->blck == 1 ? 1 : 8;
+	struct {
+		uint32_t cols, nrows, os, s_ne1, s_ne2, s_nb1, s_nb2, s_nb3, od, d_ne1, d_ne2, d_nb1, d_nb2, d_nb3;
+	} pc = {(uint32_t)cols, (uint32_t)nrows, 0, (uint32_t)src->ne[1], (uint32_t)src->ne[2], (uint32_t)src->nb[1],
+		(uint32_t)src->nb[2], (uint32_t)src->nb[3], 0, (uint32_t)dst->ne[1], (uint32_t)dst->ne[2],
+		(uint32_t)(dst->nb[1] / 4), (uint32_t)(dst->nb[2] / 4), (uint32_t)(dst->nb[3] / 4)};
+	struct vk_range r[VK_MAX_BINDINGS];
+	if (!vk_range_of(v, src, 1, &r[0], &pc.os) || !vk_range_of(v, dst, 4, &r[1], &pc.od))
+		return;
+	uint32_t pi = pipe_of(v, "dequant_copy", t, 64), gx, gy, nb = with_grids(v, t, r, 2);
+	if (pi == UINT32_MAX || !nb)
+		return;
+	grid2(((uint64_t)nrows * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
+	vk_dispatch(v, pi, nb, r, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
 /* ---- load time ---- */
 
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)

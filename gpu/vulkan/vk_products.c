@@ -482,6 +482,54 @@ static void vk_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, 
 
 /* ---- the experts (MoE) ---- */
 
+/* tokens of a batch one mul_mm_id dispatch gathers per expert (its
+ * MAX_SLOTS: a token selects an expert at most once) */
+#define MM_ID_MAX_SLOTS 1024
+
+/* A batch: per run of tokens, per piece of the stack, a workgroup per
+ * (tile of 64 rows, expert) that gathers the expert's slots and multiplies
+ * them as a GEMM (mul_mm_id.comp). */
+static void mm_id(struct vk *v, const struct tern_buf *w, const struct tern_buf *x, const struct tern_buf *ids,
+		  const struct tern_buf *b, struct tern_buf *y, int64_t per, int64_t run)
+{
+	int64_t cols = w->ne[0], rows = w->ne[1], n_exp = w->ne[2], k = ids->ne[0], ntok = ids->ne[1];
+	int64_t n_x = x->ne[1];
+	size_t ebytes = (size_t)(rows - 1) * w->nb[1] + quant_row_size(w->type, (uint64_t)cols, NULL);
+	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
+		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
+		struct act a;
+		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, &a))
+			return;
+		/* the tile width for the tokens an expert takes on average */
+		uint32_t tn = mm_tn((nt * k + n_exp - 1) / n_exp), spec[4] = {tn, 0, 0, 0};
+		uint32_t pi = pipe_spec(v, "mul_mm_id", w->type, MM_WG, spec);
+		if (pi == UINT32_MAX)
+			return;
+		struct {
+			uint32_t rows, cols, k, n_x, nslots, ow, nb1, nb2, ox, xstride, sofs, oi, ob, oy, e0, n_exp, has_bias;
+		} pc = {(uint32_t)rows, (uint32_t)cols, (uint32_t)k, (uint32_t)n_x, (uint32_t)(nt * k), 0, (uint32_t)w->nb[1],
+			(uint32_t)w->nb[2], a.o, a.stride, a.sofs, 0, 0, 0, 0, (uint32_t)n_exp, b ? 1u : 0u};
+		struct vk_range r[VK_MAX_BINDINGS];
+		r[1] = a.r;
+		if (!vk_range_bytes(v, ids, (size_t)(t0 * k) * 4, (size_t)(nt * k) * 4, 4, &r[2], &pc.oi) ||
+		    !vk_range_of(v, b ? b : ids, 4, &r[3], &pc.ob) ||
+		    !vk_range_bytes(v, y, (size_t)(t0 * k * rows) * 4, (size_t)(nt * k * rows) * 4, 4, &r[4], &pc.oy))
+			return;
+		for (int64_t e0 = 0; e0 < n_exp; e0 += per) {
+			int64_t ne = n_exp - e0 < per ? n_exp - e0 : per;
+			if (!vk_range_bytes(v, w, (size_t)e0 * w->nb[2], (size_t)(ne - 1) * w->nb[2] + ebytes, 1, &r[0],
+					    &pc.ow))
+				return;
+			pc.e0 = (uint32_t)e0;
+			uint32_t nb = with_grids(v, w->type, r, 5);
+			if (!nb)
+				return;
+			vk_dispatch(v, pi, nb, r, 1u << 4, &pc, sizeof pc, (uint32_t)((rows + MM_BM - 1) / MM_BM), 1,
+				    (uint32_t)ne);
+		}
+	}
+}
+
 static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			  const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
@@ -499,12 +547,13 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 			      (long long)cols);
 		return;
 	}
-	/* workgroup z is a slot: runs of at most the device's z count */
-	int64_t zmax = v->max_groups[2] / (uint32_t)k;
-	if (zmax < run)
-		run = zmax;
+	if (ntok > 1) {
+		mm_id(v, w, x, ids, b, y, per, run < MM_ID_MAX_SLOTS ? run : MM_ID_MAX_SLOTS);
+		return;
+	}
+	/* one token: k mat-vecs, workgroup z the slot */
 	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
-	if (pi == UINT32_MAX || run < 1)
+	if (pi == UINT32_MAX)
 		return;
 	grid2((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
@@ -656,7 +705,8 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 		     pipe_of(v, "mul_mat_vec", w->type, MV_WG) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
-		     (w->ne[2] == 1 || pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX);
+		     (w->ne[2] == 1 || (pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX &&
+					  pipe_spec(v, "mul_mm_id", w->type, MM_WG, spec1) != UINT32_MAX));
 	if (!built)
 		return tern_errf(err, TERN_EIO, "%s: the %s products' shaders failed to build", be->name,
 				 quant_type_name(w->type));

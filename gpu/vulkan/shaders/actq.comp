@@ -23,16 +23,40 @@ layout(push_constant) uniform PC {
 	uint kind;             /* 0 Q8_0, 1 Q8_1, 2 Q8_K */
 } pc;
 
+/* a - c b up to one last rounding, from Dekker's exact product: Vulkan's
+ * fma() may be a multiply and an add, so the halves of each factor
+ * (Veltkamp's split, 12 bits above) are multiplied exactly instead;
+ * `precise` keeps the driver from fusing or reassociating any of it. */
+void split(float a, out float hi, out float lo)
+{
+	precise float t = 4097.0 * a;
+	precise float h = t - (t - a);
+	precise float l = a - h;
+	hi = h;
+	lo = l;
+}
+
+float resid(float a, float c, float b)
+{
+	float ch, cl, bh, bl;
+	split(c, ch, cl);
+	split(b, bh, bl);
+	precise float p = c * b;
+	precise float e = ((ch * bh - p) + ch * bl + cl * bh) + cl * bl;
+	precise float r = (a - p) - e;
+	return r;
+}
+
 /* a / b correctly rounded: GLSL's division may be off by 2.5 ulp, and the
  * scale must be the reference's to the bit. Of the quotient and its
- * neighbours up to 2 ulp away, the nearest to a / b is the one whose exact
- * residual a - c b (one fma) is smallest; a tie goes to the even one. */
+ * neighbours up to 2 ulp away, the nearest to a / b is the one whose
+ * residual a - c b is smallest; a tie goes to the even one. */
 float div_rn(float a, float b)
 {
-	float q = a / b, best = q, rb = abs(fma(-q, b, a));
+	float q = a / b, best = q, rb = abs(resid(a, q, b));
 	for (int k = -2; k <= 2; k++) {
 		float c = uintBitsToFloat(uint(int(floatBitsToUint(q)) + k));
-		float rc = abs(fma(-c, b, a));
+		float rc = abs(resid(a, c, b));
 		if (rc < rb || (rc == rb && (floatBitsToUint(c) & 1u) == 0u)) {
 			best = c;
 			rb = rc;
@@ -99,11 +123,16 @@ void main()
 			return;
 		}
 		float iscale = div_rn(-127.0, mx), d = div_rn(1.0, iscale);
-		q[qi] = d * min(roundEven(iscale * xv), 127.0);
+		precise float p = iscale * xv;
+		q[qi] = d * min(roundEven(p), 127.0);
 		return;
 	}
 	float d = div_rn(amax, 127.0), id_ = d != 0.0 ? div_rn(1.0, d) : 0.0;
-	float v = round_away(xv * id_);
+	/* the product rounded before the rounding to a level looks at it: a
+	 * driver that fused it into round_away's subtraction would round a
+	 * product just below a half (that f32 rounds to the half) down */
+	precise float p = xv * id_;
+	float v = round_away(p);
 	int c = abs(v) < 2147483520.0 ? int(v) : 0;
 	if (live)
 		q[qi] = float(c) * unpackHalf2x16(f2h(d)).x;

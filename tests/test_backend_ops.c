@@ -129,7 +129,14 @@ static const struct backend_entry backends[] = {
  *     measured at 1.1e-5: 1e-4 leaves room for such cancellation.
  * A real bug (a block skipped, a wrong scale, a row shifted) gives NMSE
  * of 1e-3 and more, so thresholds ten times above what is expected leave
- * a margin of several orders of magnitude both ways. */
+ * a margin of several orders of magnitude both ways.
+ * The Vulkan backend holds to the same thresholds: it quantizes the
+ * activations on the device as the reference does (actq.comp: the same
+ * scales to the bit, its divisions corrected to the nearest float, the
+ * same ties), decodes the weights to the reference's bits (get_rows
+ * checks them with memcmp) and sums their products in f32 (BF16 too: its
+ * GEMM does not round x to bf16); measured 1e-13 to 3e-12 on lavapipe,
+ * every type. */
 static double nmse_max(uint32_t t)
 {
 	if (t == QT_BF16)

@@ -243,5 +243,8 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err);
  * released by vk_products_free before the device goes. */
 void vk_products_table(struct tern_backend *be);
 void vk_products_free(struct vk *v);
+/* copy from a type the copy shader does not convert (vk_products.c:
+ * through the weight decoders) */
+void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst);
 
 #endif

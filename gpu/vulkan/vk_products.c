@@ -36,7 +36,6 @@
 #define MV_WG 64
 /* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
 #define MM_BM 64
-#define MM_BN 64
 #define MM_WG 256
 /* weights one mat-vec dispatch takes (mul_mat_vec.comp binds three:
  * 3 weights, x and 3 outputs fill VK_MAX_BINDINGS but one) */
@@ -96,16 +95,24 @@ static const char *suffix(uint32_t t, char *buf, size_t n)
 
 /* The pipeline of shader's variant for type t. vk_pipe keeps the name it
  * is given, so the name passed is the shader table's own (static) copy. */
-static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t wg)
+static uint32_t pipe_spec(struct vk *v, const char *shader, uint32_t t, uint32_t wg, const uint32_t spec[4])
 {
 	char name[64], s[16];
 	snprintf(name, sizeof name, "%s_%s", shader, suffix(t, s, sizeof s));
 	for (size_t i = 0; i < vk_spirv_count; i++)
 		if (!strcmp(vk_spirv_table[i].name, name))
-			return vk_pipe(v, vk_spirv_table[i].name, wg, NULL);
+			return vk_pipe(v, vk_spirv_table[i].name, wg, spec);
 	vk_fail(v, "no shader '%s' in this build", name);
 	return UINT32_MAX;
 }
+
+static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t wg)
+{
+	return pipe_spec(v, shader, t, wg, NULL);
+}
+
+/* the GEMM's tile width in tokens for a batch: 16 TN (mul_mm.comp) */
+static uint32_t mm_tn(int64_t ntok) { return ntok <= 16 ? 1 : ntok <= 32 ? 2 : 4; }
 
 /* n workgroups over x, and y where x would pass the device's limit */
 static void grid2(uint64_t n, uint32_t *gx, uint32_t *gy)
@@ -216,15 +223,15 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 	uint32_t oq;
 	if (!vk_range_bytes(v, &p->scratch, at * 4, (size_t)n * qs * 4, 4, &qr, &oq))
 		return false;
-	uint32_t at_t = quant_vec_dot_type(t), bl = at_t == QT_Q8_K ? 256 : 32;
+	uint32_t at_t = quant_vec_dot_type(t);
 	struct {
 		uint32_t cols, nrows, ox, oq, xstride, qstride, kind;
 	} pc = {(uint32_t)cols, (uint32_t)n, ox, oq, (uint32_t)cols, (uint32_t)qs,
 		at_t == QT_Q8_0 ? 0u : at_t == QT_Q8_1 ? 1u : 2u};
-	uint32_t pi = vk_pipe(v, "actq", 64, NULL), gx, gy;
+	uint32_t pi = vk_pipe(v, "actq", 256, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return false;
-	grid2(((uint64_t)n * (uint64_t)(cols / bl) + 63) / 64, &gx, &gy);
+	grid2(((uint64_t)n * (uint64_t)cols + 255) / 256, &gx, &gy);
 	struct vk_range b[2] = {xr, qr};
 	vk_dispatch(v, pi, 2, b, 2, &pc, sizeof pc, gx, gy, 1);
 	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols};
@@ -318,13 +325,14 @@ static void mm_dispatch(struct vk *v, const struct tern_buf *w, size_t wstart, s
 	    !vk_range_bytes(v, y, ystart, ybytes, 4, &b[2], &pc.oy))
 		return;
 	b[1] = a->r;
-	uint32_t pi = pipe_of(v, "mul_mm", w->type, MM_WG);
+	uint32_t tn = mm_tn(ntok), spec[4] = {tn, 0, 0, 0};
+	uint32_t pi = pipe_spec(v, "mul_mm", w->type, MM_WG, spec);
 	if (pi == UINT32_MAX)
 		return;
 	uint32_t nb = with_grids(v, w->type, b, 3);
 	if (nb)
 		vk_dispatch(v, pi, nb, b, 4, &pc, sizeof pc, (uint32_t)((nr + MM_BM - 1) / MM_BM),
-			    (uint32_t)((ntok + MM_BN - 1) / MM_BN), heads);
+			    (uint32_t)((ntok + 16 * tn - 1) / (16 * tn)), heads);
 }
 
 /* y (tokens [0, ntok) of rows w->ne[1]) = w x for a run of tokens whose
@@ -462,6 +470,54 @@ static void vk_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, 
 
 /* ---- the experts (MoE) ---- */
 
+/* tokens of a batch one mul_mm_id dispatch gathers per expert (its
+ * MAX_SLOTS: a token selects an expert at most once) */
+#define MM_ID_MAX_SLOTS 1024
+
+/* A batch: per run of tokens, per piece of the stack, a workgroup per
+ * (tile of 64 rows, expert) that gathers the expert's slots and multiplies
+ * them as a GEMM (mul_mm_id.comp). */
+static void mm_id(struct vk *v, const struct tern_buf *w, const struct tern_buf *x, const struct tern_buf *ids,
+		  const struct tern_buf *b, struct tern_buf *y, int64_t per, int64_t run)
+{
+	int64_t cols = w->ne[0], rows = w->ne[1], n_exp = w->ne[2], k = ids->ne[0], ntok = ids->ne[1];
+	int64_t n_x = x->ne[1];
+	size_t ebytes = (size_t)(rows - 1) * w->nb[1] + quant_row_size(w->type, (uint64_t)cols, NULL);
+	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
+		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
+		struct act a;
+		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, &a))
+			return;
+		/* the tile width for the tokens an expert takes on average */
+		uint32_t tn = mm_tn((nt * k + n_exp - 1) / n_exp), spec[4] = {tn, 0, 0, 0};
+		uint32_t pi = pipe_spec(v, "mul_mm_id", w->type, MM_WG, spec);
+		if (pi == UINT32_MAX)
+			return;
+		struct {
+			uint32_t rows, cols, k, n_x, nslots, ow, nb1, nb2, ox, xstride, sofs, oi, ob, oy, e0, n_exp, has_bias;
+		} pc = {(uint32_t)rows, (uint32_t)cols, (uint32_t)k, (uint32_t)n_x, (uint32_t)(nt * k), 0, (uint32_t)w->nb[1],
+			(uint32_t)w->nb[2], a.o, a.stride, a.sofs, 0, 0, 0, 0, (uint32_t)n_exp, b ? 1u : 0u};
+		struct vk_range r[VK_MAX_BINDINGS];
+		r[1] = a.r;
+		if (!vk_range_bytes(v, ids, (size_t)(t0 * k) * 4, (size_t)(nt * k) * 4, 4, &r[2], &pc.oi) ||
+		    !vk_range_of(v, b ? b : ids, 4, &r[3], &pc.ob) ||
+		    !vk_range_bytes(v, y, (size_t)(t0 * k * rows) * 4, (size_t)(nt * k * rows) * 4, 4, &r[4], &pc.oy))
+			return;
+		for (int64_t e0 = 0; e0 < n_exp; e0 += per) {
+			int64_t ne = n_exp - e0 < per ? n_exp - e0 : per;
+			if (!vk_range_bytes(v, w, (size_t)e0 * w->nb[2], (size_t)(ne - 1) * w->nb[2] + ebytes, 1, &r[0],
+					    &pc.ow))
+				return;
+			pc.e0 = (uint32_t)e0;
+			uint32_t nb = with_grids(v, w->type, r, 5);
+			if (!nb)
+				return;
+			vk_dispatch(v, pi, nb, r, 1u << 4, &pc, sizeof pc, (uint32_t)((rows + MM_BM - 1) / MM_BM), 1,
+				    (uint32_t)ne);
+		}
+	}
+}
+
 static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			  const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
@@ -479,12 +535,13 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 			      (long long)cols);
 		return;
 	}
-	/* workgroup z is a slot: runs of at most the device's z count */
-	int64_t zmax = v->max_groups[2] / (uint32_t)k;
-	if (zmax < run)
-		run = zmax;
+	if (ntok > 1) {
+		mm_id(v, w, x, ids, b, y, per, run < MM_ID_MAX_SLOTS ? run : MM_ID_MAX_SLOTS);
+		return;
+	}
+	/* one token: k mat-vecs, workgroup z the slot */
 	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
-	if (pi == UINT32_MAX || run < 1)
+	if (pi == UINT32_MAX)
 		return;
 	grid2((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
@@ -562,6 +619,39 @@ static void vk_get_rows(struct tern_backend *be, const struct tern_buf *w, const
 	}
 }
 
+/* ---- copy into f32 ---- */
+
+/* What the copy shader does not convert (vk_ops.c vk_copy, its operands
+ * checked): any type the decoders know into f32, through them. */
+void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst)
+{
+	uint32_t t = src->type;
+	const struct quant_type_info *ti = quant_type_info(t);
+	if (v->lost)
+		return;
+	if (dst->type != QT_F32 || t == QT_I8 || t == QT_I16 || t == QT_I32 || t == QT_I64 || t == QT_F64 ||
+	    ti->blck > 256) {
+		cpu_host_fail(&v->be, "copy: %s to %s is not on this backend", quant_type_name(t),
+			      quant_type_name(dst->type));
+		return;
+	}
+	int64_t cols = src->ne[0], nrows = src->ne[1] * src->ne[2] * src->ne[3];
+	uint32_t unit = ti->blck == 1 ? 1 : 8;
+	struct {
+		uint32_t cols, nrows, os, s_ne1, s_ne2, s_nb1, s_nb2, s_nb3, od, d_ne1, d_ne2, d_nb1, d_nb2, d_nb3;
+	} pc = {(uint32_t)cols, (uint32_t)nrows, 0, (uint32_t)src->ne[1], (uint32_t)src->ne[2], (uint32_t)src->nb[1],
+		(uint32_t)src->nb[2], (uint32_t)src->nb[3], 0, (uint32_t)dst->ne[1], (uint32_t)dst->ne[2],
+		(uint32_t)(dst->nb[1] / 4), (uint32_t)(dst->nb[2] / 4), (uint32_t)(dst->nb[3] / 4)};
+	struct vk_range r[VK_MAX_BINDINGS];
+	if (!vk_range_of(v, src, 1, &r[0], &pc.os) || !vk_range_of(v, dst, 4, &r[1], &pc.od))
+		return;
+	uint32_t pi = pipe_of(v, "dequant_copy", t, 64), gx, gy, nb = with_grids(v, t, r, 2);
+	if (pi == UINT32_MAX || !nb)
+		return;
+	grid2(((uint64_t)nrows * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
+	vk_dispatch(v, pi, nb, r, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
 /* ---- load time ---- */
 
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
@@ -596,11 +686,15 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 		if (rc)
 			return rc;
 	}
-	/* the pipelines, made now rather than at the first step */
-	bool built = vk_pipe(v, "actq", 64, NULL) != UINT32_MAX &&
+	/* the pipelines, made now rather than at the first step (the GEMM's
+	 * narrowest and widest tiles; the middle one at its first use) */
+	const uint32_t spec1[4] = {1, 0, 0, 0}, spec4[4] = {4, 0, 0, 0};
+	bool built = vk_pipe(v, "actq", 256, NULL) != UINT32_MAX &&
 		     pipe_of(v, "mul_mat_vec", w->type, MV_WG) != UINT32_MAX &&
-		     pipe_of(v, "mul_mm", w->type, MM_WG) != UINT32_MAX &&
-		     (w->ne[2] == 1 || pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX);
+		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
+		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
+		     (w->ne[2] == 1 || (pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX &&
+					  pipe_spec(v, "mul_mm_id", w->type, MM_WG, spec1) != UINT32_MAX));
 	if (!built)
 		return tern_errf(err, TERN_EIO, "%s: the %s products' shaders failed to build", be->name,
 				 quant_type_name(w->type));

@@ -7,7 +7,11 @@
  * terms by rounding alone (tests/test_backend_ops.c keeps its thresholds).
  * For Q8_1 the block sums s = fp16(d sum q), which the reference's Q4_1 /
  * Q5_1 dot multiplies by the weight's minimum, follow the row's cols
- * values. One invocation per block. */
+ * values. One invocation per element, a workgroup of 256 over whole
+ * blocks (cols is a multiple of the block, 32 or 256, so a block never
+ * straddles rows): each block's largest magnitude and sum come from
+ * shared-memory trees, whose max and integer sums are exact, so the
+ * result is the serial loop's. */
 #include "common.glsl"
 
 layout(binding = 0) readonly buffer X { float x[]; };
@@ -19,16 +23,40 @@ layout(push_constant) uniform PC {
 	uint kind;             /* 0 Q8_0, 1 Q8_1, 2 Q8_K */
 } pc;
 
+/* a - c b up to one last rounding, from Dekker's exact product: Vulkan's
+ * fma() may be a multiply and an add, so the halves of each factor
+ * (Veltkamp's split, 12 bits above) are multiplied exactly instead;
+ * `precise` keeps the driver from fusing or reassociating any of it. */
+void split(float a, out float hi, out float lo)
+{
+	precise float t = 4097.0 * a;
+	precise float h = t - (t - a);
+	precise float l = a - h;
+	hi = h;
+	lo = l;
+}
+
+float resid(float a, float c, float b)
+{
+	float ch, cl, bh, bl;
+	split(c, ch, cl);
+	split(b, bh, bl);
+	precise float p = c * b;
+	precise float e = ((ch * bh - p) + ch * bl + cl * bh) + cl * bl;
+	precise float r = (a - p) - e;
+	return r;
+}
+
 /* a / b correctly rounded: GLSL's division may be off by 2.5 ulp, and the
  * scale must be the reference's to the bit. Of the quotient and its
- * neighbours up to 2 ulp away, the nearest to a / b is the one whose exact
- * residual a - c b (one fma) is smallest; a tie goes to the even one. */
+ * neighbours up to 2 ulp away, the nearest to a / b is the one whose
+ * residual a - c b is smallest; a tie goes to the even one. */
 float div_rn(float a, float b)
 {
-	float q = a / b, best = q, rb = abs(fma(-q, b, a));
+	float q = a / b, best = q, rb = abs(resid(a, q, b));
 	for (int k = -2; k <= 2; k++) {
 		float c = uintBitsToFloat(uint(int(floatBitsToUint(q)) + k));
-		float rc = abs(fma(-c, b, a));
+		float rc = abs(resid(a, c, b));
 		if (rc < rb || (rc == rb && (floatBitsToUint(c) & 1u) == 0u)) {
 			best = c;
 			rb = rc;
@@ -60,45 +88,63 @@ float round_away(float v)
 	return abs(v - t) >= 0.5 ? t + sign(v) : t;
 }
 
+shared float red_v[256]; /* the value of largest magnitude so far (with its sign) */
+shared uint red_i[256];  /* its column, for the reference's tie rule: the first wins */
+shared int red_s[256];   /* Q8_1: the sum of the levels */
+
 void main()
 {
-	uint bl = pc.kind == 2u ? 256u : 32u, nblk = pc.cols / bl;
-	uint id = flat_id();
-	if (id >= nblk * pc.nrows)
-		return;
-	uint row = id / nblk, blk = id % nblk;
-	uint xi = pc.ox + row * pc.xstride + blk * bl, qi = pc.oq + row * pc.qstride + blk * bl;
-	/* the value of largest magnitude, the first one on ties */
-	float amax = 0.0, mx = 0.0;
-	for (uint i = 0u; i < bl; i++) {
-		float v = x[xi + i];
-		if (abs(v) > amax) {
-			amax = abs(v);
-			mx = v;
+	uint bl = pc.kind == 2u ? 256u : 32u, l = gl_LocalInvocationID.x;
+	uint g = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * 256u + l;
+	bool live = g < pc.cols * pc.nrows;
+	uint row = live ? g / pc.cols : 0u, col = live ? g % pc.cols : 0u;
+	float xv = live ? x[pc.ox + row * pc.xstride + col] : 0.0;
+	red_v[l] = xv;
+	red_i[l] = col;
+	barrier();
+	/* the trees stay within a block: partners are s apart, s < bl */
+	for (uint s = bl / 2u; s > 0u; s >>= 1) {
+		if (l % bl < s) {
+			float a = red_v[l], b = red_v[l + s];
+			if (abs(b) > abs(a) || (abs(b) == abs(a) && red_i[l + s] < red_i[l])) {
+				red_v[l] = b;
+				red_i[l] = red_i[l + s];
+			}
 		}
+		barrier();
 	}
+	float mx = red_v[l - l % bl], amax = abs(mx);
+	uint qi = pc.oq + row * pc.qstride + col;
 	if (pc.kind == 2u) {
+		if (!live)
+			return;
 		if (amax == 0.0) {
-			for (uint i = 0u; i < bl; i++)
-				q[qi + i] = 0.0;
+			q[qi] = 0.0;
 			return;
 		}
 		float iscale = div_rn(-127.0, mx), d = div_rn(1.0, iscale);
-		for (uint i = 0u; i < bl; i++) {
-			float v = min(roundEven(iscale * x[xi + i]), 127.0);
-			q[qi + i] = d * v;
-		}
+		precise float p = iscale * xv;
+		q[qi] = d * min(roundEven(p), 127.0);
 		return;
 	}
 	float d = div_rn(amax, 127.0), id_ = d != 0.0 ? div_rn(1.0, d) : 0.0;
-	float dh = unpackHalf2x16(f2h(d)).x;
-	int sum = 0;
-	for (uint i = 0u; i < bl; i++) {
-		float v = round_away(x[xi + i] * id_);
-		int c = abs(v) < 2147483520.0 ? int(v) : 0;
-		sum += c;
-		q[qi + i] = float(c) * dh;
+	/* the product rounded before the rounding to a level looks at it: a
+	 * driver that fused it into round_away's subtraction would round a
+	 * product just below a half (that f32 rounds to the half) down */
+	precise float p = xv * id_;
+	float v = round_away(p);
+	int c = abs(v) < 2147483520.0 ? int(v) : 0;
+	if (live)
+		q[qi] = float(c) * unpackHalf2x16(f2h(d)).x;
+	if (pc.kind != 1u)
+		return;
+	red_s[l] = live ? c : 0;
+	barrier();
+	for (uint s = bl / 2u; s > 0u; s >>= 1) {
+		if (l % bl < s)
+			red_s[l] += red_s[l + s];
+		barrier();
 	}
-	if (pc.kind == 1u)
-		q[pc.oq + row * pc.qstride + pc.cols + blk] = unpackHalf2x16(f2h(float(sum) * d)).x;
+	if (live && l % bl == 0u)
+		q[pc.oq + row * pc.qstride + pc.cols + col / bl] = unpackHalf2x16(f2h(float(red_s[l]) * d)).x;
 }

@@ -8,6 +8,7 @@
  * shader with one weight binding and one that picks among several:
  *   WB(o)  the byte at byte offset o
  *   WH(o)  the 16-bit word at o (o even)
+ *   WW(o)  the 32-bit word at o (o a multiple of 4)
  *   WF(o)  the f32 at o (o a multiple of 4)
  *
  * get_rows must give the reference's bits (tests compare with memcmp):
@@ -22,6 +23,20 @@
 float h2f(uint h) { return unpackHalf2x16(h).x; }
 
 uint rd32(uint o) { return WH(o) | (WH(o + 2u) << 16); } /* o even */
+
+/* 8 consecutive bytes at o as two words, read at the widest width o's
+ * alignment allows (a block's payload is 4- or 2-byte aligned in most
+ * types: 2 or 4 loads instead of 8) */
+uvec2 rd8(uint o)
+{
+	if ((o & 3u) == 0u)
+		return uvec2(WW(o), WW(o + 4u));
+	if ((o & 1u) == 0u)
+		return uvec2(rd32(o), rd32(o + 4u));
+	return uvec2(WB(o) | (WB(o + 1u) << 8) | (WB(o + 2u) << 16) | (WB(o + 3u) << 24),
+		     WB(o + 4u) | (WB(o + 5u) << 8) | (WB(o + 6u) << 16) | (WB(o + 7u) << 24));
+}
+uint byte8(uvec2 w, uint i) { return (w[i >> 2] >> (8u * (i & 3u))) & 255u; }
 int sbyte(uint v) { return int(v << 24) >> 24; }
 
 #if defined(TYPE_F32)
@@ -52,8 +67,9 @@ void dec8(uint b, uint u, out float v[8])
 {
 	float d = h2f(WH(b));
 	uint q0 = b + 2u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = float(int((WB(q0 + i) >> sh) & 15u) - 8) * d;
+		precise float r = float(int((byte8(qw, i) >> sh) & 15u) - 8) * d;
 		v[i] = r;
 	}
 }
@@ -71,8 +87,9 @@ void dec8(uint b, uint u, out float v[8])
 	float m = h2f(WH(b + 2u));
 #endif
 	uint q0 = b + 4u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = float((WB(q0 + i) >> sh) & 15u) * d + m;
+		precise float r = float((byte8(qw, i) >> sh) & 15u) * d + m;
 		v[i] = r;
 	}
 }
@@ -85,8 +102,9 @@ void dec8(uint b, uint u, out float v[8])
 	float d = h2f(WH(b));
 	uint qh = rd32(b + 2u) >> (8u * u);
 	uint q0 = b + 6u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		uint q = ((WB(q0 + i) >> sh) & 15u) | (((qh >> i) & 1u) << 4);
+		uint q = ((byte8(qw, i) >> sh) & 15u) | (((qh >> i) & 1u) << 4);
 		precise float r = float(int(q) - 16) * d;
 		v[i] = r;
 	}
@@ -106,8 +124,9 @@ void dec8(uint b, uint u, out float v[8])
 #endif
 	uint qh = rd32(b + 4u) >> (8u * u);
 	uint q0 = b + 8u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		uint q = ((WB(q0 + i) >> sh) & 15u) | (((qh >> i) & 1u) << 4);
+		uint q = ((byte8(qw, i) >> sh) & 15u) | (((qh >> i) & 1u) << 4);
 		precise float r = float(q) * d + m;
 		v[i] = r;
 	}
@@ -120,8 +139,9 @@ void dec8(uint b, uint u, out float v[8])
 {
 	float d = h2f(WH(b));
 	uint q0 = b + 2u + 8u * u;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = float(sbyte(WB(q0 + i))) * d;
+		precise float r = float(sbyte(byte8(qw, i))) * d;
 		v[i] = r;
 	}
 }
@@ -133,8 +153,9 @@ void dec8(uint b, uint u, out float v[8])
 {
 	float d = h2f(WH(b));
 	uint q0 = b + 4u + 8u * u;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = float(sbyte(WB(q0 + i))) * d;
+		precise float r = float(sbyte(byte8(qw, i))) * d;
 		v[i] = r;
 	}
 }
@@ -149,8 +170,9 @@ void dec8(uint b, uint u, out float v[8])
 {
 	float d = h2f(WH(b));
 	uint q0 = b + 2u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = d * kv_iq4nl[(WB(q0 + i) >> sh) & 15u];
+		precise float r = d * kv_iq4nl[(byte8(qw, i) >> sh) & 15u];
 		v[i] = r;
 	}
 }
@@ -164,8 +186,9 @@ void dec8(uint b, uint u, out float v[8])
 	uint ls = ((WB(b + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u) | (((WH(b + 2u) >> (2u * ib)) & 3u) << 4);
 	precise float dl = d * float(int(ls) - 32);
 	uint q0 = b + 8u + 16u * ib + 8u * (w & 1u), sh = w >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = dl * kv_iq4nl[(WB(q0 + i) >> sh) & 15u];
+		precise float r = dl * kv_iq4nl[(byte8(qw, i) >> sh) & 15u];
 		v[i] = r;
 	}
 }
@@ -182,8 +205,9 @@ void dec8(uint b, uint u, out float v[8])
 	uint e = WB(b);
 	float d = uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
 	uint q0 = b + 1u + 8u * (u & 1u), sh = u >> 1 << 2;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = kv_mxfp4[(WB(q0 + i) >> sh) & 15u] * d;
+		precise float r = kv_mxfp4[(byte8(qw, i) >> sh) & 15u] * d;
 		v[i] = r;
 	}
 }
@@ -199,8 +223,9 @@ void dec8(uint b, uint u, out float v[8])
 	float d = h2f(WH(b + 80u)), dmin = h2f(WH(b + 82u));
 	precise float dl = d * float(sc & 15u), ml = dmin * float(sc >> 4);
 	uint q0 = b + 16u + 32u * n + 16u * h + l0;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = dl * float((WB(q0 + i) >> (2u * j)) & 3u) - ml;
+		precise float r = dl * float((byte8(qw, i) >> (2u * j)) & 3u) - ml;
 		v[i] = r;
 	}
 }
@@ -217,9 +242,11 @@ void dec8(uint b, uint u, out float v[8])
 	float d = h2f(WH(b + 108u));
 	precise float dl = d * float(int(lo | (hi << 4)) - 32);
 	uint m = 1u << (4u * n + j);
+	uvec2 qw = rd8(b + 32u + 32u * n + l0);
+	uvec2 hw = rd8(b + l0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
 		uint l = l0 + i;
-		int q = int((WB(b + 32u + 32u * n + l) >> (2u * j)) & 3u) - ((WB(b + l) & m) != 0u ? 0 : 4);
+		int q = int((byte8(qw, i) >> (2u * j)) & 3u) - ((byte8(hw, i) & m) != 0u ? 0 : 4);
 		precise float r = dl * float(q);
 		v[i] = r;
 	}
@@ -253,14 +280,17 @@ void dec8(uint b, uint u, out float v[8])
 	uint sh = 4u * (is & 1u);
 #if defined(TYPE_Q4_K)
 	uint q0 = b + 16u + 32u * (is >> 1) + l0;
+	uvec2 qw = rd8(q0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = d1 * float((WB(q0 + i) >> sh) & 15u) - m1;
+		precise float r = d1 * float((byte8(qw, i) >> sh) & 15u) - m1;
 		v[i] = r;
 	}
 #else
 	uint q0 = b + 48u + 32u * (is >> 1) + l0;
+	uvec2 qw = rd8(q0);
+	uvec2 hw = rd8(b + 16u + l0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		uint q = ((WB(q0 + i) >> sh) & 15u) | (((WB(b + 16u + l0 + i) >> is) & 1u) << 4);
+		uint q = ((byte8(qw, i) >> sh) & 15u) | (((byte8(hw, i) >> is) & 1u) << 4);
 		precise float r = d1 * float(q) - m1;
 		v[i] = r;
 	}
@@ -277,8 +307,10 @@ void dec8(uint b, uint u, out float v[8])
 	float d = h2f(WH(b + 208u));
 	precise float ds = d * float(sbyte(WB(b + 192u + 8u * n + (l0 >> 4) + 2u * k)));
 	uint ql = b + 64u * n + 32u * (k & 1u) + l0, qh = b + 128u + 32u * n + l0, sh = 4u * (k >> 1);
+	uvec2 lw = rd8(ql);
+	uvec2 hw = rd8(qh);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		uint q = ((WB(ql + i) >> sh) & 15u) | (((WB(qh + i) >> (2u * k)) & 3u) << 4);
+		uint q = ((byte8(lw, i) >> sh) & 15u) | (((byte8(hw, i) >> (2u * k)) & 3u) << 4);
 		precise float r = ds * float(int(q) - 32);
 		v[i] = r;
 	}
@@ -290,8 +322,9 @@ void dec8(uint b, uint u, out float v[8])
 void dec8(uint b, uint u, out float v[8])
 {
 	float d = WF(b);
+	uvec2 qw = rd8(b + 4u + 8u * u);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = d * float(sbyte(WB(b + 4u + 8u * u + i)));
+		precise float r = d * float(sbyte(byte8(qw, i)));
 		v[i] = r;
 	}
 }
@@ -329,8 +362,9 @@ void dec8(uint b, uint u, out float v[8])
 {
 	uint j = u >> 4, l = (u >> 2) & 3u, m0 = 8u * (u & 3u);
 	float d = h2f(WH(b + 64u));
+	uvec2 qw = rd8(b + 32u * j + m0);
 	[[unroll]] for (uint i = 0u; i < 8u; i++) {
-		precise float r = float(int((WB(b + 32u * j + m0 + i) >> (2u * l)) & 3u) - 1) * d;
+		precise float r = float(int((byte8(qw, i) >> (2u * l)) & 3u) - 1) * d;
 		v[i] = r;
 	}
 }

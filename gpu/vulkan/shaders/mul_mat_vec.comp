@@ -17,12 +17,15 @@
 layout(binding = 0) readonly buffer W0a { uint8_t w0b[]; };
 layout(binding = 0) readonly buffer W0b { uint16_t w0h[]; };
 layout(binding = 0) readonly buffer W0c { float w0f[]; };
+layout(binding = 0) readonly buffer W0d { uint w0w[]; };
 layout(binding = 1) readonly buffer W1a { uint8_t w1b[]; };
 layout(binding = 1) readonly buffer W1b { uint16_t w1h[]; };
 layout(binding = 1) readonly buffer W1c { float w1f[]; };
+layout(binding = 1) readonly buffer W1d { uint w1w[]; };
 layout(binding = 2) readonly buffer W2a { uint8_t w2b[]; };
 layout(binding = 2) readonly buffer W2b { uint16_t w2h[]; };
 layout(binding = 2) readonly buffer W2c { float w2f[]; };
+layout(binding = 2) readonly buffer W2d { uint w2w[]; };
 layout(binding = 3) readonly buffer X { float x[]; };
 layout(binding = 4) writeonly buffer Y0 { float y0[]; };
 layout(binding = 5) writeonly buffer Y1 { float y1[]; };
@@ -39,9 +42,11 @@ layout(push_constant) uniform PC {
 uint g_w; /* this workgroup's weight: uniform, so the selects below do not diverge */
 uint rd_b(uint o) { return g_w == 0u ? uint(w0b[o]) : g_w == 1u ? uint(w1b[o]) : uint(w2b[o]); }
 uint rd_h(uint o) { return g_w == 0u ? uint(w0h[o >> 1]) : g_w == 1u ? uint(w1h[o >> 1]) : uint(w2h[o >> 1]); }
+uint rd_w(uint o) { return g_w == 0u ? w0w[o >> 2] : g_w == 1u ? w1w[o >> 2] : w2w[o >> 2]; }
 float rd_f(uint o) { return g_w == 0u ? w0f[o >> 2] : g_w == 1u ? w1f[o >> 2] : w2f[o >> 2]; }
 #define WB(o) rd_b(o)
 #define WH(o) rd_h(o)
+#define WW(o) rd_w(o)
 #define WF(o) rd_f(o)
 #include "dequant.glsl"
 

@@ -2,8 +2,10 @@
 // types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0
 /* mul_mm.comp - y = W x for a batch (lib/backend.h mat_mul, and per head
  * mat_mul_heads: workgroup z is the head, each with its own offsets): a
- * tiled GEMM, a 64-row x 64-token tile of y per workgroup of 256
- * invocations, each accumulating 4 x 4 outputs. The K dimension goes by
+ * tiled GEMM, a 64-row x BN-token tile of y per workgroup of 256
+ * invocations, each accumulating 4 x TN outputs (TN = SPEC1: 1, 2 or 4,
+ * BN = 16 TN; a small batch takes a narrow tile rather than padding to
+ * 64 tokens). The K dimension goes by
  * 32 columns: the weight tile is decoded once into shared memory (one
  * 8-element unit per invocation for the block types), the activation
  * tile copied beside it, then every invocation runs its 4 x 4 outer
@@ -31,12 +33,13 @@ layout(push_constant) uniform PC {
 } pc;
 
 #define BM 64u
-#define BN 64u
+#define TN SPEC1
+#define BN (16u * TN)
 #define BK 32u
 shared float As[BK][BM + 1u];
-shared float Bs[BK][BN + 1u];
+shared float Bs[BK][64u + 1u];
 #ifdef NO_MIN
-shared float Ms[BM], Ss[BN];
+shared float Ms[BM], Ss[64];
 #endif
 
 void main()
@@ -49,6 +52,7 @@ void main()
 	[[unroll]] for (uint i = 0u; i < 4u; i++)
 		[[unroll]] for (uint j = 0u; j < 4u; j++)
 			acc[i][j] = 0.0;
+	/* TN of the 4 token columns are used */
 	for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
 		/* the weight tile, decoded once */
 		for (uint i = tid * UNIT; i < BM * BK; i += 256u * UNIT) {
@@ -78,20 +82,20 @@ void main()
 			float a[4], b[4];
 			[[unroll]] for (uint i = 0u; i < 4u; i++) {
 				a[i] = As[k][tx + 16u * i];
-				b[i] = Bs[k][ty + 16u * i];
+				b[i] = i < TN ? Bs[k][ty + 16u * i] : 0.0;
 			}
 			[[unroll]] for (uint i = 0u; i < 4u; i++)
-				[[unroll]] for (uint j = 0u; j < 4u; j++)
+				[[unroll]] for (uint j = 0u; j < TN; j++)
 					acc[i][j] += a[i] * b[j];
 		}
 #ifdef NO_MIN
 		[[unroll]] for (uint i = 0u; i < 4u; i++)
-			[[unroll]] for (uint j = 0u; j < 4u; j++)
+			[[unroll]] for (uint j = 0u; j < TN; j++)
 				acc[i][j] += Ms[tx + 16u * i] * Ss[ty + 16u * j];
 #endif
 		barrier();
 	}
-	[[unroll]] for (uint j = 0u; j < 4u; j++) {
+	[[unroll]] for (uint j = 0u; j < TN; j++) {
 		uint t = n0 + ty + 16u * j;
 		[[unroll]] for (uint i = 0u; i < 4u; i++) {
 			uint r = m0 + tx + 16u * i;

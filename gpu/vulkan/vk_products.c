@@ -739,9 +739,3 @@ void vk_products_table(struct tern_backend *be)
 	be->mat_mul_id = vk_mat_mul_id;
 	be->get_rows = vk_get_rows;
 }
-
-void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst)
-{
-	cpu_host_fail(&v->be, "copy: %s to %s is not on this backend yet", quant_type_name(src->type),
-		      quant_type_name(dst->type));
-}

@@ -22,8 +22,14 @@ static void init_tables(void)
 	for (int i = 0; i <= QUANT_ISA_NEON; i++)
 		ops_scalar_init(&tables[i]);
 #if defined(__x86_64__)
-	cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
-	cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
+	/* the initializers are compiled for their ISA: the compiler may store
+	 * the table with its vector instructions, which fault on a CPU
+	 * without them (an AVX2 machine ran into AVX-512 stores here) */
+	const struct quant_cpu *f = quant_cpu();
+	if (f->avx2 && f->fma && f->f16c)
+		cpu_ops_avx2_init(&tables[QUANT_ISA_AVX2]);
+	if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512vnni)
+		cpu_ops_avx512_init(&tables[QUANT_ISA_AVX512]);
 #endif
 }
 

@@ -47,6 +47,16 @@ struct tern_llm_opts {
 			   * norms and RoPE rounded as ggml's x86 CPU backend rounds them (lib/backend.h:
 			   * struct tern_norm's and tern_rope's ggml), the same bits under every SIMD
 			   * variant; the embeddings set it. Off by default: generation keeps its own */
+	/* Partial offload (llama.cpp's -ngl; gpu/plan.h sizes it): the last
+	 * n_dev_layers blocks (il >= n_layer - n_dev_layers), each with its KV
+	 * cache, and the output head with dev_output, run on dev; the token
+	 * embedding and the other blocks on the backend given to tern_llm_new.
+	 * The residual stream is copied between them through host memory
+	 * where the layers change backend. dev NULL (the default), or nothing
+	 * placed on it: everything on the one backend. dev is borrowed. */
+	struct tern_backend *dev;
+	int32_t n_dev_layers; /* 0..n_layer */
+	bool dev_output;
 };
 
 /* ggml's flash attention takes the queries of a batch of at least this
@@ -106,6 +116,17 @@ uint64_t tern_llm_kv_bytes(const struct tern_llm *l);
  * backend's own scratch is not counted. */
 uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
 				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv);
+
+/* What the memory planner (gpu/plan.h) weighs, from the shapes and the
+ * file's tensor sizes, before anything is allocated: per block its
+ * weights as stored (weights[n_layer]) and its KV cache at n_ctx
+ * positions of the given types (kv[n_layer]); the output head (output
+ * norm and matrix, the token embedding when tied); the activations one
+ * backend holds for micro-batches of n_ubatch (n_ctx and n_ubatch as
+ * resolved, as tern_llm_memory_estimate takes them). */
+void tern_llm_offload_sizes(const struct tern_model *m, int64_t n_ctx, int64_t n_ubatch, uint32_t type_k,
+			    uint32_t type_v, bool logits_all, uint64_t *weights, uint64_t *kv, uint64_t *output,
+			    uint64_t *scratch);
 
 /* Forget positions n_past.. (0 <= n_past <= current): the next decode
  * continues from there (chat reuses a common prefix this way). */

@@ -250,7 +250,7 @@ int tern_device_find(const char *name, const struct tern_device_opts *o, struct 
 		return n;
 	int best = -1;
 	for (int i = 0; i < n; i++) {
-		if (!strcmp(name, "auto") ? !tern_device_is_cpu(&all[i]) &&
+		if (!strcmp(name, "auto") ? !tern_device_is_cpu(&all[i]) && !all[i].software &&
 						    (best < 0 || all[i].mem_budget > all[best].mem_budget)
 					  : !strcmp(name, all[i].name))
 			best = i;

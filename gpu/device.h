@@ -24,6 +24,8 @@ struct tern_device_info {
 	bool int_dot;        /* an accelerated 8-bit integer dot product */
 	bool coopmat;        /* cooperative matrices / tensor cores */
 	bool uma;            /* device memory is host memory (an integrated GPU, lavapipe) */
+	bool software;       /* the API run by the CPU (lavapipe: VK_PHYSICAL_DEVICE_TYPE_CPU): usable
+			      * by name, never chosen by "auto" (the CPU backend is faster) */
 	int subgroup;        /* subgroup (warp, wave) size */
 };
 
@@ -31,8 +33,8 @@ struct tern_device_info {
  *
  * Devices by name: "cpu" (always, first), then "vulkan0", "vulkan1", ...
  * (built with TERN_HAVE_VULKAN: vk_device_count() / vk_device_info()),
- * "cuda0", ... later; "auto" is the GPU with the largest budget, else the
- * CPU. A device that is absent, or whose backend refuses to start, is an
+ * "cuda0", ... later; "auto" is the GPU with the largest budget (software
+ * renderers excepted), else the CPU. A device that is absent, or whose backend refuses to start, is an
  * error naming it: nothing falls back silently but "auto". */
 
 #define TERN_DEVICE_MAX 16
@@ -60,7 +62,7 @@ struct tern_device_opts {
  * compiled in but finds no device lists nothing, which is no error. */
 int tern_device_list(struct tern_device_info *out, int cap, const struct tern_device_opts *o, tern_err *e);
 /* The facts of device name ("auto" resolved: the GPU with the largest
- * mem_budget, else the CPU). TERN_ENOTFOUND names the devices present. */
+ * mem_budget that is not software, else the CPU). TERN_ENOTFOUND names the devices present. */
 int tern_device_find(const char *name, const struct tern_device_opts *o, struct tern_device_info *out, tern_err *e);
 /* A backend on device name ("auto" as tern_device_find resolves it); *be
  * is NULL on failure, the message names the device. */

@@ -34,6 +34,7 @@
 
 #include "gpu/device.h"
 #include "lib/cpu/backend.h"
+#include "lib/format/gguf.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
 #include "quant/quant.h"
@@ -184,15 +185,40 @@ static void test_offload_alloc_failure(void **state)
 
 	uint64_t w[64], kv[64], out = 0, scratch = 0;
 	assert_true(nl <= 64);
-	tern_llm_offload_sizes(m, 32, N_POS, QT_F16, QT_F16, true, w, kv, &out, &scratch);
+	struct tern_llm_opts so = tern_llm_opts_default();
+	so.n_ctx = 32;
+	so.n_ubatch = N_POS;
+	so.logits_all = true;
+	tern_err e = {0};
+	assert_int_equal(tern_llm_offload_sizes(m, &so, N_POS, w, kv, &out, &scratch, &e), 0);
+	/* the weights the planner counts are the file's tensors: each
+	 * layer's are the "blk.N." ones, the output head's output.weight and
+	 * output_norm.weight (this model is untied) */
+	const gguf_file *gf = tern_mf_gguf(m->mf);
+	uint64_t want_w[64] = {0}, want_out = 0;
+	for (uint64_t i = 0; i < gguf_n_tensors(gf); i++) {
+		const struct tern_tensor_view *t = gguf_tensor_at(gf, i);
+		char name[96];
+		snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+		int il = -1;
+		if (sscanf(name, "blk.%d.", &il) == 1 && il >= 0 && il < nl)
+			want_w[il] += t->nbytes;
+		else if (!strcmp(name, "output.weight") || !strcmp(name, "output_norm.weight"))
+			want_out += t->nbytes;
+	}
 	uint64_t all = out + scratch;
-	for (int32_t il = 0; il < nl; il++)
+	for (int32_t il = 0; il < nl; il++) {
+		assert_int_equal(w[il], want_w[il]);
+		/* f16 K and V rows of head_dim for each KV head, 32 positions */
+		assert_int_equal(kv[il], 2ull * 2 * m->cfg.head_dim * m->cfg.layer[il].n_head_kv * 32);
 		all += w[il] + kv[il];
+	}
+	assert_int_equal(out, want_out);
+	assert_true(scratch > 0);
 	/* a limit of 1/4 of everything cannot hold the full offload */
 	struct tern_device_opts dopt = {.n_threads = 1, .max_tokens = N_POS, .test_mem = (uint64_t)1 << 30,
 					.test_alloc_limit = all / 4};
 	struct tern_backend *dev = NULL;
-	tern_err e = {0};
 	if (tern_backend_open("test0", &dopt, &dev, &e))
 		fail_msg("test0: %s", e.msg);
 	struct tern_llm_opts o = tern_llm_opts_default();

@@ -384,11 +384,14 @@ static uint64_t view_bytes(const struct tern_tensor_view *t)
 	return t ? t->nbytes : 0;
 }
 
-void tern_llm_offload_sizes(const struct tern_model *m, int64_t n_ctx, int64_t n_ubatch, uint32_t type_k,
-			    uint32_t type_v, bool logits_all, uint64_t *weights, uint64_t *kv, uint64_t *output,
-			    uint64_t *scratch)
+int tern_llm_offload_sizes(const struct tern_model *m, const struct tern_llm_opts *o, int64_t max_tokens,
+			   uint64_t *weights, uint64_t *kv, uint64_t *output, uint64_t *scratch, tern_err *e)
 {
 	const struct tern_model_config *c = &m->cfg;
+	int32_t n_ctx = 0, n_ub = 0;
+	int rc = check_opts(c, max_tokens, o, &n_ctx, &n_ub, e);
+	if (rc)
+		return rc;
 	/* a layer's tensors, every field a view pointer: the fused ones
 	 * (wqkv, bqkv, ffn_gate_up) are loaded as the views split from them,
 	 * which the sum has already */
@@ -404,12 +407,13 @@ void tern_llm_offload_sizes(const struct tern_model *m, int64_t n_ctx, int64_t n
 			if (v[i] != w->wqkv && v[i] != w->bqkv && v[i] != w->ffn_gate_up)
 				b += view_bytes(v[i]);
 		weights[il] = b;
-		kv[il] = layer_kv_bytes(c, il, type_k, type_v, (uint64_t)n_ctx);
+		kv[il] = layer_kv_bytes(c, il, o->type_k, o->type_v, (uint64_t)n_ctx);
 	}
 	*output = view_bytes(m->w.output_norm) + view_bytes(m->w.output_norm_b) + view_bytes(m->w.output_b) +
 		  view_bytes(c->tied_output ? m->w.token_embd : m->w.output);
-	uint64_t all_kv = 0, all = tern_llm_memory_estimate(c, n_ctx, n_ubatch, type_k, type_v, logits_all, &all_kv);
+	uint64_t all_kv = 0, all = tern_llm_memory_estimate(c, n_ctx, n_ub, o->type_k, o->type_v, o->logits_all, &all_kv);
 	*scratch = all - all_kv;
+	return 0;
 }
 
 /* Older deepseek2 files keep W_kb and W_vb together in attn_kv_b ({kv_lora,

@@ -118,15 +118,14 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv);
 
 /* What the memory planner (gpu/plan.h) weighs, from the shapes and the
- * file's tensor sizes, before anything is allocated: per block its
- * weights as stored (weights[n_layer]) and its KV cache at n_ctx
- * positions of the given types (kv[n_layer]); the output head (output
- * norm and matrix, the token embedding when tied); the activations one
- * backend holds for micro-batches of n_ubatch (n_ctx and n_ubatch as
- * resolved, as tern_llm_memory_estimate takes them). */
-void tern_llm_offload_sizes(const struct tern_model *m, int64_t n_ctx, int64_t n_ubatch, uint32_t type_k,
-			    uint32_t type_v, bool logits_all, uint64_t *weights, uint64_t *kv, uint64_t *output,
-			    uint64_t *scratch);
+ * file's tensor sizes, before anything is allocated, for options o (their
+ * n_ctx and n_ubatch resolved as tern_llm_new resolves them, with
+ * max_tokens the smaller of the two backends'): per block its weights as
+ * stored (weights[n_layer]) and its KV cache (kv[n_layer]); the output
+ * head (output norm and matrix, the token embedding when tied); the
+ * activations one backend holds. Errors: tern_llm_new's for bad options. */
+int tern_llm_offload_sizes(const struct tern_model *m, const struct tern_llm_opts *o, int64_t max_tokens,
+			   uint64_t *weights, uint64_t *kv, uint64_t *output, uint64_t *scratch, tern_err *e);
 
 /* Forget positions n_past.. (0 <= n_past <= current): the next decode
  * continues from there (chat reuses a common prefix this way). */

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/device.h"
+#include "gpu/registry.h"
 #include "lib/cpu/backend.h"
 #include "lib/format/gguf.h"
 #include "lib/llm/llm.h"

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu/device.h"
+#include "gpu/registry.h"
 #include "gpu/plan.h"
 #include "lib/cpu/backend.h"
 #include "quant/quant.h"

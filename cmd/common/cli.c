@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu/device.h"
+#include "gpu/registry.h"
 #include "quant/cpu.h"
 #include "lib/core/utf8.h"
 

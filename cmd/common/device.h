@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "cmd/common/cli.h"
-#include "gpu/device.h"
+#include "gpu/registry.h"
 #include "gpu/plan.h"
 #include "lib/llm/llm.h"
 

@@ -44,14 +44,7 @@ expect 2 $B -m x.gguf -ngl 1,x && check "bench: -ngl 1,x" one_line_err "tern-ben
 expect 2 $B -m x.gguf --gpu-mem-limit 1Z && check "bench: --gpu-mem-limit" one_line_err "tern-bench: option '--gpu-mem-limit'"
 
 # ---- the models -----------------------------------------------------------------------
-if [ ! -f "${OUT:-build/release}/libtern.a" ]; then
-	echo "SKIP: no libtern.a to build the model generator"
-	finish
-fi
-flags="-std=c11 -O1 -ffp-contract=off -I."
-[ "${SANITIZE:-}" = 1 ] && flags="$flags -fsanitize=address,undefined"
-PKG=$(pkg-config --libs libpcre2-8 libutf8proc 2>/dev/null || true)
-expect 0 cc $flags scripts/gen_synth_llm.c "${OUT:-build/release}/libtern.a" $PKG -lpthread -lm -o "$T/gen" || finish
+synth_gen || finish
 expect 0 "$T/gen" gemma3 q8_0 "$T/g.gguf" || finish     # 6 layers, untied
 expect 0 "$T/gen" qwen2 f32 "$T/q.gguf" || finish       # 2 layers, tied output
 expect 0 "$T/gen" llama-mean f32 "$T/e.gguf" || finish  # an embedding model

@@ -69,8 +69,7 @@ static struct tern_backend *backend(bool ref)
 /* The logits of every one of ids[N_POS] into out[N_POS][n_vocab], in
  * decode calls of `step` tokens, with the last n_dev layers (and the
  * output head when output) on dev (NULL: all on host). */
-static void run(const struct tern_model *m, struct tern_backend *host, struct tern_backend *dev, int32_t n_dev,
-		bool output, int32_t step, const int32_t *ids, float *out)
+static struct tern_llm_opts offload(int32_t step, struct tern_backend *dev, int32_t n_dev, bool output)
 {
 	struct tern_llm_opts o = tern_llm_opts_default();
 	o.n_ctx = 32;
@@ -79,6 +78,13 @@ static void run(const struct tern_model *m, struct tern_backend *host, struct te
 	o.dev = dev;
 	o.n_dev_layers = n_dev;
 	o.dev_output = output;
+	return o;
+}
+
+static void run(const struct tern_model *m, struct tern_backend *host, struct tern_backend *dev, int32_t n_dev,
+		bool output, int32_t step, const int32_t *ids, float *out)
+{
+	struct tern_llm_opts o = offload(step, dev, n_dev, output);
 	struct tern_llm *l = NULL;
 	tern_err e = {0};
 	if (tern_llm_new(&l, m, host, &o, &e))
@@ -93,16 +99,12 @@ static void run(const struct tern_model *m, struct tern_backend *host, struct te
 	tern_llm_free(l);
 }
 
-struct ocase {
-	const char *arch, *type;
-};
-
 /* every family of lib/llm: dense (llama with llama3's frequency factors,
  * qwen2 tied, qwen3 with QK norms, gemma3's sliding windows, gemma,
  * gemma2's soft-caps, phi2's parallel block and layer norm, phi3 and its
  * LongRoPE factors), the mixtures of experts, and multi-head latent
  * attention in its three layouts */
-static const struct ocase cases[] = {
+static const struct synth_case cases[] = {
 	{"llama", "q8_0"},     {"llama-freqs", "f32"}, {"qwen2", "f32"},    {"qwen2", "q4_k"},
 	{"qwen3", "q8_0"},     {"gemma3", "f32"},      {"gemma", "q4_0"},   {"gemma2", "q8_0"},
 	{"phi2", "f32"},       {"phi3", "q8_0"},       {"phi3-long", "f32"}, {"mixtral", "q8_0"},
@@ -185,10 +187,7 @@ static void test_offload_alloc_failure(void **state)
 
 	uint64_t w[64], kv[64], out = 0, scratch = 0;
 	assert_true(nl <= 64);
-	struct tern_llm_opts so = tern_llm_opts_default();
-	so.n_ctx = 32;
-	so.n_ubatch = N_POS;
-	so.logits_all = true;
+	struct tern_llm_opts so = offload(N_POS, NULL, 0, false);
 	tern_err e = {0};
 	assert_int_equal(tern_llm_offload_sizes(m, &so, N_POS, w, kv, &out, &scratch, &e), 0);
 	/* the weights the planner counts are the file's tensors: each
@@ -221,13 +220,7 @@ static void test_offload_alloc_failure(void **state)
 	struct tern_backend *dev = NULL;
 	if (tern_backend_open("test0", &dopt, &dev, &e))
 		fail_msg("test0: %s", e.msg);
-	struct tern_llm_opts o = tern_llm_opts_default();
-	o.n_ctx = 32;
-	o.n_ubatch = N_POS;
-	o.logits_all = true;
-	o.dev = dev;
-	o.n_dev_layers = nl;
-	o.dev_output = true;
+	struct tern_llm_opts o = offload(N_POS, dev, nl, true);
 	struct tern_llm *l = NULL;
 	assert_int_equal(tern_llm_new(&l, m, host, &o, &e), TERN_ENOMEM);
 	assert_null(l);

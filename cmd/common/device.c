@@ -100,6 +100,12 @@ int dev_open(struct dev_ctx *d, const char *device, const char *ngl, const struc
 		rc = tern_backend_open("cpu", &d->opts, &d->host, e);
 	if (!rc && !tern_device_is_cpu(&d->info))
 		rc = tern_backend_open(d->info.name, &d->opts, &d->dev, e);
+	if (rc && d->host && !strcmp(name, "auto")) {
+		/* auto never fails for want of a GPU: a device that cannot start
+		 * (a driver too old for the shaders) leaves the CPU */
+		cli_warn("%s; running on the CPU", e->msg);
+		rc = tern_device_find("cpu", &d->opts, &d->info, e);
+	}
 	if (rc)
 		dev_close(d);
 	return rc;

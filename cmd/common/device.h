@@ -43,7 +43,8 @@ extern struct dev_opts dev_o;
 #define DEV_OPTS_TEXT \
 	"Devices: -dev picks where the model runs: cpu, a GPU by name (vulkan0, ...; --list-devices lists " \
 	"them with their memory and features), or auto (the default), the GPU with the most free memory, " \
-	"else the CPU; a device that is absent or cannot start is an error. On a GPU, -ngl N puts the last N " \
+	"else the CPU; a device named that is absent or cannot start is an error (auto then runs on the CPU, " \
+	"with a warning). On a GPU, -ngl N puts the last N " \
 	"layers there with their KV cache and, for N above the layer count, the output head too (llama.cpp's " \
 	"rule; the token embedding stays on the CPU); the other layers run on the CPU. Before anything is " \
 	"allocated, the layers' weights, KV cache and buffers are weighed against the device's free memory " \
@@ -68,7 +69,8 @@ struct dev_ctx {
 	int retries;      /* loads retried with fewer layers */
 };
 
-/* Open -dev's device (or `device` when not NULL: tern-bench's) and the
+/* Open -dev's device (or `device` when not NULL: tern-bench's; auto falls
+ * back to the CPU, with a warning, when its GPU cannot start) and the
  * host's CPU backend, with o's threads, batch bound and CPU choices (the
  * test device's fields come from TERN_TEST_DEVICE). ngl overrides -ngl
  * when not NULL (tern-bench's list). On error, d holds nothing. */

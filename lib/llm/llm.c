@@ -33,7 +33,14 @@
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step
- * once and replay it. Nothing here allocates after tern_llm_new. */
+ * once and replay it. Nothing here allocates after tern_llm_new.
+ *
+ * Partial offload (tern_llm_opts.dev): the last layers, each with its
+ * weights and KV cache, and the output head when asked, live on a second
+ * backend; the token embedding and the other layers on the first. The
+ * pass crosses once each way at most (cross(): x and the pending FFN
+ * output through host memory), and each backend's part of a decode step
+ * is bracketed by its own begin_step / end_step. */
 #include "lib/llm/llm.h"
 
 #include <math.h>
@@ -64,7 +71,7 @@ struct layer_bufs {
  * activations; the residual stream crosses between them (cross()). */
 struct llm_part {
 	struct tern_backend *be;
-	struct tern_buf rope_freqs; /* every part's layers rotate with it */
+	struct tern_buf rope_freqs; /* llama3's, or phi3's long/short: every part's layers rotate with it */
 	/* activations, [n_ubatch] rows each. x, h, out and ids, pos live
 	 * through the whole pass; the others are views of one allocation
 	 * (work), one phase's over another's (act_slots): the attention's (q,

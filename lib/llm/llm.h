@@ -1,6 +1,6 @@
 /* llm.h - a language model ready to run: the model (lib/llm/model.h), a
- * backend (lib/backend.h), the KV cache and the activations of one
- * forward pass. The forward pass is written once, over the backend's
+ * backend (lib/backend.h) or two (partial offload: opts.dev), the KV
+ * cache and the activations of one forward pass. The forward pass is written once, over the backend's
  * operation table; the CPU runs it now, the GPUs will.
  *
  * Memory: everything is sized and allocated by tern_llm_new (the KV cache

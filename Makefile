@@ -108,10 +108,13 @@ LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 # ---- sources ---------------------------------------------------------------
 # SIMD variants live in files named *_avx2.c, *_avx512.c and *_neon.c and are
 # compiled with their own flags; the best variant is chosen at run time.
-# The library is every .c under lib/ (any depth), quant/ and tokenizer/.
+# The library is every .c under lib/ (any depth), quant/, tokenizer/ and
+# gpu/ (what every GPU backend shares); gpu/vulkan/ and gpu/cuda/ only when
+# their toolchains are found (TERN_HAVE_VULKAN, TERN_HAVE_CUDA).
 # Sources shared by several programs that are not programs themselves (the
 # CLI framework, later line editing for chat) live in cmd/common/.
-ALL_LIB_SRC := $(shell find lib quant tokenizer -name '*.c' | LC_ALL=C sort)
+ALL_LIB_SRC := $(shell find lib quant tokenizer gpu -name '*.c' -not -path 'gpu/vulkan/*' -not -path 'gpu/cuda/*' | LC_ALL=C sort) \
+	$(if $(BUILD_VULKAN),$(VK_SRC))
 ifeq ($(UNAME_M),aarch64)
 LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(ALL_LIB_SRC))
 else

@@ -7,6 +7,7 @@
 
 #include "cmd/bench/bench.h"
 #include "cmd/common/cli.h"
+#include "cmd/common/device.h"
 
 static struct bench_opts o = {.ops = "matvec,matmul", .min_ms = 100, .reps = 3, .warmup = 1};
 static const char *o_output = "table";
@@ -33,11 +34,12 @@ static const struct cli_opt opts[] = {
 	 .help = "K cache type: f32, f16 or q8_0 (default f16)"},
 	{.lng = "cache-type-v", .alias = "ctv", .kind = CLI_LIST, .dst = &o.type_v, .arg = "TYPE[,TYPE...]",
 	 .help = "V cache type: f32, f16 or q8_0 (default f16)"},
-	{.lng = "n-gpu-layers", .alias = "ngl", .kind = CLI_LIST, .dst = &o.ngl, .arg = "N[,N...]",
-	 .help = "layers on the GPU, for the GPU backends to come and for --vs (the CPU backends run every "
-		 "layer on the CPU; default 0)"},
+	{.lng = "gpu-layers", .alias = "ngl", .kind = CLI_LIST, .dst = &o.ngl, .arg = "N|auto|all[,...]",
+	 .help = "layers on the device: the last N, all (the output head too) or auto, as many as fit "
+		 "(default auto; on the CPU every layer runs there); also handed to --vs"},
 	{.lng = "backend", .kind = CLI_LIST, .dst = &o.backend, .arg = "NAME[,NAME...]",
-	 .help = "backend: cpu (the optimized one, default) or ref (the scalar reference)"},
+	 .help = "the CPU's backend: cpu (the optimized one, default) or ref (the scalar reference)"},
+	DEV_OPT_DEVICE,
 	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o.reps, .arg = "N", .min = 1, .max = 1000,
 	 .seen = &o_reps_seen, .help = "measured runs of each test; the median is the figure (default 3)"},
 	{.lng = "warmup", .kind = CLI_INT, .dst = &o.warmup, .arg = "N", .min = 0, .max = 100,
@@ -163,6 +165,9 @@ static const struct cli_section sections[] = {
 	 "RSS, and per chunk its NLL sum, its own perplexity, the running estimate with its ± and its time. Ctrl-C "
 	 "stops after the chunk in progress and prints the estimate over the chunks done (JSON: \"interrupted\": "
 	 "true), exit 130."},
+	{"DEVICES", DEV_OPTS_TEXT " Each -ngl value is a parameter set of its own; a test reports the device "
+		    "(\"device\") and the plan (\"plan\": the layers and bytes placed) in JSON, and the layers placed as "
+		    "n_gpu_layers (0 on the CPU)."},
 	{"KERNELS",
 	 "--kernels measures the read bandwidth, then the quantized mat-vec (one token, decode) and mat-mat (a "
 	 "batch of tokens, prompt processing) of each weight type, and reports how close mat-vec comes to the "
@@ -215,6 +220,7 @@ int main(int argc, char **argv)
 	free(pos);
 	o.verbose = common.verbose;
 	o.quiet = common.quiet;
+	dev_opts_check(&common);
 	if (o_no_warmup)
 		o.warmup = 0;
 	static const char *const outs[] = {"table", "md", "json", "jsonl", "csv"};

@@ -35,7 +35,6 @@
 #include "cmd/common/cli.h"
 #include "cmd/common/llm_opts.h"
 #include "lib/core/utf8.h"
-#include "lib/cpu/backend.h"
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -64,6 +63,7 @@ static const struct cli_opt opts[] = {
 	 .help = "when standard input is not a terminal, user turns are separated by TEXT (default: a newline)"},
 	LLM_OPTS_SAMPLING,
 	LLM_OPTS_TEMPLATE,
+	DEV_OPTS,
 	{0},
 };
 
@@ -105,6 +105,7 @@ static const struct cli_section sections[] = {
 	 "the oldest exchanges after the system prompt are dropped and a line on standard error says so; the "
 	 "system prompt is never dropped or cut. A message that does not fit even alone is not sent."},
 	{"CHAT TEMPLATES", LLM_OPTS_TEMPLATE_TEXT},
+	{"DEVICES", DEV_OPTS_TEXT},
 	{"EXIT STATUS",
 	 "0 the conversation ended (end of input, Ctrl-D, /exit); 1 runtime error (cannot open the model, not "
 	 "enough memory; through a pipe: a turn larger than the context was not sent); 2 usage error (unknown "
@@ -206,7 +207,7 @@ static bool tty; /* stdin and stdout are a terminal: the interactive mode */
 static struct {
 	struct tern_model *m;
 	tok_vocab *v;
-	struct tern_backend *be;
+	struct dev_ctx dev;
 	struct tern_llm *llm;
 	struct tern_sampler *s;
 	struct tern_gen *g;
@@ -334,18 +335,7 @@ static void load(void)
 	char msg[512];
 	if (!llm_opts_check_memory(S.m, model_path, tk, tv, msg, sizeof msg))
 		die(EXIT_RUNTIME, "%s", msg);
-	struct cpu_backend_opts bo = {.n_threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
-				      .max_tokens = llm_o.ubatch};
-	llm_o.threads = bo.n_threads;
-	rc = cpu_backend_new(&S.be, &bo, &e);
-	if (!rc) {
-		struct tern_llm_opts lo = tern_llm_opts_default();
-		lo.n_ctx = llm_o.ctx < 0 ? -1 : (int32_t)llm_o.ctx;
-		lo.n_ubatch = (int32_t)llm_o.ubatch;
-		lo.type_k = tk;
-		lo.type_v = tv;
-		rc = tern_llm_new(&S.llm, S.m, S.be, &lo, &e);
-	}
+	rc = llm_opts_load(&S.dev, &common, S.m, tk, tv, &S.llm, &e);
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));
 	S.seed = llm_o.seed < 0 ? random_seed() : (uint64_t)llm_o.seed;
@@ -377,7 +367,7 @@ static void unload(void)
 	tern_gen_free(S.g);
 	tern_sampler_free(S.s);
 	tern_llm_free(S.llm);
-	tern_backend_free(S.be);
+	dev_close(&S.dev);
 	tok_vocab_free(S.v);
 	tern_model_free(S.m);
 }
@@ -1028,6 +1018,7 @@ int main(int argc, char **argv)
 	int npos;
 	cli_parse(&prog, argc, argv, &common, &pos, &npos);
 	free(pos);
+	dev_opts_check(&common);
 	model_path = llm_opts_model();
 	llm_opts_check();
 	if (o_sep && !*o_sep)

@@ -25,11 +25,11 @@
 #include <unistd.h>
 
 #include "cmd/common/cli.h"
+#include "cmd/common/device.h"
 #include "cmd/common/llm_opts.h"
 #include "cmd/run/embed.h"
 #include "lib/format/modelfile.h"
 #include "lib/llm/prompt.h"
-#include "lib/cpu/backend.h"
 #include "lib/llm/chatfmt.h"
 #include "lib/llm/embed.h"
 #include "lib/llm/generate.h"
@@ -81,6 +81,7 @@ static const struct cli_opt opts[] = {
 	{.lng = "no-parse-special", .kind = CLI_FLAG, .dst = &o_no_parse_special,
 	 .help = "in a plain-text prompt, special-token text such as <|im_start|> stays text"},
 	LLM_OPTS_TEMPLATE,
+	DEV_OPTS,
 	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
 	 .help = "do not read standard input even when it is not a terminal"},
 	{.lng = "embedding", .kind = CLI_FLAG, .dst = &o_embedding,
@@ -199,6 +200,7 @@ static const struct cli_section sections[] = {
 	 "refused (status 1) with the numbers and a suggestion (a smaller -c, -ctk/-ctv q8_0). The context "
 	 "must hold the prompt (status 1 otherwise, with both sizes); a context larger than the trained one "
 	 "gets a warning."},
+	{"DEVICES", DEV_OPTS_TEXT},
 	{"SIGNALS",
 	 "A closed standard output (tern-run ... | head -c 20) stops the generation quietly: no message, exit "
 	 "status 0. Ctrl-C (SIGINT) stops the generation at the next token: the text produced so far is kept "
@@ -309,6 +311,7 @@ static const char *model_path;
 
 static void check_options(void)
 {
+	dev_opts_check(&common);
 	model_path = llm_opts_model();
 	llm_opts_check();
 	if (o_pooling && (strcmp(o_pooling, "none") == 0 || strcmp(o_pooling, "rank") == 0))
@@ -422,7 +425,7 @@ struct session {
 	tern_mf *mf;          /* --print-prompt: the file alone (metadata and vocabulary) */
 	struct tern_model *m;
 	tok_vocab *v;
-	struct tern_backend *be;
+	struct dev_ctx dev;
 	struct tern_llm *llm;
 	struct tern_sampler *s;
 	struct tern_gen *g;
@@ -503,18 +506,7 @@ static void load(struct session *ss)
 	if (!llm_opts_check_memory(ss->m, model_path, tk, tv, msg, sizeof msg))
 		die(EXIT_RUNTIME, "%s", msg);
 
-	struct cpu_backend_opts bo = {.n_threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
-				      .max_tokens = llm_o.ubatch};
-	llm_o.threads = bo.n_threads;
-	rc = cpu_backend_new(&ss->be, &bo, &e);
-	if (!rc) {
-		struct tern_llm_opts lo = tern_llm_opts_default();
-		lo.n_ctx = llm_o.ctx < 0 ? -1 : (int32_t)llm_o.ctx;
-		lo.n_ubatch = (int32_t)llm_o.ubatch;
-		lo.type_k = tk;
-		lo.type_v = tv;
-		rc = tern_llm_new(&ss->llm, ss->m, ss->be, &lo, &e);
-	}
+	rc = llm_opts_load(&ss->dev, &common, ss->m, tk, tv, &ss->llm, &e);
 	loading_clear();
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));
@@ -1022,7 +1014,7 @@ int main(int argc, char **argv)
 			.ctx = llm_o.ctx, .ubatch = llm_o.ubatch,
 			.threads = llm_o.threads ? (int)llm_o.threads : cli_default_threads(),
 			.ctk = llm_o.ctk, .ctv = llm_o.ctv, .parse_special = !o_no_parse_special,
-			.verbose = common.verbose, .quiet = common.quiet,
+			.verbose = common.verbose, .quiet = common.quiet, .common = &common,
 		};
 		int status = embed_main(&ec);
 		free(prompt.p);
@@ -1060,7 +1052,7 @@ int main(int argc, char **argv)
 	tern_gen_free(ss.g);
 	tern_sampler_free(ss.s);
 	tern_llm_free(ss.llm);
-	tern_backend_free(ss.be);
+	dev_close(&ss.dev);
 	tok_vocab_free(ss.v);
 	tern_model_free(ss.m);
 	return status;

@@ -14,12 +14,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 
 #include "cmd/common/cli.h"
+#include "cmd/common/device.h"
 #include "lib/audio/audio.h"
-#include "lib/cpu/backend.h"
 #include "lib/speech/mel.h"
 #include "lib/speech/mel_spool.h"
 #include "lib/speech/vad.h"
@@ -46,6 +47,7 @@ static const struct cli_opt opts[] = {
 	 .help = "an input file, as whisper-cli spells it; these come before the FILE arguments"},
 	{.lng = "threads", .shrt = 't', .kind = CLI_INT, .dst = &o_threads, .arg = "N", .min = 1, .max = 256,
 	 .seen = &o_threads_seen, .help = "threads (default: 4, or fewer when fewer CPUs are available)"},
+	DEV_OPTS,
 	{.lng = "language", .shrt = 'l', .kind = CLI_STR, .dst = &o_lang, .arg = "LANG",
 	 .help = "spoken language, a code (en, de, fr, ...) or auto to detect it (multilingual models; default en)"},
 	{.lng = "detect-language", .alias = "dl", .kind = CLI_FLAG, .dst = &o_dl,
@@ -188,6 +190,8 @@ static const struct cli_section sections[] = {
 	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The audio is read in "
 	 "blocks and its spectrogram kept in a temporary file ($TMPDIR, 32 kB per second of audio), so memory "
 	 "does not grow with the length of the file."},
+	{"DEVICES", DEV_OPTS_TEXT " Whisper runs whole on one device: on the GPU when it fits (or -ngl says so), "
+		    "else on the CPU."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (the model or a FILE cannot be opened or read, an output file cannot be "
 	 "written); 2 usage error (unknown option, a value out of range, an unknown language, no model, no "
@@ -934,6 +938,7 @@ int main(int argc, char **argv)
 	const char **pos;
 	int npos;
 	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	dev_opts_check(&common);
 	if (!o_threads_seen) {
 		int c = cli_default_threads();
 		o_threads = c < 4 ? c : 4;
@@ -1009,11 +1014,18 @@ int main(int argc, char **argv)
 	}
 	if (!m->ids.multilingual && ((lang_id != 0 && strcmp(o_lang, "auto")) || o_tr) && !common.quiet)
 		cli_warn("%s is English-only: ignoring the language and translation options", o_model);
+	/* the whole model on one device: Whisper is small beside a GPU's
+	 * memory (the file and its encoder's activations, about as much) */
+	struct dev_ctx dev = {0};
 	struct tern_backend *be = NULL;
-	struct cpu_backend_opts bo = {.n_threads = (int)o_threads, .max_tokens = 512};
+	struct tern_device_opts dopt = {.n_threads = (int)o_threads, .max_tokens = 512};
 	struct whisper_full *w = NULL;
 	struct tern_mel *mel = NULL;
-	rc = cpu_backend_new(&be, &bo, &e);
+	struct stat st_model;
+	uint64_t whole = stat(o_model, &st_model) == 0 ? 2 * (uint64_t)st_model.st_size : 0;
+	rc = dev_open(&dev, NULL, NULL, &dopt, &e);
+	if (!rc)
+		rc = dev_whole(&dev, &common, whole, &be, &e);
 	if (!rc)
 		rc = whisper_full_new(&w, m, be, &e);
 	if (!rc)
@@ -1021,7 +1033,7 @@ int main(int argc, char **argv)
 	if (rc) {
 		int st = cli_fail(o_model, rc, &e);
 		whisper_full_free(w);
-		tern_backend_free(be);
+		dev_close(&dev);
 		whisper_model_free(m);
 		free(jobs);
 		free(pos);
@@ -1064,7 +1076,7 @@ int main(int argc, char **argv)
 			int st = cli_fail(o_model, rc, &e);
 			tern_mel_free(mel);
 			whisper_full_free(w);
-			tern_backend_free(be);
+			dev_close(&dev);
 			whisper_model_free(m);
 			free(jobs);
 			free(pos);
@@ -1109,7 +1121,7 @@ int main(int argc, char **argv)
 	tern_silero_free(vad_model);
 	tern_mel_free(mel);
 	whisper_full_free(w);
-	tern_backend_free(be);
+	dev_close(&dev);
 	whisper_model_free(m);
 	free(jobs);
 	free(pos);

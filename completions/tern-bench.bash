@@ -35,10 +35,16 @@ _tern_bench()
 	-ctv|--cache-type-v)
 		COMPREPLY=()
 		return ;;
-	-ngl|--n-gpu-layers)
+	-ngl|--gpu-layers)
 		COMPREPLY=()
 		return ;;
 	--backend)
+		COMPREPLY=()
+		return ;;
+	-dev|--device)
+		COMPREPLY=()
+		return ;;
+	--gpu-mem-limit)
 		COMPREPLY=()
 		return ;;
 	-r|--repetitions)
@@ -82,7 +88,7 @@ _tern_bench()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -p --n-prompt -n --n-gen -pg --n-prompt-gen -d --n-depth -t --threads -b --batch-size -ub --ubatch-size -ctk --cache-type-k -ctv --cache-type-v -ngl --n-gpu-layers --backend -r --repetitions --warmup --no-warmup --prompt -o --output --json --no-probe --hash --vs --ppl -c --ctx-size --chunks --kernels --quick --types --ops --min-ms -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -p --n-prompt -n --n-gen -pg --n-prompt-gen -d --n-depth -t --threads -b --batch-size -ub --ubatch-size -ctk --cache-type-k -ctv --cache-type-v -ngl --gpu-layers --backend -dev --device --list-devices --gpu-mem-limit -r --repetitions --warmup --no-warmup --prompt -o --output --json --no-probe --hash --vs --ppl -c --ctx-size --chunks --kernels --quick --types --ops --min-ms -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -77,6 +77,15 @@ _tern_chat()
 	-ctv|--cache-type-v)
 		COMPREPLY=($(compgen -W "f32 f16 q8_0" -- "$cur"))
 		return ;;
+	-dev|--device)
+		COMPREPLY=()
+		return ;;
+	--gpu-mem-limit)
+		COMPREPLY=()
+		return ;;
+	-ngl|--gpu-layers)
+		COMPREPLY=()
+		return ;;
 	--color)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
 		return ;;
@@ -85,7 +94,7 @@ _tern_chat()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -sys --system-prompt --tools --turns-separator -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -sys --system-prompt --tools --turns-separator -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

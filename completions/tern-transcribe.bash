@@ -14,6 +14,15 @@ _tern_transcribe()
 	-t|--threads)
 		COMPREPLY=()
 		return ;;
+	-dev|--device)
+		COMPREPLY=()
+		return ;;
+	--gpu-mem-limit)
+		COMPREPLY=()
+		return ;;
+	-ngl|--gpu-layers)
+		COMPREPLY=()
+		return ;;
 	-l|--language)
 		COMPREPLY=()
 		return ;;
@@ -91,7 +100,7 @@ _tern_transcribe()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -f --file -t --threads -l --language -dl --detect-language -tr --translate -nt --no-timestamps -bs --beam-size -bo --best-of -tp --temperature -tpi --temperature-inc -nf --no-fallback -et --entropy-thold -lpt --logprob-thold -crt --compression-ratio-thold -nth --no-speech-thold --prompt -mc --max-context -ot --offset-t -d --duration -ml --max-len -sow --split-on-word -wt --word-thold --vad -vm --vad-model -vt --vad-threshold -vspd --vad-min-speech-duration-ms -vsd --vad-min-silence-duration-ms -vmsd --vad-max-speech-duration-s -vp --vad-speech-pad-ms -vo --vad-samples-overlap -otxt --output-txt -ovtt --output-vtt -osrt --output-srt -ocsv --output-csv -olrc --output-lrc -oj --output-json -ojf --output-json-full -of --output-file --json -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -f --file -t --threads -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers -l --language -dl --detect-language -tr --translate -nt --no-timestamps -bs --beam-size -bo --best-of -tp --temperature -tpi --temperature-inc -nf --no-fallback -et --entropy-thold -lpt --logprob-thold -crt --compression-ratio-thold -nth --no-speech-thold --prompt -mc --max-context -ot --offset-t -d --duration -ml --max-len -sow --split-on-word -wt --word-thold --vad -vm --vad-model -vt --vad-threshold -vspd --vad-min-speech-duration-ms -vsd --vad-min-silence-duration-ms -vmsd --vad-max-speech-duration-s -vp --vad-speech-pad-ms -vo --vad-samples-overlap -otxt --output-txt -ovtt --output-vtt -osrt --output-srt -ocsv --output-csv -olrc --output-lrc -oj --output-json -ojf --output-json-full -of --output-file --json -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -X '!*.@(wav|flac|ogg|opus|mp3|aiff|au)' -- "$cur") $(compgen -d -- "$cur"))

@@ -8,9 +8,12 @@
 #   1 quant       block formats and kernels
 #   2 lib/format  GGUF and legacy ggml readers, the model-file view, arch keys
 #   3 tokenizer lib/jinja lib/audio  (each on its own)
-#   4 lib         the engine's interfaces (backend.h)
-#   5 lib/cpu gpu backends (each on its own: no backend includes another)
+#   4 lib         the engine's interfaces (backend.h; gpu/device.h, what every
+#                 device reports, and gpu/plan.h, the memory planner)
+#   5 lib/cpu gpu/cuda gpu/vulkan  backends (each on its own: no backend includes another)
 #   6 lib/llm lib/speech  models (through backend.h, never a backend's files)
+#   6 gpu/registry  the devices by name and the backend factory (opens the backends;
+#                 the models never include it)
 #   7 cmd         programs and their shared CLI code
 #
 # tests/ and scripts/ may include anything. The script checks the tree, then
@@ -29,7 +32,8 @@ layer() { # path -> "rank group", or nothing for unranked paths
 	lib/cpu/*) echo "5 cpu" ;;
 	gpu/cuda/*) echo "5 cuda" ;;
 	gpu/vulkan/*) echo "5 vulkan" ;;
-	gpu/*) echo "5 gpu" ;;
+	gpu/registry.*) echo "6 registry" ;;
+	gpu/*) echo "4 engine" ;;
 	lib/llm/*) echo "6 llm" ;;
 	lib/speech/*) echo "6 speech" ;;
 	lib/*/*) echo "9 unknown" ;; # a new lib/ folder must be given a rank here
@@ -59,7 +63,7 @@ check() {
 				echo "$f (${src#* }) includes $inc (${dst#* }): points up or sideways"; bad=1
 			fi
 			case "${src#* }:${dst#* }" in
-			llm:cpu | llm:cuda | llm:vulkan | llm:gpu | speech:cpu | speech:cuda | speech:vulkan | speech:gpu)
+			llm:cpu | llm:cuda | llm:vulkan | llm:registry | speech:cpu | speech:cuda | speech:vulkan | speech:registry)
 				echo "$f includes $inc: models use lib/backend.h, not a backend"; bad=1 ;;
 			esac
 		done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$root/$f")

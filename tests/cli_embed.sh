@@ -13,7 +13,6 @@
 # input longer than the context (1), a closed pipe (0).
 . "$(dirname "$0")/lib.sh"
 R=$BIN/run
-OUTDIR=${OUT:-build/release}
 REFD=tests/data/llm_ref/embed
 IN=$REFD/inputs.txt
 unset TERN_MODEL TERN_MEM_AVAILABLE
@@ -32,14 +31,7 @@ expect 2 $R -m x.gguf --embedding --embd-normalize -2 hi
 expect 2 $R -m x.gguf --embedding --json --embd-output-format raw hi
 
 # ---- the models ---------------------------------------------------------------------
-if [ ! -f "$OUTDIR/libtern.a" ]; then
-	echo "SKIP: no $OUTDIR/libtern.a to build the model generator"
-	finish
-fi
-flags="-std=c11 -O1 -ffp-contract=off -I."
-[ "${SANITIZE:-}" = 1 ] && flags="$flags -fsanitize=address,undefined"
-PKG=$(pkg-config --libs libpcre2-8 libutf8proc 2>/dev/null || true)
-expect 0 cc $flags scripts/gen_synth_llm.c "$OUTDIR/libtern.a" $PKG -lpthread -lm -o "$T/gen" || finish
+synth_gen || finish
 for m in bert-f32 nomic-bert-f32 llama-mean-f32 qwen3-last-f32 llama-f32; do
 	expect 0 "$T/gen" "${m%-f32}" f32 "$T/$m.gguf" || finish
 done

@@ -27,6 +27,20 @@ check() {
 	if "$@"; then nok=$((nok + 1)); else echo "FAIL: $what"; nfail=$((nfail + 1)); fi
 }
 one_line_err() { [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^$1" "$T/err"; }
+# synth_gen: build scripts/gen_synth_llm.c against this build's libtern.a
+# into $T/gen (the synthetic models: "$T/gen ARCH TYPE FILE"); false, after
+# saying why, when it cannot be built
+synth_gen() {
+	local lib=${OUT:-build/release}/libtern.a
+	if [ ! -f "$lib" ]; then
+		echo "SKIP: no $lib to build the model generator"
+		return 1
+	fi
+	local flags="-std=c11 -O1 -ffp-contract=off -I."
+	[ "${SANITIZE:-}" = 1 ] && flags="$flags -fsanitize=address,undefined"
+	expect 0 cc $flags scripts/gen_synth_llm.c "$lib" $(pkg-config --libs libpcre2-8 libutf8proc 2>/dev/null) \
+		-lpthread -lm -o "$T/gen"
+}
 finish() {
 	if [ "$nfail" -eq 0 ]; then echo "PASS: $nok checks"; exit 0; fi
 	echo "FAIL: $nfail of $((nok + nfail)) checks"; exit 1

@@ -21,6 +21,11 @@ int gen_synth_llm_main(int argc, char **argv);
 
 #include "lib/llm/model.h"
 
+/* a synthetic model: gen_synth_llm's architecture variant and weight type */
+struct synth_case {
+	const char *arch, *type;
+};
+
 static char synth_tmpdir[256];
 
 /* remove the files written and the directory (atexit) */

@@ -251,10 +251,6 @@ static void logits_all(struct tern_llm *l, const int32_t *ids, int32_t n, int32_
 
 /* ---- synthetic models against llama.cpp ------------------------------------------ */
 
-struct synth_case {
-	const char *arch, *type;
-};
-
 static const struct synth_case synth_cases[] = {
 	{"llama", "f32"},        {"llama", "q8_0"},        {"llama", "q4_0"},  {"llama", "q4_k"},
 	{"llama-linear", "f32"}, {"llama-linear", "q8_0"}, {"llama-freqs", "f32"}, {"llama-freqs", "q8_0"},

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cmd/bench/model.h"
-#include "lib/cpu/backend.h"
+#include "cmd/common/device.h"
 #include "lib/cpu/threadpool.h"
 #include "lib/llm/llm.h"
 #include "quant/quant.h"
@@ -62,7 +62,14 @@ static void parse_matrix(const struct bench_opts *o, struct bench_matrix *mx)
 	mx->threads = int_list(&o->threads, "-t", 1, 256, cli_default_threads(), &mx->nthreads);
 	mx->batch = int_list(&o->batch, "-b", 1, 1 << 20, 2048, &mx->nbatch);
 	mx->ubatch = int_list(&o->ubatch, "-ub", 1, 1 << 20, 512, &mx->nubatch);
-	mx->ngl = int_list(&o->ngl, "-ngl", 0, 1 << 20, 0, &mx->nngl);
+	mx->nngl = bench_str_list(&o->ngl, "-ngl", mx->ngl_s, mx->store_ngl, sizeof mx->store_ngl, BENCH_MAX_LIST);
+	if (!mx->nngl)
+		mx->ngl_s[mx->nngl++] = "auto";
+	for (int i = 0; i < mx->nngl; i++) {
+		int32_t v;
+		if (tern_plan_parse_ngl(mx->ngl_s[i], &v))
+			cli_usage_error("-ngl: '%s' is not a layer count, auto or all", mx->ngl_s[i]);
+	}
 	mx->ntype_k = bench_str_list(&o->type_k, "-ctk", mx->type_k, mx->store_k, sizeof mx->store_k, BENCH_MAX_LIST);
 	mx->ntype_v = bench_str_list(&o->type_v, "-ctv", mx->type_v, mx->store_v, sizeof mx->store_v, BENCH_MAX_LIST);
 	mx->nbackend = bench_str_list(&o->backend, "--backend", mx->backend, mx->store_b, sizeof mx->store_b,
@@ -102,7 +109,6 @@ static void matrix_free(struct bench_matrix *mx)
 	free(mx->threads);
 	free(mx->batch);
 	free(mx->ubatch);
-	free(mx->ngl);
 }
 
 /* ---- the machine: the bandwidth probe, in a child --------------------------
@@ -299,7 +305,7 @@ static int32_t argmax(const float *x, int32_t n)
 /* ---- one llm: a backend and a KV cache for one parameter set ----------------- */
 
 struct engine {
-	struct tern_backend *be;
+	struct dev_ctx dev;
 	struct tern_llm *llm;
 	int64_t canon; /* positions that hold the stream's first tokens (the depth prefix) */
 	int32_t *tok;  /* [cap] scratch for a batch */
@@ -309,7 +315,7 @@ struct engine {
 static void engine_free(struct engine *en)
 {
 	tern_llm_free(en->llm);
-	tern_backend_free(en->be);
+	dev_close(&en->dev);
 	free(en->tok);
 	*en = (struct engine){0};
 }
@@ -511,7 +517,7 @@ static void plan_model(struct bench_ctx *bc, int mi)
 		int cnt = kind == BENCH_PP ? mx->nn_prompt : kind == BENCH_TG ? mx->nn_gen : mx->npg;
 		for (int j = 0; j < cnt; j++) {
 			struct bench_test t = {.model = mi, .kind = (enum bench_kind)kind, .backend = mx->backend[ib],
-					       .ngl = mx->ngl[ig], .batch = mx->batch[nb], .threads = mx->threads[it],
+					       .ngl_s = mx->ngl_s[ig], .batch = mx->batch[nb], .threads = mx->threads[it],
 					       .type_k = mx->type_k[ik], .type_v = mx->type_v[iv], .depth = mx->depth[id]};
 			t.ubatch = mx->ubatch[nu] < t.batch ? mx->ubatch[nu] : t.batch;
 			t.ubatch_given = mx->ubatch[nu];
@@ -590,7 +596,8 @@ static bool unfit(const struct bench_ctx *bc, const struct bench_test *t, char *
  * the model, backend, threads, physical batch or cache types change). */
 static bool same_engine(const struct bench_test *a, const struct bench_test *b)
 {
-	return a && a->model == b->model && !strcmp(a->backend, b->backend) && a->threads == b->threads &&
+	return a && a->model == b->model && !strcmp(a->backend, b->backend) && !strcmp(a->ngl_s, b->ngl_s) &&
+	       a->threads == b->threads &&
 	       a->ubatch == b->ubatch && !strcmp(a->type_k, b->type_k) && !strcmp(a->type_v, b->type_v);
 }
 
@@ -614,8 +621,9 @@ static int make_engine(struct bench_ctx *bc, struct engine *en, int first, tern_
 	for (int i = first; i <= last; i++)
 		if (bc->tests[i].batch > batch)
 			batch = bc->tests[i].batch;
-	struct cpu_backend_opts bo = {.n_threads = (int)t->threads, .max_tokens = t->ubatch};
-	int rc = !strcmp(t->backend, "ref") ? cpu_ref_backend_new(&en->be, &bo, e) : cpu_backend_new(&en->be, &bo, e);
+	struct tern_device_opts dopt = {.n_threads = (int)t->threads, .max_tokens = t->ubatch,
+					.reference = !strcmp(t->backend, "ref")};
+	int rc = dev_open(&en->dev, NULL, t->ngl_s, &dopt, e);
 	if (rc)
 		return rc;
 	struct tern_llm_opts lo = tern_llm_opts_default();
@@ -623,10 +631,18 @@ static int make_engine(struct bench_ctx *bc, struct engine *en, int first, tern_
 	lo.n_ubatch = (int32_t)t->ubatch;
 	lo.type_k = (uint32_t)tern_llm_cache_type(t->type_k);
 	lo.type_v = (uint32_t)tern_llm_cache_type(t->type_v);
-	rc = tern_llm_new(&en->llm, bm->m, en->be, &lo, e);
+	const struct cli_common cc = {.verbose = bc->o->verbose, .quiet = bc->o->quiet};
+	rc = dev_llm_new(&en->dev, &cc, bm->m, &lo, &en->llm, e);
 	if (rc) {
 		engine_free(en);
 		return rc;
+	}
+	/* what the engine's tests ran on */
+	for (int i = first; i <= last; i++) {
+		struct bench_test *ti = &bc->tests[i];
+		snprintf(ti->device, sizeof ti->device, "%s", en->dev.info.name);
+		ti->plan = en->dev.plan;
+		ti->ngl = en->dev.plan.ngl;
 	}
 	en->cap = batch;
 	en->tok = bench_xmalloc(sizeof *en->tok * (size_t)batch);
@@ -737,12 +753,12 @@ int bench_models(const struct bench_opts *o)
 	}
 #endif
 	for (int i = 0; i < bc.mx.nngl; i++)
-		if (bc.mx.ngl[i] > 0) {
-			bool gpu = false;
-			for (int k = 0; k < bc.mx.nbackend; k++)
-				gpu |= !strcmp(bc.mx.backend[k], "cuda") || !strcmp(bc.mx.backend[k], "vulkan");
-			if (!gpu)
-				bench_warn(&bc.rp, "-ngl %" PRId64 ": the CPU backends run every layer on the CPU", bc.mx.ngl[i]);
+		if (strcmp(bc.mx.ngl_s[i], "auto") && strcmp(bc.mx.ngl_s[i], "0")) {
+			struct tern_device_opts dopt = {0};
+			struct tern_device_info di;
+			tern_err de = {0};
+			if (!tern_device_find(dev_o.device ? dev_o.device : "auto", &dopt, &di, &de) && tern_device_is_cpu(&di))
+				bench_warn(&bc.rp, "-ngl %s: on the CPU every layer runs on the CPU", bc.mx.ngl_s[i]);
 			break;
 		}
 	/* --vs: the binary must run before anything is measured */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cmd/bench/bench.h"
+#include "gpu/plan.h"
 #include "lib/llm/model.h"
 #include "quant/quant.h"
 #include "tokenizer/tok.h"
@@ -24,7 +25,8 @@ struct bench_matrix {
 	int npg;
 	const char *type_k[BENCH_MAX_LIST], *type_v[BENCH_MAX_LIST], *backend[BENCH_MAX_LIST];
 	int ntype_k, ntype_v, nbackend;
-	char store_k[1024], store_v[1024], store_b[1024];
+	char store_k[1024], store_v[1024], store_b[1024], store_ngl[1024];
+	const char *ngl_s[BENCH_MAX_LIST]; /* -ngl as given: N, auto or all */
 };
 
 struct bench_model {
@@ -66,7 +68,11 @@ struct bench_test {
 	enum bench_kind kind;
 	char name[64]; /* "pp512", "tg128 @ d1024", "pp512+tg128" */
 	const char *backend, *type_k, *type_v;
-	int64_t n_prompt, n_gen, depth, threads, batch, ubatch, ubatch_given, ngl;
+	int64_t n_prompt, n_gen, depth, threads, batch, ubatch, ubatch_given;
+	int64_t ngl;       /* the layers the plan placed on the device (0: all on the CPU) */
+	const char *ngl_s; /* -ngl as given: N, auto or all */
+	char device[32];   /* where it ran: cpu, vulkan0, ... ("" until its engine is made) */
+	struct tern_plan plan; /* the device's plan (all 0 on the CPU) */
 	/* results */
 	char skipped[512]; /* why it did not run, or "" */
 	char error[512];   /* the error that stopped it, or "" */

@@ -294,6 +294,19 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	       kinds[t->kind], t->n_prompt, t->n_gen, t->depth, t->backend, t->threads, t->ngl, t->batch, t->ubatch,
 	       t->type_k, t->type_v, nl, status_of(t));
 	jstr_or_null(t->skipped);
+	/* where it ran and the plan that put it there (null: not run, or
+	 * nothing planned: the CPU) */
+	printf(", \"device\": ");
+	jstr_or_null(t->device[0] ? t->device : NULL);
+	printf(", \"plan\": ");
+	if (t->plan.budget)
+		printf("{\"n_gpu_layers\": %d, \"layers\": %d, \"output\": %s, \"weights_bytes\": %" PRIu64
+		       ", \"kv_bytes\": %" PRIu64 ", \"output_bytes\": %" PRIu64 ", \"buffers_bytes\": %" PRIu64
+		       ", \"total_bytes\": %" PRIu64 ", \"budget_bytes\": %" PRIu64 ", \"usable_bytes\": %" PRIu64 "}",
+		       t->plan.ngl, t->plan.n_dev_layers, t->plan.output ? "true" : "false", t->plan.weights, t->plan.kv,
+		       t->plan.output_bytes, t->plan.scratch, t->plan.total, t->plan.budget, t->plan.usable);
+	else
+		printf("null");
 	printf(", \"error\": ");
 	jstr_or_null(t->error);
 	printf(", \"warmup_runs\": %d, \"runs\": [", t->warmup);
@@ -525,7 +538,13 @@ static void json_head(const struct bench_ctx *bc)
 	json_int_list(", ", "n_ubatch", mx->ubatch, mx->nubatch);
 	json_str_list(", ", "type_k", mx->type_k, mx->ntype_k);
 	json_str_list(", ", "type_v", mx->type_v, mx->ntype_v);
-	json_int_list(", ", "n_gpu_layers", mx->ngl, mx->nngl);
+	/* -ngl as given: counts as numbers, auto and all as strings */
+	printf(", \"n_gpu_layers\": [");
+	for (int i = 0; i < mx->nngl; i++) {
+		bool word = mx->ngl_s[i][0] < '0' || mx->ngl_s[i][0] > '9';
+		printf(word ? "%s\"%s\"" : "%s%s", i ? ", " : "", mx->ngl_s[i]);
+	}
+	printf("]");
 	json_str_list(", ", "backends", mx->backend, mx->nbackend);
 	printf(",\n  \"repetitions\": %" PRId64 ", \"warmup\": %" PRId64 ", \"prompt\": ", o->reps, o->warmup);
 	jstr_or_null(o->prompt);

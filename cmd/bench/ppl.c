@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "cmd/bench/bench.h"
-#include "lib/cpu/backend.h"
+#include "cmd/common/device.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
 #include "lib/llm/ppl.h"
@@ -28,7 +28,7 @@ extern const char tern_build_commit[];
 #define PPL_DEFAULT_UBATCH 512 /* llama.cpp's -ub */
 
 struct ppl_settings {
-	const char *model, *backend, *type_k, *type_v;
+	const char *model, *backend, *type_k, *type_v, *ngl;
 	int32_t n_ctx, n_batch, n_ubatch;
 	int threads;
 };
@@ -67,7 +67,7 @@ static void refuse(const struct cli_list *l, const char *opt)
 
 static void settings_of(const struct bench_opts *o, struct ppl_settings *s)
 {
-	static char st_be[64], st_k[64], st_v[64];
+	static char st_be[64], st_k[64], st_v[64], st_ngl[64];
 	if (o->models.n > 1)
 		cli_usage_error("--ppl takes one model (-m): run it once per model");
 	refuse(&o->n_prompt, "-p");
@@ -76,8 +76,10 @@ static void settings_of(const struct bench_opts *o, struct ppl_settings *s)
 	refuse(&o->depth, "-d");
 	if (o->prompt)
 		cli_usage_error("--ppl does not take --prompt (it scores the text of the file)");
-	if (one_int(&o->ngl, "-ngl", 0, 1 << 30, 0) != 0)
-		cli_usage_error("-ngl: only 0 runs with the CPU backends");
+	int32_t ngl;
+	s->ngl = one_str(&o->ngl, "-ngl", st_ngl, sizeof st_ngl, "auto");
+	if (tern_plan_parse_ngl(s->ngl, &ngl))
+		cli_usage_error("-ngl: '%s' is not a layer count, auto or all", s->ngl);
 	s->model = o->models.v[0];
 	s->n_ctx = o->ctx ? (int32_t)o->ctx : PPL_DEFAULT_CTX;
 	if (s->n_ctx < TERN_PPL_MIN_CTX)
@@ -278,7 +280,7 @@ struct ppl_res {
 	struct tern_model *m;
 	tok_vocab *v;
 	int32_t *ids;
-	struct tern_backend *be;
+	struct dev_ctx dev;
 	struct tern_llm *l;
 	struct chunk_result *chunks;
 };
@@ -287,7 +289,7 @@ static int release(struct ppl_res *x, int status)
 {
 	free(x->chunks);
 	tern_llm_free(x->l);
-	tern_backend_free(x->be);
+	dev_close(&x->dev);
 	free(x->ids);
 	tok_vocab_free(x->v);
 	tern_model_free(x->m);
@@ -347,8 +349,9 @@ int bench_ppl(const struct bench_opts *o)
 	}
 	r.n_chunks = o->chunks && o->chunks < r.n_avail ? o->chunks : r.n_avail;
 
-	struct cpu_backend_opts bo = {.n_threads = s.threads, .max_tokens = s.n_ubatch};
-	rc = strcmp(s.backend, "ref") ? cpu_backend_new(&x.be, &bo, &e) : cpu_ref_backend_new(&x.be, &bo, &e);
+	struct tern_device_opts dopt = {.n_threads = s.threads, .max_tokens = s.n_ubatch,
+					.reference = !strcmp(s.backend, "ref")};
+	rc = dev_open(&x.dev, NULL, s.ngl, &dopt, &e);
 	if (!rc) {
 		struct tern_llm_opts lo = tern_llm_opts_default();
 		lo.n_ctx = s.n_ctx;
@@ -356,7 +359,8 @@ int bench_ppl(const struct bench_opts *o)
 		lo.type_k = (uint32_t)tern_llm_cache_type(s.type_k);
 		lo.type_v = (uint32_t)tern_llm_cache_type(s.type_v);
 		lo.logits_all = true;
-		rc = tern_llm_new(&x.l, x.m, x.be, &lo, &e);
+		const struct cli_common cc = {.verbose = o->verbose, .quiet = o->quiet};
+		rc = dev_llm_new(&x.dev, &cc, x.m, &lo, &x.l, &e);
 	}
 	if (rc)
 		return release(&x, cli_fail(s.model, rc, &e));

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu/registry.h"
 #include "quant/cpu.h"
 #include "lib/core/utf8.h"
 
@@ -373,14 +374,8 @@ static void print_version(void)
 	printf("%s %s\n", progname, TERN_VERSION);
 	printf("commit:   %s\n", tern_build_commit);
 	printf("compiler: %s (%s)\n", tern_build_compiler, tern_build_flags);
-	printf("backends: cpu");
-#ifdef TERN_HAVE_CUDA
-	printf(" cuda");
-#endif
-#ifdef TERN_HAVE_VULKAN
-	printf(" vulkan");
-#endif
-	printf("\ncpu:      %s (kernels: %s)\n", quant_cpu_features_str(), quant_isa_name(quant_isa()));
+	printf("backends: %s\n", tern_device_backends());
+	printf("cpu:      %s (kernels: %s)\n", quant_cpu_features_str(), quant_isa_name(quant_isa()));
 }
 
 /* ---- man page (roff) ---------------------------------------------------- */

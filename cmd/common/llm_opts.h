@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cmd/common/cli.h"
+#include "cmd/common/device.h"
 #include "lib/llm/chatfmt.h"
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
@@ -189,6 +190,25 @@ static bool llm_opts_check_memory(const struct tern_model *m, const char *path, 
 		 " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
 		 path, need / mib, file / mib, kv / mib, n_ctx, act / mib, (double)avail / mib);
 	return false;
+}
+
+/* The device (-dev, -ngl, --gpu-mem-limit) and the llm of model m with
+ * -c, -ub, the threads (resolved into llm_o.threads) and the cache types
+ * tk, tv: the plan's -v line, its retries' warnings. */
+static int llm_opts_load(struct dev_ctx *d, const struct cli_common *cc, const struct tern_model *m, uint32_t tk,
+			 uint32_t tv, struct tern_llm **out, tern_err *e)
+{
+	llm_o.threads = llm_o.threads ? llm_o.threads : cli_default_threads();
+	struct tern_device_opts dopt = {.n_threads = (int)llm_o.threads, .max_tokens = llm_o.ubatch};
+	int rc = dev_open(d, NULL, NULL, &dopt, e);
+	if (rc)
+		return rc;
+	struct tern_llm_opts lo = tern_llm_opts_default();
+	lo.n_ctx = llm_o.ctx < 0 ? -1 : (int32_t)llm_o.ctx;
+	lo.n_ubatch = (int32_t)llm_o.ubatch;
+	lo.type_k = tk;
+	lo.type_v = tv;
+	return dev_llm_new(d, cc, m, &lo, out, e);
 }
 
 /* The template choice as prompt.h takes it; *file_text is the

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "cmd/common/cli.h"
-#include "lib/cpu/backend.h"
+#include "cmd/common/device.h"
 #include "lib/llm/embed.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -31,7 +31,8 @@ struct state {
 	tern_mf *mf;
 	tok_vocab *v;
 	struct tern_embed *em;
-	struct tern_backend *be;
+	struct dev_ctx dev;
+	struct tern_backend *be; /* dev's host or device: borrowed */
 	struct input *in;
 	size_t n_in;
 	int32_t *ids;
@@ -43,7 +44,7 @@ struct state {
 static void cleanup(struct state *s)
 {
 	tern_embed_free(s->em);
-	tern_backend_free(s->be);
+	dev_close(&s->dev);
 	tok_vocab_free(s->v);
 	tern_mf_close(s->mf);
 	free(s->in);
@@ -196,7 +197,12 @@ int embed_main(const struct embed_cli *c)
 	o.type_v = (uint32_t)tern_llm_cache_type(c->ctv);
 	/* a decoder: its KV cache and buffers must fit, as tern-run checks before generating */
 	const struct tern_model *dm = tern_embed_model(s.em);
-	uint64_t avail = cli_mem_available();
+	uint64_t avail = cli_mem_available(), whole = tern_mf_file_size(s.mf);
+	if (dm) {
+		uint64_t kvb = 0;
+		whole += tern_llm_memory_estimate(&dm->cfg, tern_embed_ctx_for(s.em, &o), c->ubatch, o.type_k, o.type_v,
+						  false, &kvb);
+	}
 	if (dm && avail) {
 		int64_t ctx = tern_embed_ctx_for(s.em, &o), kv = 0;
 		uint64_t kvb = 0;
@@ -212,9 +218,10 @@ int embed_main(const struct embed_cli *c)
 	/* the embeddings' quantized products read the file's rows in ggml's
 	 * order (tern_llm_opts.ggml_ops): an interleaved copy for one-token
 	 * products would only cost memory */
-	struct cpu_backend_opts bo = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch,
-				      .keep_layout = true};
-	rc = cpu_backend_new(&s.be, &bo, &e);
+	struct tern_device_opts dopt = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch,
+					.keep_layout = true};
+	rc = dev_open(&s.dev, NULL, NULL, &dopt, &e);
+	rc = rc ? rc : dev_whole(&s.dev, c->common, whole, &s.be, &e);
 	rc = rc ? rc : tern_embed_init(s.em, s.be, &o, &e);
 	if (rc == TERN_EINVAL && !c->pooling && strstr(e.msg, "pooling"))
 		return fail(&s, EXIT_DATAERR, "%s: %s (--pooling mean|cls|last)", c->model, e.msg);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd/common/cli.h"
+
 struct embed_cli {
 	const char *model;     /* the path */
 	const char *text;      /* the inputs, separated by sep (a final sep ends the last input) */
@@ -25,6 +27,7 @@ struct embed_cli {
 	const char *ctk, *ctv; /* decoders' cache types */
 	bool parse_special;    /* special-token text becomes its token (default) */
 	bool verbose, quiet;
+	const struct cli_common *common; /* for the device's -v line */
 };
 
 int embed_main(const struct embed_cli *c);

@@ -942,7 +942,8 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 			static const char *const ops[] = {"get_rows", "kv_store", "mat_mul_id", "attention"};
 			int bit = __builtin_ctz(st[0]);
 			memset(v->status.map, 0, 16);
-			cpu_host_fail(be, "%s: position or id %d out of range", bit < 4 ? ops[bit] : "?", (int)st[1]);
+			cpu_host_fail(be, "%s: %s %d out of range", bit < 4 ? ops[bit] : "?",
+				      st[0] & 16 ? "sequence" : "position or id", (int)st[1]);
 		}
 	}
 	if (!v->host.pending.code && v->validation_errors) {

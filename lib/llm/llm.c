@@ -34,13 +34,21 @@
  *
  * What changes from one step to the next (token ids, positions) is
  * uploaded into buffers, so that a GPU backend may record a decode step
- * once and replay it. Nothing here allocates after tern_llm_new. */
+ * once and replay it. Nothing here allocates after tern_llm_new.
+ *
+ * Partial offload (tern_llm_opts.dev): the last layers, each with its
+ * weights and KV cache, and the output head when asked, live on a second
+ * backend; the token embedding and the other layers on the first. The
+ * pass crosses once each way at most (cross(): x and the pending FFN
+ * output through host memory), and each backend's part of a decode step
+ * is bracketed by its own begin_step / end_step. */
 #include "lib/llm/llm.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/device.h"
 #include "quant/quant.h"
 
 struct layer_bufs {
@@ -55,24 +63,16 @@ struct layer_bufs {
 	struct tern_buf gate_exps_b, up_exps_b, down_exps_b, gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 	struct tern_buf gate_up_exps; /* a merged stack (deepseek2); gate_exps and up_exps are then its halves */
 	struct tern_buf attn_norm_b, ffn_up_b, ffn_down_b; /* phi2 */
+	struct llm_part *p; /* the part (backend) that runs this layer */
 };
 
-struct tern_llm {
-	const struct tern_model *m;
+/* What one backend holds of the forward pass: with partial offload the
+ * host's part (the token embedding, the first layers) and the device's
+ * (the last layers, the output head), each with a full set of
+ * activations; the residual stream crosses between them (cross()). */
+struct llm_part {
 	struct tern_backend *be;
-	struct tern_llm_opts o;
-	int32_t n_ctx, n_ubatch, n_past;
-	int32_t n_out;          /* logits rows of the last decode (0: none yet) */
-	int32_t n_last;         /* tokens in the last chunk */
-	uint64_t kv_bytes;
-
-	/* weights */
-	struct tern_buf token_embd, output_norm, output, rope_freqs; /* rope_freqs: llama3's, or phi3's long/short */
-	struct tern_buf output_norm_b, output_b; /* phi2 */
-	bool output_is_embd;    /* tied: output shares token_embd's buffer */
-	bool loading_products;  /* tern_llm_new's second pass over the weights */
-	struct layer_bufs *layers;
-
+	struct tern_buf rope_freqs; /* llama3's, or phi3's long/short: every part's layers rotate with it */
 	/* activations, [n_ubatch] rows each. x, h, out and ids, pos live
 	 * through the whole pass; the others are views of one allocation
 	 * (work), one phase's over another's (act_slots): the attention's (q,
@@ -83,7 +83,8 @@ struct tern_llm {
 	struct tern_buf x, h, out;          /* out: a block's attention, then FFN output */
 	struct tern_buf work;               /* owns the storage of the views below */
 	struct tern_buf q, k, v, a, gate, up;
-	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all, else 1 */
+	struct tern_buf logits;             /* f32 [rows][n_vocab], rows = n_ubatch with logits_all on the output's
+	                                     * part, else 1 */
 	/* latent attention (deepseek2), [n_ubatch] rows each; see attn_mla */
 	struct tern_buf mla_qa;             /* [n_lora_q] */
 	struct tern_buf mla_kv;             /* [n_lora_kv + n_rot]: a cache row */
@@ -97,6 +98,29 @@ struct tern_llm {
 	struct tern_buf eg, eu;             /* f32 [n_ubatch][k][n_ff_exp] */
 	struct tern_buf ed;                 /* f32 [n_ubatch][k][n_embd] */
 	struct tern_buf sgate;              /* f32 [n_ubatch][1]: the shared expert's gate */
+};
+
+struct tern_llm {
+	const struct tern_model *m;
+	struct tern_llm_opts o;
+	/* part[0] is the host's (the backend tern_llm_new was given), part[1]
+	 * the device's (opts.dev) when it holds anything */
+	struct llm_part part[2];
+	int n_parts;
+	struct llm_part *out_part;   /* the output head's */
+	float *staging;              /* [2][n_ubatch][n_embd]: x and out on their way between parts */
+	int32_t n_ctx, n_ubatch, n_past;
+	int32_t n_out;          /* logits rows of the last decode (0: none yet) */
+	int32_t n_last;         /* tokens in the last chunk */
+	uint64_t kv_bytes;
+
+	/* weights */
+	struct tern_buf token_embd, output_norm, output; /* token_embd on part[0], the others on out_part */
+	struct tern_buf output_norm_b, output_b; /* phi2 */
+	bool output_is_embd;    /* tied: output shares token_embd's buffer */
+	bool loading_products;  /* tern_llm_new's second pass over the weights */
+	struct tern_backend *loading_be; /* the backend weight() loads into */
+	struct layer_bufs *layers;
 
 	int32_t *host_ids, *host_pos;       /* [n_ubatch] */
 	float *host_logits;                 /* [rows][n_vocab] */
@@ -130,17 +154,17 @@ static int weight(struct tern_llm *l, struct tern_buf *b, const struct tern_tens
 {
 	if (product != l->loading_products)
 		return 0;
-	return tern_be_weight(l->be, b, t, product, tern_mf_mapped(l->m->mf), e);
+	return tern_be_weight(l->loading_be, b, t, product, tern_mf_mapped(l->m->mf), e);
 }
 
-static int alloc2(struct tern_llm *l, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)
+static int alloc2(struct tern_backend *be, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)
 {
 	int64_t ne[2] = {ne0, ne1};
-	return l->be->buf_alloc(l->be, b, type, 2, ne, e);
+	return be->buf_alloc(be, b, type, 2, ne, e);
 }
 
-static int check_opts(const struct tern_model_config *c, const struct tern_backend *be,
-		      const struct tern_llm_opts *o, int32_t *n_ctx, int32_t *n_ubatch, tern_err *e)
+static int check_opts(const struct tern_model_config *c, int64_t max_tokens, const struct tern_llm_opts *o,
+		      int32_t *n_ctx, int32_t *n_ubatch, tern_err *e)
 {
 	uint32_t types[2] = {o->type_k, o->type_v};
 	uint32_t dims[2] = {c->head_dim, c->head_dim_v};
@@ -167,10 +191,10 @@ static int check_opts(const struct tern_model_config *c, const struct tern_backe
 		return tern_errf(e, TERN_ERANGE, "context of %lld positions is too large", (long long)ctx);
 	int64_t ub = o->n_ubatch;
 	if (ub <= 0)
-		ub = be->max_tokens < TERN_LLM_DEFAULT_BATCH ? be->max_tokens : TERN_LLM_DEFAULT_BATCH;
-	if (ub < 1 || ub > be->max_tokens)
+		ub = max_tokens < TERN_LLM_DEFAULT_BATCH ? max_tokens : TERN_LLM_DEFAULT_BATCH;
+	if (ub < 1 || ub > max_tokens)
 		return tern_errf(e, TERN_EINVAL, "micro-batch of %lld tokens: the backend takes 1..%lld", (long long)ub,
-				 (long long)be->max_tokens);
+				 (long long)max_tokens);
 	/* the attention is causal: no forward pass takes more tokens than
 	 * the context holds, so activations for more would never be used
 	 * (llama.cpp clamps n_batch, then n_ubatch, to n_ctx alike) */
@@ -200,6 +224,18 @@ static uint64_t cache_bytes(uint32_t type, uint64_t head_dim, uint64_t n_head_kv
 	if (!row || n_head_kv > UINT64_MAX / row || n_ctx > UINT64_MAX / (row * n_head_kv))
 		return 0;
 	return row * n_head_kv * n_ctx;
+}
+
+/* bytes of layer il's K and V caches (latent attention: one cache, V is
+ * a window of it), or 0 on overflow */
+static uint64_t layer_kv_bytes(const struct tern_model_config *c, uint32_t il, uint32_t type_k, uint32_t type_v,
+			       uint64_t n_ctx)
+{
+	if (c->n_lora_kv)
+		return cache_bytes(type_k, c->n_lora_kv + c->n_rot, 1, n_ctx);
+	uint64_t kb = cache_bytes(type_k, c->head_dim, c->layer[il].n_head_kv, n_ctx);
+	uint64_t vb = cache_bytes(type_v, c->head_dim_v, c->layer[il].n_head_kv, n_ctx);
+	return kb && vb && kb <= UINT64_MAX - vb ? kb + vb : 0;
 }
 
 /* The widest activations over the layers: they size the buffers of one
@@ -243,14 +279,14 @@ struct act_slot {
 };
 
 /* The slots of model c at a micro-batch of n_ub and out_rows logits rows,
- * with l's views (l may be NULL); returns their count. */
-static int act_slots(const struct tern_model_config *c, int64_t n_ub, int64_t out_rows, struct tern_llm *l,
+ * with part P's views (P may be NULL); returns their count. */
+static int act_slots(const struct tern_model_config *c, int64_t n_ub, int64_t out_rows, struct llm_part *P,
 		     struct act_slot *s)
 {
 	struct act_widths w = widest(c);
 	int n = 0;
 #define SLOT(field, ph, ty, width, nrows)                                                                              \
-	(s[n++] = (struct act_slot){l ? &l->field : NULL, (ph), (ty), (width), (nrows)})
+	(s[n++] = (struct act_slot){P ? &P->field : NULL, (ph), (ty), (width), (nrows)})
 	SLOT(q, ACT_ATTN, QT_F32, w.nq, n_ub);
 	SLOT(k, ACT_ATTN, QT_F32, w.nkv, n_ub);
 	SLOT(v, ACT_ATTN, QT_F32, w.nv, n_ub);
@@ -302,21 +338,22 @@ static double act_work_bytes(const struct act_slot *s, int n)
 	return most;
 }
 
-/* Allocate l->work and make every slot's view of it (views own nothing:
+/* Allocate P->work and make every slot's view of it (views own nothing:
  * only work is freed). */
-static int act_alloc(struct tern_llm *l, int64_t n_ub, int64_t out_rows, tern_err *e)
+static int act_alloc(const struct tern_model_config *c, struct llm_part *P, int64_t n_ub, int64_t out_rows,
+		     tern_err *e)
 {
 	struct act_slot s[ACT_SLOTS];
-	int n = act_slots(&l->m->cfg, n_ub, out_rows, l, s);
+	int n = act_slots(c, n_ub, out_rows, P, s);
 	double bytes = act_work_bytes(s, n);
 	if (bytes > (double)((int64_t)1 << 40))
 		return tern_errf(e, TERN_ENOMEM, "activations of %.0f bytes", bytes);
-	int rc = alloc2(l, &l->work, QT_F32, (int64_t)bytes / 4, 1, e);
+	int rc = alloc2(P->be, &P->work, QT_F32, (int64_t)bytes / 4, 1, e);
 	if (rc)
 		return rc;
 	size_t off[ACT_PHASES] = {0};
 	for (int i = 0; i < n; i++) {
-		struct tern_buf v = l->work;
+		struct tern_buf v = P->work;
 		v.type = s[i].type;
 		v.offset += off[s[i].phase];
 		off[s[i].phase] += (size_t)act_slot_bytes(&s[i]);
@@ -347,6 +384,44 @@ uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_c
 	if (kv)
 		*kv = cache < cap ? (uint64_t)cache : (uint64_t)cap;
 	return cache + act < cap ? (uint64_t)(cache + act) : (uint64_t)cap;
+}
+
+/* bytes of a tensor, 0 for none */
+static uint64_t view_bytes(const struct tern_tensor_view *t)
+{
+	return t ? t->nbytes : 0;
+}
+
+int tern_llm_offload_sizes(const struct tern_model *m, const struct tern_llm_opts *o, int64_t max_tokens,
+			   uint64_t *weights, uint64_t *kv, uint64_t *output, uint64_t *scratch, tern_err *e)
+{
+	const struct tern_model_config *c = &m->cfg;
+	int32_t n_ctx = 0, n_ub = 0;
+	int rc = check_opts(c, max_tokens, o, &n_ctx, &n_ub, e);
+	if (rc)
+		return rc;
+	/* a layer's tensors, every field a view pointer: the fused ones
+	 * (wqkv, bqkv, ffn_gate_up) are loaded as the views split from them,
+	 * which the sum has already */
+	_Static_assert(sizeof(struct tern_model_layer) % sizeof(const struct tern_tensor_view *) == 0,
+		       "tern_model_layer holds view pointers only");
+	const size_t nv = sizeof(struct tern_model_layer) / sizeof(const struct tern_tensor_view *);
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		const struct tern_model_layer *w = &m->w.layers[il];
+		const struct tern_tensor_view *v[sizeof(struct tern_model_layer) / sizeof(const struct tern_tensor_view *)];
+		memcpy(v, w, sizeof v);
+		uint64_t b = 0;
+		for (size_t i = 0; i < nv; i++)
+			if (v[i] != w->wqkv && v[i] != w->bqkv && v[i] != w->ffn_gate_up)
+				b += view_bytes(v[i]);
+		weights[il] = b;
+		kv[il] = layer_kv_bytes(c, il, o->type_k, o->type_v, (uint64_t)n_ctx);
+	}
+	*output = view_bytes(m->w.output_norm) + view_bytes(m->w.output_norm_b) + view_bytes(m->w.output_b) +
+		  view_bytes(c->tied_output ? m->w.token_embd : m->w.output);
+	uint64_t all_kv = 0, all = tern_llm_memory_estimate(c, n_ctx, n_ub, o->type_k, o->type_v, o->logits_all, &all_kv);
+	*scratch = all - all_kv;
+	return 0;
 }
 
 /* Older deepseek2 files keep W_kb and W_vb together in attn_kv_b ({kv_lora,
@@ -386,11 +461,12 @@ static int split_kv_b(struct tern_llm *l, uint32_t il, tern_err *e)
 			rc = quant_quantize_row(type, tr + r * nope, out + ors * (size_t)(h * kvr + r), (uint64_t)nope);
 	}
 	int64_t ne[3] = {nope, kvr, nh};
+	struct tern_backend *be = L->p->be;
 	if (!rc)
-		rc = l->be->buf_alloc(l->be, &L->wk_b, type, 3, ne, e);
+		rc = be->buf_alloc(be, &L->wk_b, type, 3, ne, e);
 	if (!rc) {
-		l->be->upload(l->be, &L->wk_b, 0, out, ors * (size_t)(kvr * nh));
-		rc = l->be->sync(l->be, e);
+		be->upload(be, &L->wk_b, 0, out, ors * (size_t)(kvr * nh));
+		rc = be->sync(be, e);
 	}
 	free(row);
 	free(tr);
@@ -415,9 +491,10 @@ static int split_gate_up_exps(struct tern_llm *l, uint32_t il, tern_err *e)
 	L->gate_exps = half;
 	half.offset += (size_t)nf * L->gate_up_exps.nb[1];
 	L->up_exps = half;
-	int rc = l->be->mat_prepare(l->be, &L->gate_exps, e);
+	struct tern_backend *be = L->p->be;
+	int rc = be->mat_prepare(be, &L->gate_exps, e);
 	if (!rc)
-		rc = l->be->mat_prepare(l->be, &L->up_exps, e);
+		rc = be->mat_prepare(be, &L->up_exps, e);
 	if (rc)
 		tern_err_prefixf(e, "layer %u: ffn_gate_up_exps", il);
 	return rc;
@@ -429,6 +506,8 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	const struct tern_model_layer *w = &l->m->w.layers[il];
 	struct layer_bufs *L = &l->layers[il];
+	struct tern_backend *be = L->p->be;
+	l->loading_be = be;
 	int rc = 0;
 	rc = rc ? rc : weight(l, &L->attn_norm, w->attn_norm, false, e);
 	rc = rc ? rc : weight(l, &L->wq, w->wq, true, e);
@@ -481,16 +560,16 @@ static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
 		return rc;
 	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
 		int64_t ne[3] = {c->n_lora_kv + c->n_rot, 1, l->n_ctx};
-		rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, ne, e);
+		rc = be->buf_alloc(be, &L->k_cache, l->o.type_k, 3, ne, e);
 		if (rc)
 			tern_err_prefixf(e, "KV cache of layer %u", il);
 		return rc;
 	}
 	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
 	int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
-	rc = l->be->buf_alloc(l->be, &L->k_cache, l->o.type_k, 3, kne, e);
+	rc = be->buf_alloc(be, &L->k_cache, l->o.type_k, 3, kne, e);
 	if (!rc)
-		rc = l->be->buf_alloc(l->be, &L->v_cache, l->o.type_v, 3, vne, e);
+		rc = be->buf_alloc(be, &L->v_cache, l->o.type_v, 3, vne, e);
 	if (rc)
 		tern_err_prefixf(e, "KV cache of layer %u", il);
 	return rc;
@@ -503,24 +582,24 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	const struct tern_model_config *c = &m->cfg;
 	struct tern_llm_opts o = opts ? *opts : tern_llm_opts_default();
 	int32_t n_ctx = 0, n_ub = 0;
-	int rc = check_opts(c, be, &o, &n_ctx, &n_ub, e);
+	/* the device takes the last n_dev layers (llama.cpp's -ngl), the
+	 * output head with dev_output; nothing placed there: no device */
+	if (o.n_dev_layers < 0 || (uint32_t)o.n_dev_layers > c->n_layer)
+		return tern_errf(e, TERN_EINVAL, "%d layers offloaded of %u", o.n_dev_layers, c->n_layer);
+	if (o.dev == be || (!o.n_dev_layers && !o.dev_output))
+		o.dev = NULL;
+	int64_t max_tokens = o.dev && o.dev->max_tokens < be->max_tokens ? o.dev->max_tokens : be->max_tokens;
+	int rc = check_opts(c, max_tokens, &o, &n_ctx, &n_ub, e);
 	if (rc)
 		return rc;
 
 	/* the cache, checked for overflow before anything is allocated */
 	uint64_t kv = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
-		uint64_t kb, vb = 0; /* latent attention: one cache, V is a window of it */
-		if (c->n_lora_kv) {
-			kb = cache_bytes(o.type_k, c->n_lora_kv + c->n_rot, 1, (uint64_t)n_ctx);
-		} else {
-			kb = cache_bytes(o.type_k, c->head_dim, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-			vb = cache_bytes(o.type_v, c->head_dim_v, c->layer[il].n_head_kv, (uint64_t)n_ctx);
-			kb = vb ? kb : 0;
-		}
-		if (!kb || kv > UINT64_MAX / 4 - kb - vb)
+		uint64_t b = layer_kv_bytes(c, il, o.type_k, o.type_v, (uint64_t)n_ctx);
+		if (!b || kv > UINT64_MAX / 4 - b)
 			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
-		kv += kb + vb;
+		kv += b;
 	}
 	if (kv > (uint64_t)SIZE_MAX / 2)
 		return tern_errf(e, TERN_ENOMEM, "a KV cache of %d positions needs %llu bytes", n_ctx,
@@ -530,12 +609,19 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 	if (!l)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	l->m = m;
-	l->be = be;
 	l->o = o;
-	/* ggml's rounding only where the backend takes it (lib/backend.h,
-	 * TERN_BACKEND_GGML_NUMERICS); elsewhere the plain ops */
-	l->o.ggml_fa = o.ggml_fa && tern_backend_ggml(be);
-	l->o.ggml_ops = o.ggml_ops && tern_backend_ggml(be);
+	l->part[0].be = be;
+	l->n_parts = 1;
+	if (o.dev) {
+		l->part[1].be = o.dev;
+		l->n_parts = 2;
+	}
+	l->out_part = &l->part[o.dev && o.dev_output ? 1 : 0];
+	/* ggml's rounding only where every backend of the pass takes it
+	 * (lib/backend.h, TERN_BACKEND_GGML_NUMERICS); elsewhere the plain ops */
+	bool ggml = tern_backend_ggml(be) && (!o.dev || tern_backend_ggml(o.dev));
+	l->o.ggml_fa = o.ggml_fa && ggml;
+	l->o.ggml_ops = o.ggml_ops && ggml;
 	l->n_ctx = n_ctx;
 	l->n_ubatch = n_ub;
 	l->kv_bytes = kv;
@@ -559,33 +645,51 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		return rc;
 	}
 
-	/* weights: views into the file or copies (weight(): two passes) */
-	l->output_is_embd = c->tied_output;
+	/* the device runs the last n_dev_layers blocks (llama.cpp's rule) */
+	for (uint32_t il = 0; il < c->n_layer; il++)
+		l->layers[il].p = &l->part[o.dev && il >= c->n_layer - (uint32_t)o.n_dev_layers ? 1 : 0];
+
+	/* weights: views into the file or copies (weight(): two passes). The
+	 * token embedding stays on the host (llama.cpp's rule: a few rows
+	 * per token are no work for a device); a tied output head on the
+	 * device is the same tensor loaded there as a product. */
+	struct llm_part *H = &l->part[0], *O = l->out_part;
+	l->output_is_embd = c->tied_output && O == H;
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		l->loading_products = pass == 1;
-		rc = weight(l, &l->token_embd, m->w.token_embd, c->tied_output, e);
+		l->loading_be = H->be;
+		rc = weight(l, &l->token_embd, m->w.token_embd, l->output_is_embd, e);
+		l->loading_be = O->be;
 		if (!rc)
 			rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
-		if (!rc && !c->tied_output)
-			rc = weight(l, &l->output, m->w.output, true, e);
-		if (!rc)
-			rc = weight(l, &l->rope_freqs, rope_factors(m, n_ctx), false, e);
+		if (!rc && !l->output_is_embd)
+			rc = weight(l, &l->output, c->tied_output ? m->w.token_embd : m->w.output, true, e);
 		if (!rc)
 			rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
 		if (!rc)
 			rc = weight(l, &l->output_b, m->w.output_b, false, e);
+		for (int i = 0; !rc && i < l->n_parts; i++) {
+			l->loading_be = l->part[i].be;
+			rc = weight(l, &l->part[i].rope_freqs, rope_factors(m, n_ctx), false, e);
+		}
 		for (uint32_t il = 0; !rc && il < c->n_layer; il++)
 			rc = load_layer(l, il, e);
 	}
 
-	/* activations: the widest layer decides */
+	/* activations on every part (the widest layer decides), the logits'
+	 * rows on the output's; the staging of the crossings */
 	int64_t one[1] = {n_ub};
-	rc = rc ? rc : be->buf_alloc(be, &l->ids, QT_I32, 1, one, e);
-	rc = rc ? rc : be->buf_alloc(be, &l->pos, QT_I32, 1, one, e);
-	rc = rc ? rc : alloc2(l, &l->x, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->h, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : alloc2(l, &l->out, QT_F32, c->n_embd, n_ub, e);
-	rc = rc ? rc : act_alloc(l, n_ub, out_rows, e);
+	for (int i = 0; !rc && i < l->n_parts; i++) {
+		struct llm_part *P = &l->part[i];
+		rc = rc ? rc : P->be->buf_alloc(P->be, &P->ids, QT_I32, 1, one, e);
+		rc = rc ? rc : P->be->buf_alloc(P->be, &P->pos, QT_I32, 1, one, e);
+		rc = rc ? rc : alloc2(P->be, &P->x, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : alloc2(P->be, &P->h, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : alloc2(P->be, &P->out, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : act_alloc(c, P, n_ub, P == O ? out_rows : 1, e);
+	}
+	if (!rc && l->n_parts > 1 && !(l->staging = malloc(sizeof(float) * 2 * (size_t)n_ub * c->n_embd)))
+		rc = tern_errf(e, TERN_ENOMEM, "out of memory for the staging of %d tokens", n_ub);
 	if (rc) {
 		tern_llm_free(l);
 		return rc;
@@ -598,15 +702,22 @@ void tern_llm_free(struct tern_llm *l)
 {
 	if (!l)
 		return;
-	struct tern_backend *be = l->be;
 	/* the activations' views (act_slots) own nothing: work holds them */
-	struct tern_buf *act[] = {&l->ids, &l->pos, &l->x, &l->h, &l->out, &l->work, &l->token_embd,
-				  &l->output_norm, &l->output, &l->rope_freqs, &l->output_norm_b, &l->output_b};
-	for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
-		be->buf_free(be, act[i]);
+	for (int i = 0; i < l->n_parts; i++) {
+		struct llm_part *P = &l->part[i];
+		struct tern_buf *act[] = {&P->ids, &P->pos, &P->x, &P->h, &P->out, &P->work, &P->rope_freqs};
+		for (size_t k = 0; k < sizeof act / sizeof act[0]; k++)
+			P->be->buf_free(P->be, act[k]);
+	}
+	struct tern_backend *hb = l->part[0].be, *ob = l->out_part->be;
+	hb->buf_free(hb, &l->token_embd);
+	struct tern_buf *w[] = {&l->output_norm, &l->output, &l->output_norm_b, &l->output_b};
+	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+		ob->buf_free(ob, w[i]);
 	if (l->layers) {
 		for (uint32_t il = 0; il < l->m->cfg.n_layer; il++) {
 			struct layer_bufs *L = &l->layers[il];
+			struct tern_backend *be = L->p ? L->p->be : hb;
 			struct tern_buf *b[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
 						&L->bo, &L->q_norm, &L->k_norm, &L->attn_post_norm, &L->ffn_norm,
 						&L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ffn_post_norm,
@@ -621,10 +732,11 @@ void tern_llm_free(struct tern_llm *l)
 		}
 	}
 	free(l->layers);
-	l->be->host_free(l->be, l->host_ids);
-	l->be->host_free(l->be, l->host_pos);
-	l->be->host_free(l->be, l->host_logits);
-	l->be->host_free(l->be, l->host_embd);
+	free(l->staging);
+	hb->host_free(hb, l->host_ids);
+	hb->host_free(hb, l->host_pos);
+	hb->host_free(hb, l->host_logits);
+	hb->host_free(hb, l->host_embd);
 	free(l);
 }
 
@@ -666,10 +778,9 @@ static struct tern_rope layer_rope(const struct tern_model_config *c, const stru
 
 /* y[i] = w[i] x: the backend's product, or with ggml_ops ggml's rounding
  * of each (mat_mul_ggml) */
-static void products(struct tern_llm *l, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
-		     struct tern_buf *const *y)
+static void products(struct tern_llm *l, struct tern_backend *be, int n_w, const struct tern_buf *const *w,
+		     const struct tern_buf *x, struct tern_buf *const *y)
 {
-	struct tern_backend *be = l->be;
 	if (!l->o.ggml_ops) {
 		be->product(be, n_w, w, x, y);
 		return;
@@ -694,11 +805,12 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_moe *mc = &c->moe;
 	struct layer_bufs *L = &l->layers[il];
-	struct tern_backend *be = l->be;
+	struct llm_part *P = L->p;
+	struct tern_backend *be = P->be;
 	const int64_t k = mc->n_expert_used, nf = mc->n_ff_exp, ne = c->n_embd;
-	struct tern_buf h = tern_buf_rows2(&l->h, ne, n), o = tern_buf_rows2(&l->out, ne, n);
-	struct tern_buf r = tern_buf_rows2(&l->router, mc->n_expert, n);
-	struct tern_buf ids = tern_buf_rows2(&l->sel_ids, k, n), w = tern_buf_rows2(&l->sel_w, k, n);
+	struct tern_buf h = tern_buf_rows2(&P->h, ne, n), o = tern_buf_rows2(&P->out, ne, n);
+	struct tern_buf r = tern_buf_rows2(&P->router, mc->n_expert, n);
+	struct tern_buf ids = tern_buf_rows2(&P->sel_ids, k, n), w = tern_buf_rows2(&P->sel_w, k, n);
 	tern_be_mul(be, &L->gate_inp, &h, &r);
 	if (tern_buf_opt(&L->gate_inp_b))
 		be->add(be, &r, &L->gate_inp_b, &r);
@@ -714,10 +826,10 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	};
 	be->moe_route(be, &r, tern_buf_opt(&L->exp_probs_b), &ids, &w, &rp);
 
-	struct tern_buf h3 = tern_buf_rows3(&l->h, ne, 1, n);
-	struct tern_buf g = tern_buf_rows3(&l->eg, nf, k, n);
-	struct tern_buf u = tern_buf_rows3(&l->eu, nf, k, n);
-	struct tern_buf d = tern_buf_rows3(&l->ed, ne, k, n);
+	struct tern_buf h3 = tern_buf_rows3(&P->h, ne, 1, n);
+	struct tern_buf g = tern_buf_rows3(&P->eg, nf, k, n);
+	struct tern_buf u = tern_buf_rows3(&P->eu, nf, k, n);
+	struct tern_buf d = tern_buf_rows3(&P->ed, ne, k, n);
 	be->mat_mul_id(be, &L->gate_exps, &h3, &ids, tern_buf_opt(&L->gate_exps_b), &g);
 	be->mat_mul_id(be, &L->up_exps, &h3, &ids, tern_buf_opt(&L->up_exps_b), &u);
 	be->glu(be, &g, &u, &g, glu_kind(mc->act));
@@ -730,10 +842,10 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 	 * ed (free again), gated into h (no longer read) where it has a gate
 	 * (qwen2moe), added as it is otherwise (deepseek2) */
 	const int64_t ns = mc->n_ff_shexp;
-	struct tern_buf sg = tern_buf_rows2(&l->gate, ns, n);
-	struct tern_buf su = tern_buf_rows2(&l->up, ns, n);
-	struct tern_buf sd = tern_buf_rows2(&l->ed, ne, n);
-	struct tern_buf gt = tern_buf_rows2(&l->sgate, 1, n);
+	struct tern_buf sg = tern_buf_rows2(&P->gate, ns, n);
+	struct tern_buf su = tern_buf_rows2(&P->up, ns, n);
+	struct tern_buf sd = tern_buf_rows2(&P->ed, ne, n);
+	struct tern_buf gt = tern_buf_rows2(&P->sgate, 1, n);
 	const bool gated = tern_buf_opt(&L->gate_inp_shexp) != NULL;
 	const struct tern_buf *w3[3] = {&L->gate_shexp, &L->up_shexp, &L->gate_inp_shexp};
 	struct tern_buf *y3[3] = {&sg, &su, &gt};
@@ -745,7 +857,7 @@ static void moe_ffn(struct tern_llm *l, uint32_t il, int64_t n)
 		return;
 	}
 	be->unary(be, &gt, &gt, TERN_UNARY_SIGMOID);
-	struct tern_buf sd3 = tern_buf_rows3(&l->ed, ne, 1, n);
+	struct tern_buf sd3 = tern_buf_rows3(&P->ed, ne, 1, n);
 	be->moe_combine(be, &sd3, &gt, &h);
 	be->add(be, &o, &h, &o);
 }
@@ -769,16 +881,17 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
-	struct tern_backend *be = l->be;
+	struct llm_part *P = L->p;
+	struct tern_backend *be = P->be;
 	const int64_t nh = lc->n_head, hd = c->head_dim, nr = c->n_rot, nope = hd - nr, kvr = c->n_lora_kv;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops};
 	int64_t n1[1] = {n};
-	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1);
-	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
-	struct tern_buf q = tern_buf_rows2(&l->q, nh * hd, n), kv = tern_buf_rows2(&l->mla_kv, kvr + nr, n);
+	struct tern_buf pos = tern_buf_reshape(&P->pos, 1, n1);
+	struct tern_buf h = tern_buf_rows2(&P->h, c->n_embd, n), o = tern_buf_rows2(&P->out, c->n_embd, n);
+	struct tern_buf q = tern_buf_rows2(&P->q, nh * hd, n), kv = tern_buf_rows2(&P->mla_kv, kvr + nr, n);
 
 	/* the query and the compressed KV, both from h */
-	struct tern_buf qa = tern_buf_opt(&L->wq_a) ? tern_buf_rows2(&l->mla_qa, c->n_lora_q, n) : q;
+	struct tern_buf qa = tern_buf_opt(&L->wq_a) ? tern_buf_rows2(&P->mla_qa, c->n_lora_q, n) : q;
 	const struct tern_buf *wq = tern_buf_opt(&L->wq_a) ? &L->wq_a : &L->wq;
 	const struct tern_buf *w2[2] = {wq, &L->wkv_a};
 	struct tern_buf *y2[2] = {&qa, &kv};
@@ -790,22 +903,22 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_rope rope = layer_rope(c, lc, TERN_ROPE_NORMAL, l->o.ggml_ops);
 
 	/* the cache row: the normed latent, then the rotated shared key part */
-	struct tern_buf lat = tern_buf_rows2(&l->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
-	struct tern_buf pe = tern_buf_rows3(&l->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
+	struct tern_buf lat = tern_buf_rows2(&P->mla_lat, kvr, n), kv_lat = tern_buf_cols(&kv, 0, kvr);
+	struct tern_buf pe = tern_buf_rows3(&P->mla_pe, nr, 1, n), kv_pe = tern_buf_cols(&kv, kvr, nr);
 	be->copy(be, &kv_lat, &lat);
 	be->norm(be, &lat, NULL, &L->kv_a_norm, NULL, &lat, &rms);
 	be->copy(be, &lat, &kv_lat);
 	be->copy(be, &kv_pe, &pe);
 	be->rope(be, &pe, &pos, NULL, &rope);
 	be->copy(be, &pe, &kv_pe);
-	struct tern_buf kv3 = tern_buf_rows3(&l->mla_kv, kvr + nr, 1, n);
+	struct tern_buf kv3 = tern_buf_rows3(&P->mla_kv, kvr + nr, 1, n);
 	be->kv_store(be, &L->k_cache, &kv3, &pos, NULL);
 
 	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
-	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
+	struct tern_buf q3 = tern_buf_rows3(&P->q, hd, nh, n);
 	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
-	struct tern_buf qn = tern_buf_rows3(&l->mla_qn, nope, nh, n), qp = tern_buf_rows3(&l->mla_qp, nr, nh, n);
-	struct tern_buf qx = tern_buf_rows3(&l->mla_qx, kvr, nh, n), qm = tern_buf_rows3(&l->mla_qm, kvr + nr, nh, n);
+	struct tern_buf qn = tern_buf_rows3(&P->mla_qn, nope, nh, n), qp = tern_buf_rows3(&P->mla_qp, nr, nh, n);
+	struct tern_buf qx = tern_buf_rows3(&P->mla_qx, kvr, nh, n), qm = tern_buf_rows3(&P->mla_qm, kvr + nr, nh, n);
 	be->copy(be, &q_nope, &qn);
 	be->copy(be, &q_pe, &qp);
 	be->rope(be, &qp, &pos, NULL, &rope);
@@ -818,8 +931,8 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf v = tern_buf_cols(&L->k_cache, 0, kvr);
 	const struct tern_attn at = {.scale = c->attn_scale};
 	be->attention(be, &qm, &L->k_cache, &v, &pos, NULL, &qx, &at);
-	struct tern_buf a3 = tern_buf_rows3(&l->a, c->head_dim_v, nh, n);
-	struct tern_buf a = tern_buf_rows2(&l->a, nh * c->head_dim_v, n);
+	struct tern_buf a3 = tern_buf_rows3(&P->a, c->head_dim_v, nh, n);
+	struct tern_buf a = tern_buf_rows2(&P->a, nh * c->head_dim_v, n);
 	be->mat_mul_heads(be, &L->wv_b, &qx, &a3);
 	tern_be_mul(be, &L->wo, &a, &o);
 }
@@ -832,32 +945,33 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
-	struct tern_backend *be = l->be;
+	struct llm_part *P = L->p;
+	struct tern_backend *be = P->be;
 	const int64_t hd = c->head_dim, hdv = c->head_dim_v, nh = lc->n_head, nkv = lc->n_head_kv;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops};
 
-	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n), o = tern_buf_rows2(&l->out, c->n_embd, n);
-	struct tern_buf q = tern_buf_rows2(&l->q, nh * hd, n);
-	struct tern_buf k = tern_buf_rows2(&l->k, nkv * hd, n);
-	struct tern_buf v = tern_buf_rows2(&l->v, nkv * hdv, n);
-	struct tern_buf a = tern_buf_rows2(&l->a, nh * hdv, n);
+	struct tern_buf h = tern_buf_rows2(&P->h, c->n_embd, n), o = tern_buf_rows2(&P->out, c->n_embd, n);
+	struct tern_buf q = tern_buf_rows2(&P->q, nh * hd, n);
+	struct tern_buf k = tern_buf_rows2(&P->k, nkv * hd, n);
+	struct tern_buf v = tern_buf_rows2(&P->v, nkv * hdv, n);
+	struct tern_buf a = tern_buf_rows2(&P->a, nh * hdv, n);
 	int64_t n1[1] = {n};
-	struct tern_buf pos = tern_buf_reshape(&l->pos, 1, n1); /* the first n */
+	struct tern_buf pos = tern_buf_reshape(&P->pos, 1, n1); /* the first n */
 
 	/* attention; Q, K and V in one call */
 	const struct tern_buf *w3[3] = {&L->wq, &L->wk, &L->wv};
 	struct tern_buf *y3[3] = {&q, &k, &v};
-	products(l, 3, w3, &h, y3);
+	products(l, be, 3, w3, &h, y3);
 	if (tern_buf_opt(&L->bq))
 		be->add(be, &q, &L->bq, &q);
 	if (tern_buf_opt(&L->bk))
 		be->add(be, &k, &L->bk, &k);
 	if (tern_buf_opt(&L->bv))
 		be->add(be, &v, &L->bv, &v);
-	struct tern_buf q3 = tern_buf_rows3(&l->q, hd, nh, n);
-	struct tern_buf k3 = tern_buf_rows3(&l->k, hd, nkv, n);
-	struct tern_buf v3 = tern_buf_rows3(&l->v, hdv, nkv, n);
-	struct tern_buf a3 = tern_buf_rows3(&l->a, hdv, nh, n);
+	struct tern_buf q3 = tern_buf_rows3(&P->q, hd, nh, n);
+	struct tern_buf k3 = tern_buf_rows3(&P->k, hd, nkv, n);
+	struct tern_buf v3 = tern_buf_rows3(&P->v, hdv, nkv, n);
+	struct tern_buf a3 = tern_buf_rows3(&P->a, hdv, nh, n);
 	if (tern_buf_opt(&L->q_norm))
 		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
 	if (tern_buf_opt(&L->k_norm))
@@ -865,7 +979,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
 						 l->o.ggml_ops);
 	/* llama3's per-dimension factors belong to the global RoPE only */
-	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&l->rope_freqs);
+	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&P->rope_freqs);
 	be->rope(be, &q3, &pos, freqs, &rope);
 	be->rope(be, &k3, &pos, freqs, &rope);
 	be->kv_store(be, &L->k_cache, &k3, &pos, NULL);
@@ -882,7 +996,7 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 		.ggml = ggml_attn && l->o.ggml_ops,
 	};
 	be->attention(be, &q3, &L->k_cache, &L->v_cache, &pos, NULL, &a3, &at);
-	products(l, 1, (const struct tern_buf *[]){&L->wo}, &a, (struct tern_buf *[]){&o});
+	products(l, be, 1, (const struct tern_buf *[]){&L->wo}, &a, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->bo))
 		be->add(be, &o, &L->bo, &o);
 }
@@ -897,11 +1011,12 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
 	struct layer_bufs *L = &l->layers[il];
-	struct tern_backend *be = l->be;
+	struct llm_part *P = L->p;
+	struct tern_backend *be = P->be;
 	const struct tern_norm rms = {TERN_NORM_RMS, c->norm_eps, l->o.ggml_ops}, nrm = model_norm(l);
-	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n);
-	struct tern_buf x = tern_buf_rows2(&l->x, c->n_embd, n);
-	struct tern_buf o = tern_buf_rows2(&l->out, c->n_embd, n);
+	struct tern_buf h = tern_buf_rows2(&P->h, c->n_embd, n);
+	struct tern_buf x = tern_buf_rows2(&P->x, c->n_embd, n);
+	struct tern_buf o = tern_buf_rows2(&P->out, c->n_embd, n);
 
 	if (c->n_lora_kv)
 		attn_mla(l, il, n);
@@ -922,7 +1037,7 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 			be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 		return;
 	}
-	struct tern_buf g = tern_buf_rows2(&l->gate, lc->n_ff, n), u = tern_buf_rows2(&l->up, lc->n_ff, n);
+	struct tern_buf g = tern_buf_rows2(&P->gate, lc->n_ff, n), u = tern_buf_rows2(&P->up, lc->n_ff, n);
 	if (c->ffn_plain) { /* phi2: down(gelu(up h + b)) + b */
 		tern_be_mul(be, &L->ffn_up, &h, &u);
 		if (tern_buf_opt(&L->ffn_up_b))
@@ -935,18 +1050,46 @@ static void block(struct tern_llm *l, uint32_t il, int64_t n)
 	}
 	const struct tern_buf *w2[2] = {&L->ffn_gate, &L->ffn_up};
 	struct tern_buf *y2[2] = {&g, &u};
-	products(l, 2, w2, &h, y2);
+	products(l, be, 2, w2, &h, y2);
 	be->glu(be, &g, &u, &g, glu_kind(c->act));
-	products(l, 1, (const struct tern_buf *[]){&L->ffn_down}, &g, (struct tern_buf *[]){&o});
+	products(l, be, 1, (const struct tern_buf *[]){&L->ffn_down}, &g, (struct tern_buf *[]){&o});
 	if (tern_buf_opt(&L->ffn_post_norm))
 		be->norm(be, &o, NULL, &L->ffn_post_norm, NULL, &o, &rms);
 }
 
-/* n tokens (1..n_ubatch) at positions n_past.. through the model */
+/* The residual stream of n tokens from part `from` to part `to`: x, and
+ * the pending FFN output (out) once a block has run. A decode step ends
+ * on the part it leaves (a GPU closes its recorded step before the copy's
+ * sync) and begins anew on the one it enters. */
+static int cross(struct tern_llm *l, struct llm_part *from, struct llm_part *to, int64_t n, bool with_out,
+		 tern_err *e)
+{
+	const int64_t ne = l->m->cfg.n_embd;
+	if (n == 1)
+		from->be->end_step(from->be);
+	struct tern_buf fx = tern_buf_rows2(&from->x, ne, n), tx = tern_buf_rows2(&to->x, ne, n);
+	int rc = tern_backend_copy(&fx, &tx, l->staging, e);
+	if (!rc && with_out) {
+		struct tern_buf fo = tern_buf_rows2(&from->out, ne, n), to_o = tern_buf_rows2(&to->out, ne, n);
+		rc = tern_backend_copy(&fo, &to_o, l->staging + (size_t)l->n_ubatch * ne, e);
+	}
+	if (rc) {
+		tern_err_prefixf(e, "from %s to %s", from->be->name, to->be->name);
+		return rc;
+	}
+	if (n == 1)
+		to->be->begin_step(to->be);
+	return 0;
+}
+
+/* n tokens (1..n_ubatch) at positions n_past.. through the model: the
+ * token embedding on part[0], each block on its layer's part, the output
+ * head on out_part, crossing where the parts change */
 static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool last_chunk, tern_err *e)
 {
 	const struct tern_model_config *c = &l->m->cfg;
-	struct tern_backend *be = l->be;
+	struct llm_part *P = &l->part[0];
+	struct tern_backend *be = P->be;
 	const struct tern_norm nrm = model_norm(l);
 	for (int32_t i = 0; i < n; i++) {
 		l->host_ids[i] = tokens[i];
@@ -954,25 +1097,41 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	}
 	if (n == 1)
 		be->begin_step(be);
-	be->upload(be, &l->ids, 0, l->host_ids, sizeof(int32_t) * (size_t)n);
-	be->upload(be, &l->pos, 0, l->host_pos, sizeof(int32_t) * (size_t)n);
+	be->upload(be, &P->ids, 0, l->host_ids, sizeof(int32_t) * (size_t)n);
+	for (int i = 0; i < l->n_parts; i++)
+		l->part[i].be->upload(l->part[i].be, &l->part[i].pos, 0, l->host_pos, sizeof(int32_t) * (size_t)n);
 
 	int64_t n1[1] = {n};
-	struct tern_buf ids = tern_buf_reshape(&l->ids, 1, n1);
-	struct tern_buf x = tern_buf_rows2(&l->x, c->n_embd, n);
-	struct tern_buf h = tern_buf_rows2(&l->h, c->n_embd, n);
-	struct tern_buf o = tern_buf_rows2(&l->out, c->n_embd, n);
+	struct tern_buf ids = tern_buf_reshape(&P->ids, 1, n1);
+	struct tern_buf x = tern_buf_rows2(&P->x, c->n_embd, n);
 	be->get_rows(be, &l->token_embd, &ids, &x);
 	if (c->embd_scale != 1.0f)
 		be->scale(be, &x, &x, c->embd_scale);
+	int rc = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
+		if (l->layers[il].p != P) {
+			if ((rc = cross(l, P, l->layers[il].p, n, il > 0, e)) != 0)
+				return rc;
+			P = l->layers[il].p;
+			be = P->be;
+		}
 		/* the first block's input has nothing to add; the others add
 		 * the previous block's FFN output */
+		x = tern_buf_rows2(&P->x, c->n_embd, n);
+		struct tern_buf h = tern_buf_rows2(&P->h, c->n_embd, n), o = tern_buf_rows2(&P->out, c->n_embd, n);
 		be->norm(be, &x, il ? &o : NULL, &l->layers[il].attn_norm, tern_buf_opt(&l->layers[il].attn_norm_b), &h, &nrm);
 		block(l, il, n);
 	}
+	if (l->out_part != P) {
+		if ((rc = cross(l, P, l->out_part, n, c->n_layer > 0, e)) != 0)
+			return rc;
+		P = l->out_part;
+		be = P->be;
+	}
 
 	/* the output rows: the last token's, or every token's */
+	x = tern_buf_rows2(&P->x, c->n_embd, n);
+	struct tern_buf h = tern_buf_rows2(&P->h, c->n_embd, n), o = tern_buf_rows2(&P->out, c->n_embd, n);
 	int64_t r0 = l->o.logits_all ? 0 : n - 1, nr = l->o.logits_all ? n : 1;
 	if (l->o.embeddings) {
 		/* every row's final hidden state, no logits */
@@ -982,7 +1141,7 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 		struct tern_buf xr = tern_buf_rows(&x, r0, nr), orr = tern_buf_rows(&o, r0, nr);
 		struct tern_buf hr = tern_buf_rows(&h, r0, nr);
 		be->norm(be, &xr, &orr, &l->output_norm, tern_buf_opt(&l->output_norm_b), &hr, &nrm);
-		struct tern_buf lg = tern_buf_rows2(&l->logits, c->n_vocab, nr);
+		struct tern_buf lg = tern_buf_rows2(&P->logits, c->n_vocab, nr);
 		tern_be_mul(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg);
 		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
@@ -990,7 +1149,8 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	}
 	if (n == 1)
 		be->end_step(be);
-	int rc = be->sync(be, e);
+	/* the parts left behind were synced by the crossings */
+	rc = be->sync(be, e);
 	if (rc)
 		return rc;
 	if (!l->o.embeddings && (last_chunk || l->o.logits_all) && c->final_softcap > 0) {

@@ -1,6 +1,6 @@
 /* llm.h - a language model ready to run: the model (lib/llm/model.h), a
- * backend (lib/backend.h), the KV cache and the activations of one
- * forward pass. The forward pass is written once, over the backend's
+ * backend (lib/backend.h) or two (partial offload: opts.dev), the KV
+ * cache and the activations of one forward pass. The forward pass is written once, over the backend's
  * operation table; the CPU runs it now, the GPUs will.
  *
  * Memory: everything is sized and allocated by tern_llm_new (the KV cache
@@ -49,6 +49,16 @@ struct tern_llm_opts {
 			   * variant; the embeddings set it. Off by default: generation keeps its own.
 			   * ggml_fa and ggml_ops are ggml's CPU rounding: a backend without
 			   * TERN_BACKEND_GGML_NUMERICS (a GPU's) runs the plain ops instead */
+	/* Partial offload (llama.cpp's -ngl; gpu/plan.h sizes it): the last
+	 * n_dev_layers blocks (il >= n_layer - n_dev_layers), each with its KV
+	 * cache, and the output head with dev_output, run on dev; the token
+	 * embedding and the other blocks on the backend given to tern_llm_new.
+	 * The residual stream is copied between them through host memory
+	 * where the layers change backend. dev NULL (the default), or nothing
+	 * placed on it: everything on the one backend. dev is borrowed. */
+	struct tern_backend *dev;
+	int32_t n_dev_layers; /* 0..n_layer */
+	bool dev_output;
 };
 
 /* ggml's flash attention takes the queries of a batch of at least this
@@ -108,6 +118,16 @@ uint64_t tern_llm_kv_bytes(const struct tern_llm *l);
  * backend's own scratch is not counted. */
 uint64_t tern_llm_memory_estimate(const struct tern_model_config *c, int64_t n_ctx, int64_t n_ubatch,
 				  uint32_t type_k, uint32_t type_v, bool logits_all, uint64_t *kv);
+
+/* What the memory planner (gpu/plan.h) weighs, from the shapes and the
+ * file's tensor sizes, before anything is allocated, for options o (their
+ * n_ctx and n_ubatch resolved as tern_llm_new resolves them, with
+ * max_tokens the smaller of the two backends'): per block its weights as
+ * stored (weights[n_layer]) and its KV cache (kv[n_layer]); the output
+ * head (output norm and matrix, the token embedding when tied); the
+ * activations one backend holds. Errors: tern_llm_new's for bad options. */
+int tern_llm_offload_sizes(const struct tern_model *m, const struct tern_llm_opts *o, int64_t max_tokens,
+			   uint64_t *weights, uint64_t *kv, uint64_t *output, uint64_t *scratch, tern_err *e);
 
 /* Forget positions n_past.. (0 <= n_past <= current): the next decode
  * continues from there (chat reuses a common prefix this way). */

@@ -88,7 +88,10 @@ void main()
 	bool bad = qp < 0 || uint(qp) >= pc.n_ctx || sq < 0 || (pc.n_seq != 0u && uint(sq) >= pc.n_seq);
 	if (bad) { /* the whole workgroup: y keeps what it held */
 		if (lid == 0u && s == 0u && blk == 0u)
-			flag_bad(ST_ATTENTION, qp < 0 || uint(qp) >= pc.n_ctx ? qp : sq);
+			if (qp < 0 || uint(qp) >= pc.n_ctx)
+				flag_bad(ST_ATTENTION, qp);
+			else
+				flag_bad(ST_ATTENTION | ST_SEQUENCE, sq);
 		return;
 	}
 	int lo = pc.window > 0u ? max(0, qp - int(pc.window) + 1) : 0;

@@ -24,6 +24,7 @@ layout(binding = 8) buffer Status { uint status[4]; };
 #define ST_KV_STORE 2u  /* kv_store: a position outside the cache */
 #define ST_EXPERT_ID 4u /* mat_mul_id: an expert outside the stack */
 #define ST_ATTENTION 8u /* attention: a query position outside the cache */
+#define ST_SEQUENCE 16u /* with ST_KV_STORE or ST_ATTENTION: the value is a sequence */
 
 void flag_bad(uint what, int value)
 {

@@ -36,7 +36,7 @@ void main()
 	if (pc.n_seq != 0u) {
 		int sv = seq[pc.oseq + t];
 		if (sv < 0 || uint(sv) >= pc.n_seq) {
-			flag_bad(ST_KV_STORE, sv);
+			flag_bad(ST_KV_STORE | ST_SEQUENCE, sv);
 			return;
 		}
 		sq = uint(sv);

@@ -263,6 +263,7 @@ static void fill_info(VkPhysicalDevice pd, int index, const struct dev_facts *d,
 	o->int_dot = d->has_dot && d->dot.integerDotProduct4x8BitPackedSignedAccelerated;
 	o->coopmat = d->has_coop;
 	o->uma = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+	o->software = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 	o->subgroup = (int)d->sg.subgroupSize;
 }
 
@@ -595,6 +596,12 @@ static bool same_list(const struct vk *v)
  * finish the downloads, reset the list and the staging. */
 static void flush(struct vk *v, bool step)
 {
+	if (v->lost) { /* the device failed: nothing more is submitted, the list dropped */
+		v->n_cmds = v->n_reads = 0;
+		v->n_written = v->n_read = 0;
+		v->stage_used = 0;
+		return;
+	}
 	if (!v->n_cmds && !v->n_reads) {
 		v->stage_used = 0;
 		return;
@@ -637,14 +644,17 @@ static void flush(struct vk *v, bool step)
 	VkResult r = p_vkQueueSubmit(v->queue, 1, &si, v->fence);
 	if (r == VK_SUCCESS) {
 		v->n_submits++;
-		/* a device that stops answering is lost, not waited on forever:
-		 * 120 s is far beyond any one submit of a model that fits, the
-		 * compilation lavapipe does at the first use of a pipeline included */
-		r = p_vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, 120ull * 1000 * 1000 * 1000);
-		p_vkResetFences(v->dev, 1, &v->fence);
+		/* a device that stops answering is lost, not waited on forever. A
+		 * GPU's driver reports a hung submit as VK_ERROR_DEVICE_LOST within
+		 * seconds; the limit is for one that never does: 10 minutes, far
+		 * beyond any one submit of a model that fits, the compilation
+		 * lavapipe (a CPU device) does at a pipeline's first use included */
+		r = p_vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, 600ull * 1000 * 1000 * 1000);
+		if (r == VK_SUCCESS)
+			p_vkResetFences(v->dev, 1, &v->fence);
 	}
 	if (r != VK_SUCCESS) {
-		vk_fail(v, "%s: %s", r == VK_TIMEOUT ? "a submit did not finish in 120 s" : "vkQueueSubmit", vk_result_str(r));
+		vk_fail(v, "%s: %s", r == VK_TIMEOUT ? "a submit did not finish in 10 minutes" : "vkQueueSubmit", vk_result_str(r));
 		v->lost = true;
 	} else {
 		for (size_t i = 0; i < v->n_reads; i++)

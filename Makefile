@@ -263,7 +263,7 @@ man: $(BINS)
 		echo "  MAN     tern-$$n"; done
 
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev libcmocka-dev libpcre2-dev libutf8proc-dev \
-	libsndfile1-dev libsamplerate0-dev libfftw3-dev zlib1g-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers \
+	libsndfile1-dev libsamplerate0-dev libfftw3-dev zlib1g-dev libedit-dev libjansson-dev libmd-dev libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3 python3-venv python3-numpy git time
 
 deps:

@@ -21,7 +21,13 @@
  *   a device that refuses an allocation half-way through the load
  *   (gpu/device.h's test device): TERN_ENOMEM, everything freed (ASan's
  *   leak check under SANITIZE=1), and the same host backend loads the
- *   model again with fewer layers. */
+ *   model again with fewer layers.
+ *
+ * With TERN_TEST_DEVICE=vulkan0 (tests/run.sh, where the build has Vulkan)
+ * the device is that GPU and the host the optimized CPU backend: half the
+ * layers, then every layer and the output head, batched and token by token,
+ * within the bounds between two backends (NMSE_PATHS_*) of the CPU alone,
+ * and the same top-1 wherever the CPU's top-2 gap is clear. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,11 +241,85 @@ static void test_offload_alloc_failure(void **state)
 	tern_model_free(m);
 }
 
+static int32_t argmax(const float *x, int32_t n)
+{
+	int32_t b = 0;
+	for (int32_t i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+static double top2_gap(const float *x, int32_t n)
+{
+	int32_t b = argmax(x, n);
+	double s = -1e30;
+	for (int32_t i = 0; i < n; i++)
+		if (i != b && x[i] > s)
+			s = x[i];
+	return x[b] - s;
+}
+
+/* the GPU of TERN_TEST_DEVICE as the device, the optimized CPU as the host */
+static void test_offload_device(void **state)
+{
+	(void)state;
+	const char *name = getenv("TERN_TEST_DEVICE");
+	struct tern_backend *cpu = backend(false), *gpu = NULL;
+	tern_err e = {0};
+	struct tern_device_opts bo = {.n_threads = 2, .max_tokens = N_POS, .validation = true};
+	if (tern_backend_open(name, &bo, &gpu, &e))
+		fail_msg("%s: %s", name, e.msg);
+	int32_t ids[N_POS];
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct tern_model *m = synth_open(cases[c].arch, cases[c].type);
+		assert_non_null(m);
+		const int32_t nv = (int32_t)m->cfg.n_vocab, nl = (int32_t)m->cfg.n_layer;
+		const size_t nlog = (size_t)N_POS * nv;
+		for (int32_t i = 0; i < N_POS; i++)
+			ids[i] = (int32_t)((i * 37 + 11) % nv);
+		float *one = malloc(sizeof(float) * nlog), *got = malloc(sizeof(float) * nlog);
+		assert_true(one && got);
+		run(m, cpu, NULL, 0, false, N_POS, ids, one);
+		const bool f32 = !strcmp(cases[c].type, "f32");
+		const double bound = f32 ? NMSE_PATHS_F32 : NMSE_PATHS_Q, margin = f32 ? 0.05 : 0.5;
+		double worst = 0;
+		for (int k = 0; k < 3; k++) {
+			/* half the layers batched; all and the output head, batched and token by token */
+			int32_t n_dev = k == 0 ? nl / 2 : nl, step = k == 2 ? 1 : N_POS;
+			run(m, cpu, gpu, n_dev, k > 0, step, ids, got);
+			double err = nmse(got, one, nlog);
+			if (!(err < bound))
+				fail_msg("%s-%s, %d of %d layers on %s%s: NMSE %.2e vs the CPU (bound %.1e)", cases[c].arch,
+					 cases[c].type, n_dev, nl, name, step == 1 ? ", token by token" : "", err, bound);
+			for (int32_t i = 0; i < N_POS; i++) {
+				const float *a = one + (size_t)i * nv, *b = got + (size_t)i * nv;
+				if (top2_gap(a, nv) >= margin && argmax(a, nv) != argmax(b, nv))
+					fail_msg("%s-%s, %d layers on %s: position %d's top-1 differs where the CPU's gap is %.3f",
+						 cases[c].arch, cases[c].type, n_dev, name, i, top2_gap(a, nv));
+			}
+			worst = err > worst ? err : worst;
+		}
+		printf("%-17s %-5s %d layers: half, all + output (batched, token by token) on %s: NMSE <= %.1e vs the "
+		       "CPU\n",
+		       cases[c].arch, cases[c].type, nl, name, worst);
+		free(one);
+		free(got);
+		tern_model_free(m);
+	}
+	tern_backend_free(gpu);
+	tern_backend_free(cpu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offload_synth),
 		cmocka_unit_test(test_offload_alloc_failure),
 	};
+	const struct CMUnitTest device_tests[] = {cmocka_unit_test(test_offload_device)};
+	const char *dev = getenv("TERN_TEST_DEVICE");
+	if (dev && *dev)
+		return cmocka_run_group_tests_name(dev, device_tests, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

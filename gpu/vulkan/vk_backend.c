@@ -762,9 +762,15 @@ static void vk_buf_free(struct tern_backend *be, struct tern_buf *b)
 {
 	struct vk *v = vk_of(be);
 	if ((b->flags & TERN_BUF_OWNS) && b->mem) {
-		/* commands still listed may name it: finish them first */
+		/* commands still listed may name it: finish them first; after a
+		 * failed wait the device may still be running the submit (a
+		 * driver's hung one returns from the idle wait as lost) */
 		if (v->n_cmds)
 			flush(v, false);
+		if (v->lost && !v->idled) {
+			p_vkDeviceWaitIdle(v->dev);
+			v->idled = true;
+		}
 		vk_mem_free(v, b->mem);
 		free(b->mem);
 	}

@@ -193,6 +193,7 @@ struct vk {
 
 	uint64_t n_submits, n_replays, n_recorded, step_dispatches; /* statistics (vk_get_stats) */
 	bool lost;                     /* a fatal device error: every later op is skipped */
+	bool idled;                    /* after lost: the device waited idle once before freeing */
 };
 
 static inline struct vk *vk_of(struct tern_backend *be) { return (struct vk *)be->impl; }

@@ -63,20 +63,33 @@ void main()
 		row[r] = pc.ow[g_w] + min(r0 + r, rows - 1u) * pc.nb1[g_w];
 		acc[r] = 0.0;
 	}
-	for (uint e = tid * UNIT; e < pc.cols; e += wg * UNIT) {
-		float xv[UNIT], v[UNIT];
-		[[unroll]] for (uint i = 0u; i < UNIT; i++)
-			xv[i] = x[pc.ox + e + i];
-		[[unroll]] for (uint r = 0u; r < NR; r++) {
-			decu(row[r], e, v);
-			[[unroll]] for (uint i = 0u; i < UNIT; i++)
-				acc[r] += v[i] * xv[i];
+	/* two units per pass, both decoded before either is summed: twice the
+	 * loads in flight per invocation (a mat-vec waits on memory) */
+	for (uint e0 = tid * UNIT; e0 < pc.cols; e0 += 2u * wg * UNIT) {
+		float xv[2][UNIT], v[2][NR][UNIT];
+		bool two = e0 + wg * UNIT < pc.cols;
+		[[unroll]] for (uint h = 0u; h < 2u; h++) {
+			uint e = h == 0u || !two ? e0 : e0 + wg * UNIT;
+			[[unroll]] for (uint J = 0u; J < UNIT; J++)
+				xv[h][J] = x[pc.ox + e + J];
+			[[unroll]] for (uint r = 0u; r < NR; r++)
+				decu(row[r], e, v[h][r]);
+		}
+		[[unroll]] for (uint h = 0u; h < 2u; h++) {
+			if (h == 1u && !two)
+				break;
+			[[unroll]] for (uint r = 0u; r < NR; r++)
+				[[unroll]] for (uint J = 0u; J < UNIT; J++)
+					acc[r] += v[h][r][J] * xv[h][J];
 		}
 #ifdef NO_MIN
-		if (e % BLCK == 0u) {
-			float s = x[pc.ox + pc.sofs + e / BLCK];
-			[[unroll]] for (uint r = 0u; r < NR; r++)
-				acc[r] += block_min(row[r] + e / BLCK * BSIZE) * s;
+		[[unroll]] for (uint h = 0u; h < 2u; h++) {
+			uint e = e0 + h * wg * UNIT;
+			if ((h == 0u || two) && e % BLCK == 0u) {
+				float s = x[pc.ox + pc.sofs + e / BLCK];
+				[[unroll]] for (uint r = 0u; r < NR; r++)
+					acc[r] += block_min(row[r] + e / BLCK * BSIZE) * s;
+			}
 		}
 #endif
 	}

@@ -72,7 +72,8 @@
 #
 # Knobs (environment): GPUCHECK_BUDGET (seconds), GPUCHECK_JOBS,
 # GPUCHECK_SIZES ("1b 7b"), GPUCHECK_TYPES ("q4_k_m q4_0 q8_0"),
-# GPUCHECK_BENCH ("-p 512 -n 128 -r 3"), GPUCHECK_HIDE=0 (no namespace),
+# GPUCHECK_BENCH ("-p 512 -n 128 -r 3"), GPUCHECK_BENCH_BIN (the tern-bench
+# to run, bin/bench), GPUCHECK_HIDE=0 (no namespace),
 # GPUCHECK_KEEP_MODELS=1, CUDA_ARCH (sm_90).
 set -u
 export LC_ALL=C
@@ -469,13 +470,17 @@ do_build() {
 		f=${f##*/}
 		targets+=("$BOUT/tests/${f%.c}")
 	done
+	# the build may take the budget but the last minute
+	local to=$(($(left) - 60))
+	[ $to -lt 60 ] && to=60
 	{
-		echo "== make -j$JOBS CUDA_ARCH=$CUDA_ARCH ${MAKE_VARS[*]} all ${targets[*]}"
-		nice make -j"$JOBS" CUDA_ARCH="$CUDA_ARCH" "${MAKE_VARS[@]}" ${MAKE_LDFLAGS:+EXTRA_LDFLAGS="$MAKE_LDFLAGS"} \
+		echo "== make -j$JOBS CUDA_ARCH=$CUDA_ARCH ${MAKE_VARS[*]} all ${targets[*]} (timeout ${to}s)"
+		timeout -k 5 "$to" nice make -j"$JOBS" CUDA_ARCH="$CUDA_ARCH" "${MAKE_VARS[@]}" ${MAKE_LDFLAGS:+EXTRA_LDFLAGS="$MAKE_LDFLAGS"} \
 			all "${targets[@]}"
 	} >>"$BUILD_LOG" 2>&1
 	local rc=$?
 	local yes no
+	[ $rc -eq 124 ] && echo "== make: stopped after ${to}s (budget)" >>"$BUILD_LOG"
 	yes=$(grep -E '^  ✓ ' "$BUILD_LOG" | awk '{ print $2 }' | tr '\n' ' ')
 	no=$(grep -E '^  ✗ ' "$BUILD_LOG" | awk '{ print $2 }' | tr '\n' ' ')
 	NOTE="found: ${yes:-?}; missing: ${no:-none}"
@@ -568,7 +573,7 @@ start_models() {
 	fi
 	gen_all &
 	GEN_PID=$!
-	NOTE="${NOTE:+$NOTE; }$(model_order | wc -w) models (about $need MiB) being written to $MODELS"
+	NOTE="${NOTE:+$NOTE; }models: $(model_order | tr '\n' ' ')(about $need MiB) being written to $MODELS"
 	return 0
 }
 # In the background: up to GEN_JOBS generators at once, each a child of
@@ -624,13 +629,14 @@ wait_model() { # NAME: 0 once MODELS/NAME.gguf is there, 1 if its generation fai
 
 BENCH_OK=0 BENCH_FAIL=0 BENCH_SKIP=0
 do_bench() {
-	[ -x "$BIN/bench" ] || { NOTE="no build"; return 1; }
+	BENCH_BIN=${GPUCHECK_BENCH_BIN:-$BIN/bench}
+	[ -x "$BENCH_BIN" ] || { NOTE="no build"; return 1; }
 	[ -n "$GEN_PID" ] || { NOTE="no models"; return 1; }
 	local help devs=() dev_flag=0 ngl=""
-	help=$("$BIN/bench" --help 2>&1)
+	help=$("$BENCH_BIN" --help 2>&1)
 	if grep -q -- '--list-devices' <<<"$help"; then
-		"$BIN/bench" --list-devices >>"$BENCH_LOG" 2>&1
-		mapfile -t devs < <("$BIN/bench" --list-devices 2>/dev/null | grep -oE '\b(cuda|vulkan)[0-9]+\b' | awk '!s[$0]++')
+		"$BENCH_BIN" --list-devices >>"$BENCH_LOG" 2>&1
+		mapfile -t devs < <("$BENCH_BIN" --list-devices 2>/dev/null | grep -oE '\b(cuda|vulkan)[0-9]+\b' | awk '!s[$0]++')
 	fi
 	grep -qE '(^|[ ,])-dev(,|[ ]|$)' <<<"$help" && dev_flag=1
 	# -ngl all where tern-bench takes it (llama.cpp's spelling), else a count over any model's
@@ -671,8 +677,8 @@ do_bench() {
 		to=$(($(left) - 10))
 		[ $to -gt "$BENCH_TIMEOUT" ] && to=$BENCH_TIMEOUT
 		t0=$(now)
-		echo "==== bench $name on $dev: $BIN/bench ${args[*]} (timeout ${to}s)" >>"$BENCH_LOG"
-		timeout -k 5 "$to" "$BIN/bench" "${args[@]}" >"$TMPD/bench.out" 2>>"$BENCH_LOG"
+		echo "==== bench $name on $dev: $BENCH_BIN ${args[*]} (timeout ${to}s)" >>"$BENCH_LOG"
+		timeout -k 5 "$to" "$BENCH_BIN" "${args[@]}" >"$TMPD/bench.out" 2>>"$BENCH_LOG"
 		rc=$?
 		cat "$TMPD/bench.out" >>"$BENCH_JSONL"
 		local st=ok

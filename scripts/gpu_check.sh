@@ -42,9 +42,12 @@
 # (GPUCHECK_BUDGET seconds, 480 by default) is skipped with a line:
 #   deps    unpack the prefix, set the environment
 #   build   make -jN CUDA_ARCH=sm_90 (every backend found), the GPU tests
-#   tests   the op test (tests/test_backend_ops: every compiled backend
-#           against the reference) and the end-to-end GPU tests found by
-#           name (tests/test_*{vulkan,vk_,cuda,gpu,offload,device,plan}*.c,
+#   tests   on each GPU device the tools list (--list-devices: vulkan0,
+#           cuda0, ...), the test programs that take one from
+#           TERN_TEST_DEVICE (the op test test_backend_ops, test_offload,
+#           test_llm: found by grep, as tests/run.sh runs them on vulkan0);
+#           then once the other GPU tests found by name
+#           (tests/test_*{vulkan,vk_,cuda,gpu,offload,device,plan}*.c,
 #           tests/cli_*{gpu,vulkan,cuda,device,offload}*.sh), each under a
 #           timeout
 #   models  scripts/gen_synth_llm.c against the tree's libtern.a: bench-1b
@@ -451,10 +454,26 @@ do_deps() {
 }
 
 # GPU test programs and scripts, by name
+# GPU test programs: those that take a device from TERN_TEST_DEVICE (run
+# once per GPU device, as tests/run.sh runs them on vulkan0), then those
+# named for a GPU part (run once)
+dev_test_srcs() { grep -l 'TERN_TEST_DEVICE' tests/test_*.c 2>/dev/null; }
 gpu_test_srcs() {
 	local f
+	dev_test_srcs
 	for f in tests/test_*.c; do
+		grep -q 'TERN_TEST_DEVICE' "$f" && continue
 		case ${f##*/} in test_backend_ops.c | *vulkan* | *vk_* | *cuda* | *gpu* | *offload* | *device* | *plan*) echo "$f" ;; esac
+	done
+}
+# the GPU devices the tools list (vulkan0, cuda0, ...)
+GPU_DEVS=
+list_gpu_devs() {
+	local b
+	for b in "$BIN/run" "$BIN/bench"; do
+		"$b" --help 2>&1 | grep -q -- '--list-devices' || continue
+		"$b" --list-devices 2>/dev/null | grep -oE '^(vulkan|cuda)[0-9]+' | awk '!s[$0]++' | tr '\n' ' '
+		return
 	done
 }
 gpu_test_scripts() {
@@ -519,20 +538,33 @@ run_test() { # NAME TIMEOUT CMD...: appended to tests.log
 
 do_tests() {
 	[ -x "$BIN/bench" ] || { NOTE="no build"; return 1; }
-	local f name to found=0
+	local f name to found=0 dev devtests
+	GPU_DEVS=$(list_gpu_devs)
+	echo "==== GPU devices: ${GPU_DEVS:-none}" >>"$TESTS_LOG"
+	devtests=$(dev_test_srcs)
 	for f in $(gpu_test_srcs); do
 		name=${f##*/}; name=${name%.c}
 		[ -x "$BOUT/tests/$name" ] || { echo "==== $name: not built" >>"$TESTS_LOG"; TEST_FAIL=$((TEST_FAIL + 1)); continue; }
-		to=$(($(left) - BENCH_RESERVE))
-		[ $to -gt "$TEST_TIMEOUT" ] && to=$TEST_TIMEOUT
-		if [ $to -lt 20 ]; then TEST_NOTES="$TEST_NOTES $name skipped (budget)"; continue; fi
-		found=1
-		if ! run_test "$name" $to "$BOUT/tests/$name" && [ "$name" = test_backend_ops ] &&
-			grep -q 'validation' "$TESTS_LOG" && [ -n "${VK_LAYER_PATH:-}" ]; then
-			# a validation message may be the (older) layer's: once more without it
-			TEST_NOTES="$TEST_NOTES test_backend_ops failed under the validation layer, rerun without it"
-			VK_LAYER_PATH='' VK_ADD_LAYER_PATH='' run_test "${name}-no-validation" $to "$BOUT/tests/$name"
+		local devs=("")
+		if grep -qx "$f" <<<"$devtests"; then
+			# shellcheck disable=SC2206
+			devs=($GPU_DEVS)
+			[ ${#devs[@]} -gt 0 ] || { TEST_NOTES="$TEST_NOTES $name not run (no GPU device)"; continue; }
 		fi
+		for dev in "${devs[@]}"; do
+			to=$(($(left) - BENCH_RESERVE))
+			[ $to -gt "$TEST_TIMEOUT" ] && to=$TEST_TIMEOUT
+			if [ $to -lt 20 ]; then TEST_NOTES="$TEST_NOTES $name${dev:+@$dev} skipped (budget)"; continue; fi
+			found=1
+			if ! run_test "$name${dev:+@$dev}" $to env ${dev:+TERN_TEST_DEVICE=$dev} "$BOUT/tests/$name" &&
+				[ "$name" = test_backend_ops ] && [ -n "${VK_LAYER_PATH:-}" ] && [ "${dev#vulkan}" != "$dev" ] &&
+				tail -n 200 "$TESTS_LOG" | grep -q 'validation'; then
+				# a validation message may be the (older) layer's: once more without it
+				TEST_NOTES="$TEST_NOTES; $name@$dev failed under the validation layer, rerun without it"
+				run_test "$name@$dev-no-validation" $to env VK_LAYER_PATH= VK_ADD_LAYER_PATH= \
+					TERN_TEST_DEVICE="$dev" "$BOUT/tests/$name"
+			fi
+		done
 	done
 	for f in $(gpu_test_scripts); do
 		name=${f##*/}; name=${name%.sh}
@@ -542,9 +574,10 @@ do_tests() {
 		found=1
 		run_test "$name" $to bash "$f"
 	done
-	grep -h 'no Vulkan device, skipped' "$TESTS_LOG" >/dev/null && TEST_NOTES="$TEST_NOTES; NO VULKAN DEVICE: the Vulkan entries were skipped"
-	NOTE="$TEST_PASS passed, $TEST_FAIL failed$TEST_NOTES"
-	[ $found = 1 ] || { NOTE="no GPU tests run$TEST_NOTES"; return 1; }
+	grep -q 'no Vulkan device, skipped\|SKIP: no Vulkan device' "$TESTS_LOG" && TEST_NOTES="$TEST_NOTES; NO VULKAN DEVICE: Vulkan tests skipped"
+	NOTE="GPU devices: ${GPU_DEVS:-NONE}; $TEST_PASS passed, $TEST_FAIL failed$TEST_NOTES"
+	[ $found = 1 ] || { NOTE="no GPU tests run; $NOTE"; return 1; }
+	[ -n "$GPU_DEVS" ] || return 1
 	[ $TEST_FAIL -eq 0 ]
 }
 

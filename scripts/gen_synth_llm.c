@@ -19,8 +19,9 @@
  *           22 layers, 32 heads over 4 KV heads, n_ff 5632, 32000 tokens)
  *           for speed comparisons, not reference data; bench-1b and
  *           bench-7b: TinyLlama's and Llama-2-7B's shapes (4096, 32
- *           layers, 32 heads, n_ff 11008) with random blocks of the
- *           quantized types (fast_blocks: seconds for 7B), for
+ *           layers, 32 heads of 128, n_ff 11008, context 4096) with
+ *           random blocks of the quantized types (fast_blocks: seconds
+ *           for 7B), for
  *           scripts/gpu_check.sh's speed runs only; or gemma | gemma2 |
  *           phi2 | phi3 | phi3-long (see gen_gemma_phi below)
  *           Embedding models (lib/llm/embed.h): bert, nomic-bert (see
@@ -831,7 +832,7 @@ int main(int argc, char **argv)
 	}
 	if (big7) { /* Llama-2-7B's shape */
 		N_EMBD = 4096, N_FF = 11008, N_HEAD = 32, N_HEAD_KV = 32, N_VOCAB = 32000;
-		n_layer = 32;
+		n_layer = 32, head_dim = 128; /* 32 x 128 = n_embd, as in the real model */
 		sq_embd = 64.0f, sq_ff = 104.92855f;
 	}
 	g.fast = fast;
@@ -846,7 +847,7 @@ int main(int argc, char **argv)
 					 : g.type == QT_Q4_0 ? 2 : g.q4_k_m ? 15 : 14 /* Q4_K_S: all Q4_K */);
 	gguf_writer_u32(w, "general.quantization_version", 2);
 #define KEY(s) (key(k, sizeof k, arch, s), k)
-	gguf_writer_u32(w, KEY("context_length"), big ? 2048 : qwen3_yarn ? 1024 : gemma3_yarn ? 2048 : 256);
+	gguf_writer_u32(w, KEY("context_length"), big7 ? 4096 : big ? 2048 : qwen3_yarn ? 1024 : gemma3_yarn ? 2048 : 256);
 	gguf_writer_u32(w, KEY("embedding_length"), N_EMBD);
 	gguf_writer_u32(w, KEY("block_count"), n_layer);
 	gguf_writer_u32(w, KEY("feed_forward_length"), N_FF);

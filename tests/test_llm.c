@@ -88,30 +88,10 @@ static double nmse(const float *a, const float *b, size_t n)
 	return den > 0 ? num / den : num;
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-	int32_t b = 0;
-	for (int32_t i = 1; i < n; i++)
-		if (x[i] > x[b])
-			b = i;
-	return b;
-}
-
-/* top-1 minus top-2 of a row (logits or log-probabilities: the same gap) */
-static double top2_gap(const float *x, int32_t n)
-{
-	int32_t b = argmax(x, n);
-	double s = -INFINITY;
-	for (int32_t i = 0; i < n; i++)
-		if (i != b && x[i] > s)
-			s = x[i];
-	return x[b] - s;
-}
-
 /* log-softmax of x[id] in double */
 static double logprob(const float *x, int32_t n, int32_t id)
 {
-	double mx = x[argmax(x, n)], sum = 0;
+	double mx = x[test_argmax(x, n)], sum = 0;
 	for (int32_t i = 0; i < n; i++)
 		sum += exp((double)x[i] - mx);
 	return (double)x[id] - mx - log(sum);
@@ -417,19 +397,19 @@ static void test_synth_vs_llamacpp(void **state)
 		double margin = f32 ? TOP1_MARGIN_F32 : TOP1_MARGIN_Q;
 		for (int32_t i = 0; i < n; i++) {
 			const float *want = r.logits + (size_t)i * nv;
-			int32_t a = argmax(batch + (size_t)i * nv, nv), b = argmax(want, nv);
+			int32_t a = test_argmax(batch + (size_t)i * nv, nv), b = test_argmax(want, nv);
 			agree += a == b;
-			if (top2_gap(want, nv) >= margin) {
+			if (test_top2_gap(want, nv) >= margin) {
 				checked++;
 				if (a != b) {
 					missed++;
 					printf("  %s-%s pos %d: top-1 %d, llama.cpp %d (its gap %.3f)\n", sc->arch,
-					       sc->type, i, a, b, top2_gap(want, nv));
+					       sc->type, i, a, b, test_top2_gap(want, nv));
 				}
 			}
 			/* token by token the same choice wherever ours is clear */
-			if (top2_gap(batch + (size_t)i * nv, nv) >= margin)
-				assert_int_equal(argmax(tok + (size_t)i * nv, nv), a);
+			if (test_top2_gap(batch + (size_t)i * nv, nv) >= margin)
+				assert_int_equal(test_argmax(tok + (size_t)i * nv, nv), a);
 		}
 		printf("%-13s %-5s vs llama.cpp NMSE %.2e (token by token %.2e), top-1 %2d/%d (%d/%d with gap >= %.2f); "
 		       "token vs batch %.1e, ref vs opt backend %.1e\n",
@@ -817,7 +797,7 @@ static void run_real_prompt(struct tern_model *m, const tok_vocab *v, struct ter
 		const float *lg = tern_llm_logits(l, -1);
 		assert_non_null(lg);
 		const struct ref_step *r = &g->st[s];
-		int32_t ours = argmax(lg, nv);
+		int32_t ours = test_argmax(lg, nv);
 		diff[s] = fabs(logprob(lg, nv, r->id) - r->lp);
 		if (r->gap < NEAR_TIE && res->near_tie == ns)
 			res->near_tie = s;
@@ -1735,9 +1715,9 @@ static void test_gen_ignore_eos(void **state)
 	synth_fix(&f, &r, 256);
 	const int32_t nv = (int32_t)r.n_vocab;
 	const float *last = r.logits + (size_t)23 * nv;
-	int32_t eos = argmax(last, nv);
+	int32_t eos = test_argmax(last, nv);
 	assert_true(tok_is_eog(f.v, eos));
-	assert_true(top2_gap(last, nv) > TOP1_MARGIN_F32);
+	assert_true(test_top2_gap(last, nv) > TOP1_MARGIN_F32);
 	struct tern_sample_opts so = greedy_opts();
 	struct tern_gen_stats st;
 	tern_err e = {0};
@@ -1764,7 +1744,7 @@ static void test_gen_ignore_eos(void **state)
 	assert_true(nv <= 320);
 	memcpy(second, last, sizeof(float) * (size_t)nv);
 	second[eos] = -INFINITY;
-	assert_int_equal(g->ids[0], argmax(second, nv));
+	assert_int_equal(g->ids[0], test_argmax(second, nv));
 	for (int i = 0; i < g->n_tok; i++)
 		assert_false(tok_is_eog(f.v, g->ids[i]));
 	gseen_free(g);

@@ -45,6 +45,7 @@
 #include "lib/llm/model.h"
 #include "quant/quant.h"
 #include "tests/llm_synth.h"
+#include "tests/testutil.h"
 
 #define N_POS 24
 /* test_llm.c's bounds between the reference and the optimized backend */
@@ -241,25 +242,6 @@ static void test_offload_alloc_failure(void **state)
 	tern_model_free(m);
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-	int32_t b = 0;
-	for (int32_t i = 1; i < n; i++)
-		if (x[i] > x[b])
-			b = i;
-	return b;
-}
-
-static double top2_gap(const float *x, int32_t n)
-{
-	int32_t b = argmax(x, n);
-	double s = -1e30;
-	for (int32_t i = 0; i < n; i++)
-		if (i != b && x[i] > s)
-			s = x[i];
-	return x[b] - s;
-}
-
 /* the GPU of TERN_TEST_DEVICE as the device, the optimized CPU as the host */
 static void test_offload_device(void **state)
 {
@@ -294,9 +276,9 @@ static void test_offload_device(void **state)
 					 cases[c].type, n_dev, nl, name, step == 1 ? ", token by token" : "", err, bound);
 			for (int32_t i = 0; i < N_POS; i++) {
 				const float *a = one + (size_t)i * nv, *b = got + (size_t)i * nv;
-				if (top2_gap(a, nv) >= margin && argmax(a, nv) != argmax(b, nv))
+				if (test_top2_gap(a, nv) >= margin && test_argmax(a, nv) != test_argmax(b, nv))
 					fail_msg("%s-%s, %d layers on %s: position %d's top-1 differs where the CPU's gap is %.3f",
-						 cases[c].arch, cases[c].type, n_dev, name, i, top2_gap(a, nv));
+						 cases[c].arch, cases[c].type, n_dev, name, i, test_top2_gap(a, nv));
 			}
 			worst = err > worst ? err : worst;
 		}

@@ -1,6 +1,8 @@
 /* testutil.c - helpers shared by the cmocka tests (see testutil.h). */
 #include "tests/testutil.h"
 
+#include <math.h>
+
 #include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,4 +50,23 @@ float *test_read_audio(const char *path, size_t *n, int *rate)
 	}
 	sf_close(f);
 	return pcm;
+}
+
+int32_t test_argmax(const float *x, int32_t n)
+{
+	int32_t b = 0;
+	for (int32_t i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+double test_top2_gap(const float *x, int32_t n)
+{
+	int32_t b = test_argmax(x, n);
+	double s = -INFINITY;
+	for (int32_t i = 0; i < n; i++)
+		if (i != b && x[i] > s)
+			s = x[i];
+	return x[b] - s;
 }

@@ -21,6 +21,18 @@ int gen_synth_llm_main(int argc, char **argv);
 
 #include "lib/llm/model.h"
 
+/* sum (a-b)^2 / sum b^2 in double: how far logits a are from b */
+static inline double nmse(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)a[i] - b[i];
+		num += d * d;
+		den += (double)b[i] * b[i];
+	}
+	return den > 0 ? num / den : num;
+}
+
 /* a synthetic model: gen_synth_llm's architecture variant and weight type */
 struct synth_case {
 	const char *arch, *type;

@@ -76,18 +76,6 @@
 
 /* ---- helpers --------------------------------------------------------------------- */
 
-/* sum (a-b)^2 / sum b^2 in double */
-static double nmse(const float *a, const float *b, size_t n)
-{
-	double num = 0, den = 0;
-	for (size_t i = 0; i < n; i++) {
-		double d = (double)a[i] - b[i];
-		num += d * d;
-		den += (double)b[i] * b[i];
-	}
-	return den > 0 ? num / den : num;
-}
-
 /* log-softmax of x[id] in double */
 static double logprob(const float *x, int32_t n, int32_t id)
 {

@@ -52,17 +52,6 @@
 #define NMSE_PATHS_F32 1e-7
 #define NMSE_PATHS_Q 1.5e-3
 
-static double nmse(const float *a, const float *b, size_t n)
-{
-	double num = 0, den = 0;
-	for (size_t i = 0; i < n; i++) {
-		double d = (double)a[i] - b[i];
-		num += d * d;
-		den += (double)b[i] * b[i];
-	}
-	return den > 0 ? num / den : num;
-}
-
 static struct tern_backend *backend(bool ref)
 {
 	struct tern_backend *be = NULL;

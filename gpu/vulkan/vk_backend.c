@@ -17,7 +17,7 @@
 
 void vk_fail(struct vk *v, const char *fmt, ...)
 {
-	struct cpu_host *h = &v->host;
+	struct tern_host *h = &v->host;
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&h->claimed, &expected, 1))
 		return;
@@ -692,7 +692,7 @@ static VkDeviceSize stage_take(struct vk *v, VkDeviceSize n)
 
 static int set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err)
 {
-	return cpu_host_set_shape(b, type, n_dims, ne, err);
+	return tern_host_set_shape(b, type, n_dims, ne, err);
 }
 
 static int vk_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
@@ -781,7 +781,7 @@ static bool range_ok(struct vk *v, const char *op, const struct tern_buf *b, siz
 {
 	size_t size = b->be == &v->be ? tern_buf_nbytes(b) : 0;
 	if (b->be != &v->be || !b->mem || offset > size || n > size - offset) {
-		cpu_host_fail(&v->be, "%s of %zu bytes at %zu outside a buffer of %zu", op, n, offset, size);
+		tern_host_fail(&v->be, "%s of %zu bytes at %zu outside a buffer of %zu", op, n, offset, size);
 		return false;
 	}
 	return true;
@@ -791,7 +791,7 @@ static void vk_upload(struct tern_backend *be, struct tern_buf *dst, size_t offs
 {
 	struct vk *v = vk_of(be);
 	if (dst->flags & TERN_BUF_READONLY) {
-		cpu_host_fail(be, "upload into a read-only weight");
+		tern_host_fail(be, "upload into a read-only weight");
 		return;
 	}
 	if (!range_ok(v, "upload", dst, offset, n) || v->lost)
@@ -837,7 +837,7 @@ bool vk_range_bytes(struct vk *v, const struct tern_buf *b, size_t start, size_t
 	if (a + size > m->size)
 		size = m->size - a;
 	if (size > v->max_binding) {
-		cpu_host_fail(&v->be, "a view of %zu bytes exceeds the device's binding range (%" PRIu64 " bytes)", n,
+		tern_host_fail(&v->be, "a view of %zu bytes exceeds the device's binding range (%" PRIu64 " bytes)", n,
 			      (uint64_t)v->max_binding);
 		return false;
 	}
@@ -958,15 +958,15 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 			static const char *const ops[] = {"get_rows", "kv_store", "mat_mul_id", "attention"};
 			int bit = __builtin_ctz(st[0]);
 			memset(v->status.map, 0, 16);
-			cpu_host_fail(be, "%s: %s %d out of range", bit < 4 ? ops[bit] : "?",
+			tern_host_fail(be, "%s: %s %d out of range", bit < 4 ? ops[bit] : "?",
 				      st[0] & 16 ? "sequence" : "position or id", (int)st[1]);
 		}
 	}
 	if (!v->host.pending.code && v->validation_errors) {
 		v->validation_errors = 0;
-		cpu_host_fail(be, "%s", v->validation_msg);
+		tern_host_fail(be, "%s", v->validation_msg);
 	}
-	return cpu_host_sync(be, err);
+	return tern_host_sync(be, err);
 }
 
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out)
@@ -1141,7 +1141,7 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 	struct vk *v = calloc(1, sizeof *v);
 	if (!v)
 		return tern_errf(err, TERN_ENOMEM, "vulkan: out of memory");
-	cpu_host_table(&v->be, "vulkan", TERN_BACKEND_ASYNC | TERN_BACKEND_GRAPH, o.max_tokens, v);
+	tern_host_table(&v->be, "vulkan", TERN_BACKEND_ASYNC | TERN_BACKEND_GRAPH, o.max_tokens, v);
 	v->be.caps &= ~(unsigned)TERN_BACKEND_HOST_MEMORY;
 	int rc = make_instance(&v->inst, v, o.validation, err);
 	VkPhysicalDevice pd[16];

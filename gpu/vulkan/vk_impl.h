@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "gpu/vulkan/vk_backend.h"
-#include "lib/cpu/host.h"
+#include "lib/backend_host.h"
 
 /* ---- the API, loaded at run time (vk_loader.c) ---- */
 
@@ -135,7 +135,7 @@ struct vk_pipe {
 #define VK_MAX_PIPES 256
 
 struct vk {
-	struct cpu_host host; /* the deferred error and the operand checks (lib/cpu/host.h) */
+	struct tern_host host; /* the deferred error and the operand checks (lib/cpu/host.h) */
 	struct tern_backend be;
 	struct tern_device_info info;
 

@@ -45,14 +45,14 @@ static void eltwise(struct vk *v, uint32_t op, const struct tern_buf *a, const s
 		uint32_t op, n, ne0, b_row, oa, ob, oy;
 		float s;
 	} pc = {.op = op, .ne0 = (uint32_t)a->ne[0], .s = s};
-	uint64_t n = (uint64_t)a->ne[0] * (uint64_t)cpu_host_nrows(a);
+	uint64_t n = (uint64_t)a->ne[0] * (uint64_t)tern_host_nrows(a);
 	struct vk_range r[3];
 	if (n > UINT32_MAX) {
-		cpu_host_fail(&v->be, "%" PRIu64 " elements in one op", n);
+		tern_host_fail(&v->be, "%" PRIu64 " elements in one op", n);
 		return;
 	}
 	pc.n = (uint32_t)n;
-	pc.b_row = b && b_row && cpu_host_nrows(b) == 1 && cpu_host_nrows(a) > 1;
+	pc.b_row = b && b_row && tern_host_nrows(b) == 1 && tern_host_nrows(a) > 1;
 	if (!vk_range_of(v, a, 4, &r[0], &pc.oa) || !vk_range_of(v, b ? b : a, 4, &r[1], &pc.ob) ||
 	    !vk_range_of(v, y, 4, &r[2], &pc.oy))
 		return;
@@ -65,13 +65,13 @@ static void eltwise(struct vk *v, uint32_t op, const struct tern_buf *a, const s
 
 static void vk_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
 {
-	if (cpu_host_eltwise_args(be, "add", a, b, y, true))
+	if (tern_host_eltwise_args(be, "add", a, b, y, true))
 		eltwise(vk_of(be), EW_ADD, a, b, y, true, 0);
 }
 
 static void vk_scale(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s)
 {
-	if (cpu_host_eltwise_args(be, "scale", x, NULL, y, false))
+	if (tern_host_eltwise_args(be, "scale", x, NULL, y, false))
 		eltwise(vk_of(be), EW_SCALE, x, NULL, y, false, s);
 }
 
@@ -79,10 +79,10 @@ static void vk_glu(struct tern_backend *be, const struct tern_buf *gate, const s
 		   int kind)
 {
 	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU && kind != TERN_GLU_SWIGLU_OAI) {
-		cpu_host_fail(be, "glu: unknown kind %d", kind);
+		tern_host_fail(be, "glu: unknown kind %d", kind);
 		return;
 	}
-	if (cpu_host_eltwise_args(be, "glu", gate, up, y, false))
+	if (tern_host_eltwise_args(be, "glu", gate, up, y, false))
 		eltwise(vk_of(be), kind == TERN_GLU_SWIGLU ? EW_SWIGLU : kind == TERN_GLU_GEGLU ? EW_GEGLU : EW_SWIGLU_OAI,
 			gate, up, y, false, 0);
 }
@@ -95,18 +95,18 @@ static void vk_unary(struct tern_backend *be, const struct tern_buf *x, struct t
 	};
 	/* the check declines TERN_UNARY_GELU_F16: ggml's CPU rounding, and this
 	 * backend has no TERN_BACKEND_GGML_NUMERICS */
-	if (cpu_host_unary_args(be, x, y, kind))
+	if (tern_host_unary_args(be, x, y, kind))
 		eltwise(vk_of(be), ops[kind], x, NULL, y, false, 0);
 }
 
 static void vk_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_eltwise_args(be, "softmax", x, NULL, y, false))
+	if (!tern_host_eltwise_args(be, "softmax", x, NULL, y, false))
 		return;
 	struct {
 		uint32_t ne0, nrows, ox, oy;
-	} pc = {(uint32_t)x->ne[0], (uint32_t)cpu_host_nrows(x), 0, 0};
+	} pc = {(uint32_t)x->ne[0], (uint32_t)tern_host_nrows(x), 0, 0};
 	struct vk_range r[2];
 	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, y, 4, &r[1], &pc.oy))
 		return;
@@ -123,13 +123,13 @@ static void vk_norm(struct tern_backend *be, struct tern_buf *x, const struct te
 		    const struct tern_buf *b, struct tern_buf *y, const struct tern_norm *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_norm_args(be, x, r, w, b, y, p))
+	if (!tern_host_norm_args(be, x, r, w, b, y, p))
 		return;
 	struct {
 		uint32_t ne0, nrows, flags;
 		float eps;
 		uint32_t ox, or_, ow, ob, oy;
-	} pc = {(uint32_t)x->ne[0], (uint32_t)cpu_host_nrows(x), 0, p->eps, 0, 0, 0, 0, 0};
+	} pc = {(uint32_t)x->ne[0], (uint32_t)tern_host_nrows(x), 0, p->eps, 0, 0, 0, 0, 0};
 	pc.flags = (r ? 1u : 0) | (w ? 2u : 0) | (b ? 4u : 0) | (p->kind == TERN_NORM_LAYER ? 8u : 0);
 	struct vk_range rg[5];
 	if (!vk_range_of(v, x, 4, &rg[0], &pc.ox) || !vk_range_of(v, r ? r : x, 4, &rg[1], &pc.or_) ||
@@ -151,7 +151,7 @@ static void vk_rope(struct tern_backend *be, struct tern_buf *x, const struct te
 		    const struct tern_rope *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_rope_args(be, x, pos, freq, p))
+	if (!tern_host_rope_args(be, x, pos, freq, p))
 		return;
 	struct {
 		uint32_t hd, nh, ntok, n_rot, neox, has_freq, ox, opos, ofreq, n_ctx;
@@ -184,11 +184,11 @@ static void vk_kv_store(struct tern_backend *be, struct tern_buf *cache, const s
 			const struct tern_buf *pos, const struct tern_buf *seq)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
+	if (!tern_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	int kind = cache_kind(cache->type);
 	if (kind < 0) {
-		cpu_host_fail(be, "kv_store: a %s cache (this backend keeps f32, f16 or q8_0)", quant_type_name(cache->type));
+		tern_host_fail(be, "kv_store: a %s cache (this backend keeps f32, f16 or q8_0)", quant_type_name(cache->type));
 		return;
 	}
 	struct {
@@ -220,7 +220,7 @@ static bool attn_scratch(struct vk *v, size_t bytes)
 		vk_mem_free(v, &v->attn_part);
 	}
 	if (vk_mem_new(v, &v->attn_part, bytes, false, &e)) {
-		cpu_host_fail(&v->be, "attention: %s", e.msg);
+		tern_host_fail(&v->be, "attention: %s", e.msg);
 		return false;
 	}
 	return true;
@@ -231,11 +231,11 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 			 struct tern_buf *y, const struct tern_attn *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_attention_args(be, q, k, vb, pos, seq, y, p))
+	if (!tern_host_attention_args(be, q, k, vb, pos, seq, y, p))
 		return;
 	int kk = cache_kind(k->type), vk_ = cache_kind(vb->type);
 	if (kk < 0 || vk_ < 0) {
-		cpu_host_fail(be, "attention: a %s / %s cache (this backend reads f32, f16 or q8_0)",
+		tern_host_fail(be, "attention: a %s / %s cache (this backend reads f32, f16 or q8_0)",
 			      quant_type_name(k->type), quant_type_name(vb->type));
 		return;
 	}
@@ -261,7 +261,7 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 		(uint32_t)vb->nb[1], (uint32_t)vb->nb[2], 0, 0, 0, seq ? (uint32_t)k->ne[3] : 0, 0,
 		(uint32_t)k->nb[3], (uint32_t)vb->nb[3], p->scale, p->softcap};
 	if (k->ne[3] > 1 && (uint64_t)k->nb[3] * (uint64_t)k->ne[3] > UINT32_MAX) {
-		cpu_host_fail(be, "attention: caches of %lld sequences beyond 4 GiB", (long long)k->ne[3]);
+		tern_host_fail(be, "attention: caches of %lld sequences beyond 4 GiB", (long long)k->ne[3]);
 		return;
 	}
 	struct vk_range r[7];
@@ -302,7 +302,7 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 static void vk_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_copy_args(be, src, dst))
+	if (!tern_host_copy_args(be, src, dst))
 		return;
 	uint32_t st = src->type, dt = dst->type, conv, unit = 1;
 	int64_t ne0 = src->ne[0], per;
@@ -323,7 +323,7 @@ static void vk_copy(struct tern_backend *be, const struct tern_buf *src, struct 
 		vk_copy_dequant(v, src, dst);
 		return;
 	}
-	int64_t nrows = cpu_host_nrows(src);
+	int64_t nrows = tern_host_nrows(src);
 	struct {
 		uint32_t n_per_row, nrows, s_ne1, s_ne2, d_ne1, d_ne2, s_nb1, s_nb2, s_nb3, d_nb1, d_nb2, d_nb3, os, od;
 	} pc = {(uint32_t)per, (uint32_t)nrows, (uint32_t)src->ne[1], (uint32_t)src->ne[2], (uint32_t)dst->ne[1],
@@ -343,7 +343,7 @@ static void vk_copy(struct tern_backend *be, const struct tern_buf *src, struct 
 static void vk_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_im2col_args(be, x, y, p))
+	if (!tern_host_im2col_args(be, x, y, p))
 		return;
 	struct {
 		uint32_t n_ch, len, n_out, k, stride, pad, ox, oy;
@@ -363,17 +363,17 @@ static void vk_moe_route(struct tern_backend *be, const struct tern_buf *logits,
 			 struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+	if (!tern_host_moe_route_args(be, logits, bias, ids, weights, p))
 		return;
 	if (logits->ne[0] > 1024 || (p->n_group > 1 && p->n_group > 32)) {
-		cpu_host_fail(be, "moe_route: %lld experts in %d groups (this backend takes 1024 in 32)",
+		tern_host_fail(be, "moe_route: %lld experts in %d groups (this backend takes 1024 in 32)",
 			      (long long)logits->ne[0], p->n_group);
 		return;
 	}
 	struct {
 		uint32_t ne, k, ntok, gating, has_bias, norm, n_group, n_group_used, ol, ob, oi, ow;
 		float scale;
-	} pc = {(uint32_t)logits->ne[0], (uint32_t)p->k, (uint32_t)cpu_host_nrows(logits),
+	} pc = {(uint32_t)logits->ne[0], (uint32_t)p->k, (uint32_t)tern_host_nrows(logits),
 		p->gating == TERN_MOE_SOFTMAX ? 0u : p->gating == TERN_MOE_SIGMOID ? 1u : 2u, bias != NULL, p->norm,
 		(uint32_t)(p->n_group > 1 ? p->n_group : 1), (uint32_t)p->n_group_used, 0, 0, 0, 0, p->scale};
 	struct vk_range r[4];
@@ -391,7 +391,7 @@ static void vk_moe_combine(struct tern_backend *be, const struct tern_buf *x, co
 			   struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_moe_combine_args(be, x, w, y))
+	if (!tern_host_moe_combine_args(be, x, w, y))
 		return;
 	struct {
 		uint32_t n, k, ntok, ox, ow, oy;

@@ -158,7 +158,7 @@ static uint32_t with_grids(struct vk *v, uint32_t t, struct vk_range *b, uint32_
 		return n;
 	struct vk_products *p = prod_of(v);
 	if (!p || !p->grids.mem || !vk_range_of(v, &p->grids, 4, &b[7], NULL)) {
-		cpu_host_fail(&v->be, "products: no IQ grids on this device");
+		tern_host_fail(&v->be, "products: no IQ grids on this device");
 		return 0;
 	}
 	for (uint32_t i = n; i < 7; i++)
@@ -215,7 +215,7 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 	struct vk_products *p = prod_of(v);
 	size_t qs = act_stride(t, cols);
 	if (!p || !p->scratch.mem || at + (size_t)n * qs > p->cap) {
-		cpu_host_fail(&v->be, "products: %lld activation rows of %lld exceed the scratch (%zu floats)",
+		tern_host_fail(&v->be, "products: %lld activation rows of %lld exceed the scratch (%zu floats)",
 			      (long long)n, (long long)cols, p ? p->cap : 0);
 		return false;
 	}
@@ -296,7 +296,7 @@ static void mv_pieces(struct vk *v, const struct tern_buf *w, const struct act *
 	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
 	per -= per % MV_NR;
 	if (per < 1) {
-		cpu_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
+		tern_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
 		return;
 	}
 	for (int64_t r0 = 0; r0 < w->ne[1]; r0 += per) {
@@ -344,7 +344,7 @@ static void mm_run(struct vk *v, const struct tern_buf *w, const struct act *a, 
 	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
 	per -= per % MM_BM;
 	if (per < 1) {
-		cpu_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
+		tern_host_fail(&v->be, "products: a row of %zu bytes exceeds the device's binding range", w->nb[1]);
 		return;
 	}
 	for (int64_t r0 = 0; r0 < rows; r0 += per) {
@@ -408,7 +408,7 @@ static void products(struct vk *v, int n, const struct tern_buf *const *w, const
 	for (int i = 0; i < n; i++) {
 		int64_t run = token_run(v, w[i]->type, cols, w[i]->ne[1], ntok, 1);
 		if (run < 1) {
-			cpu_host_fail(&v->be, "mat_mul: a token of %lld columns does not fit the device's bindings",
+			tern_host_fail(&v->be, "mat_mul: a token of %lld columns does not fit the device's bindings",
 				      (long long)cols);
 			return;
 		}
@@ -425,7 +425,7 @@ static void products(struct vk *v, int n, const struct tern_buf *const *w, const
 static void vk_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
 		       struct tern_buf *const *y)
 {
-	if (cpu_host_product_args(be, n_w, w, x, y))
+	if (tern_host_product_args(be, n_w, w, x, y))
 		products(vk_of(be), n_w, w, x, y);
 }
 
@@ -435,7 +435,7 @@ static void vk_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, c
 			    struct tern_buf *y)
 {
 	(void)w, (void)x, (void)y;
-	cpu_host_ggml_ok(be, "mat_mul_ggml");
+	tern_host_ggml_ok(be, "mat_mul_ggml");
 }
 
 /* ---- per head (MLA) ---- */
@@ -444,13 +444,13 @@ static void vk_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, 
 			     struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_heads_args(be, w, x, y) || v->lost)
+	if (!tern_host_heads_args(be, w, x, y) || v->lost)
 		return;
 	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2], ntok = x->ne[2];
 	size_t wbytes = (size_t)(nh - 1) * w->nb[2] + (size_t)rows * w->nb[1];
 	int64_t run = token_run(v, w->type, cols, rows * nh, ntok, (size_t)nh);
 	if (run < 1 || wbytes > bind_max(v)) {
-		cpu_host_fail(be, "mat_mul_heads: %lld heads of %lld x %lld do not fit the device's bindings",
+		tern_host_fail(be, "mat_mul_heads: %lld heads of %lld x %lld do not fit the device's bindings",
 			      (long long)nh, (long long)rows, (long long)cols);
 		return;
 	}
@@ -522,7 +522,7 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 			  const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y) || v->lost)
+	if (!tern_host_mat_mul_id_args(be, w, x, ids, b, y) || v->lost)
 		return;
 	int64_t cols = w->ne[0], rows = w->ne[1], n_exp = w->ne[2], k = ids->ne[0], ntok = ids->ne[1];
 	int64_t n_x = x->ne[1];
@@ -531,7 +531,7 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 	int64_t per = ebytes > bind_max(v) ? 0 : 1 + (int64_t)((bind_max(v) - ebytes) / w->nb[2]);
 	int64_t run = token_run(v, w->type, cols, rows * k, ntok, (size_t)n_x);
 	if (per < 1 || run < 1) {
-		cpu_host_fail(be, "mat_mul_id: experts of %lld x %lld do not fit the device's bindings", (long long)rows,
+		tern_host_fail(be, "mat_mul_id: experts of %lld x %lld do not fit the device's bindings", (long long)rows,
 			      (long long)cols);
 		return;
 	}
@@ -580,19 +580,19 @@ static void vk_get_rows(struct tern_backend *be, const struct tern_buf *w, const
 			struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
-	if (!cpu_host_get_rows_args(be, w, ids, y) || v->lost)
+	if (!tern_host_get_rows_args(be, w, ids, y) || v->lost)
 		return;
 	uint32_t t = w->type;
 	const struct quant_type_info *ti = quant_type_info(t);
 	if (t == QT_I8 || t == QT_I16 || t == QT_I32 || t == QT_I64 || t == QT_F64 || ti->blck > 256) {
-		cpu_host_fail(be, "get_rows: no decoder for %s on this backend", quant_type_name(t));
+		tern_host_fail(be, "get_rows: no decoder for %s on this backend", quant_type_name(t));
 		return;
 	}
 	int64_t cols = w->ne[0], nrows = w->ne[1], ntok = ids->ne[0];
 	uint32_t unit = ti->blck == 1 ? 1 : 8;
 	int64_t per = (int64_t)(bind_max(v) / w->nb[1]);
 	if (per < 1 || (size_t)(cols * ntok) * 4 > bind_max(v)) {
-		cpu_host_fail(be, "get_rows: %lld rows of %lld do not fit the device's bindings", (long long)ntok,
+		tern_host_fail(be, "get_rows: %lld rows of %lld do not fit the device's bindings", (long long)ntok,
 			      (long long)cols);
 		return;
 	}
@@ -631,7 +631,7 @@ void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *
 		return;
 	if (dst->type != QT_F32 || t == QT_I8 || t == QT_I16 || t == QT_I32 || t == QT_I64 || t == QT_F64 ||
 	    ti->blck > 256) {
-		cpu_host_fail(&v->be, "copy: %s to %s is not on this backend", quant_type_name(t),
+		tern_host_fail(&v->be, "copy: %s to %s is not on this backend", quant_type_name(t),
 			      quant_type_name(dst->type));
 		return;
 	}
@@ -657,7 +657,7 @@ void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *
 int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct vk *v = vk_of(be);
-	int rc = cpu_host_weight_shape(be, w, err);
+	int rc = tern_host_weight_shape(be, w, err);
 	if (rc)
 		return rc;
 	if (!quant_is_weight_type(w->type))

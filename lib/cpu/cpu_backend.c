@@ -29,7 +29,7 @@
 #define CPU_MOE_MAX_EXPERTS 1024
 
 struct cpu {
-	struct cpu_host host; /* first: the shared host state */
+	struct tern_host host; /* first: the shared host state */
 	struct tern_backend be;
 	struct tp_pool *pool;
 	enum cpu_mm_repack repack;
@@ -65,7 +65,7 @@ static void release_experts(struct cpu_mm *mm, int64_t n)
 static int cpu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct cpu *c = be->impl;
-	int rc = cpu_host_weight_shape(be, w, err);
+	int rc = tern_host_weight_shape(be, w, err);
 	if (rc)
 		return rc;
 	int64_t n_exp = w->ne[2];
@@ -122,7 +122,7 @@ static void cpu_product(struct tern_backend *be, int n_w, const struct tern_buf 
 			struct tern_buf *const *y)
 {
 	struct cpu *c = be->impl;
-	if (!cpu_host_product_args(be, n_w, w, x, y))
+	if (!tern_host_product_args(be, n_w, w, x, y))
 		return;
 	if (x->ne[1] > 1 || n_w == 1) {
 		for (int i = 0; i < n_w; i++)
@@ -229,13 +229,13 @@ static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, 
 			     struct tern_buf *y)
 {
 	struct cpu *c = be->impl;
-	if (!cpu_host_ggml_ok(be, "mat_mul_ggml"))
+	if (!tern_host_ggml_ok(be, "mat_mul_ggml"))
 		return;
 	if (!quant_ggml_ok(w->type) || w->ne[2] != 1) {
 		cpu_product(be, 1, &w, x, &y);
 		return;
 	}
-	if (!cpu_host_mm_args(be, "mat_mul_ggml", w, x, y))
+	if (!tern_host_mm_args(be, "mat_mul_ggml", w, x, y))
 		return;
 	struct ggml_mm_job j = {.type = w->type, .cols = w->ne[0], .rows = w->ne[1], .wstride = w->nb[1],
 				.w = tern_buf_host(w), .x = tern_buf_host(x), .y = tern_buf_host(y), .act = c->scratch,
@@ -284,7 +284,7 @@ static void heads_rows(void *arg, int64_t u0, int64_t u1)
 static void cpu_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			      struct tern_buf *y)
 {
-	if (!cpu_host_heads_args(be, w, x, y))
+	if (!tern_host_heads_args(be, w, x, y))
 		return;
 	struct ops_args o = {.be = be, .a = w, .b = x, .y = y};
 	int64_t units = w->ne[2] * ((x->ne[2] + HEADS_TOK - 1) / HEADS_TOK);
@@ -303,14 +303,14 @@ static void get_rows_rows(void *arg, int64_t r0, int64_t r1)
 	float *yd = tern_buf_host(o->y);
 	const struct cpu_ops *k = cpu_ops();
 	for (int64_t t = r0; t < r1; t++)
-		if (cpu_host_pos_ok(o->be, "get_rows", id[t], o->a->ne[1]))
+		if (tern_host_pos_ok(o->be, "get_rows", id[t], o->a->ne[1]))
 			k->decode_row(o->a->type, row_at(o->a, id[t], 0), yd + t * o->y->ne[0], o->a->ne[0]);
 }
 
 static void cpu_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
 			 struct tern_buf *y)
 {
-	if (!cpu_host_get_rows_args(be, w, ids, y))
+	if (!tern_host_get_rows_args(be, w, ids, y))
 		return;
 	struct ops_args o = {.be = be, .a = w, .b = ids, .y = y};
 	par_rows(be, get_rows_rows, &o, ids->ne[0], ids->ne[0] * w->ne[0]);
@@ -333,10 +333,10 @@ static void norm_rows(void *arg, int64_t r0, int64_t r1)
 static void cpu_norm(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
 		     const struct tern_buf *b, struct tern_buf *y, const struct tern_norm *p)
 {
-	if (!cpu_host_norm_args(be, x, r, w, b, y, p))
+	if (!tern_host_norm_args(be, x, r, w, b, y, p))
 		return;
 	struct ops_args o = {.be = be, .x = x, .a = r, .b = w, .c = b, .y = y, .p = p};
-	par_rows(be, norm_rows, &o, cpu_host_nrows(x), cpu_host_nrows(x) * x->ne[0]);
+	par_rows(be, norm_rows, &o, tern_host_nrows(x), tern_host_nrows(x) * x->ne[0]);
 }
 
 /* rows: tokens; the angles of a token are computed once for all its
@@ -422,7 +422,7 @@ static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 static void cpu_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
 		     const struct tern_rope *p)
 {
-	if (!cpu_host_rope_args(be, x, pos, freq, p))
+	if (!tern_host_rope_args(be, x, pos, freq, p))
 		return;
 	struct ops_args o = {.be = be, .x = x, .a = pos, .b = freq, .p = p};
 	int64_t ntok = pos->ne[0], nh = x->ne[1];
@@ -444,8 +444,8 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 	int64_t hd = cache->ne[0], nkv = cache->ne[1];
 	const int32_t *sd = o->c ? tern_buf_host(o->c) : NULL;
 	for (int64_t t = r0; t < r1; t++) {
-		if (!cpu_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]) ||
-		    (sd && !cpu_host_pos_ok(o->be, "kv_store: sequence", sd[t], cache->ne[3])))
+		if (!tern_host_pos_ok(o->be, "kv_store", pd[t], cache->ne[2]) ||
+		    (sd && !tern_host_pos_ok(o->be, "kv_store: sequence", sd[t], cache->ne[3])))
 			continue;
 		uint8_t *dst = (uint8_t *)row_at(cache, 0, pd[t]) + (sd ? (size_t)sd[t] * cache->nb[3] : 0);
 		if (cache->type == QT_F32)
@@ -459,7 +459,7 @@ static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
 static void cpu_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
 			 const struct tern_buf *pos, const struct tern_buf *seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
+	if (!tern_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	struct ops_args o = {.be = be, .x = cache, .b = x, .a = pos, .c = seq};
 	par_rows(be, kv_store_rows, &o, pos->ne[0], pos->ne[0] * x->ne[0] * x->ne[1] * 4);
@@ -476,7 +476,7 @@ static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
 	struct cpu *c = be->impl;
-	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y))
+	if (!tern_host_mat_mul_id_args(be, w, x, ids, b, y))
 		return;
 	const struct cpu_mm *mm = w->prep;
 	int64_t k = ids->ne[0], ntok = ids->ne[1], nx = x->ne[1], n_exp = w->ne[2];
@@ -485,7 +485,7 @@ static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 	const float *xd = tern_buf_host(x), *bd = b ? tern_buf_host(b) : NULL;
 	float *yd = tern_buf_host(y);
 	if (ntok * k > 1 && c->scratch_size < id_scratch(mm)) {
-		cpu_host_fail(be, "mat_mul_id: weight of one expert not prepared as a stack");
+		tern_host_fail(be, "mat_mul_id: weight of one expert not prepared as a stack");
 		return;
 	}
 	if (ntok == 1) {
@@ -494,7 +494,7 @@ static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 		float *ys[TERN_MOE_MAX_USED];
 		int n = 0;
 		for (int64_t i = 0; i < k; i++) {
-			if (!cpu_host_pos_ok(be, "mat_mul_id", id[i], n_exp))
+			if (!tern_host_pos_ok(be, "mat_mul_id", id[i], n_exp))
 				continue;
 			sel[n] = &mm[id[i]];
 			xs[n] = xd + (nx == 1 ? 0 : i) * cols;
@@ -512,7 +512,7 @@ static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 	}
 	for (int64_t t = 0; t < ntok; t++)
 		for (int64_t i = 0; i < k; i++)
-			cpu_host_pos_ok(be, "mat_mul_id", id[t * k + i], n_exp);
+			tern_host_pos_ok(be, "mat_mul_id", id[t * k + i], n_exp);
 	uint8_t *base = c->scratch;
 	float *gx = (float *)(void *)(base + id_gather_offset(mm));
 	float *gy = gx + up64((size_t)mm->max_tokens * (size_t)cols * 4) / 4;
@@ -549,20 +549,20 @@ static void cpu_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 static void cpu_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
 			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
 {
-	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+	if (!tern_host_moe_route_args(be, logits, bias, ids, weights, p))
 		return;
 	int64_t ne = logits->ne[0], k = p->k;
 	int ng = p->n_group > 1 ? p->n_group : 1;
 	int64_t per = ne / ng;
 	if (ne > CPU_MOE_MAX_EXPERTS) {
-		cpu_host_fail(be, "moe_route: %lld experts (at most %d)", (long long)ne, CPU_MOE_MAX_EXPERTS);
+		tern_host_fail(be, "moe_route: %lld experts (at most %d)", (long long)ne, CPU_MOE_MAX_EXPERTS);
 		return;
 	}
 	const float *ld = tern_buf_host(logits), *bd = bias ? tern_buf_host(bias) : NULL;
 	int32_t *id = tern_buf_host(ids);
 	float *wd = tern_buf_host(weights);
 	float prob[CPU_MOE_MAX_EXPERTS], sel[CPU_MOE_MAX_EXPERTS];
-	for (int64_t t = 0; t < cpu_host_nrows(logits); t++) {
+	for (int64_t t = 0; t < tern_host_nrows(logits); t++) {
 		const float *lt = ld + t * ne;
 		if (p->gating == TERN_MOE_SOFTMAX) {
 			float m = -INFINITY, sum = 0;
@@ -657,7 +657,7 @@ static void combine_rows(void *arg, int64_t r0, int64_t r1)
 static void cpu_moe_combine(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
 			    struct tern_buf *y)
 {
-	if (!cpu_host_moe_combine_args(be, x, w, y))
+	if (!tern_host_moe_combine_args(be, x, w, y))
 		return;
 	struct ops_args o = {.be = be, .a = x, .b = w, .y = y};
 	par_rows(be, combine_rows, &o, x->ne[2], x->ne[0] * x->ne[1] * x->ne[2]);
@@ -729,13 +729,13 @@ static void attention_seq(struct tern_backend *be, const struct tern_buf *q, con
 		if (!cpu_host_attn_f16_args(be, q, k, v, pos, y, p, &j.a))
 			return;
 		for (int64_t t = 0; t < ntok; t++)
-			if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+			if (!tern_host_pos_ok(be, "attention", pd[t], n_ctx))
 				return;
 		par_rows(be, attn_f16_rows, &j, ntok * q->ne[1], ntok * q->ne[1] * n_ctx * q->ne[0] * 4);
 		return;
 	}
 	for (int64_t t = 0; t < ntok; t++) {
-		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx))
+		if (!tern_host_pos_ok(be, "attention", pd[t], n_ctx))
 			continue;
 		int64_t lo = p->window > 0 && pd[t] - (int64_t)p->window + 1 > 0 ? pd[t] - (int64_t)p->window + 1 : 0;
 		keys += pd[t] - lo + 1;
@@ -794,12 +794,12 @@ static void cpu_attention(struct tern_backend *be, const struct tern_buf *q, con
 			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
 			  struct tern_buf *y, const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
+	if (!tern_host_attention_args(be, q, k, v, pos, seq, y, p))
 		return;
 	const int32_t *sd = seq ? tern_buf_host(seq) : NULL;
 	const int64_t ntok = q->ne[2];
 	for (int64_t t = 0; sd && t < ntok; t++)
-		if (!cpu_host_pos_ok(be, "attention: sequence", sd[t], k->ne[3]))
+		if (!tern_host_pos_ok(be, "attention: sequence", sd[t], k->ne[3]))
 			return;
 	for (int64_t t0 = 0, t1; t0 < ntok; t0 = t1) {
 		int32_t s = sd ? sd[t0] : 0;
@@ -827,7 +827,7 @@ static void eltwise_rows(void *arg, int64_t r0, int64_t r1)
 	int64_t n = o->a->ne[0];
 	const float *a = (const float *)tern_buf_host(o->a) + r0 * n;
 	const float *b = o->b ? tern_buf_host(o->b) : NULL;
-	bool brow = b && cpu_host_nrows(o->b) == 1;
+	bool brow = b && tern_host_nrows(o->b) == 1;
 	if (b && !brow)
 		b += r0 * n;
 	float *y = (float *)tern_buf_host(o->y) + r0 * n;
@@ -878,17 +878,17 @@ static void eltwise(struct tern_backend *be, const struct tern_buf *a, const str
 		    int kind, float s, int cost)
 {
 	struct ops_args o = {.be = be, .a = a, .b = b, .y = y, .kind = kind, .s = s};
-	par_rows(be, eltwise_rows, &o, cpu_host_nrows(a), cpu_host_nrows(a) * a->ne[0] * cost);
+	par_rows(be, eltwise_rows, &o, tern_host_nrows(a), tern_host_nrows(a) * a->ne[0] * cost);
 }
 
 static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const struct tern_buf *up,
 		    struct tern_buf *y, int kind)
 {
 	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU && kind != TERN_GLU_SWIGLU_OAI) {
-		cpu_host_fail(be, "glu: unknown kind %d", kind);
+		tern_host_fail(be, "glu: unknown kind %d", kind);
 		return;
 	}
-	if (cpu_host_eltwise_args(be, "glu", gate, up, y, false))
+	if (tern_host_eltwise_args(be, "glu", gate, up, y, false))
 		eltwise(be, gate, up, y,
 			kind == TERN_GLU_GEGLU ? EW_GLU_GELU : kind == TERN_GLU_SWIGLU ? EW_GLU_SILU : EW_GLU_OAI, 0,
 			kind == TERN_GLU_SWIGLU_OAI ? 8 : 2);
@@ -896,26 +896,26 @@ static void cpu_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 
 static void cpu_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (cpu_host_unary_args(be, x, y, kind))
+	if (tern_host_unary_args(be, x, y, kind))
 		eltwise(be, x, NULL, y, EW_UNARY + kind, 0,
 			kind == TERN_UNARY_GELU_ERF || kind == TERN_UNARY_SIGMOID ? 8 : kind == TERN_UNARY_GELU_F16 ? 4 : 2);
 }
 
 static void cpu_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
 {
-	if (cpu_host_eltwise_args(be, "add", a, b, y, true))
+	if (tern_host_eltwise_args(be, "add", a, b, y, true))
 		eltwise(be, a, b, y, EW_ADD, 0, 1);
 }
 
 static void cpu_scale(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s)
 {
-	if (cpu_host_eltwise_args(be, "scale", x, NULL, y, false))
+	if (tern_host_eltwise_args(be, "scale", x, NULL, y, false))
 		eltwise(be, x, NULL, y, EW_SCALE, s, 1);
 }
 
 static void cpu_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
-	if (cpu_host_eltwise_args(be, "softmax", x, NULL, y, false))
+	if (tern_host_eltwise_args(be, "softmax", x, NULL, y, false))
 		eltwise(be, x, NULL, y, EW_SOFTMAX, 0, 2);
 }
 
@@ -941,7 +941,7 @@ static void im2col_rows(void *arg, int64_t t0, int64_t t1)
 
 static void cpu_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
 {
-	if (!cpu_host_im2col_args(be, x, y, p))
+	if (!tern_host_im2col_args(be, x, y, p))
 		return;
 	struct ops_args o = {.be = be, .a = x, .y = y, .p = p};
 	par_rows(be, im2col_rows, &o, y->ne[1], y->ne[1] * y->ne[0]);
@@ -988,10 +988,10 @@ static void copy_rows(void *arg, int64_t r0, int64_t r1)
 
 static void cpu_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
 {
-	if (!cpu_host_copy_args(be, src, dst))
+	if (!tern_host_copy_args(be, src, dst))
 		return;
 	struct ops_args o = {.be = be, .a = src, .y = dst};
-	par_rows(be, copy_rows, &o, cpu_host_nrows(src), cpu_host_nrows(src) * src->ne[0] * 2);
+	par_rows(be, copy_rows, &o, tern_host_nrows(src), tern_host_nrows(src) * src->ne[0] * 2);
 }
 
 static void cpu_buf_free(struct tern_backend *be, struct tern_buf *b)
@@ -999,7 +999,7 @@ static void cpu_buf_free(struct tern_backend *be, struct tern_buf *b)
 	(void)be;
 	if (b->prep)
 		release_experts(b->prep, b->ne[2]);
-	cpu_host_buf_release(b);
+	tern_host_buf_release(b);
 }
 
 static void cpu_free(struct tern_backend *be)
@@ -1040,7 +1040,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	}
 	c->repack = o.repack;
 	c->keep_layout = o.keep_layout;
-	cpu_host_table(&c->be, "cpu", TERN_BACKEND_GGML_NUMERICS, o.max_tokens, c);
+	tern_host_table(&c->be, "cpu", TERN_BACKEND_GGML_NUMERICS, o.max_tokens, c);
 	c->be.free = cpu_free;
 	c->be.buf_free = cpu_buf_free;
 	c->be.mat_prepare = cpu_mat_prepare;

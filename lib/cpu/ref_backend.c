@@ -14,7 +14,7 @@
 #include "quant/quant.h"
 
 struct ref {
-	struct cpu_host host; /* first: the shared host state */
+	struct tern_host host; /* first: the shared host state */
 	struct tern_backend be;
 	uint8_t *act;         /* one quantized activation row, act_size bytes */
 	size_t act_size;
@@ -26,7 +26,7 @@ static const char ref_prepared;
 static int ref_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct ref *r = be->impl;
-	int rc = cpu_host_weight_shape(be, w, err);
+	int rc = tern_host_weight_shape(be, w, err);
 	if (rc)
 		return rc;
 	/* the same rule as the optimized backend: every type quant/ can dot */
@@ -75,7 +75,7 @@ static void ref_products(struct tern_backend *be, const struct tern_buf *w, cons
 static void ref_product(struct tern_backend *be, int n_w, const struct tern_buf *const *w, const struct tern_buf *x,
 			struct tern_buf *const *y)
 {
-	if (!cpu_host_product_args(be, n_w, w, x, y))
+	if (!tern_host_product_args(be, n_w, w, x, y))
 		return;
 	for (int i = 0; i < n_w; i++)
 		ref_products(be, w[i], x, y[i]);
@@ -85,7 +85,7 @@ static void ref_product(struct tern_backend *be, int n_w, const struct tern_buf 
 static void ref_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			     struct tern_buf *y)
 {
-	if (cpu_host_ggml_ok(be, "mat_mul_ggml"))
+	if (tern_host_ggml_ok(be, "mat_mul_ggml"))
 		ref_product(be, 1, &w, x, &y);
 }
 
@@ -94,7 +94,7 @@ static void ref_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, 
 static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			      struct tern_buf *y)
 {
-	if (!cpu_host_heads_args(be, w, x, y))
+	if (!tern_host_heads_args(be, w, x, y))
 		return;
 	const uint8_t *wd = tern_buf_host(w);
 	const float *xd = tern_buf_host(x);
@@ -121,7 +121,7 @@ static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w,
 static void ref_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,
 			   const struct tern_buf *ids, const struct tern_buf *b, struct tern_buf *y)
 {
-	if (!cpu_host_mat_mul_id_args(be, w, x, ids, b, y))
+	if (!tern_host_mat_mul_id_args(be, w, x, ids, b, y))
 		return;
 	struct ref *r = be->impl;
 	const int32_t *id = tern_buf_host(ids);
@@ -132,7 +132,7 @@ static void ref_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, co
 	for (int64_t t = 0; t < ids->ne[1]; t++) {
 		for (int64_t i = 0; i < k; i++) {
 			int32_t e = id[t * k + i];
-			if (!cpu_host_pos_ok(be, "mat_mul_id", e, w->ne[2]))
+			if (!tern_host_pos_ok(be, "mat_mul_id", e, w->ne[2]))
 				continue;
 			const float *xt = xd + (t * nx + (nx == 1 ? 0 : i)) * cols;
 			const void *a = xt;
@@ -167,25 +167,25 @@ static const uint8_t *row_n(const struct tern_buf *b, int64_t r)
 static void ref_get_rows(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *ids,
 			 struct tern_buf *y)
 {
-	if (!cpu_host_get_rows_args(be, w, ids, y))
+	if (!tern_host_get_rows_args(be, w, ids, y))
 		return;
 	const int32_t *id = tern_buf_host(ids);
 	float *yd = tern_buf_host(y);
 	for (int64_t t = 0; t < ids->ne[0]; t++)
-		if (cpu_host_pos_ok(be, "get_rows", id[t], w->ne[1]))
+		if (tern_host_pos_ok(be, "get_rows", id[t], w->ne[1]))
 			quant_dequantize_row(w->type, row_at(w, id[t], 0), yd + t * y->ne[0], (uint64_t)w->ne[0]);
 }
 
 static void ref_norm(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *r, const struct tern_buf *w,
 		     const struct tern_buf *b, struct tern_buf *y, const struct tern_norm *p)
 {
-	if (!cpu_host_norm_args(be, x, r, w, b, y, p))
+	if (!tern_host_norm_args(be, x, r, w, b, y, p))
 		return;
 	int64_t n = x->ne[0];
 	float *xd = tern_buf_host(x), *yd = tern_buf_host(y);
 	const float *rd = r ? tern_buf_host(r) : NULL, *wd = w ? tern_buf_host(w) : NULL;
 	const float *bd = b ? tern_buf_host(b) : NULL;
-	for (int64_t row = 0; row < cpu_host_nrows(x); row++) {
+	for (int64_t row = 0; row < tern_host_nrows(x); row++) {
 		float *xr = xd + row * n, *yr = yd + row * n;
 		if (rd)
 			for (int64_t i = 0; i < n; i++)
@@ -213,7 +213,7 @@ static void ref_norm(struct tern_backend *be, struct tern_buf *x, const struct t
 static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
 		     const struct tern_rope *p)
 {
-	if (!cpu_host_rope_args(be, x, pos, freq, p))
+	if (!tern_host_rope_args(be, x, pos, freq, p))
 		return;
 	const int32_t *pd = tern_buf_host(pos);
 	const float *ff = freq ? tern_buf_host(freq) : NULL;
@@ -249,7 +249,7 @@ static int64_t seq_of(struct tern_backend *be, const char *op, const struct tern
 	if (!seq)
 		return 0;
 	int32_t s = ((const int32_t *)tern_buf_host(seq))[t];
-	return cpu_host_pos_ok(be, op, s, n_seq) ? s : -1;
+	return tern_host_pos_ok(be, op, s, n_seq) ? s : -1;
 }
 
 /* row (i1, i2) of sequence s of a cache */
@@ -261,14 +261,14 @@ static const uint8_t *cache_row(const struct tern_buf *b, int64_t i1, int64_t i2
 static void ref_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
 			 const struct tern_buf *pos, const struct tern_buf *seq)
 {
-	if (!cpu_host_kv_store_args(be, cache, x, pos, seq))
+	if (!tern_host_kv_store_args(be, cache, x, pos, seq))
 		return;
 	const int32_t *pd = tern_buf_host(pos);
 	const float *xd = tern_buf_host(x);
 	int64_t hd = x->ne[0], nkv = x->ne[1];
 	for (int64_t t = 0; t < pos->ne[0]; t++) {
 		int64_t s = seq_of(be, "kv_store: sequence", seq, t, cache->ne[3]);
-		if (!cpu_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]) || s < 0)
+		if (!tern_host_pos_ok(be, "kv_store", pd[t], cache->ne[2]) || s < 0)
 			continue;
 		for (int64_t h = 0; h < nkv; h++) {
 			uint8_t *dst = (uint8_t *)cache_row(cache, h, pd[t], s);
@@ -303,7 +303,7 @@ static void attention_f16(struct tern_backend *be, const struct tern_buf *q, con
 	float acc[TERN_ATTN_MAX_HEAD_DIM], fin[TERN_ATTN_MAX_HEAD_DIM];
 	for (int64_t t = 0; t < q->ne[2]; t++) {
 		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
-		if (!cpu_host_pos_ok(be, "attention", pd[t], n_ctx) || sq < 0)
+		if (!tern_host_pos_ok(be, "attention", pd[t], n_ctx) || sq < 0)
 			continue;
 		for (int64_t h = 0; h < nh; h++) {
 			for (int64_t d = 0; d < hd; d++) {
@@ -352,7 +352,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 			  const struct tern_buf *v, const struct tern_buf *pos, const struct tern_buf *seq,
 			  struct tern_buf *y, const struct tern_attn *p)
 {
-	if (!cpu_host_attention_args(be, q, k, v, pos, seq, y, p))
+	if (!tern_host_attention_args(be, q, k, v, pos, seq, y, p))
 		return;
 	if (p->f16_split > 0 || p->ggml) {
 		struct cpu_attn_args a; /* only the operands' check */
@@ -374,7 +374,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	for (int64_t t = 0; t < q->ne[2]; t++) {
 		int32_t qp = pd[t];
 		int64_t sq = seq_of(be, "attention: sequence", seq, t, k->ne[3]);
-		if (!cpu_host_pos_ok(be, "attention", qp, k->ne[2]) || sq < 0)
+		if (!tern_host_pos_ok(be, "attention", qp, k->ne[2]) || sq < 0)
 			continue;
 		int64_t lo = p->window > 0 && qp - (int64_t)p->window + 1 > 0 ? qp - (int64_t)p->window + 1 : 0;
 		for (int64_t h = 0; h < nh; h++) {
@@ -428,7 +428,7 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
 			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
 {
-	if (!cpu_host_moe_route_args(be, logits, bias, ids, weights, p))
+	if (!tern_host_moe_route_args(be, logits, bias, ids, weights, p))
 		return;
 	int64_t ne = logits->ne[0], k = p->k;
 	int ng = p->n_group > 1 ? p->n_group : 1;
@@ -438,10 +438,10 @@ static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits
 	float *wd = tern_buf_host(weights);
 	double prob[1024], sel[1024]; /* experts of a token: checked below */
 	if (ne > 1024) {
-		cpu_host_fail(be, "moe_route: %lld experts (the reference takes 1024)", (long long)ne);
+		tern_host_fail(be, "moe_route: %lld experts (the reference takes 1024)", (long long)ne);
 		return;
 	}
-	for (int64_t t = 0; t < cpu_host_nrows(logits); t++) {
+	for (int64_t t = 0; t < tern_host_nrows(logits); t++) {
 		const float *lt = ld + t * ne;
 		double m = -INFINITY, sum = 0;
 		for (int64_t e = 0; e < ne; e++)
@@ -516,7 +516,7 @@ static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits
 static void ref_moe_combine(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *w,
 			    struct tern_buf *y)
 {
-	if (!cpu_host_moe_combine_args(be, x, w, y))
+	if (!tern_host_moe_combine_args(be, x, w, y))
 		return;
 	const float *xd = tern_buf_host(x), *wd = tern_buf_host(w);
 	float *yd = tern_buf_host(y);
@@ -558,15 +558,15 @@ static void ref_glu(struct tern_backend *be, const struct tern_buf *gate, const 
 		    struct tern_buf *y, int kind)
 {
 	if (kind != TERN_GLU_SWIGLU && kind != TERN_GLU_GEGLU && kind != TERN_GLU_SWIGLU_OAI) {
-		cpu_host_fail(be, "glu: unknown kind %d", kind);
+		tern_host_fail(be, "glu: unknown kind %d", kind);
 		return;
 	}
-	if (!cpu_host_eltwise_args(be, "glu", gate, up, y, false))
+	if (!tern_host_eltwise_args(be, "glu", gate, up, y, false))
 		return;
 	const float *g = tern_buf_host(gate), *u = tern_buf_host(up);
 	float *yd = tern_buf_host(y);
 	int a = kind == TERN_GLU_GEGLU ? TERN_UNARY_GELU : TERN_UNARY_SILU;
-	for (int64_t i = 0; i < gate->ne[0] * cpu_host_nrows(gate); i++)
+	for (int64_t i = 0; i < gate->ne[0] * tern_host_nrows(gate); i++)
 		yd[i] = (float)(kind == TERN_GLU_SWIGLU_OAI ? swiglu_oai(g[i], u[i]) : act(a, g[i]) * u[i]);
 }
 
@@ -584,28 +584,28 @@ static float gelu_f16(float x)
 
 static void ref_unary(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, int kind)
 {
-	if (!cpu_host_unary_args(be, x, y, kind))
+	if (!tern_host_unary_args(be, x, y, kind))
 		return;
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
-	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
+	for (int64_t i = 0; i < x->ne[0] * tern_host_nrows(x); i++)
 		yd[i] = kind == TERN_UNARY_GELU_F16 ? gelu_f16(xd[i]) : (float)act(kind, xd[i]);
 }
 
 static void ref_add(struct tern_backend *be, const struct tern_buf *a, const struct tern_buf *b, struct tern_buf *y)
 {
-	if (!cpu_host_eltwise_args(be, "add", a, b, y, true))
+	if (!tern_host_eltwise_args(be, "add", a, b, y, true))
 		return;
 	const float *ad = tern_buf_host(a), *bd = tern_buf_host(b);
 	float *yd = tern_buf_host(y);
-	int64_t n = a->ne[0], bn = cpu_host_nrows(b) == 1 ? n : n * cpu_host_nrows(a);
-	for (int64_t i = 0; i < n * cpu_host_nrows(a); i++)
+	int64_t n = a->ne[0], bn = tern_host_nrows(b) == 1 ? n : n * tern_host_nrows(a);
+	for (int64_t i = 0; i < n * tern_host_nrows(a); i++)
 		yd[i] = ad[i] + bd[i % bn];
 }
 
 static void ref_im2col(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, const struct tern_conv *p)
 {
-	if (!cpu_host_im2col_args(be, x, y, p))
+	if (!tern_host_im2col_args(be, x, y, p))
 		return;
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
@@ -620,22 +620,22 @@ static void ref_im2col(struct tern_backend *be, const struct tern_buf *x, struct
 
 static void ref_scale(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s)
 {
-	if (!cpu_host_eltwise_args(be, "scale", x, NULL, y, false))
+	if (!tern_host_eltwise_args(be, "scale", x, NULL, y, false))
 		return;
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
-	for (int64_t i = 0; i < x->ne[0] * cpu_host_nrows(x); i++)
+	for (int64_t i = 0; i < x->ne[0] * tern_host_nrows(x); i++)
 		yd[i] = xd[i] * s;
 }
 
 static void ref_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
-	if (!cpu_host_eltwise_args(be, "softmax", x, NULL, y, false))
+	if (!tern_host_eltwise_args(be, "softmax", x, NULL, y, false))
 		return;
 	int64_t n = x->ne[0];
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
-	for (int64_t r = 0; r < cpu_host_nrows(x); r++) {
+	for (int64_t r = 0; r < tern_host_nrows(x); r++) {
 		double m = -INFINITY, sum = 0;
 		for (int64_t i = 0; i < n; i++)
 			m = xd[r * n + i] > m ? xd[r * n + i] : m;
@@ -648,10 +648,10 @@ static void ref_softmax(struct tern_backend *be, const struct tern_buf *x, struc
 
 static void ref_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
 {
-	if (!cpu_host_copy_args(be, src, dst))
+	if (!tern_host_copy_args(be, src, dst))
 		return;
 	size_t bytes = quant_row_size(src->type, (uint64_t)src->ne[0], NULL);
-	for (int64_t r = 0; r < cpu_host_nrows(src); r++) {
+	for (int64_t r = 0; r < tern_host_nrows(src); r++) {
 		const uint8_t *s = row_n(src, r);
 		uint8_t *d = (uint8_t *)row_n(dst, r);
 		if (src->type == dst->type)
@@ -666,7 +666,7 @@ static void ref_copy(struct tern_backend *be, const struct tern_buf *src, struct
 static void ref_buf_free(struct tern_backend *be, struct tern_buf *b)
 {
 	(void)be;
-	cpu_host_buf_release(b);
+	tern_host_buf_release(b);
 }
 
 static void ref_free(struct tern_backend *be)
@@ -686,7 +686,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	struct ref *r = calloc(1, sizeof *r);
 	if (!r)
 		return tern_errf(err, TERN_ENOMEM, "cpu-ref: out of memory");
-	cpu_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE | TERN_BACKEND_GGML_NUMERICS, max_tokens, r);
+	tern_host_table(&r->be, "cpu-ref", TERN_BACKEND_REFERENCE | TERN_BACKEND_GGML_NUMERICS, max_tokens, r);
 	r->be.free = ref_free;
 	r->be.buf_free = ref_buf_free;
 	r->be.mat_prepare = ref_mat_prepare;

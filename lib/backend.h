@@ -81,7 +81,7 @@
 
 #include "lib/core/error.h"
 #include "lib/format/tensor.h"
-#include "quant/quant.h"
+#include "quant/types.h"
 
 struct tern_backend;
 
@@ -520,47 +520,6 @@ static inline struct tern_buf tern_buf_rows3(const struct tern_buf *b, int64_t h
 {
 	int64_t ne[3] = {hd, nh, n};
 	return tern_buf_reshape(b, 3, ne);
-}
-
-/* Small tensors a model reads at every step (norms, biases) that
- * tern_be_weight copies out of the file's mapping. */
-#define TERN_BE_COPY_MAX ((size_t)1 << 20)
-
-/* Tensor t of a model file (NULL: nothing to do) as the weight buffer b,
- * prepared for the products when product; mapped: t's data is the file's
- * mapping (tern_mf_mapped), which the buffer then says (TERN_BUF_MAPPED).
- * Of a mapping, a tensor that is not a product and holds at most
- * TERN_BE_COPY_MAX bytes is copied into the backend's memory: once the
- * products have their own copies (a re-laid matrix), the file's pages
- * around it are then never read again. The kernel may map a whole large
- * page-cache folio (2 MiB) on one read, bringing back the pages of the
- * products beside it; loaders therefore load these tensors before the
- * products. Errors name the tensor. */
-static inline int tern_be_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,
-				 bool product, bool mapped, tern_err *e)
-{
-	if (!t)
-		return 0;
-	int rc;
-	if (mapped && !product && t->nbytes <= TERN_BE_COPY_MAX && t->n_dims >= 1 && t->n_dims <= TERN_MAX_DIMS) {
-		int64_t ne[TERN_MAX_DIMS];
-		for (uint32_t i = 0; i < t->n_dims; i++)
-			ne[i] = (int64_t)t->ne[i];
-		rc = be->buf_alloc(be, b, t->type, (int)t->n_dims, ne, e);
-		if (!rc) {
-			be->upload(be, b, 0, t->data, (size_t)t->nbytes);
-			b->flags |= TERN_BUF_READONLY;
-		}
-	} else {
-		rc = be->buf_weight(be, b, t, e);
-		if (!rc && mapped)
-			b->flags |= TERN_BUF_MAPPED;
-	}
-	if (!rc && product)
-		rc = be->mat_prepare(be, b, e);
-	if (rc)
-		tern_err_prefixf(e, "tensor '%.*s'", (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr);
-	return rc;
 }
 
 /* y = w x, product's one-weight form (only an adapter of its arguments) */

@@ -219,8 +219,8 @@ static void rec_norm(struct tern_backend *be, struct tern_buf *x, const struct t
 	r->in->norm(r->in, x, res, w, b, y, p);
 }
 
-static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
-		     const struct tern_rope *p)
+static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos,
+		     const struct tern_buf *freq, const struct tern_rope *p)
 {
 	REC(be);
 	rec3(r, OP_ROPE, x, pos, freq);

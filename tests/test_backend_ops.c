@@ -344,12 +344,12 @@ static void check_table(const struct tern_backend *be, const char *bname)
 		const char *name;
 		bool null;
 	} entries[] = {
-		ENTRY(free),	    ENTRY(buf_alloc),	ENTRY(buf_weight),  ENTRY(buf_free),	   ENTRY(mat_prepare),
-		ENTRY(host_alloc),  ENTRY(host_free),	ENTRY(upload),	    ENTRY(download),	ENTRY(product),	    ENTRY(mat_mul_ggml),   ENTRY(mat_mul_heads),
-		ENTRY(mat_mul_id),  ENTRY(moe_route),	ENTRY(moe_combine), ENTRY(get_rows),	   ENTRY(norm),
-		ENTRY(rope),	    ENTRY(kv_store),	ENTRY(attention),   ENTRY(im2col),	   ENTRY(glu),
-		ENTRY(unary),	    ENTRY(add),		ENTRY(scale),	    ENTRY(softmax),	   ENTRY(copy),
-		ENTRY(begin_step),  ENTRY(end_step),	ENTRY(sync),
+		ENTRY(free),	      ENTRY(buf_alloc),	  ENTRY(buf_weight), ENTRY(buf_free),  ENTRY(mat_prepare),
+		ENTRY(host_alloc),    ENTRY(host_free),	  ENTRY(upload),     ENTRY(download),  ENTRY(product),
+		ENTRY(mat_mul_ggml),  ENTRY(mat_mul_heads), ENTRY(mat_mul_id), ENTRY(moe_route), ENTRY(moe_combine),
+		ENTRY(get_rows),      ENTRY(norm),	  ENTRY(rope),	     ENTRY(kv_store),  ENTRY(attention),
+		ENTRY(im2col),	      ENTRY(glu),	  ENTRY(unary),	     ENTRY(add),       ENTRY(scale),
+		ENTRY(softmax),	      ENTRY(copy),	  ENTRY(begin_step), ENTRY(end_step),  ENTRY(sync),
 	};
 	size_t n = sizeof entries / sizeof *entries;
 	/* the entries lie between max_tokens and impl */

@@ -443,11 +443,11 @@ int64_t tern_embed_batch_needed(const struct tern_embed *em, const struct tern_e
 }
 
 /* the encoders' weights stay views of the file: not marked as mapped, so
- * tern_be_weight neither copies nor drops anything (behaviour as before) */
+ * tern_llm_weight neither copies nor drops anything (behaviour as before) */
 static int weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, bool product,
 		  tern_err *e)
 {
-	return tern_be_weight(be, b, t, product, false, e);
+	return tern_llm_weight(be, b, t, product, false, e);
 }
 
 static int alloc2(struct tern_backend *be, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)

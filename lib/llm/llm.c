@@ -147,14 +147,41 @@ int tern_llm_cache_type(const char *name)
 
 /* ---- creation ---------------------------------------------------------------- */
 
+int tern_llm_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, bool product,
+		    bool mapped, tern_err *e)
+{
+	if (!t)
+		return 0;
+	int rc;
+	if (mapped && !product && t->nbytes <= TERN_LLM_COPY_MAX && t->n_dims >= 1 && t->n_dims <= TERN_MAX_DIMS) {
+		int64_t ne[TERN_MAX_DIMS];
+		for (uint32_t i = 0; i < t->n_dims; i++)
+			ne[i] = (int64_t)t->ne[i];
+		rc = be->buf_alloc(be, b, t->type, (int)t->n_dims, ne, e);
+		if (!rc) {
+			be->upload(be, b, 0, t->data, (size_t)t->nbytes);
+			b->flags |= TERN_BUF_READONLY;
+		}
+	} else {
+		rc = be->buf_weight(be, b, t, e);
+		if (!rc && mapped)
+			b->flags |= TERN_BUF_MAPPED;
+	}
+	if (!rc && product)
+		rc = be->mat_prepare(be, b, e);
+	if (rc)
+		tern_err_prefixf(e, "tensor '%.*s'", (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr);
+	return rc;
+}
+
 /* Weights load in two passes (tern_llm_new): the tensors the products do
  * not take first, then the products, so that no read of the file follows
- * a product's re-laid copy (tern_be_weight). */
+ * a product's re-laid copy (tern_llm_weight). */
 static int weight(struct tern_llm *l, struct tern_buf *b, const struct tern_tensor_view *t, bool product, tern_err *e)
 {
 	if (product != l->loading_products)
 		return 0;
-	return tern_be_weight(l->loading_be, b, t, product, tern_mf_mapped(l->m->mf), e);
+	return tern_llm_weight(l->loading_be, b, t, product, tern_mf_mapped(l->m->mf), e);
 }
 
 static int alloc2(struct tern_backend *be, struct tern_buf *b, uint32_t type, int64_t ne0, int64_t ne1, tern_err *e)

@@ -23,6 +23,24 @@
 #include "lib/core/error.h"
 #include "lib/llm/model.h"
 
+/* Small tensors a model reads at every step (norms, biases) that
+ * tern_llm_weight copies out of the file's mapping. */
+#define TERN_LLM_COPY_MAX ((size_t)1 << 20)
+
+/* Tensor t of a model file (NULL: nothing to do) as the weight buffer b
+ * of be, prepared for the products when product; mapped: t's data is the
+ * file's mapping (tern_mf_mapped), which the buffer then says
+ * (TERN_BUF_MAPPED). Of a mapping, a tensor that is not a product and
+ * holds at most TERN_LLM_COPY_MAX bytes is copied into the backend's
+ * memory: once the products have their own copies (a re-laid matrix), the
+ * file's pages around it are then never read again. The kernel may map a
+ * whole large page-cache folio (2 MiB) on one read, bringing back the
+ * pages of the products beside it; loaders therefore load these tensors
+ * before the products. The models' page-cache policy, not the backends'.
+ * Errors name the tensor. */
+int tern_llm_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, bool product,
+		    bool mapped, tern_err *e);
+
 /* the default context when the user does not ask for one */
 #define TERN_LLM_DEFAULT_CTX 4096
 #define TERN_LLM_DEFAULT_BATCH 512

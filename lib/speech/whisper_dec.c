@@ -14,8 +14,9 @@
  * layer in one buffer {hd, n_head, n_text_ctx, n_seq};
  * whisper_decode_multi runs one token of each of several sequences in one
  * pass, each layer's cache stored and attended in one call with the
- * tokens' sequences in a device buffer (kv_store's and attention's seq). Queries of the cross attention are given the last audio position,
- * so that none of it is masked.
+ * tokens' sequences in a device buffer (kv_store's and attention's seq).
+ * Queries of the cross attention are given the last audio position, so
+ * that none of it is masked.
  *
  * In whisper.cpp's numerics (WHISPER_NUMERICS_GGML) the products' inputs
  * are rounded to f16, the GELU is ggml's table, Q and K are scaled by

@@ -684,11 +684,14 @@ do_bench() {
 	fi
 	local name dev args to t0 rc
 	# the runs: each model on each GPU device, then the 1.1B ones on the CPU
-	local runs=()
+	# (--local: the CPU first, since lavapipe takes minutes a model)
+	local runs=() cpu_runs=()
+	for name in $(model_order); do [ "${name%%-*}" = 1b ] && cpu_runs+=("$name@cpu"); done
+	[ "$MODE" = local ] && runs=("${cpu_runs[@]}")
 	for name in $(model_order); do
 		for dev in "${devs[@]}"; do runs+=("$name@$dev"); done
 	done
-	for name in $(model_order); do [ "${name%%-*}" = 1b ] && runs+=("$name@cpu"); done
+	[ "$MODE" = local ] || runs+=("${cpu_runs[@]}")
 	for r in "${runs[@]}"; do
 		name=${r%@*} dev=${r#*@}
 		if [ "$(left)" -lt "$MIN_BENCH" ]; then

@@ -5,7 +5,7 @@
 # (-ngl all) and a part of them (-ngl 10) of the real SmolLM2 give the
 # CPU's greedy tokens up to a near tie (llama.cpp's rule: the CPU's top-2
 # log-probabilities within 0.1 nats) and their log-probabilities within
-# 0.05; Gemma 3 with every layer likewise; Whisper tiny.en on jfk.wav gives
+# test_llm's limits against llama.cpp; Gemma 3 with every layer likewise; Whisper tiny.en on jfk.wav gives
 # the CPU's transcript (where the device is a GPU: lavapipe takes over ten
 # minutes for tiny.en's encoder); a binary built with Vulkan and no loader or no
 # device (VK_ICD_FILENAMES pointing at nothing) runs on the CPU under auto
@@ -53,15 +53,18 @@ fi
 
 # ---- the CPU's tokens on vulkan0 ------------------------------------------------------------
 # same_tokens CPU.json DEV.json: the generated ids equal up to the first
-# step where the CPU's own top-2 are within 0.1 nats, and each equal
-# step's log-probability within 0.05 of the CPU's
+# step where the CPU's own top-2 are within 0.1 nats, and the equal steps'
+# log-probabilities within the limits test_llm holds the CPU to against
+# llama.cpp (mean absolute difference 0.03, largest 0.15: the activations'
+# 8-bit rounding moves by a level where the sums' order differs, and that
+# grows through the layers)
 same_tokens() {
 	"$PYTHON" - "$1" "$2" <<'EOF'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 ta, tb = a["logprobs"], b["logprobs"]
 n = min(len(ta), len(tb))
-worst = 0.0
+d = []
 for i in range(n):
     x, y = ta[i], tb[i]
     top = x["top"]
@@ -71,10 +74,11 @@ for i in range(n):
             print(f"step {i}: near tie ({gap:.3f} nats), the rest not compared")
             break
         sys.exit(f"step {i}: token {y['id']} where the CPU chose {x['id']} (its gap {gap:.3f})")
-    worst = max(worst, abs(x["logprob"] - y["logprob"]))
-if worst >= 0.05:
-    sys.exit(f"log-probabilities {worst:.4f} apart (bound 0.05)")
-print(f"{n} steps, log-probabilities within {worst:.4f}")
+    d.append(abs(x["logprob"] - y["logprob"]))
+mad, mx = (sum(d) / len(d), max(d)) if d else (0.0, 0.0)
+print(f"{len(d)} steps compared: log-probabilities {mad:.4f} apart on average, {mx:.4f} at most")
+if mad >= 0.03 or mx >= 0.15:
+    sys.exit(f"log-probabilities {mad:.4f} apart on average (limit 0.03), {mx:.4f} at most (limit 0.15)")
 EOF
 }
 
@@ -82,6 +86,11 @@ EOF
 # a few tokens per second on two cores)
 NGEN=32
 $R --list-devices 2>/dev/null | grep -A1 '^vulkan0 ' | grep -q 'software' && NGEN=8
+# under ASan the models run once already (make test): here only the checks above
+if [ "${SANITIZE:-}" = 1 ]; then
+	echo "SKIP: the models on vulkan0 under ASan (minutes on lavapipe; the plain run has them)"
+	finish
+fi
 gen() { $TO $R -m "$1" --temp 0 -n $NGEN --json --logprobs 2 -c 256 "${@:2}" "Name the capital of France."; }
 if [ -f "$SMOL" ]; then
 	expect 0 gen "$SMOL" -dev cpu && cp "$T/out" "$T/smol-cpu.json"

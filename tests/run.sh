@@ -37,9 +37,9 @@ if [ -n "${HAVE_VULKAN:-}" ]; then
 	[ "${SANITIZE:-}" = 1 ] && vk_env+=(ASAN_OPTIONS=detect_leaks=0)
 	for t in "$@"; do
 		case $(basename "$t") in
-		test_backend_ops | test_offload) run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
-		# the forward pass on lavapipe takes minutes: once, not again under ASan
-		test_llm) [ "${SANITIZE:-}" = 1 ] || run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
+		test_backend_ops) run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
+		# the forward passes on lavapipe take minutes: once, not again under ASan
+		test_llm | test_offload) [ "${SANITIZE:-}" = 1 ] || run_one "$(basename "$t")@vulkan0" env "${vk_env[@]}" "$t" ;;
 		esac
 	done
 fi

@@ -55,7 +55,8 @@ fi
 # same_tokens CPU.json DEV.json: the generated ids equal up to the first
 # step where the CPU's own top-2 are within 0.1 nats, and the equal steps'
 # log-probabilities within the limits test_llm holds the CPU to against
-# llama.cpp (mean absolute difference 0.03, largest 0.15: the activations'
+# llama.cpp (mean absolute difference 0.03 where 16 steps or more are
+# compared, each step 0.15: the activations'
 # 8-bit rounding moves by a level where the sums' order differs, and that
 # grows through the layers)
 same_tokens() {
@@ -77,8 +78,9 @@ for i in range(n):
     d.append(abs(x["logprob"] - y["logprob"]))
 mad, mx = (sum(d) / len(d), max(d)) if d else (0.0, 0.0)
 print(f"{len(d)} steps compared: log-probabilities {mad:.4f} apart on average, {mx:.4f} at most")
-if mad >= 0.03 or mx >= 0.15:
-    sys.exit(f"log-probabilities {mad:.4f} apart on average (limit 0.03), {mx:.4f} at most (limit 0.15)")
+# the mean's limit is for many steps (test_llm's: 16 to 64); over a few it is noise
+if (len(d) >= 16 and mad >= 0.03) or mx >= 0.15:
+    sys.exit(f"log-probabilities {mad:.4f} apart on average (limit 0.03 over 16 steps or more), {mx:.4f} at most (limit 0.15)")
 EOF
 }
 

@@ -102,7 +102,7 @@ void tern_host_fail(struct tern_backend *be, const char *fmt, ...)
 	va_end(ap);
 }
 
-static bool range_ok(struct tern_backend *be, const char *op, const struct tern_buf *b, size_t offset, size_t n)
+bool tern_host_range_ok(struct tern_backend *be, const char *op, const struct tern_buf *b, size_t offset, size_t n)
 {
 	size_t size = b->be == be ? tern_buf_nbytes(b) : 0;
 	if (b->be != be || !b->mem || offset > size || n > size - offset) {
@@ -118,13 +118,13 @@ void tern_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offs
 		tern_host_fail(be, "upload into a read-only weight");
 		return;
 	}
-	if (range_ok(be, "upload", dst, offset, n))
+	if (tern_host_range_ok(be, "upload", dst, offset, n))
 		memcpy((uint8_t *)dst->mem + dst->offset + offset, src, n);
 }
 
 void tern_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n)
 {
-	if (range_ok(be, "download", src, offset, n))
+	if (tern_host_range_ok(be, "download", src, offset, n))
 		memcpy(dst, (const uint8_t *)src->mem + src->offset + offset, n);
 }
 

@@ -36,6 +36,9 @@ void tern_host_buf_release(struct tern_buf *b);
 /* host memory: 64-byte aligned malloc (the CPU has nothing to pin) */
 int tern_host_host_alloc(struct tern_backend *be, size_t size, void **ptr, tern_err *err);
 void tern_host_host_free(struct tern_backend *be, void *ptr);
+/* A transfer's range: n bytes at offset within b, a buffer of be; else the
+ * violation is recorded (op names the transfer). */
+bool tern_host_range_ok(struct tern_backend *be, const char *op, const struct tern_buf *b, size_t offset, size_t n);
 void tern_host_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n);
 void tern_host_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n);
 void tern_host_step(struct tern_backend *be);

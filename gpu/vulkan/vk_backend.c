@@ -690,18 +690,13 @@ static VkDeviceSize stage_take(struct vk *v, VkDeviceSize n)
 
 /* ---- buffers and transfers ---- */
 
-static int set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err)
-{
-	return tern_host_set_shape(b, type, n_dims, ne, err);
-}
-
 static int vk_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
 			tern_err *err)
 {
 	struct vk *v = vk_of(be);
 	struct tern_buf nb = {.be = be, .flags = TERN_BUF_OWNS};
 	*b = (struct tern_buf){0};
-	int rc = set_shape(&nb, type, n_dims, ne, err);
+	int rc = tern_host_set_shape(&nb, type, n_dims, ne, err);
 	if (rc)
 		return rc;
 	struct vk_mem *m = calloc(1, sizeof *m);
@@ -738,7 +733,7 @@ static int vk_buf_weight(struct tern_backend *be, struct tern_buf *b, const stru
 	for (int i = 0; i < TERN_MAX_DIMS; i++)
 		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
 	struct tern_buf nb = {0};
-	int rc = set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
+	int rc = tern_host_set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
 	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
 		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
 			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
@@ -777,16 +772,6 @@ static void vk_buf_free(struct tern_backend *be, struct tern_buf *b)
 	*b = (struct tern_buf){0};
 }
 
-static bool range_ok(struct vk *v, const char *op, const struct tern_buf *b, size_t offset, size_t n)
-{
-	size_t size = b->be == &v->be ? tern_buf_nbytes(b) : 0;
-	if (b->be != &v->be || !b->mem || offset > size || n > size - offset) {
-		tern_host_fail(&v->be, "%s of %zu bytes at %zu outside a buffer of %zu", op, n, offset, size);
-		return false;
-	}
-	return true;
-}
-
 static void vk_upload(struct tern_backend *be, struct tern_buf *dst, size_t offset, const void *src, size_t n)
 {
 	struct vk *v = vk_of(be);
@@ -794,7 +779,7 @@ static void vk_upload(struct tern_backend *be, struct tern_buf *dst, size_t offs
 		tern_host_fail(be, "upload into a read-only weight");
 		return;
 	}
-	if (!range_ok(v, "upload", dst, offset, n) || v->lost)
+	if (!tern_host_range_ok(be, "upload", dst, offset, n) || v->lost)
 		return;
 	upload_bytes(v, dst->mem, dst->offset + offset, src, n);
 }
@@ -802,7 +787,7 @@ static void vk_upload(struct tern_backend *be, struct tern_buf *dst, size_t offs
 static void vk_download(struct tern_backend *be, const struct tern_buf *src, size_t offset, void *dst, size_t n)
 {
 	struct vk *v = vk_of(be);
-	if (!range_ok(v, "download", src, offset, n) || v->lost)
+	if (!tern_host_range_ok(be, "download", src, offset, n) || v->lost)
 		return;
 	const struct vk_mem *m = src->mem;
 	uint8_t *d = dst;

@@ -229,8 +229,10 @@ int vk_mem_new(struct vk *v, struct vk_mem *m, VkDeviceSize size, bool host, ter
 void vk_mem_free(struct vk *v, struct vk_mem *m);
 /* Submit what is listed and wait (outside the replay of a step). */
 void vk_flush_pending(struct vk *v);
-/* A grid of (x, y) workgroups of wg invocations covering n (shaders index
- * with common.glsl's flat_id()). */
+/* A grid of (x, y) workgroups, x up to 32768 and the rest in y: `groups`
+ * of them (one per row, ...), or enough of wg invocations to cover n
+ * (shaders index with common.glsl's flat_id()). */
+void vk_groups(uint64_t groups, uint32_t *gx, uint32_t *gy);
 void vk_grid(uint64_t n, uint32_t wg, uint32_t *gx, uint32_t *gy);
 /* copy from a type the copy shader does not convert (vk_products.c:
  * through the weight decoders) */

@@ -10,19 +10,15 @@
 #include "gpu/vulkan/vk_impl.h"
 #include "quant/quant.h"
 
-/* A workgroup grid covering n invocations of wg each: x up to 32768,
- * the rest in y (shaders index with flat_id()). */
-void vk_grid(uint64_t n, uint32_t wg, uint32_t *gx, uint32_t *gy)
+void vk_groups(uint64_t groups, uint32_t *gx, uint32_t *gy)
 {
-	uint64_t groups = (n + wg - 1) / wg;
 	if (!groups)
 		groups = 1;
 	*gx = groups < 32768 ? (uint32_t)groups : 32768;
 	*gy = (uint32_t)((groups + *gx - 1) / *gx);
 }
 
-/* One workgroup per row: rows over x and y. */
-static void row_grid(uint64_t rows, uint32_t *gx, uint32_t *gy) { vk_grid(rows, 1, gx, gy); }
+void vk_grid(uint64_t n, uint32_t wg, uint32_t *gx, uint32_t *gy) { vk_groups((n + wg - 1) / wg, gx, gy); }
 
 /* ---- element-wise ---- */
 
@@ -113,7 +109,7 @@ static void vk_softmax(struct tern_backend *be, const struct tern_buf *x, struct
 	uint32_t p = vk_pipe(v, "softmax", 128, NULL), gx, gy;
 	if (p == UINT32_MAX)
 		return;
-	row_grid(pc.nrows, &gx, &gy);
+	vk_groups(pc.nrows, &gx, &gy);
 	vk_dispatch(v, p, 2, r, 2, &pc, sizeof pc, gx, gy, 1);
 }
 
@@ -141,7 +137,7 @@ static void vk_norm(struct tern_backend *be, struct tern_buf *x, const struct te
 	uint32_t pi = vk_pipe(v, "norm", wg, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	row_grid(pc.nrows, &gx, &gy);
+	vk_groups(pc.nrows, &gx, &gy);
 	vk_dispatch(v, pi, 5, rg, (r ? 1u : 0) | 16u, &pc, sizeof pc, gx, gy, 1);
 }
 
@@ -383,7 +379,7 @@ static void vk_moe_route(struct tern_backend *be, const struct tern_buf *logits,
 	uint32_t pi = vk_pipe(v, "moe_route", 64, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	row_grid(pc.ntok, &gx, &gy);
+	vk_groups(pc.ntok, &gx, &gy);
 	vk_dispatch(v, pi, 4, r, 12, &pc, sizeof pc, gx, gy, 1);
 }
 

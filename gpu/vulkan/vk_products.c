@@ -114,15 +114,6 @@ static uint32_t pipe_of(struct vk *v, const char *shader, uint32_t t, uint32_t w
 /* the GEMM's tile width in tokens for a batch: 16 TN (mul_mm.comp) */
 static uint32_t mm_tn(int64_t ntok) { return ntok <= 16 ? 1 : ntok <= 32 ? 2 : 4; }
 
-/* n workgroups over x, and y where x would pass the device's limit */
-static void grid2(uint64_t n, uint32_t *gx, uint32_t *gy)
-{
-	if (!n)
-		n = 1;
-	*gx = n < 32768 ? (uint32_t)n : 32768;
-	*gy = (uint32_t)((n + *gx - 1) / *gx);
-}
-
 /* bytes a binding may cover, the alignment slack taken off */
 static size_t bind_max(const struct vk *v) { return (size_t)(v->max_binding - v->align); }
 
@@ -231,7 +222,7 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 	uint32_t pi = vk_pipe(v, "actq", 256, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return false;
-	grid2(((uint64_t)n * (uint64_t)cols + 255) / 256, &gx, &gy);
+	vk_groups(((uint64_t)n * (uint64_t)cols + 255) / 256, &gx, &gy);
 	struct vk_range b[2] = {xr, qr};
 	vk_dispatch(v, pi, 2, b, 2, &pc, sizeof pc, gx, gy, 1);
 	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols};
@@ -283,7 +274,7 @@ static void mv_dispatch(struct vk *v, int n, const struct tern_buf *const *w, co
 	uint32_t pi = pipe_of(v, "mul_mat_vec", w[0]->type, MV_WG), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	grid2((uint64_t)(most + MV_NR - 1) / MV_NR, &gx, &gy);
+	vk_groups((uint64_t)(most + MV_NR - 1) / MV_NR, &gx, &gy);
 	uint32_t write = 1u << 4 | (n > 1 ? 1u << 5 : 0) | (n > 2 ? 1u << 6 : 0);
 	uint32_t nb = with_grids(v, w[0]->type, b, 7);
 	if (nb)
@@ -543,7 +534,7 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	grid2((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
+	vk_groups((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;
@@ -605,7 +596,7 @@ static void vk_get_rows(struct tern_backend *be, const struct tern_buf *w, const
 	struct vk_range r[VK_MAX_BINDINGS];
 	if (!vk_range_of(v, ids, 4, &r[1], &pc.oi) || !vk_range_of(v, y, 4, &r[2], &pc.oy))
 		return;
-	grid2(((uint64_t)ntok * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
+	vk_groups(((uint64_t)ntok * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
 	for (int64_t r0 = 0; r0 < nrows; r0 += per) {
 		int64_t nr = nrows - r0 < per ? nrows - r0 : per;
 		if (!vk_range_bytes(v, w, (size_t)r0 * w->nb[1], (size_t)nr * w->nb[1], 1, &r[0], &pc.ow))
@@ -648,7 +639,7 @@ void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *
 	uint32_t pi = pipe_of(v, "dequant_copy", t, 64), gx, gy, nb = with_grids(v, t, r, 2);
 	if (pi == UINT32_MAX || !nb)
 		return;
-	grid2(((uint64_t)nrows * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
+	vk_groups(((uint64_t)nrows * (uint64_t)(cols / unit) + 63) / 64, &gx, &gy);
 	vk_dispatch(v, pi, nb, r, 2, &pc, sizeof pc, gx, gy, 1);
 }
 

@@ -865,10 +865,18 @@ static const char *const real_prompts[] = {"short", "long", "multilingual", "cod
  *      smollm2 long           0.005 / 0.008 ( 2 st.)    0.029 / 0.087
  *      smollm2 multilingual   - (tie at step 0)         0.035 / 0.098  guard MAD 0.08
  *      smollm2 code           0.009 / 0.053 ( 6 st.)    0.022 / 0.092
- *      gemma3 short           0.026 / 0.050 ( 4 st.)    0.020 / 0.078
+ *      gemma3 short           0.026 / 0.050 ( 4 st.)    0.020 / 0.078  guard MAD 0.07 (near tie)
  *      gemma3 long            0.034 / 0.047 ( 3 st.)    0.068 / 0.163  guard MAD 0.06 (near tie), 0.10 / 0.30
  *      gemma3 multilingual    0.057 / 0.079 ( 2 st.)    0.018 / 0.079  guard MAD 0.08 (near tie)
- *      gemma3 code            0.020 / 0.069 ( 8 st.)    0.041 / 0.129  guard MAD 0.05 (both)
+ *      gemma3 code            0.020 / 0.069 ( 8 st.)    0.041 / 0.129  guard MAD 0.07 / 0.05
+ *
+ *    (on Zen 4, the AVX-512 kernels). On an AVX2-only EPYC (the AVX2
+ *    kernels: the same integer sums, the float sums in 8 lanes instead of
+ *    16) gemma3 short gave 0.056 / 0.109 up to the near tie and gemma3
+ *    code 0.058 / 0.138 (0.030 / 0.126 over all steps), the full rows'
+ *    NMSE 3.0e-3; the scalar variant 0.048 and 0.078 there, its full
+ *    rows 9.7e-4, closer than either: summation order again, not a wrong
+ *    op, so those two carry guards of 0.07 up to the near tie.
  *
  *    (after the SIMD rewrite of the CPU ops; the first version of this
  *    table, with the scalar ops, had smollm2 short 0.027 / 0.073 and
@@ -924,10 +932,10 @@ static const struct real_limits real_limits[] = {
 	{"smollm2_long", ISSUE, ISSUE},
 	{"smollm2_multilingual", ISSUE, 0.08, LP_P95},
 	{"smollm2_code", ISSUE, ISSUE},
-	{"gemma3_short", ISSUE, ISSUE},
+	{"gemma3_short", 0.07, LP_P95, ISSUE},
 	{"gemma3_long", 0.06, LP_P95, 0.10, 0.30},
 	{"gemma3_multilingual", 0.08, LP_P95, ISSUE},
-	{"gemma3_code", 0.05, LP_P95, 0.05, LP_P95},
+	{"gemma3_code", 0.07, LP_P95, 0.05, LP_P95},
 };
 #undef ISSUE
 

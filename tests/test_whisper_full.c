@@ -7,6 +7,7 @@
  *     timestamp's limit, monotonic timestamps, the timestamp-vs-text rule);
  *   - the entropy of the fallback decision; mt19937 against its
  *     published 10000th output. */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,18 +230,72 @@ static void test_jfk_greedy_nt(void **state)
 	transcribe(&p, "jfk.greedy_nt.out", 0);
 }
 
+/* s lower-cased, letters and single spaces only, no spaces at the ends */
+static void words_of(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; *s && n + 1 < cap; s++) {
+		char c = (char)tolower((unsigned char)*s);
+		if (c >= 'a' && c <= 'z')
+			out[n++] = c;
+		else if (c == ' ' && n > 0 && out[n - 1] != ' ')
+			out[n++] = ' ';
+	}
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = 0;
+}
+
 static void test_jfk_beam(void **state)
 {
 	(void)state;
-	struct whisper_full_params p = whisper_full_default_params();
 	/* whisper.cpp's beam search draws its candidates at random from the
-	 * distribution (with the same generators as ours, test_entropy_mt), so
-	 * its result depends on where a draw falls between two cumulative
-	 * probabilities; its f16 activations move those by about 1e-2 from
-	 * ours (test_whisper: logits NMSE 9e-4), enough for one draw among
-	 * hundreds to pick <|7.96|> where it picked <|7.94|>. The words must
-	 * be the same and the times within one timestamp (2 cs). */
-	transcribe(&p, "jfk.beam.out", 0);
+	 * distribution (with the same generators as ours, test_entropy_mt),
+	 * so its result depends on where a draw falls between two cumulative
+	 * probabilities. Here one of its 720 draws lies closer to such a
+	 * boundary than two correct builds agree on the probabilities (ours
+	 * on an AVX2 machine: step 1's top probability 0.665292, whisper.cpp
+	 * built there 0.665365; draw 36 picks token 350 where whisper.cpp
+	 * picks 355), and the hypothesis kept is then either whisper-cli's
+	 * (two segments) or the nearly as likely lower-case single segment
+	 * (whisper-cli's own for the CTranslate2 conversion of the model).
+	 * Both say whisper-cli's words; tests/cli_whisper_models.sh compares
+	 * whole beam transcripts where the draws are stable (jfk3.wav, base). */
+	struct whisper_model *m = load_model();
+	tern_err e = {0};
+	struct jfk_run j;
+	jfk_open(&j, m);
+	struct whisper_full_params p = whisper_full_default_params();
+	struct whisper_result r = {0};
+	if (whisper_full_run(j.w, &p, &j.src, &r, NULL, NULL, &e))
+		fail_msg("%s", e.msg);
+	char text[1024] = {0}, got[1024], want[1024];
+	size_t len = 0;
+	for (int i = 0; i < r.n_seg; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s", r.seg[i].text);
+	words_of(text, got, sizeof got);
+	size_t wsize = 0;
+	char *ref = test_read_file("tests/data/whisper/jfk.beam.out", &wsize);
+	assert_non_null(ref);
+	/* the segments' text follows "]  " */
+	len = 0;
+	text[0] = 0;
+	for (const char *q = strstr(ref, "]  "); q; q = strstr(q, "]  ")) {
+		q += 3;
+		const char *nl = strchr(q, '\n');
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%.*s ", (int)(nl ? nl - q : (long)strlen(q)), q);
+	}
+	words_of(text, want, sizeof want);
+	print_message("beam: %d segments: '%s'\n", r.n_seg, got);
+	assert_true(r.n_seg >= 1 && r.n_seg <= 2);
+	assert_string_equal(got, want);
+	assert_true(strlen(want) > 80);
+	for (int i = 0; i < r.n_seg; i++)
+		assert_true(r.seg[i].t0 < r.seg[i].t1 && (i == 0 || r.seg[i - 1].t1 <= r.seg[i].t0));
+	free(ref);
+	whisper_result_free(&r);
+	jfk_close(&j);
+	whisper_model_free(m);
 }
 
 /* On a backend without ggml's rounding (TERN_BACKEND_GGML_NUMERICS masked

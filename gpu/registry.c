@@ -269,6 +269,16 @@ int tern_device_find(const char *name, const struct tern_device_opts *o, struct 
 			 tern_device_backends());
 }
 
+int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *e)
+{
+	*gbps = 0;
+#ifdef TERN_HAVE_VULKAN
+	if (!strncmp(be->name, "vulkan", 6))
+		return vk_read_bandwidth(be, gbps, e);
+#endif
+	return tern_errf(e, TERN_EUNSUPPORTED, "%s: no read-bandwidth probe", be->name);
+}
+
 int tern_backend_open(const char *name, const struct tern_device_opts *o, struct tern_backend **be, tern_err *e)
 {
 	*be = NULL;
@@ -283,7 +293,7 @@ int tern_backend_open(const char *name, const struct tern_device_opts *o, struct
 #ifdef TERN_HAVE_VULKAN
 	else if (!strncmp(d.name, "vulkan", 6)) {
 		struct vk_backend_opts vo = {.device = atoi(d.name + 6), .max_tokens = o->max_tokens,
-					     .validation = o->validation};
+					     .validation = o->validation, .profile = o->profile};
 		rc = vk_backend_new(be, &vo, e);
 	}
 #endif

@@ -25,6 +25,8 @@ struct tern_device_opts {
 	bool reference;     /* "cpu" opens the scalar reference backend (tern-bench --backend ref) */
 	bool keep_layout;   /* the CPU backend keeps the file's layout (cpu_backend_opts) */
 	bool validation;    /* Vulkan's validation layer (the tests) */
+	bool profile;       /* a GPU backend times its dispatches and prints the time per
+			     * shader on stderr when freed (TERN_GPU_PROFILE=1: developers) */
 	/* Tests only (the executables set them from TERN_TEST_DEVICE; the
 	 * library reads no environment): with test_mem > 0 a device "test0"
 	 * is listed after the GPUs and counts as one for "auto": the
@@ -47,6 +49,11 @@ int tern_device_find(const char *name, const struct tern_device_opts *o, struct 
 /* A backend on device name ("auto" as tern_device_find resolves it); *be
  * is NULL on failure, the message names the device. */
 int tern_backend_open(const char *name, const struct tern_device_opts *o, struct tern_backend **be, tern_err *e);
+/* The read bandwidth of be's device memory in GB/s (10^9 bytes), measured
+ * by a shader reading a large buffer (tern-bench's roofline of a GPU);
+ * TERN_EUNSUPPORTED for a backend without the probe (the CPU's is
+ * tern-bench's own). */
+int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *e);
 /* Whether d is the host CPU (its layers need no offload). */
 bool tern_device_is_cpu(const struct tern_device_info *d);
 /* The bytes a plan may place on d: its mem_budget, capped by limit (> 0:

@@ -459,26 +459,55 @@ static void summarize(struct bench_test *t, const struct bench_model *bm, const 
 		/* the mean context over the steps: the cache holds depth + start
 		 * tokens at the first step and one more at each next one */
 		double ctx = (double)(t->depth + start) + (double)(t->n_gen - 1) / 2 + 1;
-		t->bytes_per_token = (double)bm->step_weight_bytes + kv_read_bytes(c, tk, tv, ctx);
-		/* each run against its own probe; the figures are the medians */
-		double *pg = bench_xmalloc(sizeof *pg * (size_t)n), *pc = bench_xmalloc(sizeof *pc * (size_t)n);
-		int np = 0;
+		double kv = kv_read_bytes(c, tk, tv, ctx);
+		t->bytes_per_token = (double)bm->step_weight_bytes + kv;
+		/* the part read from a GPU's memory: its layers' weights (as a
+		 * step reads them: the used experts' share), the output head
+		 * there, its layers' share of the KV reads */
+		const struct tern_plan *pl = &t->plan;
+		if (pl->n_dev_layers > 0) {
+			double share = bm->weights_size ? (double)bm->step_weight_bytes / (double)bm->weights_size : 1;
+			double d = (double)pl->weights * share + (double)pl->output_bytes +
+				   kv * pl->n_dev_layers / (bm->n_layer ? bm->n_layer : 1);
+			bool all = pl->n_dev_layers >= (int32_t)bm->n_layer && pl->output;
+			t->dev_bytes_per_token = all || d > t->bytes_per_token ? t->bytes_per_token : d;
+		}
+		double cpu_bytes = t->bytes_per_token - t->dev_bytes_per_token;
+		/* each run against its own probes: the time its bytes take at
+		 * those rates over the run's time per token; the medians */
+		double *pg = bench_xmalloc(sizeof *pg * (size_t)n), *pd = bench_xmalloc(sizeof *pd * (size_t)n),
+		       *pc = bench_xmalloc(sizeof *pc * (size_t)n);
+		int np = 0, ng = 0, nd = 0;
 		for (int i = 0; i < n; i++) {
 			struct bench_run *r = &t->runs[i];
-			if (r->probe_gbs > 0) {
-				r->roofline_pct = 100 * t->bytes_per_token * r->tps / (r->probe_gbs * 1e9);
-				pg[np] = r->probe_gbs;
+			if (r->probe_gbs > 0)
+				pg[ng++] = r->probe_gbs;
+			if (r->probe_dev_gbs > 0)
+				pd[nd++] = r->probe_dev_gbs;
+			bool cpu_ok = cpu_bytes <= 0 || r->probe_gbs > 0;
+			bool dev_ok = t->dev_bytes_per_token <= 0 || r->probe_dev_gbs > 0;
+			if (cpu_ok && dev_ok) {
+				double s = (cpu_bytes > 0 ? cpu_bytes / (r->probe_gbs * 1e9) : 0) +
+					   (t->dev_bytes_per_token > 0 ? t->dev_bytes_per_token / (r->probe_dev_gbs * 1e9) : 0);
+				r->roofline_pct = 100 * s * r->tps;
 				pc[np++] = r->roofline_pct;
 			}
 		}
-		if (np) {
-			struct bench_stats st;
-			bench_stats(pg, np, &st);
+		struct bench_stats st;
+		if (ng) {
+			bench_stats(pg, ng, &st);
 			t->probe_gbs = st.median;
+		}
+		if (nd) {
+			bench_stats(pd, nd, &st);
+			t->probe_dev_gbs = st.median;
+		}
+		if (np) {
 			bench_stats(pc, np, &st);
 			t->roofline_pct = st.median;
 		}
 		free(pg);
+		free(pd);
 		free(pc);
 	}
 	t->peak_rss = bench_peak_rss();
@@ -678,7 +707,16 @@ static int run_test(struct bench_ctx *bc, struct engine *en, struct bench_test *
 			bench_progress(&bc->rp, "[%d/%d] %s %s, %" PRId64 "t: probing the read bandwidth before run %d/%d",
 				       bc->rp.done + 1, bc->rp.total, bc->models[t->model].label, t->name, t->threads,
 				       r - (int)o->warmup + 1, (int)o->reps);
-			run.probe_gbs = probe_bandwidth((int)t->threads);
+			/* the device's memory where layers are there; the host's
+			 * where any is left on the CPU */
+			const struct tern_plan *pl = &en->dev.plan;
+			if (en->dev.dev && pl->n_dev_layers > 0) {
+				tern_err pe = {0};
+				if (tern_backend_read_bandwidth(en->dev.dev, &run.probe_dev_gbs, &pe))
+					run.probe_dev_gbs = 0;
+			}
+			if (!en->dev.dev || pl->n_dev_layers < (int32_t)bc->models[t->model].n_layer || !pl->output)
+				run.probe_gbs = probe_bandwidth((int)t->threads);
 		}
 		rc = run_once(en, &bc->stream, t, &run, lat, e);
 		if (rc)

@@ -52,7 +52,8 @@ struct bench_run {
 	double ttft_s;    /* time to the first generated token */
 	double tps;       /* the test's throughput in this run */
 	double probe_gbs; /* tg: the read bandwidth probed right before this run (0: none) */
-	double roofline_pct; /* tg: bytes per token x tps against that probe (0: none) */
+	double probe_dev_gbs; /* tg with layers on a GPU: its memory's read bandwidth, probed likewise */
+	double roofline_pct; /* tg: bytes per token x tps against the probes (0: none) */
 };
 
 struct bench_stats {
@@ -83,6 +84,7 @@ struct bench_test {
 	int nlat;
 	struct bench_stats tps, ttft, latency;
 	double bytes_per_token, probe_gbs, roofline_pct; /* tg only (0: none); the medians of the runs' */
+	double dev_bytes_per_token, probe_dev_gbs;       /* of those, read from the GPU's memory; its probe */
 	uint64_t peak_rss;
 	struct vs_result *vs; /* --vs: llama-bench's figures, or NULL */
 	char vs_error[512];

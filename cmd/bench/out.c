@@ -324,6 +324,8 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 		jnum(r->ttft_s);
 		printf(", \"probe_gbs\": ");
 		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
+		printf(", \"probe_device_gbs\": ");
+		jnum_or_null(r->probe_dev_gbs, r->probe_dev_gbs > 0);
 		printf(", \"roofline_pct\": ");
 		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
 		printf("}");
@@ -360,6 +362,10 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	jnum_or_null(t->bytes_per_token, t->bytes_per_token > 0);
 	printf(", \"probe_gbs\": ");
 	jnum_or_null(t->probe_gbs, t->probe_gbs > 0);
+	printf(", \"device_bytes_per_token\": ");
+	jnum_or_null(t->dev_bytes_per_token, t->dev_bytes_per_token > 0);
+	printf(", \"probe_device_gbs\": ");
+	jnum_or_null(t->probe_dev_gbs, t->probe_dev_gbs > 0);
 	printf(", \"roofline_pct\": ");
 	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
 	printf(", \"peak_rss_bytes\": %" PRIu64 ",%s\"llama_bench\": ", t->peak_rss, nl);

@@ -95,6 +95,8 @@ int dev_open(struct dev_ctx *d, const char *device, const char *ngl, const struc
 		return tern_errf(e, TERN_EINVAL, "--gpu-mem-limit '%.40s' is not a size", dev_o.mem_limit);
 	d->opts = *o;
 	test_device_env(&d->opts);
+	const char *prof = getenv("TERN_GPU_PROFILE"); /* developers: time per shader on stderr at exit */
+	d->opts.profile = prof && *prof && strcmp(prof, "0") != 0;
 	int rc = tern_device_find(name, &d->opts, &d->info, e);
 	if (!rc)
 		rc = tern_backend_open("cpu", &d->opts, &d->host, e);

@@ -526,7 +526,11 @@ static void record(struct vk *v, VkCommandBuffer cb)
 				 VK_ACCESS_TRANSFER_WRITE_BIT,
 	};
 	const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-	uint32_t bound = UINT32_MAX;
+	uint32_t bound = UINT32_MAX, nts = 0;
+	if (v->prof_pool) {
+		p_vkCmdResetQueryPool(cb, v->prof_pool, 0, VK_PROF_MAX + 1);
+		p_vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, v->prof_pool, nts++);
+	}
 	for (size_t i = 0; i < v->n_cmds; i++) {
 		const struct vk_cmd *c = &v->cmds[i];
 		switch (c->kind) {
@@ -573,6 +577,8 @@ static void record(struct vk *v, VkCommandBuffer cb)
 			if (c->pc_size)
 				p_vkCmdPushConstants(cb, v->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c->pc_size, c->pc);
 			p_vkCmdDispatch(cb, c->groups[0], c->groups[1], c->groups[2]);
+			if (v->prof_pool && nts <= VK_PROF_MAX)
+				p_vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, v->prof_pool, nts++);
 			break;
 		}
 		}
@@ -585,6 +591,54 @@ static void record(struct vk *v, VkCommandBuffer cb)
 	};
 	p_vkCmdPipelineBarrier(cb, stages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
 	p_vkEndCommandBuffer(cb);
+}
+
+/* opts.profile: the timestamps of the submit just finished, charged to
+ * the dispatches of the list it ran (the same as v->cmds when replayed) */
+static void profile_charge(struct vk *v)
+{
+	uint64_t ts[VK_PROF_MAX + 1];
+	uint32_t n = 1;
+	for (size_t i = 0; i < v->n_cmds && n <= VK_PROF_MAX; i++)
+		n += v->cmds[i].kind == VK_CMD_DISPATCH;
+	if (p_vkGetQueryPoolResults(v->dev, v->prof_pool, 0, n, sizeof ts, ts, sizeof ts[0],
+				    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+		return;
+	uint32_t k = 1;
+	for (size_t i = 0; i < v->n_cmds && k < n; i++) {
+		if (v->cmds[i].kind != VK_CMD_DISPATCH)
+			continue;
+		uint64_t d = (ts[k] - ts[k - 1]) & v->ts_mask;
+		v->prof_ns[v->cmds[i].pipe] += (double)d * v->ts_ns;
+		v->prof_calls[v->cmds[i].pipe]++;
+		k++;
+	}
+}
+
+/* The time per pipeline, largest first, on stderr. */
+static void profile_print(struct vk *v)
+{
+	double total = 0;
+	uint32_t idx[VK_MAX_PIPES], n = 0;
+	for (uint32_t i = 0; i < v->n_pipes; i++)
+		if (v->prof_calls[i]) {
+			idx[n++] = i;
+			total += v->prof_ns[i];
+		}
+	for (uint32_t i = 1; i < n; i++) /* insertion sort by time, descending */
+		for (uint32_t j = i; j > 0 && v->prof_ns[idx[j]] > v->prof_ns[idx[j - 1]]; j--) {
+			uint32_t t = idx[j];
+			idx[j] = idx[j - 1];
+			idx[j - 1] = t;
+		}
+	fprintf(stderr, "%s profile: %.1f ms in dispatches\n", v->info.name, total / 1e6);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vk_pipe *p = &v->pipes[idx[i]];
+		fprintf(stderr, "  %-28s spec %u,%u  %8llu calls %10.2f ms %5.1f%% %10.1f us/call\n", p->name, p->spec[0],
+			p->spec[1], (unsigned long long)v->prof_calls[idx[i]], v->prof_ns[idx[i]] / 1e6,
+			total > 0 ? 100 * v->prof_ns[idx[i]] / total : 0.0,
+			v->prof_ns[idx[i]] / 1e3 / (double)v->prof_calls[idx[i]]);
+	}
 }
 
 static bool same_list(const struct vk *v)
@@ -659,6 +713,8 @@ static void flush(struct vk *v, bool step)
 	} else {
 		for (size_t i = 0; i < v->n_reads; i++)
 			memcpy(v->reads[i].dst, v->stage.map + v->reads[i].stage_off, v->reads[i].n);
+		if (v->prof_pool)
+			profile_charge(v);
 	}
 	v->n_cmds = v->n_reads = 0;
 	v->n_written = v->n_read = 0;
@@ -967,6 +1023,10 @@ static void vk_free(struct tern_backend *be)
 	struct vk *v = vk_of(be);
 	if (v->dev) {
 		p_vkDeviceWaitIdle(v->dev);
+		if (v->prof_pool) {
+			profile_print(v);
+			p_vkDestroyQueryPool(v->dev, v->prof_pool, NULL);
+		}
 		vk_products_free(v);
 		for (uint32_t i = 0; i < v->n_pipes; i++)
 			if (v->pipes[i].pipeline)
@@ -1117,6 +1177,29 @@ static void pick_memory(struct vk *v)
 	v->mt_host = t < 0 ? 0 : (uint32_t)t;
 }
 
+/* opts.profile: the query pool, where the queue has timestamps */
+static void profile_open(struct vk *v, const struct dev_facts *d)
+{
+	uint32_t nq = 0;
+	p_vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &nq, NULL);
+	VkQueueFamilyProperties q[16];
+	if (nq > 16)
+		nq = 16;
+	p_vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &nq, q);
+	uint32_t bits = v->queue_family < nq ? q[v->queue_family].timestampValidBits : 0;
+	if (!bits) {
+		fprintf(stderr, "%s: no timestamps on the compute queue: not profiled\n", v->info.name);
+		return;
+	}
+	v->ts_mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+	v->ts_ns = d->p.properties.limits.timestampPeriod;
+	const VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+					  .queryType = VK_QUERY_TYPE_TIMESTAMP,
+					  .queryCount = VK_PROF_MAX + 1};
+	if (p_vkCreateQueryPool(v->dev, &qi, NULL, &v->prof_pool) != VK_SUCCESS)
+		v->prof_pool = VK_NULL_HANDLE;
+}
+
 int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts, tern_err *err)
 {
 	*out = NULL;
@@ -1172,6 +1255,8 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 	}
 	if (!rc)
 		rc = create_objects(v, err);
+	if (!rc && o.profile)
+		profile_open(v, &d);
 	if (rc) {
 		vk_free(&v->be);
 		return rc;

@@ -18,6 +18,8 @@ struct vk_backend_opts {
 	int64_t max_tokens;  /* largest batch of mat_mul, 1..4096 */
 	bool validation;     /* enable the Khronos validation layer: any message it reports
 			      * becomes an error of the next sync() (the tests) */
+	bool profile;        /* time every dispatch (timestamp queries, where the queue has
+			      * them) and print the time per shader on stderr when freed */
 };
 
 /* Number of usable Vulkan devices (0 without a loader or a device); the

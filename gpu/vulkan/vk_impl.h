@@ -55,7 +55,8 @@
 	X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdPushConstants)                 \
 	X(vkCmdPushDescriptorSetKHR) X(vkCmdDispatch) X(vkCmdCopyBuffer) X(vkCmdPipelineBarrier)                 \
 	X(vkCmdFillBuffer) X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)                \
-	X(vkResetFences) X(vkDeviceWaitIdle)
+	X(vkResetFences) X(vkDeviceWaitIdle) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool)     \
+	X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 #define VK_DECLARE(f) extern PFN_##f p_##f;
 VK_GLOBAL_FNS(VK_DECLARE)
@@ -133,6 +134,7 @@ struct vk_pipe {
 };
 
 #define VK_MAX_PIPES 256
+#define VK_PROF_MAX 4095
 
 struct vk {
 	struct tern_host host; /* the deferred error and the operand checks (lib/cpu/host.h) */
@@ -192,6 +194,15 @@ struct vk {
 	void *prod; /* vk_products.c's state (the activations' scratch) */
 
 	uint64_t n_submits, n_replays, n_recorded, step_dispatches; /* statistics (vk_get_stats) */
+
+	/* opts.profile: a timestamp after each of the first VK_PROF_MAX
+	 * dispatches of a submit (and one before the first); the time between
+	 * two is charged to the later dispatch's pipeline */
+	VkQueryPool prof_pool;
+	double ts_ns;          /* nanoseconds per timestamp tick */
+	uint64_t ts_mask;      /* the queue's valid timestamp bits */
+	double prof_ns[VK_MAX_PIPES];
+	uint64_t prof_calls[VK_MAX_PIPES];
 	bool lost;                     /* a fatal device error: every later op is skipped */
 	bool idled;                    /* after lost: the device waited idle once before freeing */
 };

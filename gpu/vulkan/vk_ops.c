@@ -222,6 +222,27 @@ static bool attn_scratch(struct vk *v, size_t bytes)
 	return true;
 }
 
+/* attention_tiled.comp's tiles for head size d (the larger of K's and
+ * V's): the most query rows (br) and keys per chunk (bc) whose shared
+ * arrays fit the device; false past d = 256 or where none fits. */
+static bool tiled_fit(const struct vk *v, uint32_t d, uint32_t *br, uint32_t *bc)
+{
+	static const uint32_t tiles[][2] = {{16, 32}, {16, 16}, {8, 16}, {8, 8}};
+	if (d > 256)
+		return false;
+	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+		uint32_t r = tiles[i][0], c = tiles[i][1];
+		/* qs, acc, kv, sc; six per-row words; range_s; common.glsl's red_sg */
+		uint64_t bytes = 4ull * (2ull * r * d + (uint64_t)c * (d + 1) + (uint64_t)r * c + 6ull * r + 3 + 64);
+		if (bytes <= v->shared_mem) {
+			*br = r;
+			*bc = c;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void vk_attention(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
 			 const struct tern_buf *vb, const struct tern_buf *pos, const struct tern_buf *seq,
 			 struct tern_buf *y, const struct tern_attn *p)
@@ -276,6 +297,16 @@ static void vk_attention(struct tern_backend *be, const struct tern_buf *q, cons
 		r[5] = (struct vk_range){v->attn_part.buf, 0, bytes};
 	}
 	uint32_t spec[4] = {(uint32_t)kk, (uint32_t)vk_};
+	uint32_t br, bc, dmax = hd > hdv ? hd : hdv;
+	if (nsplit == 1 && ntok >= 4 && tiled_fit(v, dmax, &br, &bc)) {
+		/* a batch: K and V read once per br query rows (attention_tiled.comp) */
+		spec[2] = br | bc << 8;
+		spec[3] = dmax;
+		uint32_t pi = vk_pipe(v, "attention_tiled", WG, spec);
+		if (pi != UINT32_MAX)
+			vk_dispatch(v, pi, 7, r, 1u << 5, &pc, sizeof pc, (ntok + br - 1) / br, nh, 1);
+		return;
+	}
 	uint32_t pi = vk_pipe(v, "attention", WG, spec);
 	if (pi == UINT32_MAX)
 		return;

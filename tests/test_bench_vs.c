@@ -155,6 +155,41 @@ static void test_args(void **state)
 					   "-ctv f16 -ngl 0 -r 1 -o json");
 }
 
+/* The device: passed as llama-bench spells it (-dev none for the CPU:
+ * llama-bench refuses the CPU by name) where its --help names --device;
+ * never to a llama-bench without it, nor a device llama.cpp has no name for */
+static void test_device_arg(void **state)
+{
+	(void)state;
+	char err[512] = "", got[1024];
+	static const struct {
+		const char *dev, *want;
+	} cases[] = {{"vulkan0", " -dev Vulkan0"}, {"vulkan12", " -dev Vulkan12"}, {"cuda1", " -dev CUDA1"},
+		     {"cpu", " -dev none"},	     {"test0", ""},		     {NULL, ""}};
+	for (int with = 0; with < 2; with++) {
+		fake_env(with ? "devices" : NULL, NULL, NULL);
+		assert_int_equal(vs_probe(FAKE, err, sizeof err), 0);
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			struct vs_test t = base_test();
+			t.n_gen = 4;
+			t.ngl = 31;
+			t.device = cases[i].dev;
+			fake_env(with ? "devices" : NULL, NULL, NULL);
+			assert_int_equal(vs_run(FAKE, &t, &res, err, sizeof err), 0);
+			assert_string_equal(err, "");
+			logged_args(got, sizeof got);
+			char want[512];
+			snprintf(want, sizeof want,
+				 "-m models/SmolLM2-135M-Instruct.Q4_1.gguf -p 0 -n 4 -t 2 -b 2048 -ub 512 -ctk f16 "
+				 "-ctv f16 -ngl 31%s -r 3 -o json",
+				 with ? cases[i].want : "");
+			assert_string_equal(got, want);
+		}
+	}
+	fake_env(NULL, NULL, NULL);
+	assert_int_equal(vs_probe(FAKE, err, sizeof err), 0);
+}
+
 /* ---- the recorded outputs of the real llama-bench --------------------------------- */
 
 static void check_common(const struct vs_result *r)
@@ -477,7 +512,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_args),         cmocka_unit_test(test_real_outputs),
 		cmocka_unit_test(test_median),       cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_interrupted),  cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_interrupted),  cmocka_unit_test(test_probe), cmocka_unit_test(test_device_arg),
 		cmocka_unit_test(test_real_llama_bench),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

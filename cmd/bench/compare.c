@@ -13,7 +13,7 @@ void bench_vs_test(struct bench_ctx *bc, struct bench_test *t)
 {
 	const struct bench_model *bm = &bc->models[t->model];
 	struct vs_test vt = {.model = bm->path, .n_prompt = t->n_prompt, .n_gen = t->n_gen, .n_depth = t->depth,
-			     .threads = t->threads, .n_batch = t->batch, .n_ubatch = t->ubatch_given, .ngl = t->ngl,
+			     .threads = t->threads, .n_batch = t->batch, .n_ubatch = t->ubatch_given, .ngl = t->ngl, .device = t->device,
 			     .type_k = t->type_k, .type_v = t->type_v, .reps = bc->o->reps,
 			     .no_warmup = bc->o->warmup == 0};
 	struct vs_result *r = calloc(1, sizeof *r);

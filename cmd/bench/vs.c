@@ -109,6 +109,26 @@ static void arg_int(struct vs_argv *a, const char *opt, int64_t v)
 	arg_str(a, s);
 }
 
+/* llama-bench's --help names -dev/--device (vs_probe): then the device is
+ * passed, spelled as llama.cpp spells it */
+static bool vs_has_device;
+
+/* tern's device name as llama-bench's -dev: "none" for the CPU (no GPU
+ * device: llama-bench refuses the CPU by name), "Vulkan0" / "CUDA0" for
+ * vulkan0 / cuda0; NULL for a device llama.cpp has no name for (test0) */
+static const char *llama_device(const char *d, char *buf, size_t cap)
+{
+	if (!strcmp(d, "cpu"))
+		return "none";
+	if (!strncmp(d, "vulkan", 6) && d[6])
+		snprintf(buf, cap, "Vulkan%s", d + 6);
+	else if (!strncmp(d, "cuda", 4) && d[4])
+		snprintf(buf, cap, "CUDA%s", d + 4);
+	else
+		return NULL;
+	return buf;
+}
+
 static int build_argv(const char *path, const struct vs_test *t, struct vs_argv *a, char *err, size_t cap)
 {
 	if (!t->model || !*t->model || !t->type_k || !t->type_v) {
@@ -158,6 +178,14 @@ static int build_argv(const char *path, const struct vs_test *t, struct vs_argv 
 	arg_str(a, "-ctv");
 	arg_str(a, t->type_v);
 	arg_int(a, "-ngl", t->ngl);
+	if (vs_has_device && t->device && *t->device) {
+		char *s = a->num[a->nnum++];
+		const char *d = llama_device(t->device, s, sizeof a->num[0]);
+		if (d) {
+			arg_str(a, "-dev");
+			arg_str(a, d);
+		}
+	}
 	arg_int(a, "-r", t->reps);
 	if (t->no_warmup)
 		arg_str(a, "--no-warmup");
@@ -549,6 +577,7 @@ int vs_probe(const char *path, char *err, size_t cap)
 				   "--n-prompt)", path);
 		rc = EXIT_RUNTIME;
 	}
+	vs_has_device = rc == 0 && strstr(c.out, "--device") != NULL;
 	free(c.out);
 	return rc;
 }

@@ -28,6 +28,7 @@ struct vs_test {
 	const char *model;                 /* path as given to tern */
 	int64_t n_prompt, n_gen, n_depth;  /* pp: n_gen 0; tg: n_prompt 0; pg: both > 0 */
 	int64_t threads, n_batch, n_ubatch, ngl;
+	const char *device;                /* tern's device name (cpu, vulkan0, cuda0, ...) or NULL */
 	const char *type_k, *type_v;       /* "f16", "q8_0", "f32" */
 	int64_t reps;                      /* -r (1..VS_MAX_SAMPLES) */
 	bool no_warmup;                    /* tern's --warmup 0 */

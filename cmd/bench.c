@@ -39,7 +39,12 @@ static const struct cli_opt opts[] = {
 		 "(default auto; on the CPU every layer runs there); also handed to --vs"},
 	{.lng = "backend", .kind = CLI_LIST, .dst = &o.backend, .arg = "NAME[,NAME...]",
 	 .help = "the CPU's backend: cpu (the optimized one, default) or ref (the scalar reference)"},
-	DEV_OPT_DEVICE,
+	/* DEV_OPT_DEVICE's entries, -dev taking a list as llama-bench's */
+	{.lng = "device", .alias = "dev", .kind = CLI_STR, .dst = &dev_o.device, .arg = "NAME[,NAME...]",
+	 .help = "run on device NAME: cpu, vulkan0, vulkan1, ..., or auto, the GPU with the most free memory "
+		 "else the CPU (default: auto; --list-devices lists them); each one a parameter set, a device "
+		 "not present an error; also handed to --vs"},
+	DEV_OPT_LIST_LIMIT,
 	{.lng = "repetitions", .shrt = 'r', .kind = CLI_INT, .dst = &o.reps, .arg = "N", .min = 1, .max = 1000,
 	 .seen = &o_reps_seen, .help = "measured runs of each test; the median is the figure (default 3)"},
 	{.lng = "warmup", .kind = CLI_INT, .dst = &o.warmup, .arg = "N", .min = 0, .max = 100,
@@ -165,7 +170,7 @@ static const struct cli_section sections[] = {
 	 "RSS, and per chunk its NLL sum, its own perplexity, the running estimate with its ± and its time. Ctrl-C "
 	 "stops after the chunk in progress and prints the estimate over the chunks done (JSON: \"interrupted\": "
 	 "true), exit 130."},
-	{"DEVICES", DEV_OPTS_TEXT " Each -ngl value is a parameter set of its own; a test reports the device "
+	{"DEVICES", DEV_OPTS_TEXT " Each -dev and each -ngl value is a parameter set of its own (devices outermost, after --backend); the table's backend column names the GPU a test ran on; a test reports the device "
 		    "(\"device\") and the plan (\"plan\": the layers and bytes placed) in JSON, and the layers placed as "
 		    "n_gpu_layers (0 on the CPU)."},
 	{"KERNELS",

@@ -11,7 +11,7 @@ complete -c tern-bench -o ctk -l cache-type-k -x -d 'K cache type: f32, f16 or q
 complete -c tern-bench -o ctv -l cache-type-v -x -d 'V cache type: f32, f16 or q8_0 (default f16)'
 complete -c tern-bench -o ngl -l gpu-layers -x -d 'layers on the device: the last N, all (the output head too) or auto, as many as fit (default auto; on the CPU every layer runs there); also handed to --vs'
 complete -c tern-bench -l backend -x -d 'the CPU\'s backend: cpu (the optimized one, default) or ref (the scalar reference)'
-complete -c tern-bench -o dev -l device -x -d 'run on device NAME: cpu, vulkan0, vulkan1, ..., or auto, the GPU with the most free memory else the CPU (default: auto; --list-devices lists them)'
+complete -c tern-bench -o dev -l device -x -d 'run on device NAME: cpu, vulkan0, vulkan1, ..., or auto, the GPU with the most free memory else the CPU (default: auto; --list-devices lists them); each one a parameter set, a device not present an error; also handed to --vs'
 complete -c tern-bench -l list-devices -d 'list the devices (name, description, driver, API, memory, features) and exit'
 complete -c tern-bench -l gpu-mem-limit -x -d 'use at most SIZE of the device\'s memory, e.g. 512M or 2G (default: its free memory)'
 complete -c tern-bench -s r -l repetitions -x -d 'measured runs of each test; the median is the figure (default 3)'

@@ -164,6 +164,21 @@ import json, sys
 t = json.load(open(sys.argv[1]))["tests"][0]
 assert (t["device"], t["plan"], t["n_gpu_layers"]) == ("cpu", None, 0), t
 ' "$T/out"
+# -dev as a list: each device a parameter set (llama-bench's order: devices
+# outside -ngl); a device not present: one line, exit 1, nothing run
+expect 0 $TO $B -m "$G" -p 0 -n 2 -r 1 --warmup 0 -t 1 --no-probe -dev cpu,test0 -ngl 2,all -o json
+check "bench -dev cpu,test0 -ngl 2,all: four tests, the devices in order" "$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["params"]["devices"] == ["cpu", "test0"], d["params"]
+got = [(t["device"], t["n_gpu_layers"], t["status"]) for t in d["tests"]]
+assert got == [("cpu", 0, "ok"), ("cpu", 0, "ok"), ("test0", 2, "ok"), ("test0", 7, "ok")], got
+' "$T/out"
+expect 0 $TO $B -m "$G" -p 0 -n 2 -r 1 --warmup 0 -t 1 --no-probe -dev test0 -ngl all
+check "bench -dev test0: the table's backend column names the device" grep -q "| test0 *|" "$T/out"
+expect 1 $TO $B -m "$G" -p 0 -n 2 -r 1 --warmup 0 -t 1 -dev cpu,nosuch
+check "bench -dev cpu,nosuch: one line naming it, nothing run" one_line_err "tern-bench: no device 'nosuch' (present: cpu"
+check "bench -dev cpu,nosuch: no table" test ! -s "$T/out"
 expect 1 $TO $B -m "$G" -p 8 -n 0 -r 1 --warmup 0 -t 1 --no-probe -ngl all --gpu-mem-limit 1M -o json
 check "bench: -ngl all that does not fit: skipped, as a test the memory does not hold, saying why" "$PYTHON" -c '
 import json, sys

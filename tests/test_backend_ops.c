@@ -2365,6 +2365,17 @@ static void check_seq(struct tern_backend *be, uint32_t ct)
 	for (int s = 0; s < NSEQ; s++)
 		assert_int_equal(be->buf_alloc(be, &sep[s], ct, 3, one, &e), 0);
 	qu_seed(77 + ct);
+	/* rows never written hold NaN (all bits set, f32 and f16 alike): an
+	 * attention that reads one, even with a zero weight, gives NaN */
+	size_t cbytes = (size_t)big.nb[3] * NSEQ;
+	uint8_t *nan = malloc(cbytes);
+	assert_non_null(nan);
+	memset(nan, 0xff, cbytes);
+	be->upload(be, &big, 0, nan, cbytes);
+	for (int s = 0; s < NSEQ; s++)
+		be->upload(be, &sep[s], 0, nan, (size_t)sep[s].nb[2] * NCTX);
+	assert_int_equal(be->sync(be, &e), 0);
+	free(nan);
 	/* the sequences' histories: 6, 7 and 8 rows */
 	for (int s = 0; s < NSEQ; s++) {
 		const int64_t n = 6 + s, xne[3] = {HD, NKV, n}, pne[1] = {n};

@@ -70,6 +70,20 @@ static void parse_matrix(const struct bench_opts *o, struct bench_matrix *mx)
 		if (tern_plan_parse_ngl(mx->ngl_s[i], &v))
 			cli_usage_error("-ngl: '%s' is not a layer count, auto or all", mx->ngl_s[i]);
 	}
+	/* -dev: a comma-separated list, as llama-bench's */
+	struct cli_list dl = {0};
+	if (dev_o.device)
+		dl.v[dl.n++] = dev_o.device;
+	mx->ndev = bench_str_list(&dl, "-dev", mx->dev_s, mx->store_dev, sizeof mx->store_dev, BENCH_MAX_LIST);
+	if (!mx->ndev)
+		mx->dev_s[mx->ndev++] = "auto";
+	/* a device that is not there is a mistake in the command, not a test
+	 * to skip (one that is there and fails to start is skipped) */
+	for (int i = 0; i < mx->ndev; i++) {
+		tern_err de = {0};
+		if (dev_check(mx->dev_s[i], &de))
+			exit(cli_fail(NULL, TERN_ENOTFOUND, &de));
+	}
 	mx->ntype_k = bench_str_list(&o->type_k, "-ctk", mx->type_k, mx->store_k, sizeof mx->store_k, BENCH_MAX_LIST);
 	mx->ntype_v = bench_str_list(&o->type_v, "-ctv", mx->type_v, mx->store_v, sizeof mx->store_v, BENCH_MAX_LIST);
 	mx->nbackend = bench_str_list(&o->backend, "--backend", mx->backend, mx->store_b, sizeof mx->store_b,
@@ -535,6 +549,7 @@ static void plan_model(struct bench_ctx *bc, int mi)
 {
 	const struct bench_matrix *mx = &bc->mx;
 	for (int ib = 0; ib < mx->nbackend; ib++)
+	for (int idv = 0; idv < mx->ndev; idv++)
 	for (int ig = 0; ig < mx->nngl; ig++)
 	for (int nb = 0; nb < mx->nbatch; nb++)
 	for (int nu = 0; nu < mx->nubatch; nu++)
@@ -546,7 +561,7 @@ static void plan_model(struct bench_ctx *bc, int mi)
 		int cnt = kind == BENCH_PP ? mx->nn_prompt : kind == BENCH_TG ? mx->nn_gen : mx->npg;
 		for (int j = 0; j < cnt; j++) {
 			struct bench_test t = {.model = mi, .kind = (enum bench_kind)kind, .backend = mx->backend[ib],
-					       .ngl_s = mx->ngl_s[ig], .batch = mx->batch[nb], .threads = mx->threads[it],
+					       .ngl_s = mx->ngl_s[ig], .dev_s = mx->dev_s[idv], .batch = mx->batch[nb], .threads = mx->threads[it],
 					       .type_k = mx->type_k[ik], .type_v = mx->type_v[iv], .depth = mx->depth[id]};
 			t.ubatch = mx->ubatch[nu] < t.batch ? mx->ubatch[nu] : t.batch;
 			t.ubatch_given = mx->ubatch[nu];
@@ -626,6 +641,7 @@ static bool unfit(const struct bench_ctx *bc, const struct bench_test *t, char *
 static bool same_engine(const struct bench_test *a, const struct bench_test *b)
 {
 	return a && a->model == b->model && !strcmp(a->backend, b->backend) && !strcmp(a->ngl_s, b->ngl_s) &&
+	       !strcmp(a->dev_s, b->dev_s) &&
 	       a->threads == b->threads &&
 	       a->ubatch == b->ubatch && !strcmp(a->type_k, b->type_k) && !strcmp(a->type_v, b->type_v);
 }
@@ -652,7 +668,7 @@ static int make_engine(struct bench_ctx *bc, struct engine *en, int first, tern_
 			batch = bc->tests[i].batch;
 	struct tern_device_opts dopt = {.n_threads = (int)t->threads, .max_tokens = t->ubatch,
 					.reference = !strcmp(t->backend, "ref")};
-	int rc = dev_open(&en->dev, NULL, t->ngl_s, &dopt, e);
+	int rc = dev_open(&en->dev, t->dev_s, t->ngl_s, &dopt, e);
 	if (rc)
 		return rc;
 	struct tern_llm_opts lo = tern_llm_opts_default();
@@ -795,7 +811,10 @@ int bench_models(const struct bench_opts *o)
 			struct tern_device_opts dopt = {0};
 			struct tern_device_info di;
 			tern_err de = {0};
-			if (!tern_device_find(dev_o.device ? dev_o.device : "auto", &dopt, &di, &de) && tern_device_is_cpu(&di))
+			bool all_cpu = true;
+			for (int j = 0; j < bc.mx.ndev; j++)
+				all_cpu &= !tern_device_find(bc.mx.dev_s[j], &dopt, &di, &de) && tern_device_is_cpu(&di);
+			if (all_cpu)
 				bench_warn(&bc.rp, "-ngl %s: on the CPU every layer runs on the CPU", bc.mx.ngl_s[i]);
 			break;
 		}

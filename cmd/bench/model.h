@@ -25,8 +25,10 @@ struct bench_matrix {
 	int npg;
 	const char *type_k[BENCH_MAX_LIST], *type_v[BENCH_MAX_LIST], *backend[BENCH_MAX_LIST];
 	int ntype_k, ntype_v, nbackend;
-	char store_k[1024], store_v[1024], store_b[1024], store_ngl[1024];
+	char store_k[1024], store_v[1024], store_b[1024], store_ngl[1024], store_dev[1024];
 	const char *ngl_s[BENCH_MAX_LIST]; /* -ngl as given: N, auto or all */
+	const char *dev_s[BENCH_MAX_LIST]; /* -dev as given: auto, cpu, vulkan0, ... */
+	int ndev;
 };
 
 struct bench_model {
@@ -72,6 +74,7 @@ struct bench_test {
 	int64_t n_prompt, n_gen, depth, threads, batch, ubatch, ubatch_given;
 	int64_t ngl;       /* the layers the plan placed on the device (0: all on the CPU) */
 	const char *ngl_s; /* -ngl as given: N, auto or all */
+	const char *dev_s; /* -dev as given: auto, cpu, vulkan0, ... */
 	char device[32];   /* where it ran: cpu, vulkan0, ... ("" until its engine is made) */
 	struct tern_plan plan; /* the device's plan (all 0 on the CPU) */
 	/* results */

@@ -112,7 +112,8 @@ static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
 	cell(10, true, b);
 	bench_fmt_count(b, sizeof b, bm->n_params);
 	cell(10, true, b);
-	cell(7, false, t->backend);
+	/* where it ran when that is a GPU (vulkan0), else the CPU backend */
+	cell(7, false, t->device[0] && strcmp(t->device, "cpu") ? t->device : t->backend);
 	snprintf(b, sizeof b, "%" PRId64, t->threads);
 	cell(7, true, b);
 	if (show_ngl(bc)) {
@@ -552,6 +553,7 @@ static void json_head(const struct bench_ctx *bc)
 	}
 	printf("]");
 	json_str_list(", ", "backends", mx->backend, mx->nbackend);
+	json_str_list(", ", "devices", mx->dev_s, mx->ndev);
 	printf(",\n  \"repetitions\": %" PRId64 ", \"warmup\": %" PRId64 ", \"prompt\": ", o->reps, o->warmup);
 	jstr_or_null(o->prompt);
 	printf(", \"prompt_tokens\": ");

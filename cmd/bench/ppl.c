@@ -78,6 +78,8 @@ static void settings_of(const struct bench_opts *o, struct ppl_settings *s)
 		cli_usage_error("--ppl does not take --prompt (it scores the text of the file)");
 	int32_t ngl;
 	s->ngl = one_str(&o->ngl, "-ngl", st_ngl, sizeof st_ngl, "auto");
+	if (dev_o.device && strchr(dev_o.device, ','))
+		cli_usage_error("--ppl takes one value of -dev");
 	if (tern_plan_parse_ngl(s->ngl, &ngl))
 		cli_usage_error("-ngl: '%s' is not a layer count, auto or all", s->ngl);
 	s->model = o->models.v[0];

@@ -39,6 +39,14 @@ static void test_device_env(struct tern_device_opts *o)
 		cli_usage_error("TERN_TEST_DEVICE: '%.60s' is not SIZE[,LIMIT]", s);
 }
 
+int dev_check(const char *name, tern_err *e)
+{
+	struct tern_device_opts o = {.n_threads = 1, .max_tokens = 1};
+	test_device_env(&o);
+	struct tern_device_info d;
+	return tern_device_find(name, &o, &d, e);
+}
+
 static void list_devices(void)
 {
 	struct tern_device_opts o = {.n_threads = 1, .max_tokens = 1};

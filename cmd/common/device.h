@@ -28,6 +28,10 @@ extern struct dev_opts dev_o;
 	{.lng = "device", .alias = "dev", .kind = CLI_STR, .dst = &dev_o.device, .arg = "NAME", \
 	 .help = "run on device NAME: cpu, vulkan0, vulkan1, ..., or auto, the GPU with the most free memory " \
 		 "else the CPU (default: auto; --list-devices lists them)"}, \
+	DEV_OPT_LIST_LIMIT
+
+/* --list-devices and --gpu-mem-limit (tern-bench has its own -dev) */
+#define DEV_OPT_LIST_LIMIT \
 	{.lng = "list-devices", .kind = CLI_FLAG, .dst = &dev_o.list, \
 	 .help = "list the devices (name, description, driver, API, memory, features) and exit"}, \
 	{.lng = "gpu-mem-limit", .kind = CLI_STR, .dst = &dev_o.mem_limit, .arg = "SIZE", \
@@ -91,6 +95,10 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
  * which -v says; *be is borrowed from d. */
 int dev_whole(struct dev_ctx *d, const struct cli_common *cc, uint64_t bytes, struct tern_backend **be,
 	      tern_err *e);
+
+/* Whether device `name` is present (auto always is; the test device as
+ * TERN_TEST_DEVICE makes it): 0, or TERN_ENOTFOUND naming those present. */
+int dev_check(const char *name, tern_err *e);
 
 /* "1.2 GiB", "310.0 MiB", "12.0 KiB" into buf */
 const char *dev_fmt_bytes(char *buf, size_t cap, uint64_t v);

@@ -91,7 +91,9 @@ void main()
 
 	for (int c0 = k0; c0 <= k1; c0 += int(BC)) {
 		int nj = min(int(BC), k1 - c0 + 1);
-		/* the chunk's K rows of the tile's sequence */
+		/* the chunk's K rows of the tile's sequence (past its last
+		 * written row where another sequence's row reaches further: never
+		 * scored) */
 		for (uint i = lid; i < BC * pc.hd; i += WG) {
 			uint j = i / pc.hd, x = i % pc.hd;
 			kv[j * KS + x] = int(j) < nj ? k_at(uint(s0) * pc.k_nb3 + (uint(c0 + int(j)) * pc.nkv + g) * krb, x) : 0.0;
@@ -144,11 +146,15 @@ void main()
 		for (uint i = lid; i < BR * pc.hdv; i += WG) {
 			uint r = i / pc.hdv, x = i % pc.hdv;
 			float a = acc[r * D + x] * corr_s[r];
+			/* only the row's own keys: the others' V rows may be cache
+			 * rows never written (another sequence's positions), whose
+			 * NaN a zero weight would not cancel */
+			int j0 = max(0, lo_s[r] - c0), j1 = min(nj, qp_s[r] - c0 + 1);
 			if (sq_s[r] == s0) {
-				for (int j = 0; j < nj; j++)
+				for (int j = j0; j < j1; j++)
 					a += sc[r * BC + uint(j)] * kv[uint(j) * KS + x];
-			} else if (qp_s[r] >= 0) {
-				for (int j = 0; j < nj; j++)
+			} else {
+				for (int j = j0; j < j1; j++)
 					a += sc[r * BC + uint(j)] *
 					     v_at(uint(sq_s[r]) * pc.v_nb3 + uint(c0 + j) * pc.v_nb2 + g * pc.v_nb1, x);
 			}

@@ -262,9 +262,6 @@ enum { TERN_UNARY_GELU, TERN_UNARY_GELU_ERF, TERN_UNARY_SILU, TERN_UNARY_GELU_F1
  * DeepSeek's MLA attends with kv_lora_rank 512 + 64 RoPE dimensions */
 #define TERN_ATTN_MAX_HEAD_DIM 576
 
-/* the longest row mat_mul_heads takes (its activations live on the stack) */
-#define TERN_HEADS_MAX_COLS 1024
-
 struct tern_backend {
 	const char *name;   /* "cpu", "cpu-ref", later "cuda", "vulkan" */
 	unsigned caps;      /* TERN_BACKEND_* */
@@ -335,7 +332,7 @@ struct tern_backend {
 	 * it (any type mat_prepare takes; not prepared), whose heads may lie
 	 * apart (nb[2] larger than its rows: the heads of a wider matrix);
 	 * x f32 {cols, n_head, ntok}, y f32 {rows, n_head, ntok}, contiguous;
-	 * cols at most TERN_HEADS_MAX_COLS, ntok 1..max_tokens. Multi-head
+	 * ntok 1..max_tokens. Multi-head
 	 * latent attention's absorbed projections (W_kb^T into the query,
 	 * W_vb out of the latent). */
 	void (*mat_mul_heads)(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,

@@ -382,7 +382,7 @@ bool tern_host_heads_args(struct tern_backend *be, const struct tern_buf *w, con
 	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
 	bool ok = w->be == be && w->mem && rows_apart(w) && w->ne[3] == 1 && quant_is_weight_type(w->type) &&
 		  cols % quant_type_info(w->type)->blck == 0 &&
-		  cols % quant_type_info(quant_vec_dot_type(w->type))->blck == 0 && cols <= TERN_HEADS_MAX_COLS &&
+		  cols % quant_type_info(quant_vec_dot_type(w->type))->blck == 0 &&
 		  mine(be, x, QT_F32) && mine(be, y, QT_F32) && writable(y) && x->ne[0] == cols && x->ne[1] == nh &&
 		  y->ne[0] == rows && y->ne[1] == nh && x->ne[2] == y->ne[2] && x->ne[3] == 1 && y->ne[3] == 1 &&
 		  x->ne[2] >= 1 && x->ne[2] <= be->max_tokens;

@@ -1496,9 +1496,11 @@ static bool case_heads(struct tern_backend *be, int ci, float **out, size_t *n, 
 {
 	static const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
 	static const int64_t geo[][4] = {/* cols, rows, heads, tokens */
-					 {256, 40, 3, 1}, {256, 64, 4, 20}, {512, 128, 2, 3}, {1024, 16, 5, 9}, {256, 7, 16, 1}};
+					 {256, 40, 3, 1}, {256, 64, 4, 20}, {512, 128, 2, 3}, {1024, 16, 5, 9}, {256, 7, 16, 1},
+					 /* longer rows than the CPU's stack buffer: no limit in the contract */
+					 {1536, 24, 3, 10}};
 	int nt = (int)(sizeof types / sizeof *types);
-	if (ci >= nt * 5)
+	if (ci >= nt * (int)(sizeof geo / sizeof *geo))
 		return false;
 	uint32_t t = types[ci % nt];
 	const int64_t *g = geo[ci / nt];

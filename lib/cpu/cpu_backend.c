@@ -250,6 +250,8 @@ static void cpu_mat_mul_ggml(struct tern_backend *be, const struct tern_buf *w, 
  * quantizes its block's activations (on its stack) and takes one tile of
  * dots, so that a unit's result does not depend on the thread. */
 #define HEADS_TOK 8
+/* rows up to this long quantize into the stack; longer ones into the heap */
+#define HEADS_STACK_COLS 1024
 
 static void heads_rows(void *arg, int64_t u0, int64_t u1)
 {
@@ -260,7 +262,16 @@ static void heads_rows(void *arg, int64_t u0, int64_t u1)
 	int64_t nblk = (ntok + HEADS_TOK - 1) / HEADS_TOK;
 	uint32_t at = quant_vec_dot_type(w->type);
 	size_t arow = quant_row_size(at, (uint64_t)cols, NULL);
-	_Alignas(64) uint8_t act[HEADS_TOK * 2 * TERN_HEADS_MAX_COLS];
+	_Alignas(64) uint8_t stack_act[HEADS_TOK * 2 * HEADS_STACK_COLS]; /* Q8: at most 1.25 bytes per element */
+	uint8_t *act = stack_act, *heap = NULL;
+	if (at != QT_F32 && (size_t)HEADS_TOK * arow > sizeof stack_act) {
+		heap = aligned_alloc(64, ((size_t)HEADS_TOK * arow + 63) & ~(size_t)63);
+		if (!heap) {
+			tern_host_fail(o->be, "mat_mul_heads: out of memory for rows of %lld columns", (long long)cols);
+			return;
+		}
+		act = heap;
+	}
 	const float *xd = tern_buf_host(x);
 	float *yd = tern_buf_host(y);
 	for (int64_t u = u0; u < u1; u++) {
@@ -279,6 +290,7 @@ static void heads_rows(void *arg, int64_t u0, int64_t u1)
 		quant_dot_tile(w->type, cols, (const uint8_t *)tern_buf_host(w) + (size_t)h * w->nb[2], w->nb[1],
 			       (int)rows, a, astride, nt, yd + (t0 * nh + h) * rows, (size_t)(nh * rows));
 	}
+	free(heap);
 }
 
 static void cpu_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, const struct tern_buf *x,

@@ -101,7 +101,11 @@ static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w,
 	float *yd = tern_buf_host(y);
 	int64_t cols = w->ne[0], rows = w->ne[1], nh = w->ne[2];
 	uint32_t at = quant_vec_dot_type(w->type);
-	_Alignas(64) uint8_t act[2 * TERN_HEADS_MAX_COLS]; /* a Q8 row takes at most 1.25 bytes per element */
+	uint8_t *act = at != QT_F32 ? malloc(quant_row_size(at, (uint64_t)cols, NULL)) : NULL;
+	if (at != QT_F32 && !act) {
+		tern_host_fail(be, "mat_mul_heads: out of memory for a row of %lld columns", (long long)cols);
+		return;
+	}
 	for (int64_t t = 0; t < x->ne[2]; t++)
 		for (int64_t h = 0; h < nh; h++) {
 			const float *xr = xd + (t * nh + h) * cols;
@@ -114,6 +118,7 @@ static void ref_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w,
 				yd[(t * nh + h) * rows + r] =
 					quant_dot_ref(w->type, cols, wd + (size_t)h * w->nb[2] + (size_t)r * w->nb[1], a);
 		}
+	free(act);
 }
 
 /* the experts' products: each slot as a one-token product, the weights

@@ -440,9 +440,6 @@ static int mla_config(const struct tern_arch_llm *hp, struct tern_model_config *
 	if (c->n_lora_kv + c->n_rot > TERN_ATTN_MAX_HEAD_DIM)
 		return tern_errf(e, TERN_EUNSUPPORTED, "'%s.attention.kv_lora_rank' = %u with %u rope dims: at most %d "
 				 "in all", a, c->n_lora_kv, c->n_rot, TERN_ATTN_MAX_HEAD_DIM);
-	if (c->head_dim - c->n_rot > TERN_HEADS_MAX_COLS)
-		return tern_errf(e, TERN_EUNSUPPORTED, "'%s': %u unrotated dimensions per head, at most %d", a,
-				 c->head_dim - c->n_rot, TERN_HEADS_MAX_COLS);
 
 	/* The scores' scale (models/deepseek2.cpp): llama.cpp undoes its
 	 * YaRN adjustment of the attention factor (whatever the type) and

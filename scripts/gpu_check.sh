@@ -61,7 +61,8 @@
 # 8): summary.txt (the phase lines and a table of the results), env.txt (the
 # machine: OS, glibc, compilers, GPU, Vulkan devices, the prefix's
 # libraries), build.log, tests.log, bench.jsonl (tern-bench's JSON lines),
-# bench.log (the generator's and tern-bench's stderr). Exit 0 when every
+# bench.log (the generator's and tern-bench's stderr, and a last run's
+# time per shader: TERN_GPU_PROFILE=1 on the first GPU). Exit 0 when every
 # phase passed, 1 otherwise.
 #
 # --local runs the same here: the Vulkan device is Mesa's lavapipe, the
@@ -727,6 +728,22 @@ do_bench() {
 		echo "==== bench $name on $dev: $st (exit $rc) $(since "$t0")s" >>"$BENCH_LOG"
 		printf '        %-7s %-28s %6ss  %s\n' $st "$name on $dev" "$(since "$t0")" "$(bench_line "$TMPD/bench.out")" >>"$DETAIL"
 	done
+	# one more run, apart from the measured ones (a timestamp after every
+	# dispatch may slow a step): TERN_GPU_PROFILE=1's time per shader of the
+	# 7B Q4_K_M model (else the first) on the first GPU, into bench.log
+	if [ ${#devs[@]} -gt 0 ] && [ "$(left)" -ge "$MIN_BENCH" ]; then
+		name=$(model_order | grep -m1 '^7b-q4_k_m$' || model_order | head -n 1)
+		if wait_model "$name"; then
+			# shellcheck disable=SC2206
+			args=(-m "$MODELS/$name.gguf" $BENCH_ARGS -r 1 --warmup 0 --no-probe -o jsonl -dev "${devs[0]}")
+			[ -n "$ngl" ] && args+=(-ngl "$ngl")
+			to=$(($(left) - 10))
+			[ $to -gt "$BENCH_TIMEOUT" ] && to=$BENCH_TIMEOUT
+			echo "==== profile $name on ${devs[0]}: TERN_GPU_PROFILE=1 $BENCH_BIN ${args[*]} (timeout ${to}s)" >>"$BENCH_LOG"
+			TERN_GPU_PROFILE=1 timeout -k 5 "$to" "$BENCH_BIN" "${args[@]}" >/dev/null 2>>"$BENCH_LOG"
+			echo "==== profile $name on ${devs[0]}: exit $?" >>"$BENCH_LOG"
+		fi
+	fi
 	NOTE="$BENCH_OK ok, $BENCH_FAIL failed, $BENCH_SKIP skipped ($BENCH_ARGS)$notes"
 	[ $BENCH_FAIL -eq 0 ]
 }

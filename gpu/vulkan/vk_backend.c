@@ -174,14 +174,21 @@ static int list_devices(VkInstance inst, VkPhysicalDevice *pd, uint32_t max, uin
 	return 0;
 }
 
-static uint32_t compute_family(VkPhysicalDevice pd)
+/* pd's queue families into q[16]; their count */
+static uint32_t queue_families(VkPhysicalDevice pd, VkQueueFamilyProperties q[16])
 {
 	uint32_t nq = 0;
 	p_vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
-	VkQueueFamilyProperties q[16];
 	if (nq > 16)
 		nq = 16;
 	p_vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
+	return nq;
+}
+
+static uint32_t compute_family(VkPhysicalDevice pd)
+{
+	VkQueueFamilyProperties q[16];
+	uint32_t nq = queue_families(pd, q);
 	/* a compute-only family first (a discrete GPU's async compute), else any */
 	for (uint32_t j = 0; j < nq; j++)
 		if ((q[j].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(q[j].queueFlags & VK_QUEUE_GRAPHICS_BIT))
@@ -1180,12 +1187,8 @@ static void pick_memory(struct vk *v)
 /* opts.profile: the query pool, where the queue has timestamps */
 static void profile_open(struct vk *v, const struct dev_facts *d)
 {
-	uint32_t nq = 0;
-	p_vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &nq, NULL);
 	VkQueueFamilyProperties q[16];
-	if (nq > 16)
-		nq = 16;
-	p_vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &nq, q);
+	uint32_t nq = queue_families(v->phys, q);
 	uint32_t bits = v->queue_family < nq ? q[v->queue_family].timestampValidBits : 0;
 	if (!bits) {
 		fprintf(stderr, "%s: no timestamps on the compute queue: not profiled\n", v->info.name);

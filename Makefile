@@ -3,7 +3,7 @@
 #   make                 libtern.a and every executable in cmd/ -> bin/
 #   make test            the whole suite (no GPU, no network)
 #   make test SANITIZE=1 the same under ASan+UBSan (objects in build/san)
-#   make fuzz            libFuzzer targets (clang); make fuzz-run FUZZ_SECONDS=60
+#   make fuzz            libFuzzer targets (clang); make fuzz-run FUZZ_SECONDS=60 FUZZ_JOBS=2
 #   make man             regenerate man pages and completions from the option tables
 #   make deps            install the Debian packages the build and tests use (root),
 #                        the Python venv and the real models (make models)
@@ -28,7 +28,7 @@ UNAME_M := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 # ---- variant ---------------------------------------------------------------
 ifeq ($(SANITIZE),1)
 VARIANT := san
-OPTFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+OPTFLAGS := -O2 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 LDSAN := -fsanitize=address,undefined
 else ifeq ($(DEBUG),1)
 VARIANT := debug
@@ -124,10 +124,11 @@ endif
 # and embedded (gpu/vulkan/shaders/gen.sh writes the table); the loader is
 # opened at run time (-ldl), so the binaries start without it.
 ifeq ($(BUILD_VULKAN),1)
-VK_GEN := $(OUT)/gpu/vulkan/vk_shaders.c
+# SPIR-V is the same for every variant: built once, in build/shaders
+VK_GEN := build/shaders/vk_shaders.c
 LIB_SRC += $(VK_SRC)
 endif
-LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o) $(if $(VK_GEN),$(VK_GEN:.c=.o))
+LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o) $(if $(VK_GEN),$(OUT)/gpu/vulkan/vk_shaders.o)
 LIB := $(OUT)/libtern.a
 
 CMD_NAMES := $(basename $(notdir $(wildcard cmd/*.c)))
@@ -179,6 +180,7 @@ $(VK_GEN): $(wildcard gpu/vulkan/shaders/*.comp gpu/vulkan/shaders/*.glsl) gpu/v
 	$(Q)GLSLC=$(GLSLC) gpu/vulkan/shaders/gen.sh $(dir $@)
 
 $(OUT)/gpu/vulkan/vk_shaders.o: $(VK_GEN)
+	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -244,14 +246,10 @@ $(FUZZ_OUT)/gpu/vulkan/vk_shaders.o: $(VK_GEN)
 fuzz: $(FUZZ_BINS)
 	@test -n "$(HAVE_CLANG)" || { echo "clang not found: run 'make deps' first" >&2; exit 1; }
 
+# FUZZ_JOBS targets at a time (libFuzzer runs one thread each)
+FUZZ_JOBS ?= 2
 fuzz-run: fuzz
-	$(Q)for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
-		mkdir -p build/fuzz-corpus/$$n; \
-		echo "== $$f for $(FUZZ_SECONDS)s"; \
-		$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-			-artifact_prefix=build/fuzz/$$n- build/fuzz-corpus/$$n tests/fuzz/corpus/$$n > build/fuzz/$$n.log 2>&1; \
-		st=$$?; grep -E '^stat::(number_of_executed_units|peak_rss_mb)|ERROR|SUMMARY' build/fuzz/$$n.log; \
-		if [ $$st -ne 0 ]; then tail -n 40 build/fuzz/$$n.log; echo "fuzz_$$n FAILED (exit $$st)"; exit 1; fi; done
+	$(Q)scripts/fuzz_run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_BINS)
 
 # ---- docs, install ---------------------------------------------------------
 man: $(BINS)

@@ -21,6 +21,9 @@ J=$DATA/audio/jfk.wav
 W=tests/data/whisper
 TO="timeout 300"
 unset TERN_WHISPER_MODEL
+# under SANITIZE=1 one run per model (greedy): the beam searches and the
+# second audio take the same code under ASan; the plain run compares them
+full() { [ "${SANITIZE:-}" != 1 ]; }
 
 if [ -f "$J" ]; then
 	$PYTHON -c '
@@ -49,7 +52,7 @@ if [ -f "$TINY" ] && [ -f "$J" ]; then
 	# for the CTranslate2 conversion below). tests/cli_transcribe.sh
 	# checks its words. jfk3.wav and base below are stable: the same
 	# bytes under the scalar, AVX2 and AVX-512 variants.
-	same "$TINY" "$T/jfk3.wav" jfk3.beam.out
+	full && same "$TINY" "$T/jfk3.wav" jfk3.beam.out
 	same "$TINY" "$T/jfk3.wav" jfk3.greedy.out -bs 1
 else
 	echo "SKIP: tiny.en (no $TINY or $J)"
@@ -57,9 +60,11 @@ fi
 
 if [ -f "$BASE" ] && [ -f "$J" ]; then
 	same "$BASE" "$J" base.jfk.greedy.out -bs 1
-	same "$BASE" "$J" base.jfk.beam.out
-	same "$BASE" "$T/jfk3.wav" base.jfk3.greedy.out -bs 1
-	same "$BASE" "$T/jfk3.wav" base.jfk3.beam.out
+	if full; then
+		same "$BASE" "$J" base.jfk.beam.out
+		same "$BASE" "$T/jfk3.wav" base.jfk3.greedy.out -bs 1
+		same "$BASE" "$T/jfk3.wav" base.jfk3.beam.out
+	fi
 else
 	echo "SKIP: base (no $BASE: make models)"
 fi
@@ -100,7 +105,7 @@ for (name, tt, ne, x), (_, _, _, y) in zip(a[3], b[3]):
         xa, ya = np.frombuffer(x, "<f4"), np.frombuffer(y, "<f4")
         assert np.abs(xa - ya).max() <= 1e-3 * np.abs(xa).max(), name
 PY
-	same "$T/tiny.en-ct2.bin" "$J" tiny.en-ct2.jfk.beam.out
+	full && same "$T/tiny.en-ct2.bin" "$J" tiny.en-ct2.jfk.beam.out
 	head -c 1000000 "$CT2.model.bin" >"$T/short.bin"
 	expect 1 "$PYTHON" scripts/ct2_to_ggml.py --model-bin "$T/short.bin" --vocab "$CT2.vocabulary.txt" /nonexistent \
 		"$T/x.bin" && check "converter: truncated model.bin, one line" one_line_err "ct2_to_ggml: "

@@ -17,11 +17,13 @@ tab=$out/vk_shaders.c.tmp
 	echo "#include \"gpu/vulkan/vk_impl.h\""
 } > "$tab"
 entries=""
+# the jobs first (one line each: name, source, defines), then glslc on all
+# of them, JOBS at a time (GLSLC_JOBS, default the CPU count), then the
+# table in the jobs' order
+jobs=$out/jobs.tmp
+: > "$jobs"
 build() { # name src defines...
-	name=$1; src=$2; shift 2
-	"$GLSLC" --target-env=vulkan1.2 -O -I"$dir" -mfmt=c "$@" -o "$out/spv/$name.inc" "$src"
-	printf 'static const uint32_t spv_%s[] =\n#include "spv/%s.inc"\n;\n' "$name" "$name" >> "$tab"
-	entries="$entries $name"
+	printf '%s\n' "$*" >> "$jobs"
 }
 for src in "$dir"/*.comp; do
 	base=$(basename "$src" .comp)
@@ -38,6 +40,16 @@ for src in "$dir"/*.comp; do
 		[ "$sg" != 0 ] && build "${base}_nosg" "$src" -DNO_SUBGROUP
 	fi
 done
+export GLSLC dir out
+n=${GLSLC_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+# shellcheck disable=SC2016
+xargs -P "$n" -L 1 sh -c 'name=$1; src=$2; shift 2; exec "$GLSLC" --target-env=vulkan1.2 -O -I"$dir" -mfmt=c "$@" -o "$out/spv/$name.inc" "$src"' sh < "$jobs"
+entries=""
+while read -r name rest; do
+	printf 'static const uint32_t spv_%s[] =\n#include "spv/%s.inc"\n;\n' "$name" "$name" >> "$tab"
+	entries="$entries $name"
+done < "$jobs"
+rm -f "$jobs"
 {
 	echo "const struct vk_spirv vk_spirv_table[] = {"
 	for n in $entries; do printf '\t{"%s", spv_%s, sizeof spv_%s},\n' "$n" "$n" "$n"; done

@@ -332,9 +332,6 @@ static void load(void)
 	}
 
 	uint32_t tk = (uint32_t)tern_llm_cache_type(llm_o.ctk), tv = (uint32_t)tern_llm_cache_type(llm_o.ctv);
-	char msg[512];
-	if (!llm_opts_check_memory(S.m, model_path, tk, tv, msg, sizeof msg))
-		die(EXIT_RUNTIME, "%s", msg);
 	rc = llm_opts_load(&S.dev, &common, S.m, tk, tv, &S.llm, &e);
 	if (rc)
 		exit(cli_fail(model_path, rc, &e));

@@ -195,9 +195,10 @@ static const struct cli_section sections[] = {
 	 "The stages run in llama.cpp's order: penalties, top-k, top-p, min-p, temperature, draw. The same seed "
 	 "and options give the same text on every run and with any number of threads.\n"
 	 "\n"
-	 "Memory: before the KV cache is made, the model file plus the cache plus the working buffers are "
-	 "compared with the memory available (MemAvailable in /proc/meminfo); a model that does not fit is "
-	 "refused (status 1) with the numbers and a suggestion (a smaller -c, -ctk/-ctv q8_0). The context "
+	 "Memory: before the KV cache is made, the model file plus the cache plus the working buffers, less "
+	 "the weights and cache the device plan (-ngl) puts on a GPU, are compared with the memory available "
+	 "(MemAvailable in /proc/meminfo); a model that does not fit is refused (status 1) with the numbers "
+	 "and a suggestion (a smaller -c, -ctk/-ctv q8_0, more layers on the GPU). The context "
 	 "must hold the prompt (status 1 otherwise, with both sizes); a context larger than the trained one "
 	 "gets a warning."},
 	{"DEVICES", DEV_OPTS_TEXT},
@@ -502,9 +503,6 @@ static void load(struct session *ss)
 	}
 
 	uint32_t tk = (uint32_t)tern_llm_cache_type(llm_o.ctk), tv = (uint32_t)tern_llm_cache_type(llm_o.ctv);
-	char msg[512];
-	if (!llm_opts_check_memory(ss->m, model_path, tk, tv, msg, sizeof msg))
-		die(EXIT_RUNTIME, "%s", msg);
 
 	rc = llm_opts_load(&ss->dev, &common, ss->m, tk, tv, &ss->llm, &e);
 	loading_clear();

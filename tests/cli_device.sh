@@ -107,6 +107,19 @@ TERN_TEST_DEVICE=1G,1K expect 0 gen "$G" -v -ngl 2
 check "down to the CPU" grep -q "loading again with -ngl 0$" "$T/err"
 check "down to the CPU: the CPU's text" cmp -s "$T/out" "$T/cpu.txt"
 
+# host memory: what the plan moves to the device is not counted on the host
+# (a memory as large as the file holds the model with every layer on the
+# device, not with none)
+sz=$(stat -c %s "$G")
+TERN_MEM_AVAILABLE=$sz expect 1 gen "$G" -ngl 0 && check "-ngl 0, memory = the file: does not fit, one line" \
+	one_line_err "tern-run: $G: does not fit in memory: it needs .* (-ngl)$"
+TERN_MEM_AVAILABLE=$sz expect 1 gen "$G" -ngl 1 && check "-ngl 1: what is on the device said" \
+	one_line_err "tern-run: $G: does not fit in memory: .* less [0-9.]* MiB of weights and [0-9.]* MiB of cache on test0"
+TERN_MEM_AVAILABLE=$sz expect 0 gen "$G" -ngl all && check "-ngl all, memory = the file: fits, the CPU's text" \
+	cmp -s "$T/out" "$T/cpu.txt"
+TERN_MEM_AVAILABLE=$sz expect 1 gen "$G" -dev cpu && check "-dev cpu, memory = the file: does not fit, no -ngl advice" \
+	one_line_err "tern-run: $G: does not fit in memory: .* -ctv q8_0$"
+
 # chat: the same choice and line
 printf 'the quick brown fox\n' | TERN_TEST_DEVICE=1G expect 0 $TO $C -m "$G" --chat-template chatml -n 4 --temp 0 -c 256 -v -ngl 3
 check "chat: the plan on -v" grep -q "^tern-chat: device test0 (.*): -ngl 3: 3 of 6 layers on it" "$T/err"

@@ -85,8 +85,11 @@ void dev_opts_check(const struct cli_common *cc)
 		list_devices();
 }
 
+static void plan_drop(struct dev_ctx *d);
+
 void dev_close(struct dev_ctx *d)
 {
+	plan_drop(d);
 	tern_backend_free(d->dev);
 	tern_backend_free(d->host);
 	d->dev = d->host = NULL;
@@ -137,18 +140,20 @@ static void plan_info(const struct dev_ctx *d, const struct cli_common *cc, uint
 		 dev_fmt_bytes(s, sizeof s, p->scratch));
 }
 
-int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct tern_model *m,
-		struct tern_llm_opts *lo, struct tern_llm **out, tern_err *e)
+static void plan_drop(struct dev_ctx *d)
 {
-	*out = NULL;
+	free((void *)d->req.weights);
+	d->req = (struct tern_plan_req){0};
+	d->planned = false;
+}
+
+int dev_llm_plan(struct dev_ctx *d, const struct tern_model *m, const struct tern_llm_opts *lo, tern_err *e)
+{
+	plan_drop(d);
 	d->plan = (struct tern_plan){0};
-	d->retries = 0;
-	lo->dev = NULL;
-	lo->n_dev_layers = 0;
-	lo->dev_output = false;
 	if (!d->dev) {
-		cli_info(cc, "device %s (%s): every layer on the CPU", d->info.name, d->info.desc);
-		return tern_llm_new(out, m, d->host, lo, e);
+		d->planned = true;
+		return 0;
 	}
 	const uint32_t nl = m->cfg.n_layer;
 	uint64_t *w = calloc(2 * (size_t)(nl ? nl : 1), sizeof *w), out_b = 0, scratch = 0;
@@ -156,10 +161,34 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	int64_t mt = d->dev->max_tokens < d->host->max_tokens ? d->dev->max_tokens : d->host->max_tokens;
 	int rc = tern_llm_offload_sizes(m, lo, mt, w, w + nl, &out_b, &scratch, e);
-	struct tern_plan_req req = {.n_layer = (int32_t)nl, .weights = w, .kv = w + nl, .output = out_b,
-				    .scratch = scratch, .budget = tern_device_budget(&d->info, d->limit), .ngl = d->ngl};
-	if (!rc && (rc = tern_plan_make(&req, &d->plan, e)) != 0)
+	d->req = (struct tern_plan_req){.n_layer = (int32_t)nl, .weights = w, .kv = w + nl, .output = out_b,
+					.scratch = scratch, .budget = tern_device_budget(&d->info, d->limit),
+					.ngl = d->ngl};
+	if (!rc && (rc = tern_plan_make(&d->req, &d->plan, e)) != 0)
 		tern_err_prefixf(e, "device %s", d->info.name);
+	if (rc)
+		plan_drop(d);
+	else
+		d->planned = true;
+	return rc;
+}
+
+int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct tern_model *m,
+		struct tern_llm_opts *lo, struct tern_llm **out, tern_err *e)
+{
+	*out = NULL;
+	d->retries = 0;
+	lo->dev = NULL;
+	lo->n_dev_layers = 0;
+	lo->dev_output = false;
+	int rc = d->planned ? 0 : dev_llm_plan(d, m, lo, e);
+	if (rc)
+		return rc;
+	if (!d->dev) {
+		plan_drop(d);
+		cli_info(cc, "device %s (%s): every layer on the CPU", d->info.name, d->info.desc);
+		return tern_llm_new(out, m, d->host, lo, e);
+	}
 	while (!rc) {
 		lo->dev = d->dev;
 		lo->n_dev_layers = d->plan.n_dev_layers;
@@ -172,13 +201,13 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 		int32_t next = d->plan.ngl - 1;
 		cli_warn("%s: loading with -ngl %d failed (%s): loading again with -ngl %d", d->info.name, d->plan.ngl,
 			 e->msg, next);
-		d->plan = tern_plan_for(&req, next);
+		d->plan = tern_plan_for(&d->req, next);
 		d->retries++;
 		rc = 0;
 	}
-	free(w);
+	plan_drop(d);
 	if (!rc)
-		plan_info(d, cc, nl);
+		plan_info(d, cc, m->cfg.n_layer);
 	return rc;
 }
 

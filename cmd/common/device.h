@@ -71,6 +71,8 @@ struct dev_ctx {
 	int32_t ngl;      /* as asked: TERN_NGL_AUTO, TERN_NGL_ALL or N */
 	uint64_t limit;   /* --gpu-mem-limit, 0 none */
 	int retries;      /* loads retried with fewer layers */
+	bool planned;     /* dev_llm_plan made plan from req */
+	struct tern_plan_req req; /* its sizes (req.weights, req.kv: owned) */
 };
 
 /* Open -dev's device (or `device` when not NULL: tern-bench's; auto falls
@@ -81,11 +83,14 @@ struct dev_ctx {
 int dev_open(struct dev_ctx *d, const char *device, const char *ngl, const struct tern_device_opts *o, tern_err *e);
 void dev_close(struct dev_ctx *d);
 
-/* Plan model m's layers for options lo, then tern_llm_new on the
- * backends, retrying with one layer fewer while the device refuses
- * (a warning each time); the -v line says the device and the plan.
- * An explicit -ngl that cannot fit: TERN_ENOMEM with needed and
- * available bytes. */
+/* Plan model m's layers for options lo (d->plan; with no device the plan
+ * places nothing): what the host must hold follows from it. An explicit
+ * -ngl that cannot fit: TERN_ENOMEM with needed and available bytes. */
+int dev_llm_plan(struct dev_ctx *d, const struct tern_model *m, const struct tern_llm_opts *lo, tern_err *e);
+
+/* tern_llm_new on the backends with dev_llm_plan's plan (made here when
+ * it was not), retrying with one layer fewer while the device refuses
+ * (a warning each time); the -v line says the device and the plan. */
 int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct tern_model *m,
 		struct tern_llm_opts *lo, struct tern_llm **out, tern_err *e);
 

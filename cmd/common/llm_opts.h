@@ -169,35 +169,47 @@ static int64_t llm_opts_context(const struct tern_model_config *c)
 	return llm_o.ctx ? llm_o.ctx : train;
 }
 
-/* Whether model m (at path) fits in memory, checked before any of the
- * cache is made: the file (mapped: it must be resident to run at speed),
- * the KV cache and an estimate of the activations and logits. When not,
- * msg[cap] says so with the numbers and what to change. */
-static bool llm_opts_check_memory(const struct tern_model *m, const char *path, uint32_t tk, uint32_t tv, char *msg,
-				  size_t cap)
+/* Whether model m fits in host memory with plan p (dev_llm_plan's), checked
+ * before any of the cache is made: the file (mapped: it must be resident to
+ * run at speed) less the weights the plan puts on a device, the KV cache
+ * of the layers left on the host, and an estimate of the activations and
+ * logits. When not: TERN_ENOMEM, e saying so with the numbers and what to
+ * change. */
+static int llm_opts_check_memory(const struct tern_model *m, const struct dev_ctx *d, uint32_t tk, uint32_t tv,
+				 tern_err *e)
 {
 	int64_t n_ctx = llm_opts_context(&m->cfg);
 	uint64_t kvb = 0;
 	double all = (double)tern_llm_memory_estimate(&m->cfg, n_ctx, llm_o.ubatch, tk, tv, false, &kvb);
 	double kv = (double)kvb, act = all - kv;
 	double file = (double)tern_mf_file_size(m->mf);
+	double off_w = (double)(d->plan.weights + d->plan.output_bytes), off_kv = (double)d->plan.kv;
+	off_w = off_w < file ? off_w : file;
+	off_kv = off_kv < kv ? off_kv : kv;
 	uint64_t avail = cli_mem_available();
-	double need = file + kv + act, mib = 1048576.0;
+	double need = file - off_w + kv - off_kv + act, mib = 1048576.0;
 	if (!avail || need <= (double)avail)
-		return true;
-	snprintf(msg, cap,
-		 "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
-		 " positions, buffers %.0f MiB) and %.0f MiB are available; try a smaller -c or -ctk q8_0 -ctv q8_0",
-		 path, need / mib, file / mib, kv / mib, n_ctx, act / mib, (double)avail / mib);
-	return false;
+		return 0;
+	char dev[160] = "";
+	if (d->plan.n_dev_layers || d->plan.output)
+		snprintf(dev, sizeof dev, "; less %.0f MiB of weights and %.0f MiB of cache on %s", off_w / mib,
+			 off_kv / mib, d->info.name);
+	return tern_errf(e, TERN_ENOMEM,
+			 "does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache %.0f MiB for %" PRId64
+			 " positions, buffers %.0f MiB%s) and %.0f MiB are available; try a smaller -c or -ctk q8_0 "
+			 "-ctv q8_0%s",
+			 need / mib, file / mib, kv / mib, n_ctx, act / mib, dev, (double)avail / mib,
+			 d->dev ? " or more layers on the GPU (-ngl)" : "");
 }
 
-/* The device (-dev, -ngl, --gpu-mem-limit) and the llm of model m with
- * -c, -ub, the threads (resolved into llm_o.threads) and the cache types
- * tk, tv: the plan's -v line, its retries' warnings. */
+/* The device (-dev, -ngl, --gpu-mem-limit), the plan, the host memory
+ * check (llm_opts_check_memory) and the llm of model m with -c, -ub, the
+ * threads (resolved into llm_o.threads) and the cache types tk, tv: the
+ * plan's -v line, its retries' warnings. */
 static int llm_opts_load(struct dev_ctx *d, const struct cli_common *cc, const struct tern_model *m, uint32_t tk,
 			 uint32_t tv, struct tern_llm **out, tern_err *e)
 {
+	*out = NULL;
 	llm_o.threads = llm_o.threads ? llm_o.threads : cli_default_threads();
 	struct tern_device_opts dopt = {.n_threads = (int)llm_o.threads, .max_tokens = llm_o.ubatch};
 	int rc = dev_open(d, NULL, NULL, &dopt, e);
@@ -208,6 +220,8 @@ static int llm_opts_load(struct dev_ctx *d, const struct cli_common *cc, const s
 	lo.n_ubatch = (int32_t)llm_o.ubatch;
 	lo.type_k = tk;
 	lo.type_v = tv;
+	if ((rc = dev_llm_plan(d, m, &lo, e)) != 0 || (rc = llm_opts_check_memory(m, d, tk, tv, e)) != 0)
+		return rc;
 	return dev_llm_new(d, cc, m, &lo, out, e);
 }
 

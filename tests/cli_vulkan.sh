@@ -53,7 +53,7 @@ fi
 
 # ---- the CPU's tokens on vulkan0 ------------------------------------------------------------
 # same_tokens CPU.json DEV.json: the generated ids equal up to the first
-# step where the CPU's own top-2 are within 0.1 nats, and the equal steps'
+# step where the CPU's own top-2 are within 0.1 nats, and those steps'
 # log-probabilities within the limits test_llm holds the CPU to against
 # llama.cpp (mean absolute difference 0.03 where 16 steps or more are
 # compared, each step 0.15: the activations'
@@ -70,12 +70,16 @@ for i in range(n):
     x, y = ta[i], tb[i]
     top = x["top"]
     gap = top[0]["logprob"] - top[1]["logprob"] if len(top) > 1 else 99
-    if x["id"] != y["id"]:
-        if gap < 0.1:
-            print(f"step {i}: near tie ({gap:.3f} nats), the rest not compared")
-            break
+    if x["id"] != y["id"] and gap >= 0.1:
         sys.exit(f"step {i}: token {y['id']} where the CPU chose {x['id']} (its gap {gap:.3f})")
-    d.append(abs(x["logprob"] - y["logprob"]))
+    if x["id"] == y["id"]:
+        d.append(abs(x["logprob"] - y["logprob"]))
+    if gap < 0.1:
+        # test_llm's rule: the steps up to the first near tie (this one
+        # included when the tokens agree); past it the context is the same
+        # but the comparison is not the issue's
+        print(f"step {i}: near tie ({gap:.3f} nats), the rest not compared")
+        break
 mad, mx = (sum(d) / len(d), max(d)) if d else (0.0, 0.0)
 print(f"{len(d)} steps compared: log-probabilities {mad:.4f} apart on average, {mx:.4f} at most")
 # the mean's limit is for many steps (test_llm's: 16 to 64); over a few it is noise

@@ -1248,7 +1248,8 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 			v->max_groups[i] = lim->maxComputeWorkGroupCount[i];
 		v->shared_mem = lim->maxComputeSharedMemorySize;
 		v->subgroup_ops = (d.sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-				  (d.sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && d.sg.subgroupSize >= 4;
+				  (d.sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && d.sg.subgroupSize >= 4 &&
+				  !o.no_subgroup;
 		v->fp16 = d.f12.shaderFloat16;
 		if (!v->info.max_alloc)
 			v->info.max_alloc = (uint64_t)1 << 30;

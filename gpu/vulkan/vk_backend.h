@@ -20,6 +20,8 @@ struct vk_backend_opts {
 			      * becomes an error of the next sync() (the tests) */
 	bool profile;        /* time every dispatch (timestamp queries, where the queue has
 			      * them) and print the time per shader on stderr when freed */
+	bool no_subgroup;    /* the shaders without subgroup arithmetic (_nosg), as on a
+			      * device that lacks it (the tests run both) */
 };
 
 /* Number of usable Vulkan devices (0 without a loader or a device); the

@@ -31,9 +31,11 @@
 #include "quant/iq_grids.h"
 #include "quant/quant.h"
 
-/* the rows one mat-vec workgroup takes (mul_mat_vec.comp NR) and its size */
-#define MV_NR 2
+/* the rows one mat-vec workgroup takes (mul_mat_vec.comp RW) and its size */
+#define MV_NR 8
 #define MV_WG 64
+/* the rows one workgroup of mul_mat_vec_id.comp takes (its NR) */
+#define MV_ID_NR 2
 /* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
 #define MM_BM 64
 #define MM_WG 256
@@ -271,7 +273,8 @@ static void mv_dispatch(struct vk *v, int n, const struct tern_buf *const *w, co
 		most = nr[j] > most ? nr[j] : most;
 	}
 	b[3] = a->r;
-	uint32_t pi = pipe_of(v, "mul_mat_vec", w[0]->type, MV_WG), gx, gy;
+	uint32_t spec[4] = {(uint32_t)n, 0, 0, 0};
+	uint32_t pi = pipe_spec(v, "mul_mat_vec", w[0]->type, MV_WG, spec), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
 	vk_groups((uint64_t)(most + MV_NR - 1) / MV_NR, &gx, &gy);
@@ -534,7 +537,7 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	vk_groups((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
+	vk_groups((uint64_t)(rows + MV_ID_NR - 1) / MV_ID_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;
@@ -681,7 +684,7 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 	 * narrowest and widest tiles; the middle one at its first use) */
 	const uint32_t spec1[4] = {1, 0, 0, 0}, spec4[4] = {4, 0, 0, 0};
 	bool built = vk_pipe(v, "actq", 256, NULL) != UINT32_MAX &&
-		     pipe_of(v, "mul_mat_vec", w->type, MV_WG) != UINT32_MAX &&
+		     pipe_spec(v, "mul_mat_vec", w->type, MV_WG, spec1) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
 		     (w->ne[2] == 1 || (pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX &&

@@ -2,17 +2,22 @@
 // types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0
 /* mul_mat_vec.comp - y = W x for one token, for up to three weights of
  * one type at once (lib/backend.h mat_vec, mat_vec_n): workgroup z picks
- * the weight, x and y the group of NR rows. A workgroup streams its NR
- * rows; each invocation reads its stretch of x once for all NR rows and
- * decodes the weights straight from their GGUF blocks (dequant.glsl); the
- * partial sums meet in wg_sum. x holds the activations as actq.comp left
- * them (for the float types, x itself). */
+ * the weight (SPEC1 weights in the dispatch: the other bindings' reads
+ * fold away when it is 1), x and y the group of RW rows. Each subgroup
+ * takes a row at a time of the group, its lanes a unit of UNIT elements
+ * at a time across the row, decoding the weights straight from their GGUF
+ * blocks (dequant.glsl); a row's partial sums meet in one subgroupAdd: no
+ * shared memory, no barrier (a workgroup's start and its barriers are
+ * what a CPU device such as lavapipe pays most for). Without subgroup
+ * arithmetic (NO_SUBGROUP) the whole workgroup takes each row and sums in
+ * shared memory. x holds the activations as actq.comp left them (for the
+ * float types, x itself). */
 #include "common.glsl"
 
 #if defined(TYPE_Q4_1) || defined(TYPE_Q5_1)
 #define NO_MIN
 #endif
-#define NR 2u
+#define RW 8u /* rows per workgroup: vk_products.c MV_NR */
 
 layout(binding = 0) readonly buffer W0a { uint8_t w0b[]; };
 layout(binding = 0) readonly buffer W0b { uint16_t w0h[]; };
@@ -39,70 +44,69 @@ layout(push_constant) uniform PC {
 	uint rows[3], ow[3], nb1[3], oy[3];
 } pc;
 
-uint g_w; /* this workgroup's weight: uniform, so the selects below do not diverge */
-uint rd_b(uint o) { return g_w == 0u ? uint(w0b[o]) : g_w == 1u ? uint(w1b[o]) : uint(w2b[o]); }
-uint rd_h(uint o) { return g_w == 0u ? uint(w0h[o >> 1]) : g_w == 1u ? uint(w1h[o >> 1]) : uint(w2h[o >> 1]); }
-uint rd_w(uint o) { return g_w == 0u ? w0w[o >> 2] : g_w == 1u ? w1w[o >> 2] : w2w[o >> 2]; }
-float rd_f(uint o) { return g_w == 0u ? w0f[o >> 2] : g_w == 1u ? w1f[o >> 2] : w2f[o >> 2]; }
+/* this workgroup's weight: uniform, so the selects below do not diverge;
+ * with one weight (SPEC1 1) they are constant */
+uint g_w;
+bool is0() { return SPEC1 == 1u || g_w == 0u; }
+bool is1() { return SPEC1 == 2u || g_w == 1u; }
+uint rd_b(uint o) { return is0() ? uint(w0b[o]) : is1() ? uint(w1b[o]) : uint(w2b[o]); }
+uint rd_h(uint o) { return is0() ? uint(w0h[o >> 1]) : is1() ? uint(w1h[o >> 1]) : uint(w2h[o >> 1]); }
+uint rd_w(uint o) { return is0() ? w0w[o >> 2] : is1() ? w1w[o >> 2] : w2w[o >> 2]; }
+float rd_f(uint o) { return is0() ? w0f[o >> 2] : is1() ? w1f[o >> 2] : w2f[o >> 2]; }
 #define WB(o) rd_b(o)
 #define WH(o) rd_h(o)
 #define WW(o) rd_w(o)
 #define WF(o) rd_f(o)
 #include "dequant.glsl"
 
+/* row r's dot product with x over the units e0, e0 + step, ... */
+float row_dot(uint row, uint e0, uint step)
+{
+	float acc = 0.0;
+	for (uint e = e0; e < pc.cols; e += step) {
+		float v[UNIT];
+		decu(row, e, v);
+		[[unroll]] for (uint J = 0u; J < UNIT; J++)
+			acc += v[J] * x[pc.ox + e + J];
+#ifdef NO_MIN
+		if (e % BLCK == 0u)
+			acc += block_min(row + e / BLCK * BSIZE) * x[pc.ox + pc.sofs + e / BLCK];
+#endif
+	}
+	return acc;
+}
+
+void put(uint r, float t)
+{
+	uint o = pc.oy[g_w] + r;
+	if (is0())
+		y0[o] = t;
+	else if (is1())
+		y1[o] = t;
+	else
+		y2[o] = t;
+}
+
 void main()
 {
 	g_w = gl_WorkGroupID.z;
-	uint rows = pc.rows[g_w], r0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * NR;
+	uint rows = pc.rows[g_w], r0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * RW;
 	if (r0 >= rows)
 		return; /* the whole workgroup */
-	uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
-	uint row[NR];
-	float acc[NR];
-	[[unroll]] for (uint r = 0u; r < NR; r++) {
-		row[r] = pc.ow[g_w] + min(r0 + r, rows - 1u) * pc.nb1[g_w];
-		acc[r] = 0.0;
+	uint nr = min(RW, rows - r0);
+#ifndef NO_SUBGROUP
+	for (uint r = gl_SubgroupID; r < nr; r += gl_NumSubgroups) {
+		float t = subgroupAdd(row_dot(pc.ow[g_w] + (r0 + r) * pc.nb1[g_w], gl_SubgroupInvocationID * UNIT,
+					      gl_SubgroupSize * UNIT));
+		if (subgroupElect())
+			put(r0 + r, t);
 	}
-	/* two units per pass, both decoded before either is summed: twice the
-	 * loads in flight per invocation (a mat-vec waits on memory) */
-	for (uint e0 = tid * UNIT; e0 < pc.cols; e0 += 2u * wg * UNIT) {
-		float xv[2][UNIT], v[2][NR][UNIT];
-		bool two = e0 + wg * UNIT < pc.cols;
-		[[unroll]] for (uint h = 0u; h < 2u; h++) {
-			uint e = h == 0u || !two ? e0 : e0 + wg * UNIT;
-			[[unroll]] for (uint J = 0u; J < UNIT; J++)
-				xv[h][J] = x[pc.ox + e + J];
-			[[unroll]] for (uint r = 0u; r < NR; r++)
-				decu(row[r], e, v[h][r]);
-		}
-		[[unroll]] for (uint h = 0u; h < 2u; h++) {
-			if (h == 1u && !two)
-				break;
-			[[unroll]] for (uint r = 0u; r < NR; r++)
-				[[unroll]] for (uint J = 0u; J < UNIT; J++)
-					acc[r] += v[h][r][J] * xv[h][J];
-		}
-#ifdef NO_MIN
-		[[unroll]] for (uint h = 0u; h < 2u; h++) {
-			uint e = e0 + h * wg * UNIT;
-			if ((h == 0u || two) && e % BLCK == 0u) {
-				float s = x[pc.ox + pc.sofs + e / BLCK];
-				[[unroll]] for (uint r = 0u; r < NR; r++)
-					acc[r] += block_min(row[r] + e / BLCK * BSIZE) * s;
-			}
-		}
+#else
+	uint tid = gl_LocalInvocationID.x;
+	for (uint r = 0u; r < nr; r++) {
+		float t = wg_sum(row_dot(pc.ow[g_w] + (r0 + r) * pc.nb1[g_w], tid * UNIT, gl_WorkGroupSize.x * UNIT));
+		if (tid == 0u)
+			put(r0 + r, t);
+	}
 #endif
-	}
-	[[unroll]] for (uint r = 0u; r < NR; r++) {
-		float t = wg_sum(acc[r]);
-		if (tid == 0u && r0 + r < rows) {
-			uint o = pc.oy[g_w] + r0 + r;
-			if (g_w == 0u)
-				y0[o] = t;
-			else if (g_w == 1u)
-				y1[o] = t;
-			else
-				y2[o] = t;
-		}
-	}
 }

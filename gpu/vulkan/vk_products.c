@@ -31,11 +31,10 @@
 #include "quant/iq_grids.h"
 #include "quant/quant.h"
 
-/* the rows one mat-vec workgroup takes (mul_mat_vec.comp RW) and its size */
+/* the rows one mat-vec workgroup takes (mul_mat_vec.comp and
+ * mul_mat_vec_id.comp RW) and its size */
 #define MV_NR 8
 #define MV_WG 64
-/* the rows one workgroup of mul_mat_vec_id.comp takes (its NR) */
-#define MV_ID_NR 2
 /* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
 #define MM_BM 64
 #define MM_WG 256
@@ -537,7 +536,7 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
-	vk_groups((uint64_t)(rows + MV_ID_NR - 1) / MV_ID_NR, &gx, &gy);
+	vk_groups((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;

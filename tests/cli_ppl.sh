@@ -10,7 +10,7 @@
 # fields, stdout carrying only the result and stderr the running estimates,
 # --chunks, the thread count (bit-identical), usage and data errors, Ctrl-C.
 # The model runs are skipped when models/ is absent; under SANITIZE=1 (ASan,
-# ~10x slower) fewer chunks run.
+# several times slower) fewer chunks run.
 . "$(dirname "$0")/lib.sh"
 B=$BIN/bench
 M=${TERN_MODELS:-models}

@@ -21,7 +21,7 @@
  *   a full context, cancel, UTF-8 in the text callback, ignore_eos,
  *   logprobs, errors.
  *
- * Under SANITIZE=1 (ASan at -O1, several times slower) the real-model
+ * Under SANITIZE=1 (ASan, several times slower) the real-model
  * part skips the ~730-token prompts and runs 16 steps instead of 64.
  *
  * With TERN_TEST_DEVICE=vulkan0 (tests/run.sh runs it so where a Vulkan

@@ -47,7 +47,6 @@ if [ ! -f "$S" ] || [ ! -f "$G" ]; then
 	echo "SKIP: the model runs (no $S or $G; make models fetches them)"
 	finish
 fi
-san() { [ "${SANITIZE:-}" = 1 ]; }
 
 # compare JSON_FILE TEXT MODEL "LLAMA ARGS": tern's document against
 # llama-perplexity's run of TEXT with these arguments and -fa auto (its
@@ -82,7 +81,7 @@ ppl() {
 	expect 0 $TO $B -m "$model" -t 2 -o json -q "$@" && cp "$T/out" "$T/$name.json"
 }
 # under ASan the long runs stop after a few chunks
-few() { if san; then echo "--chunks $1"; fi; }
+few() { if ! full; then echo "--chunks $1"; fi; }
 
 # ---- SmolLM2 (no BOS) -------------------------------------------------------------------
 expect 0 $TO $B --ppl $TXT -m $S -c 128 -t 2 --chunks 4 && cp "$T/out" "$T/table.out" && cp "$T/err" "$T/table.err"
@@ -141,7 +140,7 @@ assert open(sys.argv[2]).read() == "Final estimate: PPL = %.4f +/- %.5f\n" % (d[
 
 ppl sq8 $S --ppl $TXT -c 128 -ctk q8_0 -ctv q8_0 $(few 8)
 check "SmolLM2 -c 128, q8_0 cache: within 0.5%" compare "$T/sq8.json" gpl-3.txt smollm2 "-c 128 -ctk q8_0 -ctv q8_0"
-if ! san; then
+if full; then
 	# the default -c (512) with a batch smaller than a chunk
 	ppl s512 $S --ppl $TXT -b 128
 	check "-b 128: -c 512, batch 128" $PYTHON -c 'import json, sys
@@ -159,7 +158,7 @@ check "Gemma 3 -c 128: within 0.5% of llama-perplexity" compare "$T/g128.json" g
 check "Gemma 3: BOS added" $PYTHON -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["model"]["add_bos"] is True and d["n_tokens"] == 7562, (d["model"], d["n_tokens"])' "$T/g128.json"
-if ! san; then
+if full; then
 	ppl g512 $G --ppl $TXT -c 512
 	check "Gemma 3 -c 512: within 0.5%" compare "$T/g512.json" gpl-3.txt gemma3 "-c 512"
 	# on the short held-out text llama-perplexity's default batch (16 chunks

@@ -17,8 +17,7 @@ unset TERN_WHISPER_MODEL
 TO="timeout 300"
 # Under SANITIZE=1 the runs that take a path another run already took
 # under ASan (more formats of the same transcript, the loops on noise, a
-# second model's other languages) are left to the plain run: full is false
-full() { [ "${SANITIZE:-}" != 1 ]; }
+# second model's other languages) are left to the plain run (full)
 
 # ---- without a model ------------------------------------------------------------
 expect 0 $R --help && check "help shows usage" grep -q '^usage: tern-transcribe \[-m MODEL\] \[OPTIONS\] FILE...' "$T/out"

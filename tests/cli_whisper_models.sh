@@ -23,7 +23,6 @@ TO="timeout 300"
 unset TERN_WHISPER_MODEL
 # under SANITIZE=1 one run per model (greedy): the beam searches and the
 # second audio take the same code under ASan; the plain run compares them
-full() { [ "${SANITIZE:-}" != 1 ]; }
 
 if [ -f "$J" ]; then
 	$PYTHON -c '

@@ -27,6 +27,9 @@ check() {
 	if "$@"; then nok=$((nok + 1)); else echo "FAIL: $what"; nfail=$((nfail + 1)); fi
 }
 one_line_err() { [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^$1" "$T/err"; }
+# full: true but under SANITIZE=1, where a script may leave to the plain run
+# the model runs that take a path another of its runs already took
+full() { [ "${SANITIZE:-}" != 1 ]; }
 # synth_gen: build scripts/gen_synth_llm.c against this build's libtern.a
 # into $T/gen (the synthetic models: "$T/gen ARCH TYPE FILE"); false, after
 # saying why, when it cannot be built

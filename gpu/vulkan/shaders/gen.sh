@@ -28,7 +28,11 @@ build() { # name src defines...
 for src in "$dir"/*.comp; do
 	base=$(basename "$src" .comp)
 	types=$(sed -n 's,^// types: *,,p' "$src" | head -n 1)
-	sg=$(grep -c "wg_sum\|wg_max\|subgroup" "$src" || true)
+	# subgroup operations used by the shader or an include of its own
+	# (common.glsl, which defines wg_sum and wg_max for all, aside)
+	inc=$(sed -n 's,^#include "\(.*\)",\1,p' "$src" | grep -v '^common\.glsl$' | sed "s,^,$dir/," || true)
+	# shellcheck disable=SC2086
+	sg=$(cat "$src" $inc | grep -c "wg_sum\|wg_max\|subgroup" || true)
 	if [ -n "$types" ]; then
 		for t in $types; do
 			T=$(echo "$t" | tr a-z A-Z)

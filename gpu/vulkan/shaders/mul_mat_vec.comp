@@ -3,14 +3,9 @@
 /* mul_mat_vec.comp - y = W x for one token, for up to three weights of
  * one type at once (lib/backend.h mat_vec, mat_vec_n): workgroup z picks
  * the weight (SPEC1 weights in the dispatch: the other bindings' reads
- * fold away when it is 1), x and y the group of RW rows. Each subgroup
- * takes a row at a time of the group, its lanes a unit of UNIT elements
- * at a time across the row, decoding the weights straight from their GGUF
- * blocks (dequant.glsl); a row's partial sums meet in one subgroupAdd: no
- * shared memory, no barrier (a workgroup's start and its barriers are
- * what a CPU device such as lavapipe pays most for). Without subgroup
- * arithmetic (NO_SUBGROUP) the whole workgroup takes each row and sums in
- * shared memory. x holds the activations as actq.comp left them (for the
+ * fold away when it is 1), x and y the group of RW rows, taken a subgroup
+ * per row (mat_vec.glsl), the weights decoded straight from their GGUF
+ * blocks (dequant.glsl). x holds the activations as actq.comp left them (for the
  * float types, x itself). */
 #include "common.glsl"
 
@@ -59,23 +54,6 @@ float rd_f(uint o) { return is0() ? w0f[o >> 2] : is1() ? w1f[o >> 2] : w2f[o >>
 #define WF(o) rd_f(o)
 #include "dequant.glsl"
 
-/* row r's dot product with x over the units e0, e0 + step, ... */
-float row_dot(uint row, uint e0, uint step)
-{
-	float acc = 0.0;
-	for (uint e = e0; e < pc.cols; e += step) {
-		float v[UNIT];
-		decu(row, e, v);
-		[[unroll]] for (uint J = 0u; J < UNIT; J++)
-			acc += v[J] * x[pc.ox + e + J];
-#ifdef NO_MIN
-		if (e % BLCK == 0u)
-			acc += block_min(row + e / BLCK * BSIZE) * x[pc.ox + pc.sofs + e / BLCK];
-#endif
-	}
-	return acc;
-}
-
 void put(uint r, float t)
 {
 	uint o = pc.oy[g_w] + r;
@@ -86,6 +64,7 @@ void put(uint r, float t)
 	else
 		y2[o] = t;
 }
+#include "mat_vec.glsl"
 
 void main()
 {
@@ -94,19 +73,5 @@ void main()
 	if (r0 >= rows)
 		return; /* the whole workgroup */
 	uint nr = min(RW, rows - r0);
-#ifndef NO_SUBGROUP
-	for (uint r = gl_SubgroupID; r < nr; r += gl_NumSubgroups) {
-		float t = subgroupAdd(row_dot(pc.ow[g_w] + (r0 + r) * pc.nb1[g_w], gl_SubgroupInvocationID * UNIT,
-					      gl_SubgroupSize * UNIT));
-		if (subgroupElect())
-			put(r0 + r, t);
-	}
-#else
-	uint tid = gl_LocalInvocationID.x;
-	for (uint r = 0u; r < nr; r++) {
-		float t = wg_sum(row_dot(pc.ow[g_w] + (r0 + r) * pc.nb1[g_w], tid * UNIT, gl_WorkGroupSize.x * UNIT));
-		if (tid == 0u)
-			put(r0 + r, t);
-	}
-#endif
+	mat_vec_rows(pc.ow[g_w], pc.nb1[g_w], r0, nr, pc.ox);
 }

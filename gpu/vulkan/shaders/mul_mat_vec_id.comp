@@ -3,8 +3,7 @@
 /* mul_mat_vec_id.comp - the experts' products of a mixture of experts
  * (lib/backend.h mat_mul_id), as mat-vecs: workgroup z is a slot (token t,
  * choice i), x and y a group of RW rows of the expert ids[t][i] selects;
- * the loops are mul_mat_vec.comp's (a subgroup per row, or the workgroup
- * per row without subgroup arithmetic). Only the selected experts' weights are
+ * the loops are mul_mat_vec.comp's (mat_vec.glsl). Only the selected experts' weights are
  * read. The stack may be bound in pieces (experts e0..e1-1): a slot whose
  * expert lies in another piece does nothing here; an id outside the stack
  * is flagged (ST_EXPERT_ID, by the first piece) and its row of y left. */
@@ -31,30 +30,14 @@ layout(push_constant) uniform PC {
 	uint e0, e1, n_exp, has_bias;
 } pc;
 
-/* a row's dot product with the activations at xo over the units e0, e0 +
- * step, ... */
-float row_dot(uint row, uint xo, uint e0, uint step)
-{
-	float acc = 0.0;
-	for (uint e = e0; e < pc.cols; e += step) {
-		float v[UNIT];
-		decu(row, e, v);
-		[[unroll]] for (uint J = 0u; J < UNIT; J++)
-			acc += v[J] * x[xo + e + J];
-#ifdef NO_MIN
-		if (e % BLCK == 0u)
-			acc += block_min(row + e / BLCK * BSIZE) * x[xo + pc.sofs + e / BLCK];
-#endif
-	}
-	return acc;
-}
-
-void put(uint slot, uint id, uint r, float t)
+uint g_slot, g_id; /* this workgroup's slot and its expert */
+void put(uint r, float t)
 {
 	if (pc.has_bias != 0u)
-		t += bias[pc.ob + id * pc.rows + r];
-	y[pc.oy + slot * pc.rows + r] = t;
+		t += bias[pc.ob + g_id * pc.rows + r];
+	y[pc.oy + g_slot * pc.rows + r] = t;
 }
+#include "mat_vec.glsl"
 
 void main()
 {
@@ -72,19 +55,7 @@ void main()
 	if (uint(id) < pc.e0 || uint(id) >= pc.e1)
 		return;
 	uint xo = pc.ox + (tok * pc.n_x + (pc.n_x == 1u ? 0u : i)) * pc.xstride;
-	uint base = pc.ow + (uint(id) - pc.e0) * pc.nb2, nr = min(RW, pc.rows - r0);
-#ifndef NO_SUBGROUP
-	for (uint r = gl_SubgroupID; r < nr; r += gl_NumSubgroups) {
-		float t = subgroupAdd(row_dot(base + (r0 + r) * pc.nb1, xo, gl_SubgroupInvocationID * UNIT,
-					      gl_SubgroupSize * UNIT));
-		if (subgroupElect())
-			put(slot, uint(id), r0 + r, t);
-	}
-#else
-	for (uint r = 0u; r < nr; r++) {
-		float t = wg_sum(row_dot(base + (r0 + r) * pc.nb1, xo, tid * UNIT, gl_WorkGroupSize.x * UNIT));
-		if (tid == 0u)
-			put(slot, uint(id), r0 + r, t);
-	}
-#endif
+	g_slot = slot;
+	g_id = uint(id);
+	mat_vec_rows(pc.ow + (uint(id) - pc.e0) * pc.nb2, pc.nb1, r0, min(RW, pc.rows - r0), xo);
 }

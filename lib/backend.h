@@ -9,7 +9,8 @@
  * fused residual add (norm; over a [tokens x heads][head_dim] view it is
  * the Q/K norm), RoPE in both orderings with linear scaling, llama3's
  * frequency factors or LongRoPE's, LongRoPE's attention factor and YaRN
- * (rope), the KV cache store in f32, f16 or
+ * (rope), a layer's Q/K norm and RoPE of Q and K fused into one call
+ * (norm_rope), the KV cache store in f32, f16 or
  * q8_0 (kv_store), attention over that cache (causal, GQA, sliding
  * window, soft-cap, V heads narrower than K's, V read from a column window
  * of the K cache as multi-head latent attention does; online softmax,
@@ -380,6 +381,25 @@ struct tern_backend {
 	 * rope_freqs: divides the frequencies). */
 	void (*rope)(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
 		     const struct tern_rope *p);
+	/* A layer's Q and K, each RMS- or layer-normed per head and then
+	 * rotated, in one call (Qwen3's, Gemma 3's, OLMo2's Q/K norm; a GPU's
+	 * one dispatch where the separate ops take up to four): for x = q,
+	 * then x = k, each head of x becomes norm(head) * xw (xw = qw for q,
+	 * kw for k; no residual, no bias) when xw is given, then rope(x) as
+	 * rope above. q f32 {head_dim, n_head, ntok}; k f32 {head_dim,
+	 * n_head_kv, ntok} (any head count: GQA) or NULL (q alone); qw, kw f32
+	 * [head_dim] or NULL (that tensor is not normed); pos, freq, p as
+	 * rope's; n the norm (kind, eps, ggml) or NULL when neither weight is
+	 * given. q and k are rotated in place and must not overlap. Its
+	 * result is, bit for bit on each backend, that backend's norm(x, NULL,
+	 * xw, NULL, x, n) followed by its rope(x, pos, freq, p) for each of q
+	 * and k: the CPU's numbers, checked against llama.cpp's, do not move,
+	 * and the ggml flags of n and p mean what they mean there (a backend
+	 * without TERN_BACKEND_GGML_NUMERICS declines them). A norm without a
+	 * weight is norm's own call. */
+	void (*norm_rope)(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
+			  const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
+			  const struct tern_norm *n, const struct tern_rope *p);
 	/* cache row pos[t] of sequence seq[t] = x row t, converted to the
 	 * cache's type (f32, f16, q8_0: any type quant/ can encode; head_dim
 	 * a multiple of its block): x f32 {head_dim, n_head_kv, ntok}, cache

@@ -312,10 +312,10 @@ bool tern_host_norm_args(struct tern_backend *be, const struct tern_buf *x, cons
 	return ok && (!p->ggml || tern_host_ggml_ok(be, "norm"));
 }
 
-bool tern_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
-			const struct tern_buf *freq, const struct tern_rope *p)
+/* x, pos, freq and p fit rope (nothing recorded) */
+static bool rope_fits(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
+		      const struct tern_buf *freq, const struct tern_rope *p)
 {
-	char s1[96];
 	int64_t ntok = x->ne[2] * x->ne[3];
 	bool ok = mine(be, x, QT_F32) && writable(x) && mine(be, pos, QT_I32) && pos->ne[0] == ntok &&
 		  tern_host_nrows(pos) == 1 && (p->mode == TERN_ROPE_NORMAL || p->mode == TERN_ROPE_NEOX) &&
@@ -325,10 +325,51 @@ bool tern_host_rope_args(struct tern_backend *be, const struct tern_buf *x, cons
 		  isfinite(p->attn_factor);
 	if (ok && freq)
 		ok = mine(be, freq, QT_F32) && freq->ne[0] == p->n_rot / 2 && tern_host_nrows(freq) == 1;
+	return ok;
+}
+
+bool tern_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
+			const struct tern_buf *freq, const struct tern_rope *p)
+{
+	char s1[96];
+	bool ok = rope_fits(be, x, pos, freq, p);
 	if (!ok)
 		tern_host_fail(be, "rope: operands do not fit x %s (n_rot %d, mode %d)", shape(s1, sizeof s1, x),
 			      p->n_rot, p->mode);
 	return ok && (!p->ggml || tern_host_ggml_ok(be, "rope"));
+}
+
+/* the bytes of a and b do not meet (views of one buffer may) */
+static bool apart(const struct tern_buf *a, const struct tern_buf *b)
+{
+	if (a->mem != b->mem)
+		return true;
+	size_t a0 = a->offset, a1 = a0 + tern_buf_nbytes(a), b0 = b->offset, b1 = b0 + tern_buf_nbytes(b);
+	return a1 <= b0 || b1 <= a0;
+}
+
+bool tern_host_norm_rope_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			     const struct tern_buf *qw, const struct tern_buf *kw, const struct tern_buf *pos,
+			     const struct tern_buf *freq, const struct tern_norm *n, const struct tern_rope *p)
+{
+	char s1[96], s2[96];
+	bool ok = rope_fits(be, q, pos, freq, p);
+	/* k: the same heads' width and tokens, any number of heads; rotated
+	 * in place after q, so no byte of it may be q's */
+	if (ok && k)
+		ok = rope_fits(be, k, pos, freq, p) && k->ne[0] == q->ne[0] && k->ne[2] == q->ne[2] &&
+		     k->ne[3] == q->ne[3] && apart(q, k);
+	if (ok && (qw || kw))
+		ok = n && (n->kind == TERN_NORM_RMS || n->kind == TERN_NORM_LAYER) && n->eps >= 0;
+	if (ok && qw)
+		ok = mine(be, qw, QT_F32) && qw->ne[0] == q->ne[0] && tern_host_nrows(qw) == 1;
+	if (ok && kw)
+		ok = k && mine(be, kw, QT_F32) && kw->ne[0] == q->ne[0] && tern_host_nrows(kw) == 1;
+	if (!ok)
+		tern_host_fail(be, "norm_rope: operands do not fit q %s, k %s (n_rot %d, mode %d)", shape(s1, sizeof s1, q),
+			      k ? shape(s2, sizeof s2, k) : "none", p->n_rot, p->mode);
+	return ok && (!p->ggml || tern_host_ggml_ok(be, "norm_rope")) &&
+	       (!(qw || kw) || !n->ggml || tern_host_ggml_ok(be, "norm_rope"));
 }
 
 /* seq: NULL, or i32 [ntok] of be */

@@ -76,6 +76,12 @@ bool tern_host_norm_args(struct tern_backend *be, const struct tern_buf *x, cons
 			const struct tern_norm *p);
 bool tern_host_rope_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *pos,
 			const struct tern_buf *freq, const struct tern_rope *p);
+/* norm_rope's: q, k (or NULL) rope's x each, of one head_dim and token
+ * count, apart; their weights f32 [head_dim] or NULL; n given where a
+ * weight is */
+bool tern_host_norm_rope_args(struct tern_backend *be, const struct tern_buf *q, const struct tern_buf *k,
+			     const struct tern_buf *qw, const struct tern_buf *kw, const struct tern_buf *pos,
+			     const struct tern_buf *freq, const struct tern_norm *n, const struct tern_rope *p);
 /* kv_store, attention: seq NULL or i32 [ntok]; its values are checked as
  * the ops read them (tern_host_pos_ok against the caches' ne[3]) */
 bool tern_host_kv_store_args(struct tern_backend *be, const struct tern_buf *cache, const struct tern_buf *x,

@@ -26,12 +26,12 @@ struct rec {
 /* the ops, in the order of the words that name them */
 enum {
 	OP_UPLOAD = 1, OP_DOWNLOAD, OP_PRODUCT, OP_MAT_MUL_GGML, OP_MAT_MUL_HEADS, OP_MAT_MUL_ID, OP_MOE_ROUTE,
-	OP_MOE_COMBINE, OP_GET_ROWS, OP_NORM, OP_ROPE, OP_KV_STORE, OP_ATTENTION, OP_IM2COL, OP_GLU, OP_UNARY, OP_ADD,
+	OP_MOE_COMBINE, OP_GET_ROWS, OP_NORM, OP_ROPE, OP_NORM_ROPE, OP_KV_STORE, OP_ATTENTION, OP_IM2COL, OP_GLU, OP_UNARY, OP_ADD,
 	OP_SCALE, OP_SOFTMAX, OP_COPY, OP_SYNC, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"?",	 "upload",    "download", "product", "mat_mul_ggml", "mat_mul_heads", "mat_mul_id", "moe_route",
-	"moe_combine", "get_rows", "norm", "rope", "kv_store", "attention", "im2col", "glu", "unary", "add",
+	"moe_combine", "get_rows", "norm", "rope", "norm_rope", "kv_store", "attention", "im2col", "glu", "unary", "add",
 	"scale", "softmax", "copy", "sync",
 };
 
@@ -231,6 +231,30 @@ static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 		put_f(r, f[i]);
 	put(r, p->ggml);
 	r->in->rope(r->in, x, pos, freq, p);
+}
+
+static void rec_norm_rope(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
+			  const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
+			  const struct tern_norm *n, const struct tern_rope *p)
+{
+	REC(be);
+	rec3(r, OP_NORM_ROPE, q, k, qw);
+	put_buf(r, kw);
+	put_buf(r, pos);
+	put_buf(r, freq);
+	put(r, n != NULL);
+	if (n) {
+		put(r, (uint64_t)n->kind);
+		put_f(r, n->eps);
+		put(r, n->ggml);
+	}
+	put(r, (uint64_t)p->mode);
+	put(r, (uint64_t)p->n_rot);
+	const float f[] = {p->freq_base, p->freq_scale, p->ext_factor, p->corr_low, p->corr_high, p->mscale, p->attn_factor};
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		put_f(r, f[i]);
+	put(r, p->ggml);
+	r->in->norm_rope(r->in, q, k, qw, kw, pos, freq, n, p);
 }
 
 static void rec_kv_store(struct tern_backend *be, struct tern_buf *cache, const struct tern_buf *x,
@@ -473,6 +497,7 @@ int rec_backend_new(struct tern_backend **out, struct tern_backend *inner, tern_
 		.get_rows = rec_get_rows,
 		.norm = rec_norm,
 		.rope = rec_rope,
+		.norm_rope = rec_norm_rope,
 		.kv_store = rec_kv_store,
 		.attention = rec_attention,
 		.im2col = rec_im2col,

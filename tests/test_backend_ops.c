@@ -356,7 +356,8 @@ static void check_table(const struct tern_backend *be, const char *bname)
 		ENTRY(free),	      ENTRY(buf_alloc),	  ENTRY(buf_weight), ENTRY(buf_free),  ENTRY(mat_prepare),
 		ENTRY(host_alloc),    ENTRY(host_free),	  ENTRY(upload),     ENTRY(download),  ENTRY(product),
 		ENTRY(mat_mul_ggml),  ENTRY(mat_mul_heads), ENTRY(mat_mul_id), ENTRY(moe_route), ENTRY(moe_combine),
-		ENTRY(get_rows),      ENTRY(norm),	  ENTRY(rope),	     ENTRY(kv_store),  ENTRY(attention),
+		ENTRY(get_rows),      ENTRY(norm),	  ENTRY(rope),	     ENTRY(norm_rope), ENTRY(kv_store),
+		ENTRY(attention),
 		ENTRY(im2col),	      ENTRY(glu),	  ENTRY(unary),	     ENTRY(add),       ENTRY(scale),
 		ENTRY(softmax),	      ENTRY(copy),	  ENTRY(begin_step), ENTRY(end_step),  ENTRY(sync),
 	};
@@ -800,6 +801,130 @@ static bool case_rope(struct tern_backend *be, int ci, float **out, size_t *n, c
 	free(pos);
 	be->buf_free(be, &pb);
 	be->buf_free(be, &fb);
+	return true;
+}
+
+/* norm_rope: Q and K of one layer, each with or without its norm's
+ * weight, K absent or with fewer heads (GQA); the rope cases' modes,
+ * partial rotations, factors, YaRN and magnitudes; odd and wide heads
+ * (the CPU's table and its wider path, Vulkan's two workgroup sizes). */
+struct norm_rope_case {
+	int64_t hd, nhq, nhk, ntok; /* nhk 0: k NULL */
+	int n_rot, mode;
+	float base, scale;
+	bool factors;
+	int32_t pos0;                 /* as rope_case's */
+	float ext, low, high, mscale, attn_factor;
+	bool qw, kw, layer;           /* weights; a layer norm instead of RMS */
+};
+
+static const struct norm_rope_case norm_rope_cases[] = {
+	/* Qwen3: 128 wide, 16 Q and 8 K heads; Gemma 3 270m: 256 wide, 4 and 1 */
+	{128, 16, 8, 7, 128, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0, 0, true, true, false},
+	{128, 16, 8, 1, 128, TERN_ROPE_NEOX, 1e6f, 1, false, 4000, 0, 0, 0, 0, 0, true, true, false},
+	{256, 4, 1, 1, 256, TERN_ROPE_NEOX, 10000, 1, false, 17, 0, 0, 0, 0, 0, true, true, false},
+	{256, 4, 1, 33, 256, TERN_ROPE_NEOX, 1e6f, 0.125f, false, -1, 0, 0, 0, 0, 0, true, true, false},
+	/* one weight, none, K absent */
+	{64, 3, 0, 5, 64, TERN_ROPE_NORMAL, 10000, 1, false, 13, 0, 0, 0, 0, 0, true, false, false},
+	{64, 4, 2, 3, 64, TERN_ROPE_NORMAL, 10000, 1, false, -1, 0, 0, 0, 0, 0, false, false, false},
+	{80, 5, 1, 4, 80, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0, 0, false, true, false},
+	{80, 2, 0, 4, 40, TERN_ROPE_NORMAL, 10000, 0.25f, false, 4090, 0, 0, 0, 0, 0, false, false, false},
+	/* llama3's factors over a batch; LongRoPE's with an attention factor,
+	 * partial rotation, a layer norm */
+	{128, 8, 2, 300, 128, TERN_ROPE_NORMAL, 500000, 1, true, 0, 0, 0, 0, 0, 0, true, true, false},
+	{96, 3, 3, 11, 32, TERN_ROPE_NEOX, 10000, 1, true, -1, 0, 0, 0, 0, 1.1902f, true, true, true},
+	/* YaRN, with both magnitudes */
+	{64, 2, 2, 9, 64, TERN_ROPE_NORMAL, 10000, 0.025f, false, 100, 1, 4, 20, 1.37f, 0.9f, true, true, false},
+	{192, 4, 1, 5, 64, TERN_ROPE_NORMAL, 10000, 0.25f, false, -1, 1, 11, 27, 0, 0, true, true, true},
+	/* odd heads (a rotation of their even part), the narrowest, a head past
+	 * norm's 256 and past the CPU's angle table */
+	{33, 3, 1, 2, 32, TERN_ROPE_NEOX, 10000, 1, false, 7, 0, 0, 0, 0, 0, true, true, false},
+	{75, 2, 2, 3, 74, TERN_ROPE_NORMAL, 10000, 1, false, -1, 0, 0, 0, 0, 0, true, false, false},
+	{2, 1, 1, 1, 2, TERN_ROPE_NORMAL, 10000, 1, false, 7, 0, 0, 0, 0, 0, true, true, false},
+	{576, 2, 1, 4, 576, TERN_ROPE_NORMAL, 10000, 0.1f, false, 30, 1, 40, 200, 1.1f, 0, true, true, false},
+	{1024, 1, 1, 3, 1024, TERN_ROPE_NORMAL, 10000, 1, false, 17, 0, 0, 0, 0, 1.25f, true, true, false},
+	{1024, 2, 1, 2, 512, TERN_ROPE_NEOX, 1e6f, 1, false, -1, 0, 0, 0, 0, 0, false, true, true},
+};
+
+/* The case's q (and k) through norm_rope, and again through the same
+ * backend's norm and rope, which must give the same bits (the op's
+ * contract); out: q then k from norm_rope. */
+static bool case_norm_rope(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	if (ci >= (int)(sizeof norm_rope_cases / sizeof *norm_rope_cases))
+		return false;
+	const struct norm_rope_case *c = &norm_rope_cases[ci];
+	snprintf(desc, dn, "norm_rope %s hd %lld n_rot %d, %lld/%lld heads, %lld tokens%s%s%s%s%s, attn factor %g",
+		 c->mode ? "neox" : "normal", (long long)c->hd, c->n_rot, (long long)c->nhq, (long long)c->nhk,
+		 (long long)c->ntok, c->qw ? ", q norm" : "", c->kw ? ", k norm" : "", c->layer ? " (layer)" : "",
+		 c->factors ? ", factors" : "", c->ext > 0 ? ", yarn" : "", (double)c->attn_factor);
+	qu_seed((uint64_t)ci + 301);
+	size_t nq = (size_t)(c->hd * c->nhq * c->ntok), nk = (size_t)(c->hd * c->nhk * c->ntok);
+	float *xq = normals(nq, 3), *xk = normals(nk, 3), *wq = normals((size_t)c->hd, 1),
+	      *wk = normals((size_t)c->hd, 1), *ff = malloc(sizeof(float) * (size_t)c->n_rot / 2);
+	for (size_t i = 0; i < nq; i++)
+		xq[i] += 0.5f; /* a mean for the layer norm to remove */
+	int32_t *pos = malloc(sizeof(int32_t) * (size_t)c->ntok);
+	for (int64_t t = 0; t < c->ntok; t++)
+		pos[t] = c->pos0 >= 0 ? c->pos0 + (int32_t)t : (int32_t)(qu_rand() % 5001);
+	for (int j = 0; j < c->n_rot / 2; j++)
+		ff[j] = j < c->n_rot / 8 ? 1.0f : qu_uniform(1, 8);
+	int64_t qne[3] = {c->hd, c->nhq, c->ntok}, kne[3] = {c->hd, c->nhk, c->ntok}, pne[1] = {c->ntok},
+		fne[1] = {c->n_rot / 2}, wne[1] = {c->hd};
+	struct tern_buf pb = in_buf(be, QT_I32, 1, pne, pos), fb = {0}, qwb = {0}, kwb = {0};
+	if (c->factors)
+		fb = in_buf(be, QT_F32, 1, fne, ff);
+	if (c->qw)
+		qwb = in_buf(be, QT_F32, 1, wne, wq);
+	if (c->kw)
+		kwb = in_buf(be, QT_F32, 1, wne, wk);
+	const struct tern_norm nrm = {.kind = c->layer ? TERN_NORM_LAYER : TERN_NORM_RMS, .eps = 1e-6f};
+	const struct tern_rope p = {.mode = c->mode, .n_rot = c->n_rot, .freq_base = c->base, .freq_scale = c->scale,
+				    .ext_factor = c->ext, .corr_low = c->low, .corr_high = c->high, .mscale = c->mscale,
+				    .attn_factor = c->attn_factor};
+	/* [0] fused, [1] the separate ops */
+	struct tern_buf qw_[2], qv[2], kw_[2] = {{0}}, kv[2];
+	float *got[2][2] = {{NULL}};
+	for (int s = 0; s < 2; s++) {
+		out_buf(be, &qw_[s], &qv[s], QT_F32, c->hd, c->nhq * c->ntok, 3, qne, xq);
+		if (c->nhk)
+			out_buf(be, &kw_[s], &kv[s], QT_F32, c->hd, c->nhk * c->ntok, 3, kne, xk);
+	}
+	be->norm_rope(be, &qv[0], c->nhk ? &kv[0] : NULL, c->qw ? &qwb : NULL, c->kw ? &kwb : NULL, &pb,
+		      c->factors ? &fb : NULL, c->qw || c->kw ? &nrm : NULL, &p);
+	if (c->qw)
+		be->norm(be, &qv[1], NULL, &qwb, NULL, &qv[1], &nrm);
+	be->rope(be, &qv[1], &pb, c->factors ? &fb : NULL, &p);
+	if (c->nhk) {
+		if (c->kw)
+			be->norm(be, &kv[1], NULL, &kwb, NULL, &kv[1], &nrm);
+		be->rope(be, &kv[1], &pb, c->factors ? &fb : NULL, &p);
+	}
+	for (int s = 0; s < 2; s++) {
+		got[s][0] = take_out(be, &qw_[s], desc);
+		if (c->nhk)
+			got[s][1] = take_out(be, &kw_[s], desc);
+	}
+	if (memcmp(got[0][0], got[1][0], sizeof(float) * nq) || (nk && memcmp(got[0][1], got[1][1], sizeof(float) * nk)))
+		fail_msg("%s: %s: not the bits of its norm and rope", be->name, desc);
+	*n = nq + nk;
+	*out = malloc(sizeof(float) * *n);
+	memcpy(*out, got[0][0], sizeof(float) * nq);
+	if (nk)
+		memcpy(*out + nq, got[0][1], sizeof(float) * nk);
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < 2; i++)
+			free(got[s][i]);
+	free(xq);
+	free(xk);
+	free(wq);
+	free(wk);
+	free(ff);
+	free(pos);
+	be->buf_free(be, &pb);
+	be->buf_free(be, &fb);
+	be->buf_free(be, &qwb);
+	be->buf_free(be, &kwb);
 	return true;
 }
 
@@ -1787,6 +1912,8 @@ static const struct op_check {
 	{"get_rows", case_get_rows, 0, NULL},
 	{"norm", case_norm, 1e-10, NULL},
 	{"rope", case_rope, 1e-6, NULL},
+	/* norm then rope: rope's bound, the norm's error (1e-10) far below it */
+	{"norm_rope", case_norm_rope, 1e-6, "norm_rope norm rope"},
 	{"kv_store", case_kv_store, 0, NULL},
 	{"attention", case_attention, 1e-9, "attention kv_store"},
 	{"eltwise", case_eltwise, 1e-10, "add scale glu unary softmax"},
@@ -1818,6 +1945,7 @@ static bool has_entries(const struct tern_backend *be, const char *list)
 		bool has = !strcmp(n, "get_rows") ? be->get_rows != NULL
 			   : !strcmp(n, "norm") ? be->norm != NULL
 			   : !strcmp(n, "rope") ? be->rope != NULL
+			   : !strcmp(n, "norm_rope") ? be->norm_rope != NULL
 			   : !strcmp(n, "kv_store") ? be->kv_store != NULL
 			   : !strcmp(n, "attention") ? be->attention != NULL
 			   : !strcmp(n, "add") ? be->add != NULL
@@ -1961,6 +2089,21 @@ static void check_ops_contract(struct tern_backend *be)
 	struct tern_buf f = tern_buf_rows(&wb, 0, 1);
 	be->rope(be, &xb, &pb, &f, &(struct tern_rope){.n_rot = 64, .freq_base = 1e4f, .freq_scale = 1});
 	expect_fail(be, "rope");
+	/* norm_rope: k over q, k of another head width, a weight of k
+	 * without k, of two rows, a weight without the norm */
+	const struct tern_rope r64 = {.n_rot = 64, .freq_base = 1e4f, .freq_scale = 1};
+	const struct tern_norm rms = {.kind = TERN_NORM_RMS, .eps = 1e-6f};
+	struct tern_buf w0 = tern_buf_rows(&wb, 0, 1), x2 = tern_buf_reshape(&yb, 3, (int64_t[3]){32, 4, 2});
+	be->norm_rope(be, &xb, &xb, NULL, NULL, &pb, NULL, NULL, &r64);
+	expect_fail(be, "norm_rope");
+	be->norm_rope(be, &xb, &x2, NULL, NULL, &pb, NULL, NULL, &r64);
+	expect_fail(be, "norm_rope");
+	be->norm_rope(be, &xb, NULL, NULL, &w0, &pb, NULL, &rms, &r64);
+	expect_fail(be, "norm_rope");
+	be->norm_rope(be, &xb, &yb, &g, NULL, &pb, NULL, &rms, &r64);
+	expect_fail(be, "norm_rope");
+	be->norm_rope(be, &xb, &yb, &w0, NULL, &pb, NULL, NULL, &r64);
+	expect_fail(be, "norm_rope");
 	/* norm into a read-only weight, element-wise ops of other shapes */
 	be->norm(be, &xb, NULL, NULL, NULL, &wb, &(struct tern_norm){.kind = TERN_NORM_RMS});
 	expect_fail(be, "norm");
@@ -1983,6 +2126,7 @@ static void check_ops_contract(struct tern_backend *be)
 	/* and the right calls work */
 	be->kv_store(be, &cb, &x1, &pb, NULL);
 	be->attention(be, &xb, &cb, &cb, &pb, NULL, &yb, &(struct tern_attn){.scale = 0.125f});
+	be->norm_rope(be, &xb, &yb, &w0, &w0, &pb, NULL, &rms, &r64);
 	assert_int_equal(be->sync(be, &e), 0);
 	struct tern_buf *bufs[] = {&xb, &yb, &wb, &pb, &cb, &c3};
 	for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -2188,6 +2332,8 @@ static void check_ggml_cap(struct tern_backend *be)
 	assert_int_equal(be->sync(be, &e), 0);
 	const struct tern_norm norm = {.kind = TERN_NORM_LAYER, .eps = 1e-5f, .ggml = true};
 	const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = 32, .freq_base = 10000, .freq_scale = 1, .ggml = true};
+	const struct tern_rope rope_f32 = {.mode = TERN_ROPE_NEOX, .n_rot = 32, .freq_base = 10000, .freq_scale = 1};
+	const struct tern_buf w0 = tern_buf_rows(&wb, 0, 1);
 	const struct tern_attn split = {.scale = 0.125f, .f16_split = 1}, gattn = {.scale = 0.125f, .ggml = true};
 	/* a backend without the capability (a GPU's) is only asked masked */
 	for (int masked = tern_backend_ggml(be) ? 0 : 1; masked < 2; masked++) {
@@ -2197,8 +2343,9 @@ static void check_ggml_cap(struct tern_backend *be)
 		float before[32 * 4], after[32 * 4];
 		be->download(be, &yb, 0, before, sizeof before);
 		assert_int_equal(be->sync(be, &e), 0);
-		for (int op = 0; op < 6; op++) {
-			static const char *const names[] = {"norm", "rope", "attention", "attention", "unary", "mat_mul_ggml"};
+		for (int op = 0; op < 8; op++) {
+			static const char *const names[] = {"norm",  "rope",	     "attention", "attention",
+							    "unary", "mat_mul_ggml", "norm_rope", "norm_rope"};
 			if (op == 0)
 				be->norm(be, &xb, NULL, NULL, NULL, &yb, &norm);
 			else if (op == 1)
@@ -2209,8 +2356,12 @@ static void check_ggml_cap(struct tern_backend *be)
 				be->attention(be, &xb, &cache, &cache, &pb, NULL, &yb, &gattn);
 			else if (op == 4)
 				be->unary(be, &xb, &yb, TERN_UNARY_GELU_F16);
-			else
+			else if (op == 5)
 				be->mat_mul_ggml(be, &wb, &x2, &y2);
+			else if (op == 6) /* the norm's request, then the rope's */
+				be->norm_rope(be, &yb, NULL, &w0, NULL, &pb, NULL, &norm, &rope_f32);
+			else
+				be->norm_rope(be, &yb, NULL, NULL, NULL, &pb, NULL, NULL, &rope);
 			if (!masked) {
 				if (be->sync(be, &e))
 					fail_msg("%s: %s with ggml's rounding: %s", be->name, names[op], e.msg);

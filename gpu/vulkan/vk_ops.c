@@ -170,6 +170,40 @@ static void vk_rope(struct tern_backend *be, struct tern_buf *x, const struct te
 	vk_dispatch(v, pi, 3, r, 1, &pc, sizeof pc, gx, gy, 1);
 }
 
+/* Q's and K's heads in one dispatch (norm_rope.comp): a workgroup per
+ * head, of norm's size so that a head's sums are the ones norm makes */
+static void vk_norm_rope(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
+			 const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
+			 const struct tern_norm *n, const struct tern_rope *p)
+{
+	struct vk *v = vk_of(be);
+	if (!tern_host_norm_rope_args(be, q, k, qw, kw, pos, freq, n, p))
+		return;
+	struct {
+		uint32_t hd, nhq, nhk, ntok, n_rot, flags, oq, ok, oqw, okw, opos, ofreq;
+		float eps, theta_scale, freq_scale, ext_factor, corr_low, corr_high, mag;
+	} pc = {
+		.hd = (uint32_t)q->ne[0], .nhq = (uint32_t)q->ne[1], .nhk = k ? (uint32_t)k->ne[1] : 0,
+		.ntok = (uint32_t)(q->ne[2] * q->ne[3]), .n_rot = (uint32_t)p->n_rot,
+		.flags = (qw ? 1u : 0) | (kw ? 2u : 0) | (n && n->kind == TERN_NORM_LAYER ? 4u : 0) |
+			 (p->mode == TERN_ROPE_NEOX ? 8u : 0) | (freq ? 16u : 0),
+		.eps = n ? n->eps : 0, .theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot),
+		.freq_scale = p->freq_scale, .ext_factor = p->ext_factor, .corr_low = p->corr_low,
+		.corr_high = p->corr_high,
+		.mag = (p->mscale > 0 ? p->mscale : 1.0f) * (p->attn_factor > 0 ? p->attn_factor : 1.0f),
+	};
+	struct vk_range r[6];
+	if (!vk_range_of(v, q, 4, &r[0], &pc.oq) || !vk_range_of(v, k ? k : q, 4, &r[1], &pc.ok) ||
+	    !vk_range_of(v, qw ? qw : q, 4, &r[2], &pc.oqw) || !vk_range_of(v, kw ? kw : q, 4, &r[3], &pc.okw) ||
+	    !vk_range_of(v, pos, 4, &r[4], &pc.opos) || !vk_range_of(v, freq ? freq : pos, 4, &r[5], &pc.ofreq))
+		return;
+	uint32_t pi = vk_pipe(v, "norm_rope", q->ne[0] <= 256 ? 64 : 256, NULL), gx, gy;
+	if (pi == UINT32_MAX)
+		return;
+	vk_groups((uint64_t)(pc.nhq + pc.nhk) * pc.ntok, &gx, &gy);
+	vk_dispatch(v, pi, 6, r, 1u | (k ? 2u : 0), &pc, sizeof pc, gx, gy, 1);
+}
+
 /* the cache types the shaders read and write: 0 f32, 1 f16, 2 q8_0 */
 static int cache_kind(uint32_t t)
 {
@@ -501,6 +535,7 @@ int vk_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *err)
 void vk_ops_table(struct tern_backend *be)
 {
 	be->rope = vk_rope;
+	be->norm_rope = vk_norm_rope;
 	be->kv_store = vk_kv_store;
 	be->attention = vk_attention;
 	be->copy = vk_copy;

@@ -381,6 +381,22 @@ static inline float rope_mag(const struct tern_rope *p)
 	return (p->mscale > 0 ? p->mscale : 1.0f) * (p->attn_factor > 0 ? p->attn_factor : 1.0f);
 }
 
+/* The angle tables of one token at position pos for rope_head: cs, sn
+ * [half], ce, so [2 half] (lib/cpu/ops.h) */
+static void rope_tables(const struct tern_rope *p, int32_t pos, const float *ff, float *cs, float *sn, float *ce,
+			float *so)
+{
+	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = rope_mag(p), theta = (float)pos;
+	for (int64_t j = 0; j < p->n_rot / 2; j++, theta *= theta_scale) {
+		rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs[j], &sn[j]);
+		ce[2 * j] = cs[j];
+		ce[2 * j + 1] = p->ggml ? sn[j] : cs[j];
+		so[2 * j] = -sn[j];
+		so[2 * j + 1] = p->ggml ? cs[j] : sn[j];
+	}
+}
+
 static void rope_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
@@ -389,47 +405,42 @@ static void rope_rows(void *arg, int64_t r0, int64_t r1)
 	const int32_t *pd = tern_buf_host(o->a);
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
 	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
-	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-	float ms = rope_mag(p);
 	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], ce[2 * ROPE_MAX_PAIRS], so[2 * ROPE_MAX_PAIRS];
 	for (int64_t t = r0; t < r1; t++) {
-		float theta = (float)pd[t];
-		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs[j], &sn[j]);
-			ce[2 * j] = cs[j];
-			ce[2 * j + 1] = p->ggml ? sn[j] : cs[j];
-			so[2 * j] = -sn[j];
-			so[2 * j + 1] = p->ggml ? cs[j] : sn[j];
-		}
+		rope_tables(p, pd[t], ff, cs, sn, ce, so);
 		for (int64_t h = 0; h < nh; h++)
 			k->rope_head((float *)tern_buf_host(o->x) + (t * nh + h) * hd, cs, sn, ce, so, half,
 				     p->mode | (p->ggml ? CPU_ROPE_GGML : 0));
 	}
 }
 
-/* rows: token x head, for rotations wider than the table above */
+/* one head at position pos, for rotations wider than the tables above:
+ * each angle as it is needed */
+static void rope_wide_head(const struct tern_rope *p, float *xh, int32_t pos, const float *ff)
+{
+	int64_t half = p->n_rot / 2;
+	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+	float ms = rope_mag(p), theta = (float)pos;
+	for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
+		float cs, sn;
+		rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs, &sn);
+		int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
+		int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
+		float a = xh[i0], b = xh[i1];
+		xh[i0] = p->ggml ? fmaf(a, cs, -(b * sn)) : a * cs - b * sn; /* as the kernels' rope_head */
+		xh[i1] = p->ggml ? fmaf(a, sn, b * cs) : a * sn + b * cs;
+	}
+}
+
+/* rows: token x head */
 static void rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 {
 	struct ops_args *o = arg;
-	const struct tern_rope *p = o->p;
 	const int32_t *pd = tern_buf_host(o->a);
 	const float *ff = o->b ? tern_buf_host(o->b) : NULL;
-	int64_t hd = o->x->ne[0], nh = o->x->ne[1], half = p->n_rot / 2;
-	float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-	float ms = rope_mag(p);
-	for (int64_t r = r0; r < r1; r++) {
-		float *xh = (float *)tern_buf_host(o->x) + r * hd;
-		float theta = (float)pd[r / nh];
-		for (int64_t j = 0; j < half; j++, theta *= theta_scale) {
-			float cs, sn;
-			rope_angle(p, j, ff ? theta / ff[j] : theta, ms, &cs, &sn);
-			int64_t i0 = p->mode == TERN_ROPE_NEOX ? j : 2 * j;
-			int64_t i1 = p->mode == TERN_ROPE_NEOX ? j + half : 2 * j + 1;
-			float a = xh[i0], b = xh[i1];
-			xh[i0] = p->ggml ? fmaf(a, cs, -(b * sn)) : a * cs - b * sn; /* as the kernels' rope_head */
-			xh[i1] = p->ggml ? fmaf(a, sn, b * cs) : a * sn + b * cs;
-		}
-	}
+	int64_t hd = o->x->ne[0], nh = o->x->ne[1];
+	for (int64_t r = r0; r < r1; r++)
+		rope_wide_head(o->p, (float *)tern_buf_host(o->x) + r * hd, pd[r / nh], ff);
 }
 
 static void cpu_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos, const struct tern_buf *freq,
@@ -445,6 +456,81 @@ static void cpu_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 		par_rows(be, rope_rows, &o, ntok, work);
 	else
 		par_rows(be, rope_wide_rows, &o, ntok * nh, work);
+}
+
+/* norm_rope: a token's Q heads, then its K heads, each normed (with its
+ * weight) and turned while it is in cache; the angles once per token for
+ * both. Each head gets the very calls norm and rope give it (norm_row in
+ * place, then rope_head or rope_wide_head): the same bits. */
+struct norm_rope_args {
+	struct tern_buf *x[2];      /* q, k (or NULL) */
+	const struct tern_buf *w[2]; /* their norms' weights, or NULL */
+	const struct tern_buf *pos, *freq;
+	const struct tern_norm *n;
+	const struct tern_rope *p;
+};
+
+static void norm_rope_head(const struct norm_rope_args *a, float *xh, const float *w, int64_t hd)
+{
+	if (w)
+		cpu_ops()->norm_row(xh, NULL, w, NULL, xh, hd, a->n->eps, a->n->kind | (a->n->ggml ? CPU_NORM_GGML : 0));
+}
+
+/* rows: tokens */
+static void norm_rope_rows(void *arg, int64_t r0, int64_t r1)
+{
+	const struct norm_rope_args *a = arg;
+	const struct tern_rope *p = a->p;
+	const struct cpu_ops *k = cpu_ops();
+	const int32_t *pd = tern_buf_host(a->pos);
+	const float *ff = a->freq ? tern_buf_host(a->freq) : NULL;
+	int64_t hd = a->x[0]->ne[0], half = p->n_rot / 2;
+	float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS], ce[2 * ROPE_MAX_PAIRS], so[2 * ROPE_MAX_PAIRS];
+	for (int64_t t = r0; t < r1; t++) {
+		rope_tables(p, pd[t], ff, cs, sn, ce, so);
+		for (int i = 0; i < 2 && a->x[i]; i++) {
+			int64_t nh = a->x[i]->ne[1];
+			const float *w = a->w[i] ? tern_buf_host(a->w[i]) : NULL;
+			for (int64_t h = 0; h < nh; h++) {
+				float *xh = (float *)tern_buf_host(a->x[i]) + (t * nh + h) * hd;
+				norm_rope_head(a, xh, w, hd);
+				k->rope_head(xh, cs, sn, ce, so, half, p->mode | (p->ggml ? CPU_ROPE_GGML : 0));
+			}
+		}
+	}
+}
+
+/* rows: token x head of q, then of k, for rotations wider than the tables */
+static void norm_rope_wide_rows(void *arg, int64_t r0, int64_t r1)
+{
+	const struct norm_rope_args *a = arg;
+	const int32_t *pd = tern_buf_host(a->pos);
+	const float *ff = a->freq ? tern_buf_host(a->freq) : NULL;
+	int64_t hd = a->x[0]->ne[0], nq = tern_host_nrows(a->x[0]);
+	for (int64_t r = r0; r < r1; r++) {
+		int i = r < nq ? 0 : 1;
+		int64_t rr = i ? r - nq : r, nh = a->x[i]->ne[1];
+		float *xh = (float *)tern_buf_host(a->x[i]) + rr * hd;
+		norm_rope_head(a, xh, a->w[i] ? tern_buf_host(a->w[i]) : NULL, hd);
+		rope_wide_head(a->p, xh, pd[rr / nh], ff);
+	}
+}
+
+static void cpu_norm_rope(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
+			  const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
+			  const struct tern_norm *n, const struct tern_rope *p)
+{
+	if (!tern_host_norm_rope_args(be, q, k, qw, kw, pos, freq, n, p))
+		return;
+	struct norm_rope_args a = {.x = {q, k}, .w = {qw, kw}, .pos = pos, .freq = freq, .n = n, .p = p};
+	int64_t ntok = pos->ne[0], nh = q->ne[1] + (k ? k->ne[1] : 0), hd = q->ne[0];
+	int64_t nw = (qw ? q->ne[1] : 0) + (kw ? k->ne[1] : 0);
+	/* rope's estimate, and a norm's three passes over each normed head */
+	int64_t work = ntok * ((p->n_rot / 2) * (20 + nh) + 3 * nw * hd);
+	if (p->n_rot / 2 <= ROPE_MAX_PAIRS)
+		par_rows(be, norm_rope_rows, &a, ntok, work);
+	else
+		par_rows(be, norm_rope_wide_rows, &a, ntok * nh, work);
 }
 
 static void kv_store_rows(void *arg, int64_t r0, int64_t r1)
@@ -1066,6 +1152,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.get_rows = cpu_get_rows;
 	c->be.norm = cpu_norm;
 	c->be.rope = cpu_rope;
+	c->be.norm_rope = cpu_norm_rope;
 	c->be.kv_store = cpu_kv_store;
 	c->be.attention = cpu_attention;
 	c->be.glu = cpu_glu;

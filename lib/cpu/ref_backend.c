@@ -253,6 +253,22 @@ static void ref_rope(struct tern_backend *be, struct tern_buf *x, const struct t
 	}
 }
 
+/* the rule itself: norm then rope, q then k, through the two ops above */
+static void ref_norm_rope(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
+			  const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
+			  const struct tern_norm *n, const struct tern_rope *p)
+{
+	if (!tern_host_norm_rope_args(be, q, k, qw, kw, pos, freq, n, p))
+		return;
+	struct tern_buf *x[2] = {q, k};
+	const struct tern_buf *w[2] = {qw, kw};
+	for (int i = 0; i < 2 && x[i]; i++) {
+		if (w[i])
+			ref_norm(be, x[i], NULL, w[i], NULL, x[i], n);
+		ref_rope(be, x[i], pos, freq, p);
+	}
+}
+
 /* token t's sequence (seq NULL: 0), checked against the caches' n_seq;
  * -1 when out of range (recorded) */
 static int64_t seq_of(struct tern_backend *be, const char *op, const struct tern_buf *seq, int64_t t, int64_t n_seq)
@@ -710,6 +726,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.get_rows = ref_get_rows;
 	r->be.norm = ref_norm;
 	r->be.rope = ref_rope;
+	r->be.norm_rope = ref_norm_rope;
 	r->be.kv_store = ref_kv_store;
 	r->be.attention = ref_attention;
 	r->be.glu = ref_glu;

@@ -1,8 +1,8 @@
 #version 450
 /* norm.comp - lib/backend.h norm: per row of ne0, x += r first when
  * HAS_R (written back), then y = (x - mean) / sqrt(var + eps) (* w) (+ b);
- * RMS: mean 0. One workgroup per row. Flags: 1 residual, 2 weight, 4 bias,
- * 8 layer norm. */
+ * RMS: mean 0. One workgroup per row; the statistics are norm.glsl's.
+ * Flags: 1 residual, 2 weight, 4 bias, 8 layer norm. */
 #include "common.glsl"
 
 layout(binding = 0) buffer X { float x[]; };
@@ -17,36 +17,36 @@ layout(push_constant) uniform PC {
 	uint ox, or_, ow, ob, oy;
 } pc;
 
+uint base;
+
+/* element i of the row, the residual added */
+float norm_in(uint i)
+{
+	float v = x[pc.ox + base + i];
+	if ((pc.flags & 1u) != 0u)
+		v += r[pc.or_ + base + i];
+	return v;
+}
+
+#include "norm.glsl"
+
 void main()
 {
 	uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
 	if (row >= pc.nrows)
 		return;
-	uint l = gl_LocalInvocationID.x, base = row * pc.ne0;
+	base = row * pc.ne0;
 	float mean = 0.0;
-	if ((pc.flags & 8u) != 0u) {
-		float s = 0.0;
-		for (uint i = l; i < pc.ne0; i += gl_WorkGroupSize.x) {
-			float v = x[pc.ox + base + i];
-			if ((pc.flags & 1u) != 0u)
-				v += r[pc.or_ + base + i];
-			s += v;
-		}
-		mean = wg_sum(s) / float(pc.ne0);
-	}
-	float sq = 0.0;
-	for (uint i = l; i < pc.ne0; i += gl_WorkGroupSize.x) {
-		float v = x[pc.ox + base + i];
-		if ((pc.flags & 1u) != 0u) {
-			v += r[pc.or_ + base + i];
+	if ((pc.flags & 8u) != 0u)
+		mean = norm_mean(pc.ne0);
+	float inv = norm_inv(pc.ne0, mean, pc.eps);
+	/* every thread writes only its own elements of x, which it alone
+	 * reads from here on: no barrier */
+	for (uint i = gl_LocalInvocationID.x; i < pc.ne0; i += gl_WorkGroupSize.x) {
+		float v = norm_in(i);
+		if ((pc.flags & 1u) != 0u)
 			x[pc.ox + base + i] = v;
-		}
-		sq += (v - mean) * (v - mean);
-	}
-	float inv = inversesqrt(wg_sum(sq) / float(pc.ne0) + pc.eps);
-	/* every thread reads back only its own elements of x: no barrier */
-	for (uint i = l; i < pc.ne0; i += gl_WorkGroupSize.x) {
-		float v = (x[pc.ox + base + i] - mean) * inv;
+		v = (v - mean) * inv;
 		if ((pc.flags & 2u) != 0u)
 			v *= w[pc.ow + i];
 		if ((pc.flags & 4u) != 0u)

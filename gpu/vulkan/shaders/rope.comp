@@ -1,11 +1,9 @@
 #version 450
 /* rope.comp - lib/backend.h rope, in place over x {hd, nh, ntok}: one
- * invocation per pair of every head of every token. theta_j = pos *
- * base^(-2j / n_rot) (/ freq[j]) as llama.cpp computes it in f32 (a
- * product per pair: pow() in GLSL is exp2(y log2 x), far less exact); the angle
- * is reduced to [-pi, pi] before sin and cos, whose accuracy GLSL promises
- * only there. */
+ * invocation per pair of every head of every token; the angle and the
+ * turn are rope.glsl's. */
 #include "common.glsl"
+#include "rope.glsl"
 
 layout(binding = 0) buffer X { float x[]; };
 layout(binding = 1) readonly buffer P { int pos[]; };
@@ -30,25 +28,12 @@ void main()
 		flag_bad(ST_KV_STORE, p);
 		return;
 	}
-	/* base^(-2j / n_rot) by j products, the rounding llama.cpp's loop gives */
-	float e = float(p);
-	for (uint k = 0u; k < j; k++)
-		e *= pc.theta_scale;
-	if (pc.has_freq != 0u)
-		e /= freq[pc.ofreq + j];
-	float th = pc.freq_scale * e;
-	if (pc.ext_factor > 0.0) {
-		float y = (float(j) - pc.corr_low) / max(0.001, pc.corr_high - pc.corr_low);
-		float r = pc.ext_factor * (1.0 - min(1.0, max(0.0, y)));
-		th = th * (1.0 - r) + e * r;
-	}
-	/* Cody-Waite reduction by 2 pi in two parts */
-	float k = round(th * 0.15915494309189535);
-	th = (th - k * 6.28125) - k * 0.0019353071795864769;
-	float c = cos(th) * pc.mag, s = sin(th) * pc.mag;
+	const rope_params rp = rope_params(pc.theta_scale, pc.freq_scale, pc.ext_factor, pc.corr_low, pc.corr_high, pc.mag);
+	bool has_freq = pc.has_freq != 0u;
+	vec2 cs = rope_cs(rp, p, j, has_freq, has_freq ? freq[pc.ofreq + j] : 1.0);
 	uint base = pc.ox + (t * pc.nh + h) * pc.hd;
-	uint i0 = pc.neox != 0u ? j : 2u * j, i1 = pc.neox != 0u ? j + half_ : 2u * j + 1u;
-	float a = x[base + i0], b = x[base + i1];
-	x[base + i0] = a * c - b * s;
-	x[base + i1] = a * s + b * c;
+	uvec2 e = rope_pair(j, half_, pc.neox != 0u);
+	vec2 y = rope_turn(x[base + e.x], x[base + e.y], cs);
+	x[base + e.x] = y.x;
+	x[base + e.y] = y.y;
 }

@@ -639,8 +639,7 @@ static void enc_block(struct tern_embed *em, uint32_t il, int64_t n)
 	if (c->nomic) {
 		const struct tern_rope rope = {.mode = TERN_ROPE_NEOX, .n_rot = (int)c->n_rot, .ggml = em->gg,
 					       .freq_base = c->rope_base, .freq_scale = c->rope_scale};
-		be->rope(be, &q3, &pos, NULL, &rope);
-		be->rope(be, &k3, &pos, NULL, &rope);
+		be->norm_rope(be, &q3, &k3, NULL, NULL, &pos, NULL, NULL, &rope);
 	}
 	/* K and V in f16, and the f16 sums below 64 tokens: ggml's flash attention (top of file) */
 	struct tern_buf k16 = tern_buf_rows2(&em->k16, d, n), v16 = tern_buf_rows2(&em->v16, d, n);

@@ -9,7 +9,8 @@
  *   h  = norm(x) * attn_norm                     (fused with the previous add)
  *   q, k, v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
  *   q, k = norm per head * q_norm / k_norm         (qwen3, gemma3)
- *   q, k = rope(q, k) at the token's position      (the layer's base, scaling)
+ *   q, k = rope(q, k) at the token's position      (the layer's base, scaling;
+ *                                                   with the norms one op)
  *   cache[pos] = k, v
  *   a  = attention(q, cache) (causal, GQA, the layer's window)
  *   o  = Wo a (+bo);  o = norm(o) * post_norm      (gemma3)
@@ -936,19 +937,19 @@ static void attn_mla(struct tern_llm *l, uint32_t il, int64_t n)
 	be->norm(be, &lat, NULL, &L->kv_a_norm, NULL, &lat, &rms);
 	be->copy(be, &lat, &kv_lat);
 	be->copy(be, &kv_pe, &pe);
-	be->rope(be, &pe, &pos, NULL, &rope);
+	/* the query's rotated part, turned in the same call as the key's */
+	struct tern_buf q3 = tern_buf_rows3(&P->q, hd, nh, n);
+	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
+	struct tern_buf qn = tern_buf_rows3(&P->mla_qn, nope, nh, n), qp = tern_buf_rows3(&P->mla_qp, nr, nh, n);
+	be->copy(be, &q_pe, &qp);
+	be->norm_rope(be, &qp, &pe, NULL, NULL, &pos, NULL, NULL, &rope);
 	be->copy(be, &pe, &kv_pe);
 	struct tern_buf kv3 = tern_buf_rows3(&P->mla_kv, kvr + nr, 1, n);
 	be->kv_store(be, &L->k_cache, &kv3, &pos, NULL);
 
 	/* the query over the cache: W_kb^T q_nope beside the rotated q_rope */
-	struct tern_buf q3 = tern_buf_rows3(&P->q, hd, nh, n);
-	struct tern_buf q_nope = tern_buf_cols(&q3, 0, nope), q_pe = tern_buf_cols(&q3, nope, nr);
-	struct tern_buf qn = tern_buf_rows3(&P->mla_qn, nope, nh, n), qp = tern_buf_rows3(&P->mla_qp, nr, nh, n);
 	struct tern_buf qx = tern_buf_rows3(&P->mla_qx, kvr, nh, n), qm = tern_buf_rows3(&P->mla_qm, kvr + nr, nh, n);
 	be->copy(be, &q_nope, &qn);
-	be->copy(be, &q_pe, &qp);
-	be->rope(be, &qp, &pos, NULL, &rope);
 	be->mat_mul_heads(be, &L->wk_b, &qn, &qx);
 	struct tern_buf qm_lat = tern_buf_cols(&qm, 0, kvr), qm_pe = tern_buf_cols(&qm, kvr, nr);
 	be->copy(be, &qx, &qm_lat);
@@ -999,16 +1000,12 @@ static void attn_mha(struct tern_llm *l, uint32_t il, int64_t n)
 	struct tern_buf k3 = tern_buf_rows3(&P->k, hd, nkv, n);
 	struct tern_buf v3 = tern_buf_rows3(&P->v, hdv, nkv, n);
 	struct tern_buf a3 = tern_buf_rows3(&P->a, hdv, nh, n);
-	if (tern_buf_opt(&L->q_norm))
-		be->norm(be, &q3, NULL, &L->q_norm, NULL, &q3, &rms);
-	if (tern_buf_opt(&L->k_norm))
-		be->norm(be, &k3, NULL, &L->k_norm, NULL, &k3, &rms);
 	const struct tern_rope rope = layer_rope(c, lc, c->rope == TERN_MODEL_ROPE_NEOX ? TERN_ROPE_NEOX : TERN_ROPE_NORMAL,
 						 l->o.ggml_ops);
 	/* llama3's per-dimension factors belong to the global RoPE only */
 	const struct tern_buf *freqs = lc->is_swa ? NULL : tern_buf_opt(&P->rope_freqs);
-	be->rope(be, &q3, &pos, freqs, &rope);
-	be->rope(be, &k3, &pos, freqs, &rope);
+	/* the Q/K norms where the model has them, then RoPE: one call */
+	be->norm_rope(be, &q3, &k3, tern_buf_opt(&L->q_norm), tern_buf_opt(&L->k_norm), &pos, freqs, &rms, &rope);
 	be->kv_store(be, &L->k_cache, &k3, &pos, NULL);
 	be->kv_store(be, &L->v_cache, &v3, &pos, NULL);
 	/* ggml's flash attention (llama.h: ggml_fa) where the layer allows it */

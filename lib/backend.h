@@ -393,10 +393,12 @@ struct tern_backend {
 	 * given. q and k are rotated in place and must not overlap. Its
 	 * result is, bit for bit on each backend, that backend's norm(x, NULL,
 	 * xw, NULL, x, n) followed by its rope(x, pos, freq, p) for each of q
-	 * and k: the CPU's numbers, checked against llama.cpp's, do not move,
-	 * and the ggml flags of n and p mean what they mean there (a backend
-	 * without TERN_BACKEND_GGML_NUMERICS declines them). A norm without a
-	 * weight is norm's own call. */
+	 * and k (a GPU's kernel shares their code: the same operations in the
+	 * same order; tests/test_backend_ops.c compares the bits on every
+	 * device it runs): the CPU's numbers, checked against llama.cpp's, do
+	 * not move, and the ggml flags of n and p mean what they mean there (a
+	 * backend without TERN_BACKEND_GGML_NUMERICS declines them). A norm
+	 * without a weight is norm's own call. */
 	void (*norm_rope)(struct tern_backend *be, struct tern_buf *q, struct tern_buf *k, const struct tern_buf *qw,
 			  const struct tern_buf *kw, const struct tern_buf *pos, const struct tern_buf *freq,
 			  const struct tern_norm *n, const struct tern_rope *p);

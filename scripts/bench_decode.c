@@ -153,8 +153,7 @@ int main(int argc, char **argv)
 			be->norm(be, &x, NULL, &nw, NULL, &h, &np);
 			be->product(be, 3, (const struct tern_buf *[]){&w[0], &w[1], &w[2]}, &h,
 				    (struct tern_buf *[]){&q2, &k2, &v2});
-			be->rope(be, &q, &pos, NULL, &rp);
-			be->rope(be, &k, &pos, NULL, &rp);
+			be->norm_rope(be, &q, &k, NULL, NULL, &pos, NULL, NULL, &rp);
 			be->kv_store(be, &kc[l * 2], &k, &pos, NULL);
 			be->kv_store(be, &kc[l * 2 + 1], &v, &pos, NULL);
 			be->attention(be, &q, &kc[l * 2], &kc[l * 2 + 1], &pos, NULL, &att, &ap);

@@ -1,6 +1,7 @@
 /* bench_ops.c - milliseconds per call of the CPU backend's non-product ops
  * (lib/backend.h) at the shapes of the forward pass: one layer's norm,
- * RoPE of Q and K, the f16 KV store, attention over an f16 cache, the
+ * RoPE of Q and K, their Q/K norms and RoPE as four calls and as one
+ * (norm_rope), the f16 KV store, attention over an f16 cache, the
  * SwiGLU / GeGLU, the residual add and the embedding row, for one token
  * (decode at position POS) and for a prompt of 512 tokens, on the
  * TinyLlama-1.1B, SmolLM2-135M and Gemma 3 270M shapes. Each op is timed
@@ -70,8 +71,9 @@ static struct tern_buf buf(uint32_t t, int n, int64_t a, int64_t b, int64_t c)
 	return x;
 }
 
-enum { OP_NORM, OP_ROPE, OP_KV, OP_ATTN, OP_GLU, OP_ADD, OP_GETROWS, OP_N };
-static const char *op_names[] = {"norm+res", "rope q+k", "kv_store k+v", "attention", "glu", "add", "get_rows q8_0"};
+enum { OP_NORM, OP_ROPE, OP_QK4, OP_QK1, OP_KV, OP_ATTN, OP_GLU, OP_ADD, OP_GETROWS, OP_N };
+static const char *op_names[] = {"norm+res", "rope q+k", "qk norm+rope", "norm_rope", "kv_store k+v",
+				 "attention", "glu", "add", "get_rows q8_0"};
 
 int main(int argc, char **argv)
 {
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
 				pos[t] = pass ? (int32_t)t : dpos;
 			struct tern_buf x = buf(QT_F32, 2, s->embd, ntok, 1), r = buf(QT_F32, 2, s->embd, ntok, 1);
 			struct tern_buf w = buf(QT_F32, 1, s->embd, 1, 1), y = buf(QT_F32, 2, s->embd, ntok, 1);
+			struct tern_buf hw = buf(QT_F32, 1, s->hd, 1, 1); /* a Q/K norm's weight */
 			struct tern_buf q = buf(QT_F32, 3, s->hd, s->nh, ntok), k = buf(QT_F32, 3, s->hd, s->nkv, ntok);
 			struct tern_buf v = buf(QT_F32, 3, s->hd, s->nkv, ntok), qo = buf(QT_F32, 3, s->hd, s->nh, ntok);
 			struct tern_buf kc = buf(QT_F16, 3, s->hd, s->nkv, n_ctx), vc = buf(QT_F16, 3, s->hd, s->nkv, n_ctx);
@@ -140,6 +143,13 @@ int main(int argc, char **argv)
 							be->rope(be, &q, &pb, NULL, &rp);
 							be->rope(be, &k, &pb, NULL, &rp);
 							break;
+						case OP_QK4:
+							be->norm(be, &q, NULL, &hw, NULL, &q, &np);
+							be->norm(be, &k, NULL, &hw, NULL, &k, &np);
+							be->rope(be, &q, &pb, NULL, &rp);
+							be->rope(be, &k, &pb, NULL, &rp);
+							break;
+						case OP_QK1: be->norm_rope(be, &q, &k, &hw, &hw, &pb, NULL, &np, &rp); break;
 						case OP_KV:
 							be->kv_store(be, &kc, &k, &pb, NULL);
 							be->kv_store(be, &vc, &v, &pb, NULL);
@@ -168,7 +178,7 @@ int main(int argc, char **argv)
 			printf("\n");
 			free(t);
 			free(pos);
-			struct tern_buf *all[] = {&x, &r, &w, &y, &q, &k, &v, &qo, &kc, &vc, &g, &u, &emb, &pb, &ids};
+			struct tern_buf *all[] = {&x, &r, &w, &hw, &y, &q, &k, &v, &qo, &kc, &vc, &g, &u, &emb, &pb, &ids};
 			for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 				be->buf_free(be, all[i]);
 		}

@@ -883,12 +883,12 @@ static bool case_norm_rope(struct tern_backend *be, int ci, float **out, size_t 
 				    .ext_factor = c->ext, .corr_low = c->low, .corr_high = c->high, .mscale = c->mscale,
 				    .attn_factor = c->attn_factor};
 	/* [0] fused, [1] the separate ops */
-	struct tern_buf qw_[2], qv[2], kw_[2] = {{0}}, kv[2];
+	struct tern_buf qall[2], qv[2], kall[2] = {{0}}, kv[2]; /* whole buffers (sentinels), views */
 	float *got[2][2] = {{NULL}};
 	for (int s = 0; s < 2; s++) {
-		out_buf(be, &qw_[s], &qv[s], QT_F32, c->hd, c->nhq * c->ntok, 3, qne, xq);
+		out_buf(be, &qall[s], &qv[s], QT_F32, c->hd, c->nhq * c->ntok, 3, qne, xq);
 		if (c->nhk)
-			out_buf(be, &kw_[s], &kv[s], QT_F32, c->hd, c->nhk * c->ntok, 3, kne, xk);
+			out_buf(be, &kall[s], &kv[s], QT_F32, c->hd, c->nhk * c->ntok, 3, kne, xk);
 	}
 	be->norm_rope(be, &qv[0], c->nhk ? &kv[0] : NULL, c->qw ? &qwb : NULL, c->kw ? &kwb : NULL, &pb,
 		      c->factors ? &fb : NULL, c->qw || c->kw ? &nrm : NULL, &p);
@@ -901,9 +901,9 @@ static bool case_norm_rope(struct tern_backend *be, int ci, float **out, size_t 
 		be->rope(be, &kv[1], &pb, c->factors ? &fb : NULL, &p);
 	}
 	for (int s = 0; s < 2; s++) {
-		got[s][0] = take_out(be, &qw_[s], desc);
+		got[s][0] = take_out(be, &qall[s], desc);
 		if (c->nhk)
-			got[s][1] = take_out(be, &kw_[s], desc);
+			got[s][1] = take_out(be, &kall[s], desc);
 	}
 	if (memcmp(got[0][0], got[1][0], sizeof(float) * nq) || (nk && memcmp(got[0][1], got[1][1], sizeof(float) * nk)))
 		fail_msg("%s: %s: not the bits of its norm and rope", be->name, desc);
@@ -1692,6 +1692,8 @@ static bool case_heads(struct tern_backend *be, int ci, float **out, size_t *n, 
  *   - rope: the angle of pair j is built in f32 by j products, as
  *     llama.cpp does: an error of ~pos x j x 2^-24 rad, 1e-4 at pos 5000:
  *     NMSE up to ~1e-8 for the slow pairs; 1e-6;
+ *   - norm_rope: a norm (~1e-13) then rope: rope's 1e-6 (and each
+ *     backend's own norm and rope, bit for bit);
  *   - attention: f32 scores and online softmax in f32 over up to 1000
  *     keys (with the SIMD exp, ~1 ulp): ~1e-6 relative: NMSE ~1e-11; 1e-9;
  *     the same for the latent (MLA) form;
@@ -1912,7 +1914,6 @@ static const struct op_check {
 	{"get_rows", case_get_rows, 0, NULL},
 	{"norm", case_norm, 1e-10, NULL},
 	{"rope", case_rope, 1e-6, NULL},
-	/* norm then rope: rope's bound, the norm's error (1e-10) far below it */
 	{"norm_rope", case_norm_rope, 1e-6, "norm_rope norm rope"},
 	{"kv_store", case_kv_store, 0, NULL},
 	{"attention", case_attention, 1e-9, "attention kv_store"},

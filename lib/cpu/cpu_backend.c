@@ -463,14 +463,16 @@ static void cpu_rope(struct tern_backend *be, struct tern_buf *x, const struct t
  * both. Each head gets the very calls norm and rope give it (norm_row in
  * place, then rope_head or rope_wide_head): the same bits. */
 struct norm_rope_args {
-	struct tern_buf *x[2];      /* q, k (or NULL) */
+	struct tern_buf *x[2];       /* q, k (or NULL) */
 	const struct tern_buf *w[2]; /* their norms' weights, or NULL */
 	const struct tern_buf *pos, *freq;
 	const struct tern_norm *n;
 	const struct tern_rope *p;
 };
 
-static void norm_rope_head(const struct norm_rope_args *a, float *xh, const float *w, int64_t hd)
+/* one head normed in place with its weight, as norm_rows does a row; w
+ * NULL: not normed */
+static void head_norm(const struct norm_rope_args *a, float *xh, const float *w, int64_t hd)
 {
 	if (w)
 		cpu_ops()->norm_row(xh, NULL, w, NULL, xh, hd, a->n->eps, a->n->kind | (a->n->ggml ? CPU_NORM_GGML : 0));
@@ -493,7 +495,7 @@ static void norm_rope_rows(void *arg, int64_t r0, int64_t r1)
 			const float *w = a->w[i] ? tern_buf_host(a->w[i]) : NULL;
 			for (int64_t h = 0; h < nh; h++) {
 				float *xh = (float *)tern_buf_host(a->x[i]) + (t * nh + h) * hd;
-				norm_rope_head(a, xh, w, hd);
+				head_norm(a, xh, w, hd);
 				k->rope_head(xh, cs, sn, ce, so, half, p->mode | (p->ggml ? CPU_ROPE_GGML : 0));
 			}
 		}
@@ -511,7 +513,7 @@ static void norm_rope_wide_rows(void *arg, int64_t r0, int64_t r1)
 		int i = r < nq ? 0 : 1;
 		int64_t rr = i ? r - nq : r, nh = a->x[i]->ne[1];
 		float *xh = (float *)tern_buf_host(a->x[i]) + rr * hd;
-		norm_rope_head(a, xh, a->w[i] ? tern_buf_host(a->w[i]) : NULL, hd);
+		head_norm(a, xh, a->w[i] ? tern_buf_host(a->w[i]) : NULL, hd);
 		rope_wide_head(a->p, xh, pd[rr / nh], ff);
 	}
 }

@@ -34,7 +34,11 @@
  * per family and SmolLM2's short prompt, 16 steps: in CI the device is
  * lavapipe, which reads memory at a few hundred MB/s. With
  * TERN_TEST_DEVICE="vulkan0 dot" the device's one-token mat-vecs take the
- * integer dot product, forced (vk_backend_opts.int_dot; run by hand). */
+ * integer dot product, forced (vk_backend_opts.int_dot; run by hand, not
+ * by tests/run.sh: on lavapipe the synthetic models pass, but SmolLM2's
+ * short prompt misses the device guards, p95 0.205 against 0.20 and the
+ * greedy token off at step 5 of 14 before the near tie, as another order
+ * of the sums may: not yet understood). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

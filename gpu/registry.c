@@ -293,7 +293,8 @@ int tern_backend_open(const char *name, const struct tern_device_opts *o, struct
 #ifdef TERN_HAVE_VULKAN
 	else if (!strncmp(d.name, "vulkan", 6)) {
 		struct vk_backend_opts vo = {.device = atoi(d.name + 6), .max_tokens = o->max_tokens,
-					     .validation = o->validation, .profile = o->profile};
+					     .validation = o->validation, .profile = o->profile,
+					     .int_dot = o->int_dot};
 		rc = vk_backend_new(be, &vo, e);
 	}
 #endif

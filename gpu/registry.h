@@ -27,6 +27,9 @@ struct tern_device_opts {
 	bool validation;    /* Vulkan's validation layer (the tests) */
 	bool profile;       /* a GPU backend times its dispatches and prints the time per
 			     * shader on stderr when freed (TERN_GPU_PROFILE=1: developers) */
+	bool int_dot;       /* Vulkan: the integer dot-product mat-vec even where the device
+			     * does not call it accelerated (vk_backend_opts.int_dot;
+			     * TERN_VK_INT_DOT=1: developers, measurements on lavapipe) */
 	/* Tests only (the executables set them from TERN_TEST_DEVICE; the
 	 * library reads no environment): with test_mem > 0 a device "test0"
 	 * is listed after the GPUs and counts as one for "auto": the

@@ -208,6 +208,7 @@ struct dev_facts {
 	VkPhysicalDeviceFeatures2 f;
 	VkPhysicalDeviceVulkan11Features f11;
 	VkPhysicalDeviceVulkan12Features f12;
+	VkPhysicalDeviceShaderIntegerDotProductFeatures fdot;
 	bool has_dot, has_budget, has_push, has_coop;
 };
 
@@ -228,7 +229,9 @@ static void device_facts(VkPhysicalDevice pd, struct dev_facts *d)
 	d->p.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
 	d->p.pNext = &d->sg;
 	p_vkGetPhysicalDeviceProperties2(pd, &d->p);
+	d->fdot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
 	d->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+	d->f12.pNext = d->has_dot ? &d->fdot : NULL;
 	d->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
 	d->f11.pNext = &d->f12;
 	d->f.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
@@ -1020,7 +1023,7 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out)
 {
 	const struct vk *v = vk_of(be);
-	*out = (struct vk_stats){v->n_submits, v->n_replays, v->n_recorded, v->step_dispatches};
+	*out = (struct vk_stats){v->n_submits, v->n_replays, v->n_recorded, v->step_dispatches, v->int_dot};
 }
 
 /* ---- creation ---- */
@@ -1070,6 +1073,14 @@ static int create_device(struct vk *v, const struct dev_facts *d, tern_err *err)
 	exts[n_exts++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
 	if (d->has_budget)
 		exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+	/* the extension rather than Vulkan 1.3's core feature: the instance
+	 * asks for 1.2 */
+	if (v->int_dot)
+		exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+	VkPhysicalDeviceShaderIntegerDotProductFeatures fdot = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+		.shaderIntegerDotProduct = VK_TRUE,
+	};
 	const float prio = 1.0f;
 	v->queue_family = compute_family(v->phys);
 	const VkDeviceQueueCreateInfo qi = {
@@ -1080,6 +1091,7 @@ static int create_device(struct vk *v, const struct dev_facts *d, tern_err *err)
 	};
 	VkPhysicalDeviceVulkan12Features f12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+		.pNext = v->int_dot ? &fdot : NULL,
 		.storageBuffer8BitAccess = VK_TRUE,
 		.shaderFloat16 = d->f12.shaderFloat16,
 		.shaderInt8 = d->f12.shaderInt8,
@@ -1250,6 +1262,11 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 		v->subgroup_ops = (d.sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
 				  (d.sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) && d.sg.subgroupSize >= 4 &&
 				  !o.no_subgroup;
+		/* the integer dot product where the device says the packed
+		 * signed 4x8 form (OpSDot, dot_int.glsl) is fast, or forced;
+		 * its shaders are built with subgroup arithmetic only */
+		v->int_dot = d.has_dot && d.fdot.shaderIntegerDotProduct && v->subgroup_ops &&
+			     (d.dot.integerDotProduct4x8BitPackedSignedAccelerated || o.int_dot);
 		v->fp16 = d.f12.shaderFloat16;
 		if (!v->info.max_alloc)
 			v->info.max_alloc = (uint64_t)1 << 30;

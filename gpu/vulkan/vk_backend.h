@@ -22,6 +22,10 @@ struct vk_backend_opts {
 			      * them) and print the time per shader on stderr when freed */
 	bool no_subgroup;    /* the shaders without subgroup arithmetic (_nosg), as on a
 			      * device that lacks it (the tests run both) */
+	bool int_dot;        /* the one-token mat-vec's integer dot product wherever the device
+			      * has shaderIntegerDotProduct and subgroup arithmetic, even where it
+			      * does not call the 4x8-bit packed dot accelerated (by default only
+			      * where it does): the tests, and measurements on lavapipe */
 };
 
 /* Number of usable Vulkan devices (0 without a loader or a device); the
@@ -35,9 +39,11 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 
 /* What the command stream did (for -v and the tests): submits, steps
  * replayed without recording, steps recorded, and the dispatches of the
- * last step. */
+ * last step; and whether the one-token mat-vec takes the integer dot
+ * product (vk_backend_opts.int_dot). */
 struct vk_stats {
 	uint64_t submits, replays, recorded, step_dispatches;
+	bool int_dot;
 };
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out);
 

@@ -154,6 +154,7 @@ struct vk {
 	uint32_t max_groups[3];          /* maxComputeWorkGroupCount */
 	uint32_t shared_mem;             /* maxComputeSharedMemorySize */
 	bool subgroup_ops;               /* subgroup arithmetic in compute: the shaders' fast reductions */
+	bool int_dot;                    /* the one-token mat-vec's integer dot product (vk_products.c) */
 	bool fp16;
 
 	VkDescriptorSetLayout dsl;

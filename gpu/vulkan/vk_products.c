@@ -14,6 +14,19 @@
  * backend to the thresholds it holds the CPU to. The float types (F32,
  * F16, BF16) take x itself.
  *
+ * The integer dot product. Where the device accelerates
+ * VK_KHR_shader_integer_dot_product (v->int_dot: vk_backend.c; forced by
+ * vk_backend_opts.int_dot for the tests), the one-token mat-vec of the
+ * types dot_int.glsl knows (int_type) takes the activations in actq.comp's
+ * int form instead: per row, the int8 levels 4 to a 32-bit word, then the
+ * block scales as f32, then (Q8_1) the block sums. mul_mat_vec_dot_TYPE
+ * packs the weight's levels the same way, sums each block (a K-quant's
+ * sub-blocks) as integers with OpSDot and scales the sums in float, as
+ * quant/'s SIMD dots do: exact integer sums, so no further from the
+ * reference than the float path; mul_mat_vec_id_dot_TYPE the same for
+ * the experts of one token. The GEMMs and the other types keep the float
+ * form.
+ *
  * Bindings. A binding covers at most maxStorageBufferRange bytes (128 MiB
  * on lavapipe; a 262144 x 2048 f16 output matrix is 1 GiB): weights are
  * bound in pieces of whole rows (whole experts for a stack), the tokens of
@@ -120,6 +133,20 @@ static size_t bind_max(const struct vk *v) { return (size_t)(v->max_binding - v-
 
 static bool quantized(uint32_t t) { return quant_vec_dot_type(t) != QT_F32; }
 
+/* the types with an integer dot mat-vec (mul_mat_vec.comp's "dot types") */
+static bool int_type(uint32_t t)
+{
+	switch (t) {
+	case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_Q8_0: case QT_IQ4_NL: case QT_MXFP4:
+	case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS:
+		return true;
+	}
+	return false;
+}
+
+/* one token of type t through the integer dot product */
+static bool use_int(const struct vk *v, uint32_t t) { return v->int_dot && int_type(t); }
+
 /* the activation kinds a one-token step may need side by side */
 enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_F32, ACT_KINDS };
 static int act_kind(uint32_t t)
@@ -128,10 +155,14 @@ static int act_kind(uint32_t t)
 	return at == QT_Q8_0 ? ACT_Q8_0 : at == QT_Q8_1 ? ACT_Q8_1 : at == QT_Q8_K ? ACT_Q8_K : ACT_F32;
 }
 
-/* floats per scratch row of cols: the values, then for Q8_1 the block sums */
-static size_t act_stride(uint32_t t, int64_t cols)
+/* words per scratch row of cols: the values (the float form) or the levels
+ * 4 a word and the block scales (the int form), then for Q8_1 the block
+ * sums */
+static size_t act_stride(uint32_t t, int64_t cols, bool ints)
 {
-	return (size_t)cols + (quant_vec_dot_type(t) == QT_Q8_1 ? (size_t)cols / 32 : 0);
+	uint32_t at = quant_vec_dot_type(t);
+	size_t c = (size_t)cols, sums = at == QT_Q8_1 ? c / 32 : 0;
+	return ints ? c / 4 + c / (at == QT_Q8_K ? 256 : 32) + sums : c + sums;
 }
 
 static bool grid_type(uint32_t t)
@@ -181,19 +212,21 @@ static int scratch_reserve(struct vk *v, size_t floats, tern_err *err)
 
 /* ---- the activations ---- */
 
-/* Where a product reads x: a binding, the float offset of token 0 in it,
- * the floats between tokens, and where a token's Q8_1 sums start. */
+/* Where a product reads x: a binding, the word offset of token 0 in it,
+ * the words between tokens, where a token's Q8_1 sums start (the float
+ * form), and whether it is the int form. */
 struct act {
 	struct vk_range r;
 	uint32_t o, stride, sofs;
+	bool ints;
 };
 
 /* x rows [row0, row0 + n) of cols, as the products of type t read them:
- * quantized into the scratch at float offset at (actq.comp), or x itself
- * for the float types. False (the violation recorded) when it cannot be
- * bound. */
+ * quantized into the scratch at word offset at (actq.comp; ints: its int
+ * form), or x itself for the float types. False (the violation recorded)
+ * when it cannot be bound. */
 static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t row0, int64_t n, int64_t cols,
-		   size_t at, struct act *a)
+		   size_t at, bool ints, struct act *a)
 {
 	size_t rb = (size_t)cols * 4;
 	struct vk_range xr;
@@ -201,11 +234,11 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 	if (!vk_range_bytes(v, x, (size_t)row0 * rb, (size_t)n * rb, 4, &xr, &ox))
 		return false;
 	if (!quantized(t)) {
-		*a = (struct act){xr, ox, (uint32_t)cols, 0};
+		*a = (struct act){xr, ox, (uint32_t)cols, 0, false};
 		return true;
 	}
 	struct vk_products *p = prod_of(v);
-	size_t qs = act_stride(t, cols);
+	size_t qs = act_stride(t, cols, ints);
 	if (!p || !p->scratch.mem || at + (size_t)n * qs > p->cap) {
 		tern_host_fail(&v->be, "products: %lld activation rows of %lld exceed the scratch (%zu floats)",
 			      (long long)n, (long long)cols, p ? p->cap : 0);
@@ -217,16 +250,16 @@ static bool act_of(struct vk *v, uint32_t t, const struct tern_buf *x, int64_t r
 		return false;
 	uint32_t at_t = quant_vec_dot_type(t);
 	struct {
-		uint32_t cols, nrows, ox, oq, xstride, qstride, kind;
+		uint32_t cols, nrows, ox, oq, xstride, qstride, kind, form;
 	} pc = {(uint32_t)cols, (uint32_t)n, ox, oq, (uint32_t)cols, (uint32_t)qs,
-		at_t == QT_Q8_0 ? 0u : at_t == QT_Q8_1 ? 1u : 2u};
+		at_t == QT_Q8_0 ? 0u : at_t == QT_Q8_1 ? 1u : 2u, ints ? 1u : 0u};
 	uint32_t pi = vk_pipe(v, "actq", 256, NULL), gx, gy;
 	if (pi == UINT32_MAX)
 		return false;
 	vk_groups(((uint64_t)n * (uint64_t)cols + 255) / 256, &gx, &gy);
 	struct vk_range b[2] = {xr, qr};
 	vk_dispatch(v, pi, 2, b, 2, &pc, sizeof pc, gx, gy, 1);
-	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols};
+	*a = (struct act){qr, oq, (uint32_t)qs, (uint32_t)cols, ints};
 	return true;
 }
 
@@ -241,7 +274,7 @@ static int64_t token_run(struct vk *v, uint32_t t, int64_t cols, int64_t rows_y,
 		run = (int64_t)(bind_max(v) / yb);
 	if (quantized(t)) {
 		struct vk_products *p = prod_of(v);
-		size_t per = act_stride(t, cols) * x_rows_per_tok;
+		size_t per = act_stride(t, cols, false) * x_rows_per_tok;
 		int64_t fit = p ? (int64_t)(p->cap / per) : 0;
 		if (fit < run)
 			run = fit;
@@ -273,7 +306,7 @@ static void mv_dispatch(struct vk *v, int n, const struct tern_buf *const *w, co
 	}
 	b[3] = a->r;
 	uint32_t spec[4] = {(uint32_t)n, 0, 0, 0};
-	uint32_t pi = pipe_spec(v, "mul_mat_vec", w[0]->type, MV_WG, spec), gx, gy;
+	uint32_t pi = pipe_spec(v, a->ints ? "mul_mat_vec_dot" : "mul_mat_vec", w[0]->type, MV_WG, spec), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
 	vk_groups((uint64_t)(most + MV_NR - 1) / MV_NR, &gx, &gy);
@@ -360,22 +393,25 @@ static void products(struct vk *v, int n, const struct tern_buf *const *w, const
 	if (v->lost)
 		return;
 	if (ntok == 1) {
-		/* one scratch row per activation type: Q, K and V of mixed types
-		 * each find theirs (and mat_vec_n's bits are mat_vec's) */
-		struct act acts[ACT_KINDS];
-		bool have[ACT_KINDS] = {false};
-		size_t qrow = act_stride(QT_Q4_1, cols);
+		/* one scratch row per activation type and form: Q, K and V of
+		 * mixed types each find theirs (and mat_vec_n's bits are
+		 * mat_vec's); the float forms' three rows first, then the int
+		 * forms' (mat_prepare reserves four float rows) */
+		struct act acts[ACT_KINDS][2];
+		bool have[ACT_KINDS][2] = {{false}};
+		size_t qrow = act_stride(QT_Q4_1, cols, false), irow = act_stride(QT_Q4_1, cols, true);
 		for (int i = 0; i < n; i++) {
-			int k = act_kind(w[i]->type);
-			if (!have[k] && !act_of(v, w[i]->type, x, 0, 1, cols, (size_t)k * qrow, &acts[k]))
+			int k = act_kind(w[i]->type), f = use_int(v, w[i]->type);
+			size_t at = f ? 3 * qrow + (size_t)k * irow : (size_t)k * qrow;
+			if (!have[k][f] && !act_of(v, w[i]->type, x, 0, 1, cols, at, f, &acts[k][f]))
 				return;
-			have[k] = true;
+			have[k][f] = true;
 		}
 		bool done[TERN_MAT_VEC_N] = {false};
 		for (int i = 0; i < n; i++) {
 			if (done[i])
 				continue;
-			const struct act *a = &acts[act_kind(w[i]->type)];
+			const struct act *a = &acts[act_kind(w[i]->type)][use_int(v, w[i]->type)];
 			if (w[i]->nb[1] * (size_t)w[i]->ne[1] > bind_max(v)) {
 				mv_pieces(v, w[i], a, y[i]);
 				done[i] = true;
@@ -408,7 +444,7 @@ static void products(struct vk *v, int n, const struct tern_buf *const *w, const
 		for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 			int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 			struct act a;
-			if (!act_of(v, w[i]->type, x, t0, nt, cols, 0, &a))
+			if (!act_of(v, w[i]->type, x, t0, nt, cols, 0, false, &a))
 				return;
 			mm_run(v, w[i], &a, nt, y[i], t0);
 		}
@@ -451,7 +487,7 @@ static void vk_mat_mul_heads(struct tern_backend *be, const struct tern_buf *w, 
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;
 		/* token t's head h is activation row t nh + h */
-		if (!act_of(v, w->type, x, t0 * nh, nt * nh, cols, 0, &a))
+		if (!act_of(v, w->type, x, t0 * nh, nt * nh, cols, 0, false, &a))
 			return;
 		uint32_t xz = a.stride;
 		a.stride *= (uint32_t)nh;
@@ -479,7 +515,7 @@ static void mm_id(struct vk *v, const struct tern_buf *w, const struct tern_buf 
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;
-		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, &a))
+		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, false, &a))
 			return;
 		/* the tile width for the tokens an expert takes on average */
 		uint32_t tn = mm_tn((nt * k + n_exp - 1) / n_exp), spec[4] = {tn, 0, 0, 0};
@@ -533,14 +569,15 @@ static void vk_mat_mul_id(struct tern_backend *be, const struct tern_buf *w, con
 		return;
 	}
 	/* one token: k mat-vecs, workgroup z the slot */
-	uint32_t pi = pipe_of(v, "mul_mat_vec_id", w->type, MV_WG), gx, gy;
+	bool ints = use_int(v, w->type);
+	uint32_t pi = pipe_of(v, ints ? "mul_mat_vec_id_dot" : "mul_mat_vec_id", w->type, MV_WG), gx, gy;
 	if (pi == UINT32_MAX)
 		return;
 	vk_groups((uint64_t)(rows + MV_NR - 1) / MV_NR, &gx, &gy);
 	for (int64_t t0 = 0; t0 < ntok; t0 += run) {
 		int64_t nt = ntok - t0 < run ? ntok - t0 : run;
 		struct act a;
-		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, &a))
+		if (!act_of(v, w->type, x, t0 * n_x, nt * n_x, cols, 0, ints, &a))
 			return;
 		struct {
 			uint32_t cols, rows, k, n_x, ow, nb1, nb2, ox, xstride, sofs, oi, ob, oy, e0, e1, n_exp, has_bias;
@@ -666,15 +703,16 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 		return tern_errf(err, TERN_EUNSUPPORTED, "%s: a row of %zu bytes exceeds the device's binding range",
 				 be->name, w->nb[1]);
 	/* the scratch: a batch of max_tokens (a stack: one token's slots at
-	 * least), within a binding; larger batches run in pieces */
+	 * least; one token: four rows, products' three float forms and the
+	 * int forms), within a binding; larger batches run in pieces */
 	if (quantized(w->type)) {
-		size_t row = act_stride(w->type, w->ne[0]);
-		size_t need = row * (size_t)(be->max_tokens > 3 ? be->max_tokens : 3);
+		size_t row = act_stride(QT_Q4_1, w->ne[0], false);
+		size_t need = row * (size_t)(be->max_tokens > 4 ? be->max_tokens : 4);
 		if (w->ne[2] > 1 && need < row * TERN_MOE_MAX_USED)
 			need = row * TERN_MOE_MAX_USED;
 		size_t most = (bind_max(v) < SCRATCH_MAX ? bind_max(v) : SCRATCH_MAX) / 4;
 		if (need > most)
-			need = most > 3 * row ? most : 3 * row;
+			need = most > 4 * row ? most : 4 * row;
 		rc = scratch_reserve(v, need, err);
 		if (rc)
 			return rc;
@@ -684,9 +722,12 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 	const uint32_t spec1[4] = {1, 0, 0, 0}, spec4[4] = {4, 0, 0, 0};
 	bool built = vk_pipe(v, "actq", 256, NULL) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mat_vec", w->type, MV_WG, spec1) != UINT32_MAX &&
+		     (!use_int(v, w->type) || pipe_spec(v, "mul_mat_vec_dot", w->type, MV_WG, spec1) != UINT32_MAX) &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
 		     (w->ne[2] == 1 || (pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX &&
+					  (!use_int(v, w->type) ||
+					   pipe_of(v, "mul_mat_vec_id_dot", w->type, MV_WG) != UINT32_MAX) &&
 					  pipe_spec(v, "mul_mm_id", w->type, MM_WG, spec1) != UINT32_MAX));
 	if (!built)
 		return tern_errf(err, TERN_EIO, "%s: the %s products' shaders failed to build", be->name,

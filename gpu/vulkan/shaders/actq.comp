@@ -7,7 +7,14 @@
  * terms by rounding alone (tests/test_backend_ops.c keeps its thresholds).
  * For Q8_1 the block sums s = fp16(d sum q), which the reference's Q4_1 /
  * Q5_1 dot multiplies by the weight's minimum, follow the row's cols
- * values. One invocation per element, a workgroup of 256 over whole
+ * values.
+ *
+ * The int form (pc.form 1: the mat-vec's integer dot product, the
+ * devices that accelerate it, vk_products.c) keeps the levels instead,
+ * per row in 32-bit words: the int8 levels 4 to a word (element 4 i + j in
+ * byte j of word i), from word cols / 4 the block scales d as f32 (the
+ * fp16 value for Q8_0 / Q8_1), and for Q8_1 from word cols / 4 + cols / 32
+ * the block sums s (f32 of the fp16 value). One invocation per element, a workgroup of 256 over whole
  * blocks (cols is a multiple of the block, 32 or 256, so a block never
  * straddles rows): each block's largest magnitude and sum come from
  * shared-memory trees, whose max and integer sums are exact, so the
@@ -16,11 +23,13 @@
 
 layout(binding = 0) readonly buffer X { float x[]; };
 layout(binding = 1) writeonly buffer Q { float q[]; };
+layout(binding = 1) writeonly buffer Q8 { int8_t q8[]; }; /* the int form's levels */
 
 layout(push_constant) uniform PC {
 	uint cols, nrows, ox, oq;
 	uint xstride, qstride; /* floats from a row to the next */
 	uint kind;             /* 0 Q8_0, 1 Q8_1, 2 Q8_K */
+	uint form;             /* 0 decoded f32, 1 levels and scales (the int form) */
 } pc;
 
 /* a - c b up to one last rounding, from Dekker's exact product: Vulkan's
@@ -88,6 +97,19 @@ float round_away(float v)
 	return abs(v - t) >= 0.5 ? t + sign(v) : t;
 }
 
+/* element col of row's level c of a block of scale d, in either form */
+void put(uint row, uint col, uint bl, int c, float d)
+{
+	uint r = pc.oq + row * pc.qstride;
+	if (pc.form == 0u) {
+		q[r + col] = float(c) * d;
+		return;
+	}
+	q8[4u * r + col] = int8_t(c);
+	if (col % bl == 0u)
+		q[r + pc.cols / 4u + col / bl] = d;
+}
+
 shared float red_v[256]; /* the value of largest magnitude so far (with its sign) */
 shared uint red_i[256];  /* its column, for the reference's tie rule: the first wins */
 shared int red_s[256];   /* Q8_1: the sum of the levels */
@@ -114,17 +136,16 @@ void main()
 		barrier();
 	}
 	float mx = red_v[l - l % bl], amax = abs(mx);
-	uint qi = pc.oq + row * pc.qstride + col;
 	if (pc.kind == 2u) {
 		if (!live)
 			return;
 		if (amax == 0.0) {
-			q[qi] = 0.0;
+			put(row, col, bl, 0, 0.0);
 			return;
 		}
 		float iscale = div_rn(-127.0, mx), d = div_rn(1.0, iscale);
 		precise float p = iscale * xv;
-		q[qi] = d * min(roundEven(p), 127.0);
+		put(row, col, bl, int(min(roundEven(p), 127.0)), d);
 		return;
 	}
 	float d = div_rn(amax, 127.0), id_ = d != 0.0 ? div_rn(1.0, d) : 0.0;
@@ -135,7 +156,7 @@ void main()
 	float v = round_away(p);
 	int c = abs(v) < 2147483520.0 ? int(v) : 0;
 	if (live)
-		q[qi] = float(c) * unpackHalf2x16(f2h(d)).x;
+		put(row, col, bl, c, unpackHalf2x16(f2h(d)).x);
 	if (pc.kind != 1u)
 		return;
 	red_s[l] = live ? c : 0;
@@ -145,6 +166,7 @@ void main()
 			red_s[l] += red_s[l + s];
 		barrier();
 	}
+	uint so = pc.form == 0u ? pc.cols : pc.cols / 4u + pc.cols / 32u;
 	if (live && l % bl == 0u)
-		q[pc.oq + row * pc.qstride + pc.cols + col / bl] = unpackHalf2x16(f2h(float(red_s[l]) * d)).x;
+		q[pc.oq + row * pc.qstride + so + col / bl] = unpackHalf2x16(f2h(float(red_s[l]) * d)).x;
 }

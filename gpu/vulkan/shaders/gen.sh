@@ -5,7 +5,10 @@
 # and, where it uses subgroup operations, again as NAME_nosg with
 # -DNO_SUBGROUP (devices without subgroup arithmetic). A shader templated
 # on a weight type lists its types on a line "// types: f32 f16 q4_0 ..."
-# and is built once per type as NAME_TYPE with -DTYPE_<TYPE upper-cased>.
+# and is built once per type as NAME_TYPE with -DTYPE_<TYPE upper-cased>;
+# the types of a line "// dot types: ..." again as NAME_dot_TYPE with
+# -DINT_DOT (the integer dot product: devices with subgroup arithmetic
+# only, so no _nosg build of these).
 set -eu
 GLSLC=${GLSLC:-glslc}
 dir=$(dirname "$0")
@@ -28,6 +31,7 @@ build() { # name src defines...
 for src in "$dir"/*.comp; do
 	base=$(basename "$src" .comp)
 	types=$(sed -n 's,^// types: *,,p' "$src" | head -n 1)
+	dtypes=$(sed -n 's,^// dot types: *,,p' "$src" | head -n 1)
 	# subgroup operations used by the shader or an include of its own
 	# (common.glsl, which defines wg_sum and wg_max for all, aside)
 	inc=$(sed -n 's,^#include "\(.*\)",\1,p' "$src" | grep -v '^common\.glsl$' | sed "s,^,$dir/," || true)
@@ -38,6 +42,10 @@ for src in "$dir"/*.comp; do
 			T=$(echo "$t" | tr a-z A-Z)
 			build "${base}_$t" "$src" -DTYPE_$T
 			[ "$sg" != 0 ] && build "${base}_${t}_nosg" "$src" -DTYPE_$T -DNO_SUBGROUP
+		done
+		for t in $dtypes; do
+			T=$(echo "$t" | tr a-z A-Z)
+			build "${base}_dot_$t" "$src" -DTYPE_$T -DINT_DOT
 		done
 	else
 		build "$base" "$src"

@@ -1,4 +1,5 @@
 #version 450
+// dot types: q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs
 // types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0
 /* mul_mat_vec.comp - y = W x for one token, for up to three weights of
  * one type at once (lib/backend.h mat_vec, mat_vec_n): workgroup z picks
@@ -6,7 +7,9 @@
  * fold away when it is 1), x and y the group of RW rows, taken a subgroup
  * per row (mat_vec.glsl), the weights decoded straight from their GGUF
  * blocks (dequant.glsl). x holds the activations as actq.comp left them (for the
- * float types, x itself). */
+ * float types, x itself). Built again with -DINT_DOT for the "dot types"
+ * (gen.sh: NAME_dot_TYPE): x in actq.comp's int form, each block's
+ * integer sum by OpSDot (dot_int.glsl). */
 #include "common.glsl"
 
 #if defined(TYPE_Q4_1) || defined(TYPE_Q5_1)
@@ -27,6 +30,7 @@ layout(binding = 2) readonly buffer W2b { uint16_t w2h[]; };
 layout(binding = 2) readonly buffer W2c { float w2f[]; };
 layout(binding = 2) readonly buffer W2d { uint w2w[]; };
 layout(binding = 3) readonly buffer X { float x[]; };
+layout(binding = 3) readonly buffer XI { uint xw[]; }; /* INT_DOT: the levels, 4 a word */
 layout(binding = 4) writeonly buffer Y0 { float y0[]; };
 layout(binding = 5) writeonly buffer Y1 { float y1[]; };
 layout(binding = 6) writeonly buffer Y2 { float y2[]; };
@@ -53,6 +57,11 @@ float rd_f(uint o) { return is0() ? w0f[o >> 2] : is1() ? w1f[o >> 2] : w2f[o >>
 #define WW(o) rd_w(o)
 #define WF(o) rd_f(o)
 #include "dequant.glsl"
+#ifdef INT_DOT
+#define XW(i) xw[i]
+#define XF(i) x[i]
+#include "dot_int.glsl"
+#endif
 
 void put(uint r, float t)
 {

@@ -1,4 +1,5 @@
 #version 450
+// dot types: q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs
 // types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4 iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0
 /* mul_mat_vec_id.comp - the experts' products of a mixture of experts
  * (lib/backend.h mat_mul_id), as mat-vecs: workgroup z is a slot (token t,
@@ -6,7 +7,9 @@
  * the loops are mul_mat_vec.comp's (mat_vec.glsl). Only the selected experts' weights are
  * read. The stack may be bound in pieces (experts e0..e1-1): a slot whose
  * expert lies in another piece does nothing here; an id outside the stack
- * is flagged (ST_EXPERT_ID, by the first piece) and its row of y left. */
+ * is flagged (ST_EXPERT_ID, by the first piece) and its row of y left.
+ * With -DINT_DOT (the "dot types") x is in actq.comp's int form and the
+ * blocks are summed as integers (dot_int.glsl), as mul_mat_vec.comp's. */
 #include "common.glsl"
 
 #if defined(TYPE_Q4_1) || defined(TYPE_Q5_1)
@@ -18,6 +21,7 @@
 #include "dequant.glsl"
 
 layout(binding = 1) readonly buffer X { float x[]; };
+layout(binding = 1) readonly buffer XI { uint xw[]; }; /* INT_DOT: the levels, 4 a word */
 layout(binding = 2) readonly buffer I { int ids[]; };
 layout(binding = 3) readonly buffer B { float bias[]; };
 layout(binding = 4) writeonly buffer Y { float y[]; };
@@ -29,6 +33,12 @@ layout(push_constant) uniform PC {
 	uint oi, ob, oy;      /* elements */
 	uint e0, e1, n_exp, has_bias;
 } pc;
+
+#ifdef INT_DOT
+#define XW(i) xw[i]
+#define XF(i) x[i]
+#include "dot_int.glsl"
+#endif
 
 uint g_slot, g_id; /* this workgroup's slot and its expert */
 void put(uint r, float t)

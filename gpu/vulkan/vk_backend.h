@@ -22,6 +22,11 @@ struct vk_backend_opts {
 			      * them) and print the time per shader on stderr when freed */
 	bool no_subgroup;    /* the shaders without subgroup arithmetic (_nosg), as on a
 			      * device that lacks it (the tests run both) */
+	bool no_coopmat;     /* the GEMM in plain shader arithmetic even where the device
+			      * has cooperative matrices (mul_mm.comp, not mul_mm_cm.comp) */
+	bool try_coopmat;    /* try mul_mm_cm.comp even where the device lacks cooperative
+			      * matrices: its check at creation then fails and the backend
+			      * falls back to mul_mm.comp (the tests' path through that) */
 };
 
 /* Number of usable Vulkan devices (0 without a loader or a device); the
@@ -35,9 +40,10 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 
 /* What the command stream did (for -v and the tests): submits, steps
  * replayed without recording, steps recorded, and the dispatches of the
- * last step. */
+ * last step; and which GEMM the backend uses. */
 struct vk_stats {
 	uint64_t submits, replays, recorded, step_dispatches;
+	bool coopmat; /* the batched products on cooperative matrices (mul_mm_cm.comp) */
 };
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out);
 

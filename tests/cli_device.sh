@@ -98,11 +98,13 @@ check "an explicit -ngl that does not fit: one line, bytes needed and available"
 	one_line_err "tern-run: $G: device test0: -ngl 7 needs [0-9]* bytes (.*) and [0-9]* are available (4.4 MiB: a budget of 5.0 less a margin of 0.6); try -ngl auto"
 check "nothing on stdout" [ ! -s "$T/out" ]
 
-# the device refuses what its budget promised: one layer fewer each time
+# the device refuses what its budget promised: fewer layers each time (1,
+# then 2, 4 fewer: its budget, asked again, still promises them all)
 TERN_TEST_DEVICE=1G,3M expect 0 gen "$G" -v -ngl all
 check "the retries said on stderr" grep -q "^tern-run: warning: test0: loading with -ngl 7 failed (.*injected limit.*): loading again with -ngl 6$" "$T/err"
 check "after the retries: fewer layers" grep -Eq "^tern-run: device test0 (.*): -ngl all: [0-5] of 6 layers on it after retries" "$T/err"
 check "after the retries: the CPU's text" cmp -s "$T/out" "$T/cpu.txt"
+check "the retries: 1, 2, 4 fewer" grep -Eq "loading again with -ngl 4$" "$T/err"
 TERN_TEST_DEVICE=1G,1K expect 0 gen "$G" -v -ngl 2
 check "down to the CPU" grep -q "loading again with -ngl 0$" "$T/err"
 check "down to the CPU: the CPU's text" cmp -s "$T/out" "$T/cpu.txt"

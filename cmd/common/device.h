@@ -55,7 +55,8 @@ extern struct dev_opts dev_o;
 	"(or --gpu-mem-limit) less a margin of 1/8, at most 256 MiB: -ngl auto (the default) places as many " \
 	"layers as fit, and an -ngl N that does not fit is an error that says how many bytes it needs and " \
 	"how many are available. Should the device still refuse an allocation, the model is loaded again " \
-	"with one layer fewer, down to the CPU, and a warning says so. -v shows the device and the plan."
+	"with fewer layers (as many as the device's free memory, asked again, holds, and at least 1, 2, 4, " \
+	"... fewer on each failure), down to the CPU, and a warning says so. -v shows the device and the plan."
 
 /* The checks the parser cannot make (a bad -ngl or --gpu-mem-limit: one
  * line, exit 2), then --list-devices: the list on stdout, exit 0. */

@@ -135,6 +135,10 @@ expect 0 $TO $R -m "$T/e.gguf" --embedding -v --gpu-mem-limit 1M "a b c"
 check "embeddings that do not fit: the CPU" grep -q "^tern-run: device test0 (.*): the model needs .* it runs on the CPU" "$T/err"
 expect 1 $TO $R -m "$T/e.gguf" --embedding --gpu-mem-limit 1M -ngl all "a b c"
 check "embeddings, -ngl all that does not fit: one line" one_line_err "tern-run: $T/e.gguf: device test0: the model needs"
+TERN_TEST_DEVICE=1G,1K expect 0 $TO $R -m "$T/e.gguf" --embedding -v "a b c"
+check "embeddings, the device refuses: again on the CPU, said" \
+	grep -q "^tern-run: warning: test0: loading the model failed (.*injected limit.*): loading it again on the CPU$" "$T/err"
+check "embeddings, the device refuses: the CPU's vectors" cmp -s "$T/out" "$T/e-cpu.txt"
 
 # Whisper: the whole model on one device, the same transcript
 WM=$DATA/models/ggml-tiny.en.bin
@@ -144,6 +148,10 @@ if [ -f "$WM" ] && [ -f "$J" ]; then
 	expect 0 $TO $W -m "$WM" -t 2 -v "$J"
 	check "transcribe: the whole model on the device" grep -q "^tern-transcribe: device test0 (.*): the whole model" "$T/err"
 	check "transcribe: the CPU's transcript" cmp -s "$T/out" "$T/w-cpu.txt"
+	TERN_TEST_DEVICE=1G,1K expect 0 $TO $W -m "$WM" -t 2 "$J"
+	check "transcribe, the device refuses: again on the CPU, said" \
+		grep -q "^tern-transcribe: warning: test0: loading the model failed (.*injected limit.*): loading it again on the CPU$" "$T/err"
+	check "transcribe, the device refuses: the CPU's transcript" cmp -s "$T/out" "$T/w-cpu.txt"
 else
 	echo "note: $WM or $J absent: Whisper's device not tested"
 fi

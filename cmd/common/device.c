@@ -252,3 +252,15 @@ int dev_whole(struct dev_ctx *d, const struct cli_common *cc, uint64_t bytes, st
 	cli_info(cc, "device %s (%s): the whole model, %s of %s usable", d->info.name, d->info.desc, need, avail);
 	return 0;
 }
+
+bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_err *e)
+{
+	if (rc != TERN_ENOMEM || !d->dev || *be != d->dev)
+		return false;
+	cli_warn("%s: loading the model failed (%s): loading it again on the CPU", d->info.name, e->msg);
+	*be = d->host;
+	d->plan = (struct tern_plan){0};
+	d->retries++;
+	*e = (tern_err){0};
+	return true;
+}

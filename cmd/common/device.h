@@ -102,6 +102,13 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 int dev_whole(struct dev_ctx *d, const struct cli_common *cc, uint64_t bytes, struct tern_backend **be,
 	      tern_err *e);
 
+/* After a load on the device dev_whole chose failed with rc: when for want
+ * of device memory (its budget promised more than it gives), the load is
+ * to go again on the CPU: a warning says so, *be becomes the host's
+ * backend, e is cleared, and true is returned. False for any other
+ * failure, or a load that was on the CPU already. */
+bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_err *e);
+
 /* Whether device `name` is present (auto always is; the test device as
  * TERN_TEST_DEVICE makes it): 0, or TERN_ENOTFOUND naming those present. */
 int dev_check(const char *name, tern_err *e);

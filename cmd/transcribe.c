@@ -191,7 +191,7 @@ static const struct cli_section sections[] = {
 	 "blocks and its spectrogram kept in a temporary file ($TMPDIR, 32 kB per second of audio), so memory "
 	 "does not grow with the length of the file."},
 	{"DEVICES", DEV_OPTS_TEXT " Whisper runs whole on one device: on the GPU when it fits (or -ngl says so), "
-		    "else on the CPU."},
+		    "else on the CPU; should the GPU refuse the memory, the load goes again on the CPU, with a warning."},
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (the model or a FILE cannot be opened or read, an output file cannot be "
 	 "written); 2 usage error (unknown option, a value out of range, an unknown language, no model, no "
@@ -1027,6 +1027,8 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = dev_whole(&dev, &common, whole, &be, &e);
 	if (!rc)
+		rc = whisper_full_new(&w, m, be, &e);
+	if (rc && dev_whole_retry(&dev, rc, &be, &e))
 		rc = whisper_full_new(&w, m, be, &e);
 	if (!rc)
 		rc = tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e);

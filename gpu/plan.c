@@ -70,6 +70,21 @@ int tern_plan_make(const struct tern_plan_req *r, struct tern_plan *p, tern_err 
 			 (double)(p->budget - p->usable) / mib);
 }
 
+struct tern_plan tern_plan_retry(const struct tern_plan_req *r, int32_t failed_ngl, uint64_t budget, int32_t step)
+{
+	struct tern_plan_req q = *r;
+	q.budget = budget;
+	q.ngl = TERN_NGL_AUTO;
+	int32_t next = failed_ngl - (step > 0 ? step : 1);
+	if (next < 0)
+		next = 0;
+	struct tern_plan fit;
+	tern_err e = {0};
+	if (!tern_plan_make(&q, &fit, &e) && fit.ngl < next)
+		next = fit.ngl;
+	return tern_plan_for(&q, next);
+}
+
 int tern_plan_parse_ngl(const char *s, int32_t *ngl)
 {
 	if (!s || !*s)

@@ -56,6 +56,14 @@ int tern_plan_make(const struct tern_plan_req *r, struct tern_plan *p, tern_err 
 /* The plan of exactly ngl (0..n_layer + 1) whatever the budget. */
 struct tern_plan tern_plan_for(const struct tern_plan_req *r, int32_t ngl);
 
+/* The plan to load after a load of failed_ngl layers failed for want of
+ * device memory: the device's budget asked again (budget: what another
+ * process took since is gone from it), the largest N that fits it, and at
+ * most failed_ngl - step (a driver whose budget promises more than it
+ * gives: the caller doubles step on each failure, so that a model of 80
+ * layers is down to the CPU in 7 loads, not 80); never below 0. */
+struct tern_plan tern_plan_retry(const struct tern_plan_req *r, int32_t failed_ngl, uint64_t budget, int32_t step);
+
 /* -ngl's value: "auto", "all" or a count 0..INT32_MAX; TERN_EINVAL else. */
 int tern_plan_parse_ngl(const char *s, int32_t *ngl);
 /* A size such as "512M", "2G", "1.5GiB", "4096" (bytes): K, M, G, T are

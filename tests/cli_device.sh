@@ -98,11 +98,13 @@ check "an explicit -ngl that does not fit: one line, bytes needed and available"
 	one_line_err "tern-run: $G: device test0: -ngl 7 needs [0-9]* bytes (.*) and [0-9]* are available (4.4 MiB: a budget of 5.0 less a margin of 0.6); try -ngl auto"
 check "nothing on stdout" [ ! -s "$T/out" ]
 
-# the device refuses what its budget promised: one layer fewer each time
+# the device refuses what its budget promised: fewer layers each time (1,
+# then 2, 4 fewer: its budget, asked again, still promises them all)
 TERN_TEST_DEVICE=1G,3M expect 0 gen "$G" -v -ngl all
 check "the retries said on stderr" grep -q "^tern-run: warning: test0: loading with -ngl 7 failed (.*injected limit.*): loading again with -ngl 6$" "$T/err"
 check "after the retries: fewer layers" grep -Eq "^tern-run: device test0 (.*): -ngl all: [0-5] of 6 layers on it after retries" "$T/err"
 check "after the retries: the CPU's text" cmp -s "$T/out" "$T/cpu.txt"
+check "the retries: 1, 2, 4 fewer" grep -Eq "loading again with -ngl 4$" "$T/err"
 TERN_TEST_DEVICE=1G,1K expect 0 gen "$G" -v -ngl 2
 check "down to the CPU" grep -q "loading again with -ngl 0$" "$T/err"
 check "down to the CPU: the CPU's text" cmp -s "$T/out" "$T/cpu.txt"
@@ -133,6 +135,10 @@ expect 0 $TO $R -m "$T/e.gguf" --embedding -v --gpu-mem-limit 1M "a b c"
 check "embeddings that do not fit: the CPU" grep -q "^tern-run: device test0 (.*): the model needs .* it runs on the CPU" "$T/err"
 expect 1 $TO $R -m "$T/e.gguf" --embedding --gpu-mem-limit 1M -ngl all "a b c"
 check "embeddings, -ngl all that does not fit: one line" one_line_err "tern-run: $T/e.gguf: device test0: the model needs"
+TERN_TEST_DEVICE=1G,1K expect 0 $TO $R -m "$T/e.gguf" --embedding -v "a b c"
+check "embeddings, the device refuses: again on the CPU, said" \
+	grep -q "^tern-run: warning: test0: loading the model failed (.*injected limit.*): loading it again on the CPU$" "$T/err"
+check "embeddings, the device refuses: the CPU's vectors" cmp -s "$T/out" "$T/e-cpu.txt"
 
 # Whisper: the whole model on one device, the same transcript
 WM=$DATA/models/ggml-tiny.en.bin
@@ -142,6 +148,10 @@ if [ -f "$WM" ] && [ -f "$J" ]; then
 	expect 0 $TO $W -m "$WM" -t 2 -v "$J"
 	check "transcribe: the whole model on the device" grep -q "^tern-transcribe: device test0 (.*): the whole model" "$T/err"
 	check "transcribe: the CPU's transcript" cmp -s "$T/out" "$T/w-cpu.txt"
+	TERN_TEST_DEVICE=1G,1K expect 0 $TO $W -m "$WM" -t 2 "$J"
+	check "transcribe, the device refuses: again on the CPU, said" \
+		grep -q "^tern-transcribe: warning: test0: loading the model failed (.*injected limit.*): loading it again on the CPU$" "$T/err"
+	check "transcribe, the device refuses: the CPU's transcript" cmp -s "$T/out" "$T/w-cpu.txt"
 else
 	echo "note: $WM or $J absent: Whisper's device not tested"
 fi

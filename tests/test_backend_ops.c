@@ -2721,6 +2721,64 @@ static void test_threads(void **state)
 	printf("  %d results compared bit for bit\n", compared);
 }
 
+#ifdef TERN_HAVE_VULKAN
+/* The cooperative-matrix GEMM (mul_mm_cm.comp) tried on this device: where
+ * the device has cooperative matrices it passes its check at creation and
+ * takes the batched products; where it has not (lavapipe), its pipelines
+ * fail to build, the check says so on stderr and the backend falls back
+ * to mul_mm.comp. Either way the products hold to the reference's
+ * thresholds and no error is left for the caller's first sync. */
+static void test_vk_coopmat(void **state)
+{
+	(void)state;
+	if (!test_device() || strncmp(test_device(), "vulkan", 6))
+		skip();
+	tern_err e = {0};
+	struct vk_backend_opts o = {.device = atoi(test_device() + 6), .max_tokens = MAX_TOKENS, .validation = true,
+				    .try_coopmat = true};
+	struct tern_backend *be = NULL, *ref = NULL;
+	int rc = vk_backend_new(&be, &o, &e);
+	if (rc == TERN_EUNSUPPORTED && strstr(e.msg, "validation layer")) {
+		o.validation = false;
+		rc = vk_backend_new(&be, &o, &e);
+	}
+	if (rc)
+		fail_msg("%s", e.msg);
+	struct vk_stats st;
+	vk_get_stats(be, &st);
+	printf("  %s: the GEMM on cooperative matrices: %s\n", test_device(), st.coopmat ? "used" : "fell back");
+	struct cpu_backend_opts ro = {.n_threads = 1, .max_tokens = MAX_TOKENS};
+	assert_int_equal(cpu_ref_backend_new(&ref, &ro, &e), 0);
+	static const struct mm_case cc[] = {{45, 2, 33}, {19, 3, 7}, {67, 1, 65}};
+	static const uint32_t types[] = {QT_Q4_1, QT_Q4_K, QT_F16, QT_Q8_0};
+	for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+		for (size_t ci = 0; ci < sizeof cc / sizeof *cc; ci++) {
+			struct inputs in;
+			make_inputs(&in, types[ti], &cc[ci]);
+			size_t n = (size_t)(in.rows * in.ntok);
+			float *y = malloc(sizeof(float) * n), *yr = malloc(sizeof(float) * n);
+			run_op(ref, "cpu-ref", &in, yr);
+			run_op(be, test_device(), &in, y);
+			double err = nmse(y, yr, n);
+			if (!(err <= nmse_max(types[ti])))
+				fail_msg("%s (coopmat tried): product %s %lldx%lld, %lld tokens: NMSE %.3g", test_device(),
+					 quant_type_name(types[ti]), (long long)in.rows, (long long)in.cols,
+					 (long long)in.ntok, err);
+			free(y);
+			free(yr);
+			free_inputs(&in);
+		}
+	tern_backend_free(be);
+	tern_backend_free(ref);
+}
+#else
+static void test_vk_coopmat(void **state)
+{
+	(void)state;
+	skip();
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2738,7 +2796,7 @@ int main(void)
 	const struct CMUnitTest device_tests[] = {
 		cmocka_unit_test(test_table),	     cmocka_unit_test(test_products), cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_ops),	     cmocka_unit_test(test_ops_contract), cmocka_unit_test(test_product_n),
-		cmocka_unit_test(test_seq),
+		cmocka_unit_test(test_seq),	     cmocka_unit_test(test_vk_coopmat),
 	};
 	if (test_device())
 		return cmocka_run_group_tests_name(test_device(), device_tests, NULL, NULL);

@@ -140,6 +140,38 @@ static void test_auto(void **state)
 	}
 }
 
+/* the load after a refused one: what the budget asked again holds, at
+ * least step layers fewer, never below 0 (the sizes of req4; the
+ * budgets' usable parts as test_auto works them out) */
+static void test_retry(void **state)
+{
+	(void)state;
+	static const struct {
+		uint64_t budget;
+		int32_t failed, step, want;
+	} t[] = {
+		{16 * GiB, 5, 1, 4},  /* the budget still holds all: one fewer */
+		{16 * GiB, 5, 2, 3},  /* the second failure: two fewer */
+		{16 * GiB, 4, 8, 0},  /* past the bottom: the CPU */
+		{16 * GiB, 1, 1, 0},
+		{512 * MiB, 5, 1, 3}, /* another process took memory: 3 fit now, not 4 */
+		{148 * MiB, 5, 1, 0}, /* nothing fits any more: straight to the CPU */
+		{582 * MiB, 5, 1, 4}, /* both rules give 4 */
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct tern_plan_req r = req4(16 * GiB, TERN_NGL_ALL);
+		struct tern_plan p = tern_plan_retry(&r, t[i].failed, t[i].budget, t[i].step);
+		if (p.ngl != t[i].want)
+			fail_msg("budget %llu MiB, -ngl %d refused, step %d: retry with %d, want %d",
+				 (unsigned long long)(t[i].budget / MiB), t[i].failed, t[i].step, p.ngl, t[i].want);
+		struct tern_plan q = tern_plan_for(&r, t[i].want);
+		assert_int_equal(p.n_dev_layers, q.n_dev_layers);
+		assert_int_equal(p.output, q.output);
+		assert_int_equal(p.total, q.total);
+		assert_int_equal(p.budget, t[i].budget); /* the plan says the budget it was made for */
+	}
+}
+
 static void test_parse(void **state)
 {
 	(void)state;
@@ -320,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_explicit),
 		cmocka_unit_test(test_explicit_too_large),
 		cmocka_unit_test(test_auto),
+		cmocka_unit_test(test_retry),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_registry_cpu),
 		cmocka_unit_test(test_registry_test_device),

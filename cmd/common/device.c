@@ -191,19 +191,25 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 		cli_info(cc, "device %s (%s): every layer on the CPU", d->info.name, d->info.desc);
 		return tern_llm_new(out, m, d->host, lo, e);
 	}
-	while (!rc) {
+	for (int32_t step = 1; !rc; step = step < (1 << 20) ? 2 * step : step) {
 		lo->dev = d->dev;
 		lo->n_dev_layers = d->plan.n_dev_layers;
 		lo->dev_output = d->plan.output;
 		rc = tern_llm_new(out, m, d->host, lo, e);
 		if (rc != TERN_ENOMEM || d->plan.ngl == 0)
 			break;
-		/* the budget promised more than the device gives: one layer
-		 * fewer, down to none */
-		int32_t next = d->plan.ngl - 1;
+		/* the budget promised more than the device gives: fewer layers,
+		 * as many as its budget asked again holds, at least step fewer
+		 * (1, 2, 4, ...), down to none */
+		struct tern_device_info now;
+		tern_err qe = {0};
+		uint64_t budget = tern_device_find(d->info.name, &d->opts, &now, &qe)
+					  ? d->req.budget
+					  : tern_device_budget(&now, d->limit);
+		struct tern_plan next = tern_plan_retry(&d->req, d->plan.ngl, budget, step);
 		cli_warn("%s: loading with -ngl %d failed (%s): loading again with -ngl %d", d->info.name, d->plan.ngl,
-			 e->msg, next);
-		d->plan = tern_plan_for(&d->req, next);
+			 e->msg, next.ngl);
+		d->plan = next;
 		d->retries++;
 		rc = 0;
 	}
@@ -247,4 +253,16 @@ int dev_whole(struct dev_ctx *d, const struct cli_common *cc, uint64_t bytes, st
 	d->plan.usable = usable;
 	cli_info(cc, "device %s (%s): the whole model, %s of %s usable", d->info.name, d->info.desc, need, avail);
 	return 0;
+}
+
+bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_err *e)
+{
+	if (rc != TERN_ENOMEM || !d->dev || *be != d->dev)
+		return false;
+	cli_warn("%s: loading the model failed (%s): loading it again on the CPU", d->info.name, e->msg);
+	*be = d->host;
+	d->plan = (struct tern_plan){0};
+	d->retries++;
+	*e = (tern_err){0};
+	return true;
 }

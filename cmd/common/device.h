@@ -55,7 +55,8 @@ extern struct dev_opts dev_o;
 	"(or --gpu-mem-limit) less a margin of 1/8, at most 256 MiB: -ngl auto (the default) places as many " \
 	"layers as fit, and an -ngl N that does not fit is an error that says how many bytes it needs and " \
 	"how many are available. Should the device still refuse an allocation, the model is loaded again " \
-	"with one layer fewer, down to the CPU, and a warning says so. -v shows the device and the plan."
+	"with fewer layers (as many as the device's free memory, asked again, holds, and at least 1, 2, 4, " \
+	"... fewer on each failure), down to the CPU, and a warning says so. -v shows the device and the plan."
 
 /* The checks the parser cannot make (a bad -ngl or --gpu-mem-limit: one
  * line, exit 2), then --list-devices: the list on stdout, exit 0. */
@@ -100,6 +101,13 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
  * which -v says; *be is borrowed from d. */
 int dev_whole(struct dev_ctx *d, const struct cli_common *cc, uint64_t bytes, struct tern_backend **be,
 	      tern_err *e);
+
+/* After a load on the device dev_whole chose failed with rc: when for want
+ * of device memory (its budget promised more than it gives), the load is
+ * to go again on the CPU: a warning says so, *be becomes the host's
+ * backend, e is cleared, and true is returned. False for any other
+ * failure, or a load that was on the CPU already. */
+bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_err *e);
 
 /* Whether device `name` is present (auto always is; the test device as
  * TERN_TEST_DEVICE makes it): 0, or TERN_ENOTFOUND naming those present. */

@@ -223,6 +223,8 @@ int embed_main(const struct embed_cli *c)
 	rc = dev_open(&s.dev, NULL, NULL, &dopt, &e);
 	rc = rc ? rc : dev_whole(&s.dev, c->common, whole, &s.be, &e);
 	rc = rc ? rc : tern_embed_init(s.em, s.be, &o, &e);
+	if (rc && dev_whole_retry(&s.dev, rc, &s.be, &e))
+		rc = tern_embed_init(s.em, s.be, &o, &e);
 	if (rc == TERN_EINVAL && !c->pooling && strstr(e.msg, "pooling"))
 		return fail(&s, EXIT_DATAERR, "%s: %s (--pooling mean|cls|last)", c->model, e.msg);
 	if (rc) {

@@ -209,7 +209,8 @@ struct dev_facts {
 	VkPhysicalDeviceVulkan11Features f11;
 	VkPhysicalDeviceVulkan12Features f12;
 	VkPhysicalDeviceShaderIntegerDotProductFeatures fdot;
-	bool has_dot, has_budget, has_push, has_coop;
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm_nv;
+	bool has_dot, has_budget, has_push, has_coop, has_coop_nv;
 };
 
 static void device_facts(VkPhysicalDevice pd, struct dev_facts *d)
@@ -219,6 +220,7 @@ static void device_facts(VkPhysicalDevice pd, struct dev_facts *d)
 	d->has_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	d->has_push = has_device_ext(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 	d->has_coop = has_device_ext(pd, "VK_KHR_cooperative_matrix");
+	d->has_coop_nv = has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 	d->dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
 	d->drv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
 	d->drv.pNext = d->has_dot ? &d->dot : NULL;
@@ -229,9 +231,12 @@ static void device_facts(VkPhysicalDevice pd, struct dev_facts *d)
 	d->p.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
 	d->p.pNext = &d->sg;
 	p_vkGetPhysicalDeviceProperties2(pd, &d->p);
+	/* the features: 1.1, 1.2, then each extension's that is present */
+	d->cm_nv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
 	d->fdot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+	d->fdot.pNext = d->has_coop_nv ? &d->cm_nv : NULL;
 	d->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
-	d->f12.pNext = d->has_dot ? &d->fdot : NULL;
+	d->f12.pNext = d->has_dot ? (void *)&d->fdot : d->has_coop_nv ? (void *)&d->cm_nv : NULL;
 	d->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
 	d->f11.pNext = &d->f12;
 	d->f.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
@@ -271,7 +276,7 @@ static void fill_info(VkPhysicalDevice pd, int index, const struct dev_facts *d,
 	o->max_binding = p->limits.maxStorageBufferRange;
 	o->fp16 = d->f12.shaderFloat16;
 	o->int_dot = d->has_dot && d->dot.integerDotProduct4x8BitPackedSignedAccelerated;
-	o->coopmat = d->has_coop;
+	o->coopmat = d->has_coop || (d->has_coop_nv && d->cm_nv.cooperativeMatrix);
 	o->uma = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 	o->software = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 	o->subgroup = (int)d->sg.subgroupSize;
@@ -1023,7 +1028,7 @@ static int vk_sync(struct tern_backend *be, tern_err *err)
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out)
 {
 	const struct vk *v = vk_of(be);
-	*out = (struct vk_stats){v->n_submits, v->n_replays, v->n_recorded, v->step_dispatches, v->int_dot};
+	*out = (struct vk_stats){v->n_submits, v->n_replays, v->n_recorded, v->step_dispatches, v->int_dot, v->coop};
 }
 
 /* ---- creation ---- */
@@ -1066,7 +1071,34 @@ static void vk_free(struct tern_backend *be)
 	free(v);
 }
 
-static int create_device(struct vk *v, const struct dev_facts *d, tern_err *err)
+/* Whether mul_mm_cm.comp can run: VK_NV_cooperative_matrix (Debian 12's
+ * glslc, glslang 11, has no GL_KHR_cooperative_matrix) with its feature,
+ * 16 x 16 x 16 products of f16 into f32 at subgroup scope, f16 arithmetic,
+ * the Vulkan memory model (the extension's scopes are declared through
+ * GL_KHR_memory_scope_semantics) and the shader's 38 KiB of shared memory. */
+static bool coop_usable(VkPhysicalDevice pd, const struct dev_facts *d)
+{
+	if (!d->has_coop_nv || !d->cm_nv.cooperativeMatrix || !d->f12.shaderFloat16 || !d->f12.vulkanMemoryModel ||
+	    !p_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV ||
+	    d->p.properties.limits.maxComputeSharedMemorySize < 40u * 1024 ||
+	    !(d->sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
+		return false;
+	VkCooperativeMatrixPropertiesNV cp[64];
+	uint32_t n = 64;
+	for (uint32_t i = 0; i < n; i++)
+		cp[i] = (VkCooperativeMatrixPropertiesNV){.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+	VkResult r = p_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, cp);
+	if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (cp[i].MSize == 16 && cp[i].NSize == 16 && cp[i].KSize == 16 && cp[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+		    cp[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && cp[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+		    cp[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && cp[i].scope == VK_SCOPE_SUBGROUP_NV)
+			return true;
+	return false;
+}
+
+static int create_device(struct vk *v, const struct dev_facts *d, bool coop, tern_err *err)
 {
 	const char *exts[4];
 	uint32_t n_exts = 0;
@@ -1081,6 +1113,13 @@ static int create_device(struct vk *v, const struct dev_facts *d, tern_err *err)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
 		.shaderIntegerDotProduct = VK_TRUE,
 	};
+	if (coop)
+		exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+		.pNext = v->int_dot ? &fdot : NULL,
+		.cooperativeMatrix = VK_TRUE,
+	};
 	const float prio = 1.0f;
 	v->queue_family = compute_family(v->phys);
 	const VkDeviceQueueCreateInfo qi = {
@@ -1091,10 +1130,11 @@ static int create_device(struct vk *v, const struct dev_facts *d, tern_err *err)
 	};
 	VkPhysicalDeviceVulkan12Features f12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-		.pNext = v->int_dot ? &fdot : NULL,
+		.pNext = coop ? (void *)&cm : v->int_dot ? (void *)&fdot : NULL,
 		.storageBuffer8BitAccess = VK_TRUE,
 		.shaderFloat16 = d->f12.shaderFloat16,
 		.shaderInt8 = d->f12.shaderInt8,
+		.vulkanMemoryModel = coop,
 	};
 	VkPhysicalDeviceVulkan11Features f11 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
@@ -1268,11 +1308,13 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 		v->int_dot = d.has_dot && d.fdot.shaderIntegerDotProduct && v->subgroup_ops &&
 			     (d.dot.integerDotProduct4x8BitPackedSignedAccelerated || o.int_dot);
 		v->fp16 = d.f12.shaderFloat16;
+		bool cm = coop_usable(v->phys, &d);
+		v->coop = !o.no_coopmat && (cm || o.try_coopmat);
 		if (!v->info.max_alloc)
 			v->info.max_alloc = (uint64_t)1 << 30;
 		pick_memory(v);
 		snprintf(v->info.name, sizeof v->info.name, "vulkan%d", o.device);
-		rc = create_device(v, &d, err);
+		rc = create_device(v, &d, cm && v->coop, err);
 	}
 	if (!rc)
 		rc = create_objects(v, err);
@@ -1294,6 +1336,8 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 	v->be.sync = vk_sync;
 	v->be.mat_prepare = vk_mat_prepare;
 	vk_ops_table(&v->be);
+	if (v->coop)
+		vk_coopmat_check(v);
 	*out = &v->be;
 	return 0;
 }

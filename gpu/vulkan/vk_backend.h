@@ -26,6 +26,11 @@ struct vk_backend_opts {
 			      * has shaderIntegerDotProduct and subgroup arithmetic, even where it
 			      * does not call the 4x8-bit packed dot accelerated (by default only
 			      * where it does): the tests, and measurements on lavapipe */
+	bool no_coopmat;     /* the GEMM in plain shader arithmetic even where the device
+			      * has cooperative matrices (mul_mm.comp, not mul_mm_cm.comp) */
+	bool try_coopmat;    /* try mul_mm_cm.comp even where the device lacks cooperative
+			      * matrices: its check at creation then fails and the backend
+			      * falls back to mul_mm.comp (the tests' path through that) */
 };
 
 /* Number of usable Vulkan devices (0 without a loader or a device); the
@@ -39,11 +44,12 @@ int vk_backend_new(struct tern_backend **out, const struct vk_backend_opts *opts
 
 /* What the command stream did (for -v and the tests): submits, steps
  * replayed without recording, steps recorded, and the dispatches of the
- * last step; and whether the one-token mat-vec takes the integer dot
- * product (vk_backend_opts.int_dot). */
+ * last step; whether the one-token mat-vec takes the integer dot product
+ * (vk_backend_opts.int_dot) and whether the batched products run on
+ * cooperative matrices (mul_mm_cm.comp). */
 struct vk_stats {
 	uint64_t submits, replays, recorded, step_dispatches;
-	bool int_dot;
+	bool int_dot, coopmat;
 };
 void vk_get_stats(struct tern_backend *be, struct vk_stats *out);
 

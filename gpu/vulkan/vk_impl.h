@@ -43,7 +43,8 @@
 	X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                      \
 	X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceMemoryProperties) \
 	X(vkGetPhysicalDeviceMemoryProperties2) X(vkGetPhysicalDeviceQueueFamilyProperties)                      \
-	X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+	X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)                        \
+	X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 #define VK_DEBUG_FNS(X) X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
 #define VK_DEVICE_FNS(X)                                                                                         \
 	X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                              \
@@ -156,6 +157,7 @@ struct vk {
 	bool subgroup_ops;               /* subgroup arithmetic in compute: the shaders' fast reductions */
 	bool int_dot;                    /* the one-token mat-vec's integer dot product (vk_products.c) */
 	bool fp16;
+	bool coop;                       /* the GEMM on cooperative matrices (mul_mm_cm.comp) */
 
 	VkDescriptorSetLayout dsl;
 	VkPipelineLayout layout;
@@ -258,8 +260,9 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err);
  * released by vk_products_free before the device goes. */
 void vk_products_table(struct tern_backend *be);
 void vk_products_free(struct vk *v);
-/* copy from a type the copy shader does not convert (vk_products.c:
- * through the weight decoders) */
-void vk_copy_dequant(struct vk *v, const struct tern_buf *src, struct tern_buf *dst);
+/* With v->coop: the cooperative-matrix GEMM checked against the shader
+ * GEMM on a small product; on disagreement (a driver's or this shader's
+ * fault) v->coop is cleared and one line says so on stderr. */
+void vk_coopmat_check(struct vk *v);
 
 #endif

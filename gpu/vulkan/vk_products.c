@@ -48,9 +48,14 @@
  * mul_mat_vec_id.comp RW) and its size */
 #define MV_NR 8
 #define MV_WG 64
-/* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup */
+/* the GEMM's tile of y (mul_mm.comp BM x BN) and workgroup; the same
+ * tile on cooperative matrices (mul_mm_cm.comp) takes 128 invocations and
+ * MM_CM_SPLIT products per 16 x 16 x 16 step (3: each f16 operand split
+ * into a high and a low half, f32-grade sums; 1: plain f16) */
 #define MM_BM 64
 #define MM_WG 256
+#define MM_CM_WG 128
+#define MM_CM_SPLIT 3
 /* weights one mat-vec dispatch takes (mul_mat_vec.comp binds three:
  * 3 weights, x and 3 outputs fill VK_MAX_BINDINGS but one) */
 #define MV_MAX_W 3
@@ -351,8 +356,9 @@ static void mm_dispatch(struct vk *v, const struct tern_buf *w, size_t wstart, s
 	    !vk_range_bytes(v, y, ystart, ybytes, 4, &b[2], &pc.oy))
 		return;
 	b[1] = a->r;
-	uint32_t tn = mm_tn(ntok), spec[4] = {tn, 0, 0, 0};
-	uint32_t pi = pipe_spec(v, "mul_mm", w->type, MM_WG, spec);
+	uint32_t tn = mm_tn(ntok), spec[4] = {tn, v->coop ? MM_CM_SPLIT : 0, 0, 0};
+	uint32_t pi = v->coop ? pipe_spec(v, "mul_mm_cm", w->type, MM_CM_WG, spec)
+			      : pipe_spec(v, "mul_mm", w->type, MM_WG, spec);
 	if (pi == UINT32_MAX)
 		return;
 	uint32_t nb = with_grids(v, w->type, b, 3);
@@ -720,11 +726,14 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 	/* the pipelines, made now rather than at the first step (the GEMM's
 	 * narrowest and widest tiles; the middle one at its first use) */
 	const uint32_t spec1[4] = {1, 0, 0, 0}, spec4[4] = {4, 0, 0, 0};
+	const uint32_t cm1[4] = {1, MM_CM_SPLIT, 0, 0}, cm4[4] = {4, MM_CM_SPLIT, 0, 0};
 	bool built = vk_pipe(v, "actq", 256, NULL) != UINT32_MAX &&
 		     pipe_spec(v, "mul_mat_vec", w->type, MV_WG, spec1) != UINT32_MAX &&
 		     (!use_int(v, w->type) || pipe_spec(v, "mul_mat_vec_dot", w->type, MV_WG, spec1) != UINT32_MAX) &&
-		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
-		     pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX &&
+		     (v->coop ? pipe_spec(v, "mul_mm_cm", w->type, MM_CM_WG, cm1) != UINT32_MAX &&
+				      pipe_spec(v, "mul_mm_cm", w->type, MM_CM_WG, cm4) != UINT32_MAX
+			      : pipe_spec(v, "mul_mm", w->type, MM_WG, spec1) != UINT32_MAX &&
+					pipe_spec(v, "mul_mm", w->type, MM_WG, spec4) != UINT32_MAX) &&
 		     (w->ne[2] == 1 || (pipe_of(v, "mul_mat_vec_id", w->type, MV_WG) != UINT32_MAX &&
 					  (!use_int(v, w->type) ||
 					   pipe_of(v, "mul_mat_vec_id_dot", w->type, MV_WG) != UINT32_MAX) &&
@@ -734,6 +743,106 @@ int vk_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 				 quant_type_name(w->type));
 	w->prep = &prepared[w->type];
 	return 0;
+}
+
+/* ---- the cooperative-matrix GEMM's check ---- */
+
+/* NMSE of y against ref over n values */
+static double nmse_of(const float *y, const float *ref, size_t n)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)y[i] - ref[i];
+		num += d * d;
+		den += (double)ref[i] * ref[i];
+	}
+	return den > 0 ? num / den : num;
+}
+
+/* One Q4_1 weight of 80 rows (a partial tile) by 256 columns: its
+ * decoding, the block minima's path and the tiles' edges; 37 tokens (the
+ * widest tile, partly filled) and 5 (the narrowest). The threshold is the
+ * op test's for the block types (tests/test_backend_ops.c nmse_max): the
+ * split products agree with the shader's f32 sums to ~1e-12; a wrong
+ * layout or a broken driver gives 1e-2 and more. */
+void vk_coopmat_check(struct vk *v)
+{
+	struct tern_backend *be = &v->be;
+	enum { COLS = 256, ROWS = 80, NT = 37 };
+	size_t rs = quant_row_size(QT_Q4_1, COLS, NULL);
+	float *wf = malloc(sizeof(float) * COLS * ROWS), *xf = malloc(sizeof(float) * COLS * NT);
+	float *y[2] = {malloc(sizeof(float) * ROWS * NT), malloc(sizeof(float) * ROWS * NT)};
+	uint8_t *wq = malloc(rs * ROWS);
+	struct tern_buf w = {0}, x = {0}, yb = {0};
+	tern_err e = {0};
+	const char *why = NULL;
+	double worst = 0;
+	if (!wf || !xf || !y[0] || !y[1] || !wq) {
+		why = "out of memory";
+		goto out;
+	}
+	uint32_t s = 12345;
+	for (size_t i = 0; i < (size_t)COLS * ROWS; i++) {
+		s = s * 1664525u + 1013904223u;
+		wf[i] = (float)((int)(s >> 8) % 2001 - 1000) * 1e-5f; /* -0.01 .. 0.01, as real weights */
+	}
+	for (size_t i = 0; i < (size_t)COLS * NT; i++) {
+		s = s * 1664525u + 1013904223u;
+		xf[i] = (float)((int)(s >> 8) % 2001 - 1000) * 2e-3f;
+	}
+	for (int r = 0; r < ROWS; r++)
+		quant_quantize_row(QT_Q4_1, wf + (size_t)r * COLS, wq + (size_t)r * rs, COLS);
+	struct tern_tensor_view tv = {.n_dims = 2, .ne = {COLS, ROWS, 1, 1}, .type = QT_Q4_1, .nbytes = rs * ROWS,
+				      .data = wq};
+	int64_t xne[2] = {COLS, NT}, yne[2] = {ROWS, NT};
+	if (be->buf_weight(be, &w, &tv, &e) || be->mat_prepare(be, &w, &e) ||
+	    be->buf_alloc(be, &x, QT_F32, 2, xne, &e) || be->buf_alloc(be, &yb, QT_F32, 2, yne, &e)) {
+		why = e.msg;
+		goto out;
+	}
+	be->upload(be, &x, 0, xf, sizeof(float) * COLS * NT);
+	static const int64_t tokens[2] = {NT, 5};
+	for (int c = 0; c < 2 && !why; c++) {
+		struct tern_buf xv = tern_buf_rows(&x, 0, tokens[c]), yv = tern_buf_rows(&yb, 0, tokens[c]);
+		const struct tern_buf *wp[1] = {&w};
+		struct tern_buf *yp[1] = {&yv};
+		for (int k = 0; k < 2; k++) {
+			v->coop = k == 0;
+			be->product(be, 1, wp, &xv, yp);
+			be->download(be, &yv, 0, y[k], sizeof(float) * ROWS * (size_t)tokens[c]);
+			if (be->sync(be, &e)) {
+				why = e.msg;
+				break;
+			}
+		}
+		double d = why ? 0 : nmse_of(y[0], y[1], (size_t)ROWS * (size_t)tokens[c]);
+		worst = d > worst || d != d ? d : worst;
+	}
+	char msg[96];
+	if (!why && !(worst <= 1e-8)) {
+		snprintf(msg, sizeof msg, "NMSE %.3g against the shader GEMM", worst);
+		why = msg;
+	}
+out:
+	v->coop = !why;
+	if (why) {
+		fprintf(stderr, "%s: the cooperative-matrix GEMM is not used: %s\n", v->info.name, why);
+		/* the failure's errors are this check's, not the caller's: the
+		 * first sync reports the op's, the next the validation layer's */
+		for (int i = 0; i < 3; i++) {
+			tern_err gone = {0};
+			if (!be->sync(be, &gone))
+				break;
+		}
+	}
+	be->buf_free(be, &w);
+	be->buf_free(be, &x);
+	be->buf_free(be, &yb);
+	free(wf);
+	free(xf);
+	free(y[0]);
+	free(y[1]);
+	free(wq);
 }
 
 void vk_products_free(struct vk *v)

@@ -538,10 +538,45 @@ static int enc_init(struct tern_embed *em, tern_err *e)
 	return be->sync(be, e);
 }
 
+static int embed_init(struct tern_embed *em, struct tern_backend *be, const struct tern_embed_opts *opts, tern_err *e);
+
+/* what a failed init allocated, released: the init may be tried again (on
+ * another backend: a device that refused the memory its budget promised) */
+static void init_undo(struct tern_embed *em)
+{
+	tern_llm_free(em->llm);
+	em->llm = NULL;
+	free_enc_bufs(em);
+	struct tern_buf *b[] = {&em->b_tok, &em->b_type, &em->b_pos, &em->b_norm, &em->b_norm_b, &em->ids, &em->zeros,
+				&em->pos, &em->apos, &em->x, &em->h, &em->q, &em->k, &em->v, &em->a, &em->o,
+				&em->up, &em->gate, &em->k16, &em->v16, &em->r16, &em->rbf};
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+		*b[i] = (struct tern_buf){0};
+	free(em->bl);
+	free(em->host_ids);
+	free(em->host_pos);
+	free(em->host_apos);
+	free(em->host_out);
+	free(em->acc);
+	em->bl = NULL;
+	em->host_ids = em->host_pos = em->host_apos = NULL;
+	em->host_out = NULL;
+	em->acc = NULL;
+	em->be = NULL;
+}
+
 int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct tern_embed_opts *opts, tern_err *e)
 {
 	if (em->be)
 		return tern_errf(e, TERN_EINVAL, "embed: already initialised");
+	int rc = embed_init(em, be, opts, e);
+	if (rc)
+		init_undo(em);
+	return rc;
+}
+
+static int embed_init(struct tern_embed *em, struct tern_backend *be, const struct tern_embed_opts *opts, tern_err *e)
+{
 	struct tern_embed_opts o = opts ? *opts : tern_embed_opts_default();
 	int p = o.pooling == TERN_POOLING_UNSPECIFIED ? em->info.file_pooling : o.pooling;
 	if (p != TERN_POOLING_MEAN && p != TERN_POOLING_CLS && p != TERN_POOLING_LAST) {

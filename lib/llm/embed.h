@@ -101,7 +101,9 @@ int64_t tern_embed_batch_needed(const struct tern_embed *em, const struct tern_e
  * (the message says what the file declares), a backend whose max_tokens is
  * below what tern_embed_batch_needed says, bad cache types; TERN_ERANGE
  * for a context an encoder cannot take (bert: more than its position
- * table); TERN_ENOMEM; what the backend says about a weight. */
+ * table); TERN_ENOMEM; what the backend says about a weight. A failed
+ * init releases what it allocated: it may be called again (on the CPU
+ * after a device that refused the memory its budget promised). */
 int tern_embed_init(struct tern_embed *em, struct tern_backend *be, const struct tern_embed_opts *o, tern_err *e);
 
 int tern_embed_pooling(const struct tern_embed *em); /* as resolved by init */

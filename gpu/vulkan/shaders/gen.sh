@@ -3,7 +3,8 @@
 # write OUTDIR/vk_shaders.c, the table the Vulkan backend embeds
 # (gpu/vulkan/vk_impl.h: vk_spirv_table). Each NAME.comp is built as NAME
 # and, where it uses subgroup operations, again as NAME_nosg with
-# -DNO_SUBGROUP (devices without subgroup arithmetic). A shader templated
+# -DNO_SUBGROUP (devices without subgroup arithmetic), unless it has a
+# line "// nosg: no" (it needs them: cooperative matrices). A shader templated
 # on a weight type lists its types on a line "// types: f32 f16 q4_0 ..."
 # and is built once per type as NAME_TYPE with -DTYPE_<TYPE upper-cased>;
 # the types of a line "// dot types: ..." again as NAME_dot_TYPE with
@@ -37,6 +38,8 @@ for src in "$dir"/*.comp; do
 	inc=$(sed -n 's,^#include "\(.*\)",\1,p' "$src" | grep -v '^common\.glsl$' | sed "s,^,$dir/," || true)
 	# shellcheck disable=SC2086
 	sg=$(cat "$src" $inc | grep -c "wg_sum\|wg_max\|subgroup" || true)
+	# a shader only for devices that have subgroups says "// nosg: no"
+	grep -q '^// nosg: no' "$src" && sg=0
 	if [ -n "$types" ]; then
 		for t in $types; do
 			T=$(echo "$t" | tr a-z A-Z)

@@ -219,17 +219,23 @@ static void rec_norm(struct tern_backend *be, struct tern_buf *x, const struct t
 	r->in->norm(r->in, x, res, w, b, y, p);
 }
 
-static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos,
-		     const struct tern_buf *freq, const struct tern_rope *p)
+/* every field of a rope's parameters */
+static void put_rope(struct rec *r, const struct tern_rope *p)
 {
-	REC(be);
-	rec3(r, OP_ROPE, x, pos, freq);
 	put(r, (uint64_t)p->mode);
 	put(r, (uint64_t)p->n_rot);
 	const float f[] = {p->freq_base, p->freq_scale, p->ext_factor, p->corr_low, p->corr_high, p->mscale, p->attn_factor};
 	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
 		put_f(r, f[i]);
 	put(r, p->ggml);
+}
+
+static void rec_rope(struct tern_backend *be, struct tern_buf *x, const struct tern_buf *pos,
+		     const struct tern_buf *freq, const struct tern_rope *p)
+{
+	REC(be);
+	rec3(r, OP_ROPE, x, pos, freq);
+	put_rope(r, p);
 	r->in->rope(r->in, x, pos, freq, p);
 }
 
@@ -248,12 +254,7 @@ static void rec_norm_rope(struct tern_backend *be, struct tern_buf *q, struct te
 		put_f(r, n->eps);
 		put(r, n->ggml);
 	}
-	put(r, (uint64_t)p->mode);
-	put(r, (uint64_t)p->n_rot);
-	const float f[] = {p->freq_base, p->freq_scale, p->ext_factor, p->corr_low, p->corr_high, p->mscale, p->attn_factor};
-	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-		put_f(r, f[i]);
-	put(r, p->ggml);
+	put_rope(r, p);
 	r->in->norm_rope(r->in, q, k, qw, kw, pos, freq, n, p);
 }
 

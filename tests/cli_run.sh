@@ -33,6 +33,19 @@ if command -v script >/dev/null; then # stdin a terminal: refused at once, never
 	expect 2 timeout 20 script -qec "$R -m x.gguf -" /dev/null </dev/null && check "'-' on a terminal: refused" grep -q "which is a terminal" "$T/out"
 fi
 expect 2 $R -m x.gguf --bogus hi && check "unknown option" one_line_err "tern-run: unknown option '--bogus'"
+# llama.cpp's multi-letter options: known, named as llama.cpp's, or
+# unknown with a suggestion; never a letter and a value (-cnv as -c nv)
+expect 2 $R -m x.gguf -cnv hi && check "-cnv: llama.cpp's, use tern-chat" \
+	one_line_err "tern-run: option '-cnv' is llama.cpp's conversation mode: use tern-chat"
+expect 2 $R -m x.gguf -fa hi && check "-fa: not read as -f a" one_line_err "tern-run: option '-fa' is llama.cpp's flash attention"
+expect 2 $R -m x.gguf -md d.gguf hi && check "-md: not read as -m d" one_line_err "tern-run: option '-md' is llama.cpp's draft model"
+expect 2 $R -m x.gguf -nkvo hi && check "-nkvo: not -n kvo" one_line_err "tern-run: option '-nkvo' is llama.cpp's KV offload"
+expect 2 $R -m x.gguf -nlg 3 hi && check "a near alias suggested" one_line_err "tern-run: unknown option '-nlg' (did you mean '-ngl'?)"
+expect 2 $R -m x.gguf -tmp 3 hi && check "a near long option suggested" \
+	one_line_err "tern-run: unknown option '-tmp' (did you mean '--temp'?)"
+expect 2 $R -m x.gguf -nx hi && check "unknown multi-letter option" one_line_err "tern-run: unknown option '-nx'"
+expect 2 $R -m x.gguf -ngl x hi && check "-ngl is one option" one_line_err "tern-run: option '-ngl'"
+expect 2 $R -m x.gguf -n5x hi && check "-n with a non-number attached: unknown" one_line_err "tern-run: unknown option '-n5x'"
 expect 2 $R -m x.gguf --temp hot hi && check "bad number" one_line_err "tern-run: option '--temp': 'hot' is not a number"
 expect 2 $R -m x.gguf --temp inf hi && check "infinite temperature" one_line_err "tern-run: option '--temp'"
 expect 2 $R -m x.gguf --logprobs 3 hi && check "--logprobs needs --json" one_line_err "tern-run: --logprobs needs --json"
@@ -135,6 +148,8 @@ assert d["model"] == sys.argv[2] and d["n_ctx"] == 4096
 expect 0 $TO $R -m $S --raw --temp 0 -n 4 -f $PROMPT </dev/null
 check "stdout ends with exactly one newline" $PYTHON -c 'import sys
 assert open(sys.argv[1]).read() == " Paris.\n"' "$T/out"
+cp "$T/out" "$T/n4.txt"
+expect 0 $TO $R -m $S --raw --temp 0 -n4 -f $PROMPT </dev/null && check "-n4: a number attached to -n" cmp -s "$T/out" "$T/n4.txt"
 expect 0 $TO $R -m $S --raw --temp 0 -n 4 --json -f $PROMPT </dev/null
 check "--json keeps the trailing newlines" $PYTHON -c 'import json, sys
 assert json.load(open(sys.argv[1]))["text"] == " Paris.\n\n"' "$T/out"

@@ -25,6 +25,9 @@ check "help lists whisper-cli's spellings" grep -q -- '-bs, --beam-size N' "$T/o
 expect 2 $R "$J" && check "no model: one line" one_line_err "tern-transcribe: no model: give -m MODEL or set TERN_WHISPER_MODEL"
 expect 2 $R -m "$M" && check "no FILE" one_line_err "tern-transcribe: no input"
 expect 2 $R -m "$M" --bogus "$J" && check "unknown option" one_line_err "tern-transcribe: unknown option '--bogus'"
+expect 2 $R -m "$M" -dtw tiny.en "$J" && check "whisper-cli's -dtw: named as such" \
+	one_line_err "tern-transcribe: option '-dtw' is whisper-cli's DTW token timestamps: not in tern"
+expect 2 $R -m "$M" -ng "$J" && check "whisper-cli's -ng: use -dev cpu" one_line_err "tern-transcribe: option '-ng' is whisper-cli's no-GPU switch: use -dev cpu"
 expect 2 $R -m "$M" -bs 0 "$J" && check "beam size 0" one_line_err "tern-transcribe: option '-bs'"
 expect 2 $R -m "$M" -bs 9 "$J"
 expect 2 $R -m "$M" -nth 2 "$J" && check "-nth above 1" one_line_err "tern-transcribe: a temperature"

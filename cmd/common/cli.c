@@ -891,6 +891,90 @@ static _Noreturn void unknown_option(const struct cli_prog *p, const char *given
 	exit(EXIT_USAGE);
 }
 
+/* llama.cpp's and whisper-cli's multi-letter single-dash options that
+ * tern does not have, named as such with what to do instead: a command
+ * line from those tools is never read as a letter and a value (-cnv as -c
+ * nv). Checked after the program's own aliases (tern-transcribe's -ml is
+ * its own). */
+static const struct {
+	const char *name, *why;
+} foreign_opts[] = {
+	{"cnv", "llama.cpp's conversation mode: use tern-chat"},
+	{"ins", "llama.cpp's instruct mode: use tern-chat"},
+	{"st", "llama.cpp's single turn: tern-run answers once"},
+	{"fa", "llama.cpp's flash attention switch: tern's attention is always the flash kind (online softmax)"},
+	{"nfa", "whisper-cli's flash attention switch: tern's attention is always the flash kind (online softmax)"},
+	{"md", "llama.cpp's draft model: tern has no speculative decoding yet"},
+	{"ngld", "llama.cpp's draft model layers: tern has no speculative decoding yet"},
+	{"devd", "llama.cpp's draft model device: tern has no speculative decoding yet"},
+	{"nkvo", "llama.cpp's KV offload switch: a layer's KV cache lives with the layer (-ngl)"},
+	{"sm", "llama.cpp's split mode: tern runs a model on one GPU (-dev) and the CPU"},
+	{"ts", "llama.cpp's tensor split: tern runs a model on one GPU (-dev) and the CPU"},
+	{"mg", "llama.cpp's main GPU: choose the device with -dev"},
+	{"tb", "llama.cpp's batch threads: tern takes one thread count (-t)"},
+	{"hf", "llama.cpp's Hugging Face download: tern reads local files (-m PATH)"},
+	{"hfr", "llama.cpp's Hugging Face download: tern reads local files (-m PATH)"},
+	{"mu", "llama.cpp's model download: tern reads local files (-m PATH)"},
+	{"cml", "llama.cpp's ChatML switch: use --chat-template chatml"},
+	{"co", "llama.cpp's color switch: use --color always"},
+	{"lv", "llama.cpp's log verbosity: use -v"},
+	{"ng", "whisper-cli's no-GPU switch: use -dev cpu"},
+	{"di", "whisper-cli's stereo diarization: not in tern"},
+	{"tdrz", "whisper-cli's tinydiarize: not in tern"},
+	{"dtw", "whisper-cli's DTW token timestamps: not in tern"},
+};
+
+/* -XYZ that is neither an alias, bundled flags, nor a number attached to
+ * a numeric option (-n5): one line, exit 2; llama.cpp's options named as
+ * such, a near alias or long option suggested */
+static _Noreturn void multi_letter_option(const struct cli_prog *p, const char *a)
+{
+	for (size_t i = 0; i < sizeof foreign_opts / sizeof *foreign_opts; i++)
+		if (!strcmp(a + 1, foreign_opts[i].name))
+			cli_usage_error("option '%.60s' is %s", a, foreign_opts[i].why);
+	const struct cli_opt *tabs[2] = {p->opts, builtins};
+	const char *near = NULL;
+	for (int t = 0; t < 2 && !near; t++)
+		for (int i = 0; i < n_opts(tabs[t]) && !near; i++)
+			if (tabs[t][i].alias && distance(a + 1, tabs[t][i].alias) <= 1)
+				near = tabs[t][i].alias;
+	if (near) {
+		prefix(CLI_RED);
+		fprintf(stderr, "unknown option '%.60s' (did you mean '-%s'?)\n", a, near);
+		exit(EXIT_USAGE);
+	}
+	const char *lng = suggest(p, a + 1);
+	if (!lng)
+		cli_usage_error("unknown option '%.60s'", a);
+	prefix(CLI_RED);
+	fprintf(stderr, "unknown option '%.60s' (did you mean '--%s'?)\n", a, lng);
+	exit(EXIT_USAGE);
+}
+
+/* -vq: every letter a flag */
+static bool bundled_flags(const struct cli_prog *p, const char *letters)
+{
+	for (const char *c = letters; *c; c++) {
+		const struct cli_opt *f = find_short(p, *c);
+		if (!f || f->kind != CLI_FLAG)
+			return false;
+	}
+	return true;
+}
+
+/* -n5, -t2: a numeric option with its number attached (POSIX's form;
+ * for the other kinds a value is a separate argument) */
+static bool number_attached(const struct cli_prog *p, const char *a)
+{
+	const struct cli_opt *o = find_short(p, a[1]);
+	if (!o || (o->kind != CLI_INT && o->kind != CLI_FLOAT))
+		return false;
+	char *end;
+	errno = 0;
+	(void)strtod(a + 2, &end);
+	return end != a + 2 && !*end;
+}
+
 /* Enforce the needs/excludes rules of the options given. */
 static void check_rules(const struct cli_prog *p, const bool *given)
 {
@@ -946,6 +1030,8 @@ static void parse_option(const struct cli_prog *p, int argc, char **argv, int *i
 		}
 	} else if ((o = find_alias(p, a + 1))) {
 		snprintf(given, sizeof given, "%.60s", a);
+	} else if (a[2] && !bundled_flags(p, a + 1) && !number_attached(p, a)) {
+		multi_letter_option(p, a);
 	} else {
 		o = find_short(p, a[1]);
 		snprintf(given, sizeof given, "-%c", a[1]);

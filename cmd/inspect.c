@@ -804,6 +804,24 @@ static void print_tensor_line(const struct src *s, const struct layout *L, const
 	putchar('\n');
 }
 
+/* general.file_type's name as llama-quantize spells it (llama.h's
+ * llama_ftype; 1024 is its "guessed" flag), or NULL for a number it does
+ * not know */
+static const char *ftype_name(int64_t ft)
+{
+	static const char *const names[] = {
+		[0] = "F32",	  [1] = "F16",	      [2] = "Q4_0",	[3] = "Q4_1",	   [7] = "Q8_0",      [8] = "Q5_0",
+		[9] = "Q5_1",	  [10] = "Q2_K",      [11] = "Q3_K_S",	[12] = "Q3_K_M",   [13] = "Q3_K_L",   [14] = "Q4_K_S",
+		[15] = "Q4_K_M",  [16] = "Q5_K_S",    [17] = "Q5_K_M",	[18] = "Q6_K",	   [19] = "IQ2_XXS",  [20] = "IQ2_XS",
+		[21] = "Q2_K_S",  [22] = "IQ3_XS",    [23] = "IQ3_XXS", [24] = "IQ1_S",	   [25] = "IQ4_NL",   [26] = "IQ3_S",
+		[27] = "IQ3_M",	  [28] = "IQ2_S",     [29] = "IQ2_M",	[30] = "IQ4_XS",   [31] = "IQ1_M",    [32] = "BF16",
+		[36] = "TQ1_0",	  [37] = "TQ2_0",     [38] = "MXFP4_MOE", [39] = "NVFP4", [40] = "Q1_0",
+	};
+	if (ft >= 1024 && ft < 2048)
+		ft -= 1024;
+	return ft >= 0 && ft < (int64_t)(sizeof names / sizeof *names) ? names[ft] : NULL;
+}
+
 static void print_ent_text(const struct src *s, const struct layout *L, const struct tern_mf_kv *e)
 {
 	char ty[48];
@@ -831,6 +849,10 @@ static void print_ent_text(const struct src *s, const struct layout *L, const st
 			   o_full || e->v.n < TEXT_ARRAY_PREVIEW ? e->v.n : TEXT_ARRAY_PREVIEW);
 	} else {
 		text_scalar(stdout, &e->v);
+		const char *ft = NULL;
+		if (e->v.type != GGUF_T_STRING && e->v.type != GGUF_T_F32 && e->v.type != GGUF_T_F64 &&
+		    e->v.type != GGUF_T_BOOL && tern_str_eq(e->key, "general.file_type") && (ft = ftype_name(gguf_value_i64(&e->v))))
+			printf(" %s(%s)%s", cli_sgr(stdout, CLI_DIM), ft, cli_sgr(stdout, CLI_RESET));
 	}
 	putchar('\n');
 }

@@ -255,6 +255,14 @@ expect 0 $I --no-tensors $C/mamba.gguf && check "summary: an unsupported archite
 expect 0 $I --json --no-tensors $C/mamba.gguf && check "json summary: loadable false with the reason" \
 	$PYTHON -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]
 assert s["loadable"] is False and "mamba" in s["loadable_error"], s' "$T/out"
+# general.file_type named as llama-quantize spells it (llama.h's llama_ftype)
+M=${TERN_MODELS:-models}
+for f in "gemma-3-270m-q4_k_m.gguf 15 Q4_K_M" "SmolLM2-135M-Instruct.Q4_1.gguf 3 Q4_1"; do
+	set -- $f
+	[ -f "$M/$1" ] || { echo "note: $M/$1 absent: its file type not checked"; continue; }
+	expect 0 $I --key general.file_type "$M/$1" && check "general.file_type $2 is $3" \
+		grep -q "^  general.file_type  *u32  *= $2 ($3)$" "$T/out"
+done
 
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"

@@ -88,7 +88,7 @@ static const struct cli_section sections[] = {
 	 "min_speech_duration_ms, min_silence_duration_ms, max_speech_duration_s (null: no limit), speech_pad_ms, "
 	 "samples_overlap), \"sample_rate\" (16000), \"window\" (512) and \"files\": per file \"file\", \"format\", "
 	 "\"source_rate\", \"channels\", \"samples\" (at 16 kHz), \"duration\" (seconds), \"windows\", \"speech\" "
-	 "(seconds in segments), \"speech_ratio\" (speech over duration), \"segments\": [{\"start\", \"end\" "
+	 "(seconds in segments), \"speech_ratio\" (speech over duration, 4 decimals), \"segments\": [{\"start\", \"end\" "
 	 "(seconds), \"start_sample\", \"end_sample\" (16 kHz, end exclusive)}], \"timings\": {\"decode_ms\", "
 	 "\"vad_ms\"} and with --probs \"probs\" (one per window). A file that failed has \"file\" and \"error\" "
 	 "only.\n"
@@ -346,8 +346,9 @@ static void write_json_file(FILE *f, const struct result *r)
 	int64_t sp = speech_samples(r);
 	fprintf(f, ", \"windows\": %zu, \"speech\": ", r->n_probs);
 	json_secs(f, sp);
-	fputs(", \"speech_ratio\": ", f);
-	cli_json_num(f, r->n_samples ? (double)sp / (double)r->n_samples : 0);
+	/* four decimals, as the seconds beside it have three: a share to
+	 * 0.01%, not 17 digits */
+	fprintf(f, ", \"speech_ratio\": %.4f", r->n_samples ? (double)sp / (double)r->n_samples : 0.0);
 	fputs(",\n     \"segments\": [", f);
 	for (size_t i = 0; i < r->n_segs; i++) {
 		fputs(i ? ",\n       {\"start\": " : "\n       {\"start\": ", f);

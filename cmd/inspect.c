@@ -1023,8 +1023,30 @@ static int tensor_values(const struct src *s, const struct tern_tensor_view *t, 
 static int show_tensor(const struct src *s)
 {
 	const struct tern_tensor_view *t = tern_mf_find_tensor(s->mf, o_tensor);
-	if (!t)
+	if (!t) {
+		/* the nearest name within a fifth of its length (a typo, a
+		 * missing ".weight"), when one is */
+		char best[80] = "";
+		int best_d = (int)strlen(o_tensor) / 5 + 1;
+		for (uint64_t i = 0; i < tern_mf_n_tensors(s->mf); i++) {
+			const struct tern_tensor_view *c = tern_mf_tensor_at(s->mf, i);
+			char name[80];
+			if (c->name.len >= sizeof name)
+				continue;
+			snprintf(name, sizeof name, "%.*s", (int)c->name.len, c->name.ptr);
+			size_t n = strlen(o_tensor);
+			if (!strncmp(name, o_tensor, n) && !strcmp(name + n, ".weight")) {
+				snprintf(best, sizeof best, "%s", name);
+				break;
+			}
+			int d = cli_distance(o_tensor, name);
+			if (d < best_d)
+				best_d = d, snprintf(best, sizeof best, "%s", name);
+		}
+		if (best[0])
+			return file_error(s->path, EXIT_RUNTIME, "no tensor named '%s' (did you mean '%s'?)", o_tensor, best);
 		return file_error(s->path, EXIT_RUNTIME, "no tensor named '%s'", o_tensor);
+	}
 	if (o_raw)
 		return tensor_values(s, t, UINT64_MAX, true);
 	uint64_t nel = tern_tensor_nelements(t);

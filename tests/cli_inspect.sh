@@ -263,6 +263,12 @@ for f in "gemma-3-270m-q4_k_m.gguf 15 Q4_K_M" "SmolLM2-135M-Instruct.Q4_1.gguf 3
 	expect 0 $I --key general.file_type "$M/$1" && check "general.file_type $2 is $3" \
 		grep -q "^  general.file_type  *u32  *= $2 ($3)$" "$T/out"
 done
+# a tensor name near one of the file's: suggested
+expect 1 $I --tensor zzz "$C/qwen3.gguf" && check "no such tensor: one line" one_line_err "tern-inspect: $C/qwen3.gguf: no tensor named 'zzz'$"
+expect 1 $I --tensor token_embd.weigth "$C/qwen3.gguf" && check "a near tensor name suggested" \
+	one_line_err "tern-inspect: $C/qwen3.gguf: no tensor named 'token_embd.weigth' (did you mean 'token_embd.weight'?)"
+expect 1 $I --tensor output_norm "$C/qwen3.gguf" && check "the name without .weight: suggested" \
+	one_line_err "tern-inspect: $C/qwen3.gguf: no tensor named 'output_norm' (did you mean 'output_norm.weight'?)"
 
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"

@@ -829,11 +829,9 @@ static void set_value(const struct cli_opt *o, const char *given, const char *va
 		*o->seen = true;
 }
 
-/* Edit distance (insertions, deletions, substitutions, adjacent swaps)
- * between two short option names; capped inputs keep it small. */
-static int distance(const char *a, const char *b)
+int cli_distance(const char *a, const char *b)
 {
-	enum { M = 40 };
+	enum { M = 64 };
 	size_t n = strlen(a), m = strlen(b);
 	if (n >= M || m >= M)
 		return 99;
@@ -871,7 +869,7 @@ static const char *suggest(const struct cli_prog *p, const char *name)
 				continue;
 			if (len && strncmp(l, name, len) == 0)
 				prefix_of = l, n_prefix++;
-			int d = distance(name, l);
+			int d = cli_distance(name, l);
 			if (d < best_d)
 				best_d = d, best = l;
 		}
@@ -936,7 +934,7 @@ static _Noreturn void multi_letter_option(const struct cli_prog *p, const char *
 	const char *near = NULL;
 	for (int t = 0; t < 2 && !near; t++)
 		for (int i = 0; i < n_opts(tabs[t]) && !near; i++)
-			if (tabs[t][i].alias && distance(a + 1, tabs[t][i].alias) <= 1)
+			if (tabs[t][i].alias && cli_distance(a + 1, tabs[t][i].alias) <= 1)
 				near = tabs[t][i].alias;
 	if (near) {
 		prefix(CLI_RED);

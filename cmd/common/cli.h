@@ -144,6 +144,9 @@ void cli_json_num(FILE *f, double v);
 void cli_json_f32(FILE *f, float v);
 /* Shortest decimal form of v that reads back exactly (may be inf/nan). */
 void cli_fmt_f32(char *buf, size_t cap, float v);
+/* Edit distance (insertions, deletions, substitutions, adjacent swaps)
+ * between two names of up to 63 bytes (longer: 99), for "did you mean". */
+int cli_distance(const char *a, const char *b);
 
 /* Milliseconds of the monotonic clock (for the programs' -v timings). */
 double cli_now_ms(void);

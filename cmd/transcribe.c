@@ -49,7 +49,8 @@ static const struct cli_opt opts[] = {
 	 .seen = &o_threads_seen, .help = "threads (default: 4, or fewer when fewer CPUs are available)"},
 	DEV_OPTS,
 	{.lng = "language", .shrt = 'l', .kind = CLI_STR, .dst = &o_lang, .arg = "LANG",
-	 .help = "spoken language, a code (en, de, fr, ...) or auto to detect it (multilingual models; default en)"},
+	 .help = "spoken language, a code (en, de, fr, ...) or a name (french), or auto to detect it (multilingual "
+		 "models; default en)"},
 	{.lng = "detect-language", .alias = "dl", .kind = CLI_FLAG, .dst = &o_dl,
 	 .excludes = "output-txt|output-vtt|output-srt|output-csv|output-json|output-json-full|output-lrc",
 	 .help = "print each file's language probabilities and stop (multilingual models)"},
@@ -964,7 +965,7 @@ int main(int argc, char **argv)
 		cli_usage_error("--vad needs a Silero model: give -vm FILE or set TERN_VAD_MODEL");
 	int lang_id = whisper_lang_find(o_lang);
 	if (lang_id < 0 && strcmp(o_lang, "auto"))
-		cli_usage_error("unknown language '%s' (a code such as en, de, fr, or auto)", o_lang);
+		cli_usage_error("unknown language '%s' (a code or a name such as en, de, french, or auto)", o_lang);
 
 	struct job *jobs = calloc((size_t)n_files, sizeof(*jobs));
 	if (!jobs) {

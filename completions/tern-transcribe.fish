@@ -7,7 +7,7 @@ complete -c tern-transcribe -o dev -l device -x -d 'run on device NAME: cpu, vul
 complete -c tern-transcribe -l list-devices -d 'list the devices (name, description, driver, API, memory, features) and exit'
 complete -c tern-transcribe -l gpu-mem-limit -x -d 'use at most SIZE of the device\'s memory, e.g. 512M or 2G (default: its free memory)'
 complete -c tern-transcribe -o ngl -l gpu-layers -x -d 'layers on the device: the last N, all (the output head too), or auto, as many as fit (default: auto)'
-complete -c tern-transcribe -s l -l language -x -d 'spoken language, a code (en, de, fr, ...) or auto to detect it (multilingual models; default en)'
+complete -c tern-transcribe -s l -l language -x -d 'spoken language, a code (en, de, fr, ...) or a name (french), or auto to detect it (multilingual models; default en)'
 complete -c tern-transcribe -o dl -l detect-language -d 'print each file\'s language probabilities and stop (multilingual models)'
 complete -c tern-transcribe -o tr -l translate -d 'translate into English (multilingual models)'
 complete -c tern-transcribe -o nt -l no-timestamps -d 'print the text only, decoded without timestamps'

@@ -33,6 +33,8 @@ expect 2 $R -m "$M" -bs 9 "$J"
 expect 2 $R -m "$M" -nth 2 "$J" && check "-nth above 1" one_line_err "tern-transcribe: a temperature"
 expect 2 $R -m "$M" -tp nan "$J"
 expect 2 $R -m "$M" -l xx "$J" && check "unknown language" one_line_err "tern-transcribe: unknown language 'xx'"
+expect 0 $R -m "$M" -l French "$J" && check "-l takes a language's name (French), as whisper-cli" \
+	grep -q "English-only: ignoring the language" "$T/err"
 expect 2 $R -m "$M" -of x "$J" && check "-of needs an output" one_line_err "tern-transcribe: --output-file needs"
 expect 2 $R -m "$M" -otxt -of a -of b "$J" && check "more -of than files" one_line_err "tern-transcribe: 2 -of names for 1 files"
 expect 2 $R -m "$M" -otxt - <"$J" && check "stdin with -otxt needs -of" one_line_err "tern-transcribe: standard input needs -of"

@@ -866,6 +866,16 @@ static void test_time_map_langs(void **state)
 	assert_float_equal(probs[1], 1.0 / z, 1e-6);
 	assert_float_equal(probs[2], exp(-1.0) / z, 1e-6);
 	assert_string_equal(whisper_lang_code(1), "zh");
+	/* -l takes a code or a name, as whisper.cpp does (the names of
+	 * Whisper's tokenizer, in its order) */
+	assert_int_equal(whisper_lang_find("fr"), 6);
+	assert_int_equal(whisper_lang_find("french"), 6);
+	assert_int_equal(whisper_lang_find("German"), 2);
+	assert_int_equal(whisper_lang_find("haitian creole"), whisper_lang_find("ht"));
+	assert_int_equal(whisper_lang_find("cantonese"), whisper_lang_find("yue"));
+	assert_string_equal(whisper_lang_code(whisper_lang_find("javanese")), "jw");
+	assert_int_equal(whisper_lang_find("xx"), -1);
+	assert_int_equal(whisper_lang_find("fren"), -1);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -36,6 +37,21 @@ static const char *const lang_codes[] = {
 	"af", "oc", "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt",
 	"sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su", "yue"};
 #define N_LANG_CODES ((int)(sizeof(lang_codes) / sizeof(lang_codes[0])))
+/* their names, as Whisper's tokenizer (and whisper.cpp's -l) spells them */
+static const char *const lang_names[] = {
+	"english", "chinese", "german", "spanish", "russian", "korean", "french", "japanese", "portuguese",
+	"turkish", "polish", "catalan", "dutch", "arabic", "swedish", "italian", "indonesian", "hindi",
+	"finnish", "vietnamese", "hebrew", "ukrainian", "greek", "malay", "czech", "romanian", "danish",
+	"hungarian", "tamil", "norwegian", "thai", "urdu", "croatian", "bulgarian", "lithuanian", "latin",
+	"maori", "malayalam", "welsh", "slovak", "telugu", "persian", "latvian", "bengali", "serbian",
+	"azerbaijani", "slovenian", "kannada", "estonian", "macedonian", "breton", "basque", "icelandic",
+	"armenian", "nepali", "mongolian", "bosnian", "kazakh", "albanian", "swahili", "galician", "marathi",
+	"punjabi", "sinhala", "khmer", "shona", "yoruba", "somali", "afrikaans", "occitan", "georgian",
+	"belarusian", "tajik", "sindhi", "gujarati", "amharic", "yiddish", "lao", "uzbek", "faroese",
+	"haitian creole", "pashto", "turkmen", "nynorsk", "maltese", "sanskrit", "luxembourgish", "myanmar",
+	"tibetan", "tagalog", "malagasy", "assamese", "tatar", "hawaiian", "lingala", "hausa", "bashkir",
+	"javanese", "sundanese", "cantonese"};
+_Static_assert(sizeof lang_names == sizeof lang_codes, "a name per code");
 
 const char *whisper_lang_code(int i)
 {
@@ -45,7 +61,7 @@ const char *whisper_lang_code(int i)
 int whisper_lang_find(const char *code)
 {
 	for (int i = 0; i < N_LANG_CODES; i++)
-		if (!strcmp(lang_codes[i], code))
+		if (!strcmp(lang_codes[i], code) || !strcasecmp(lang_names[i], code))
 			return i;
 	return -1;
 }

@@ -216,7 +216,8 @@ int whisper_full_wrap_segment(const struct whisper_model *m, struct whisper_resu
 /* The language codes whisper.cpp knows, in token order ("en", "zh", ...,
  * "yue"): index i is the token sot + 1 + i. NULL past the end. */
 const char *whisper_lang_code(int i);
-/* The index of a code, -1 when unknown. */
+/* The index of a code ("fr") or a name ("french", any case, as
+ * whisper.cpp's -l takes it), -1 when unknown. */
 int whisper_lang_find(const char *code);
 
 /* Text to tokens as whisper.cpp's whisper_tokenize does it (for an

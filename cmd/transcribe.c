@@ -146,8 +146,9 @@ static const struct cli_section sections[] = {
 	 "[{\"id\", \"text\", \"p\", \"plog\", \"t\" (the likeliest timestamp, seconds), \"t0\", \"t1\" (the "
 	 "token's own times, whisper.cpp's token timestamps, seconds)}]}], \"timings\" (ms: \"decode_audio\", "
 	 "\"mel\", \"encode\", \"decode\", \"sample\", \"total\"), or \"error\" for a file that failed. "
-	 "With -dl standard output carries one line per file, its name, a colon and the languages likeliest "
-	 "first with their probabilities (those of at least 0.001), and nothing is transcribed:\n"
+	 "With -dl standard output carries one line per file, its name, a colon and the five likeliest "
+	 "languages first with their probabilities (those of at least 0.001; --json gives every language's), "
+	 "and nothing is transcribed:\n"
 	 "\n"
 	 "  talk.wav: de 0.9412 en 0.0311 nl 0.0102\n"
 	 "\n"
@@ -366,7 +367,8 @@ static void print_langs(FILE *f, const struct job *j)
 			idx[b] = idx[b - 1], idx[b - 1] = t;
 		}
 	fprintf(f, "%s:", j->path);
-	for (int i = 0; i < m && (i == 0 || j->lang_probs[idx[i]] >= 0.001f); i++)
+	/* five: a line that fits a terminal (--json has them all) */
+	for (int i = 0; i < m && i < 5 && (i == 0 || j->lang_probs[idx[i]] >= 0.001f); i++)
 		fprintf(f, " %s %.4f", whisper_lang_code(idx[i]), (double)j->lang_probs[idx[i]]);
 	fputc('\n', f);
 }

@@ -42,6 +42,10 @@ check "bash completes FILE by extension" test "$(echo "$out" | tail -1)" = "mode
 # the rules between options are stated where users read them
 check "man page states what --raw needs" grep -q 'float32 to stdout (one FILE)\. Needs \\-\\-tensor\. Cannot be combined with \\-\\-json or \\-\\-values\.' man/tern-inspect.1
 check "man page states exclusions on both sides" grep -q '^print JSON .*Cannot be combined with .*\\-\\-raw' man/tern-inspect.1
+# a paragraph of more than 1024 bytes is written whole, on one line
+check "a long paragraph whole: tern-run's chat templates" \
+	grep -q 'A template the engine cannot render .* The text is tokenized with special\\-token text parsed\.$' man/tern-run.1
+check "a long paragraph whole: tern-transcribe's -dl" grep -q 'With \\-dl standard output carries one line per file, its name, a colon and the five likeliest' man/tern-transcribe.1
 check "help states what --raw needs" grep -q 'needs --tensor; not with --json or --values' <<<"$("$BIN/inspect" --help | tr -s ' \n' ' ')"
 # the README says how the installed pages and completions are found
 check "README: make install PREFIX=~/.local" grep -q 'make install PREFIX=~/.local' README.md

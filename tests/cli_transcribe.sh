@@ -336,7 +336,8 @@ import re, sys
 f = open(sys.argv[1]).read().split()
 want = float(re.search(r"p = ([0-9.]+)", open(sys.argv[2]).read()).group(1))
 assert f[1] == "en" and abs(float(f[2]) - want) < 0.005, (f[:3], want)
-assert all(float(f[i]) >= float(f[i + 2]) for i in range(2, len(f) - 2, 2)), f' "$T/out" $W/base/jfk.dl.err
+assert all(float(f[i]) >= float(f[i + 2]) for i in range(2, len(f) - 2, 2)), f
+assert len(f) <= 1 + 2 * 5, f  # the five likeliest: one line that fits a terminal' "$T/out" $W/base/jfk.dl.err
 	for o in $(full && echo "-l_auto" "-l_auto_-tr"); do
 		o=${o//_/ }
 		n=$(echo "$o" | tr -d ' -')

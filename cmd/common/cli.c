@@ -380,12 +380,13 @@ static void print_version(void)
 
 /* ---- man page (roff) ---------------------------------------------------- */
 
-static void roff_text(FILE *f, const char *s)
+/* n bytes of s as roff text */
+static void roff_text_n(FILE *f, const char *s, size_t n)
 {
 	/* Escape backslashes and dashes; a leading dot or quote gets \& so that
 	 * roff does not take the line for a request. */
 	bool bol = true;
-	for (; *s; s++) {
+	for (const char *end = s + n; s < end; s++) {
 		if (bol && (*s == '.' || *s == '\''))
 			fputs("\\&", f);
 		if (*s == '\\')
@@ -398,36 +399,36 @@ static void roff_text(FILE *f, const char *s)
 	}
 }
 
+static void roff_text(FILE *f, const char *s)
+{
+	roff_text_n(f, s, strlen(s));
+}
+
 static void roff_para(FILE *f, const char *text)
 {
 	/* Blank lines separate paragraphs; lines starting with two spaces are
-	 * literal (examples). */
+	 * literal (examples). A line is written whole, however long. */
 	const char *s = text;
 	bool in_lit = false;
 	while (*s) {
 		const char *e = strchr(s, '\n');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
-		char line[1024];
-		if (n >= sizeof line)
-			n = sizeof line - 1;
-		memcpy(line, s, n);
-		line[n] = 0;
 		if (n == 0) {
 			if (in_lit)
 				fputs(".EE\n", f);
 			in_lit = false;
 			fputs(".PP\n", f);
-		} else if (n >= 2 && line[0] == ' ' && line[1] == ' ') {
+		} else if (n >= 2 && s[0] == ' ' && s[1] == ' ') {
 			if (!in_lit)
 				fputs(".EX\n", f);
 			in_lit = true;
-			roff_text(f, line + 2);
+			roff_text_n(f, s + 2, n - 2);
 			fputc('\n', f);
 		} else {
 			if (in_lit)
 				fputs(".EE\n", f);
 			in_lit = false;
-			roff_text(f, line);
+			roff_text_n(f, s, n);
 			fputc('\n', f);
 		}
 		s = e ? e + 1 : s + n;

@@ -189,7 +189,7 @@ static const struct cli_section sections[] = {
 	 "a temporary file meanwhile (64 kB per second)."},
 	{"INPUT",
 	 "Any file libsndfile reads: WAV, FLAC, Ogg/Vorbis, Ogg/Opus, MP3, AIFF and more; channels are "
-	 "averaged and other rates converted to 16 kHz. FILE - reads standard input. The audio is read in "
+	 "averaged and other rates converted to 16 kHz. FILE - reads standard input (refused, exit 2, when it is a terminal). The audio is read in "
 	 "blocks and its spectrogram kept in a temporary file ($TMPDIR, 32 kB per second of audio), so memory "
 	 "does not grow with the length of the file."},
 	{"DEVICES", DEV_OPTS_TEXT " Whisper runs whole on one device: on the GPU when it fits (or -ngl says so), "
@@ -952,7 +952,7 @@ int main(int argc, char **argv)
 		cli_usage_error("no model: give -m MODEL or set TERN_WHISPER_MODEL");
 	int n_files = o_files.n + npos;
 	if (n_files == 0)
-		cli_usage_error("no input: give FILE arguments or -f FILE");
+		cli_usage_error("no input: give FILE arguments, -f FILE, or - to read standard input");
 	if (o_of.n > n_files)
 		cli_usage_error("%d -of names for %d files", o_of.n, n_files);
 	const bool any_out = o_otxt || o_ovtt || o_osrt || o_ocsv || o_oj;
@@ -982,6 +982,8 @@ int main(int argc, char **argv)
 			cli_usage_error("standard input needs -of BASE for its output files");
 		if (!strcmp(jobs[i].path, "-") && ++n_stdin > 1)
 			cli_usage_error("standard input (-) can be read only once");
+		if (!strcmp(jobs[i].path, "-") && cli_isatty(stdin))
+			cli_usage_error("FILE - reads standard input, which is a terminal; pipe audio into it");
 	}
 
 	double t0 = cli_now_ms();

@@ -33,6 +33,8 @@ if command -v script >/dev/null; then # stdin a terminal: refused at once, never
 	expect 2 timeout 20 script -qec "$R -m x.gguf -" /dev/null </dev/null && check "'-' on a terminal: refused" grep -q "which is a terminal" "$T/out"
 fi
 expect 2 $R -m x.gguf --bogus hi && check "unknown option" one_line_err "tern-run: unknown option '--bogus'"
+expect 65 $R -m "$DATA/models/ggml-tiny.en.bin" hi && check "a Whisper model: named, and where it runs" \
+	one_line_err "tern-run: $DATA/models/ggml-tiny.en.bin: not a language model: whisper (tern-transcribe runs it)"
 # llama.cpp's multi-letter options: known, named as llama.cpp's, or
 # unknown with a suggestion; never a letter and a value (-cnv as -c nv)
 expect 2 $R -m x.gguf -cnv hi && check "-cnv: llama.cpp's, use tern-chat" \

@@ -23,7 +23,13 @@ TO="timeout 300"
 expect 0 $R --help && check "help shows usage" grep -q '^usage: tern-transcribe \[-m MODEL\] \[OPTIONS\] FILE...' "$T/out"
 check "help lists whisper-cli's spellings" grep -q -- '-bs, --beam-size N' "$T/out"
 expect 2 $R "$J" && check "no model: one line" one_line_err "tern-transcribe: no model: give -m MODEL or set TERN_WHISPER_MODEL"
-expect 2 $R -m "$M" && check "no FILE" one_line_err "tern-transcribe: no input"
+expect 2 $R -m "$M" && check "no FILE" one_line_err "tern-transcribe: no input: give FILE arguments, -f FILE, or - to read standard input"
+if command -v script >/dev/null; then # stdin a terminal: refused at once, never read
+	expect 2 timeout 20 script -qec "$R -m $M -" /dev/null </dev/null && check "'-' on a terminal: refused" \
+		grep -q "reads standard input, which is a terminal" "$T/out"
+fi
+expect 65 $R -m tests/fuzz/corpus/llm_model/qwen3.gguf "$J" && check "a GGUF language model: named, and where it runs" \
+	one_line_err "tern-transcribe: tests/fuzz/corpus/llm_model/qwen3.gguf: a GGUF file, not a legacy ggml one .*tern-run"
 expect 2 $R -m "$M" --bogus "$J" && check "unknown option" one_line_err "tern-transcribe: unknown option '--bogus'"
 expect 2 $R -m "$M" -dtw tiny.en "$J" && check "whisper-cli's -dtw: named as such" \
 	one_line_err "tern-transcribe: option '-dtw' is whisper-cli's DTW token timestamps: not in tern"

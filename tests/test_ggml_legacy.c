@@ -444,6 +444,12 @@ static void test_corrupt(void **state)
 	bb_zeros(&b, 60);
 	expect_bad(&b, (struct bad){"big-endian", TERN_EUNSUPPORTED, "big-endian"});
 
+	/* a GGUF language model given to a Whisper or VAD tool: named, and
+	 * where it runs */
+	bb_raw(&b, "GGUF", 4);
+	bb_zeros(&b, 60);
+	expect_bad(&b, (struct bad){"GGUF", TERN_EFORMAT, "a GGUF file, not a legacy ggml one"});
+
 	/* a vocabulary larger than the cap, in a file big enough to hold it */
 	whisper_header(&b, 0);
 	bb_put_le(&b, 56 + 24, (1u << 24) + 1, 4);

@@ -232,6 +232,11 @@ static const char *missing(uint64_t present, const struct tern_arch_field *f, si
 	return NULL;
 }
 
+const char *tern_arch_family_hint(enum tern_arch_family f)
+{
+	return f == TERN_ARCH_WHISPER ? " (tern-transcribe runs it)" : f == TERN_ARCH_SILERO ? " (tern-vad runs it)" : "";
+}
+
 enum tern_arch_family tern_arch_family(const tern_mf *m, char *name, size_t cap)
 {
 	if (cap)

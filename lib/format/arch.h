@@ -37,6 +37,9 @@ enum tern_arch_family {
  * in name[cap] (empty for TERN_ARCH_NONE; a name too long or not a string
  * also gives TERN_ARCH_NONE). */
 enum tern_arch_family tern_arch_family(const tern_mf *m, char *name, size_t cap);
+/* What runs a file of family f, for a message that refuses it elsewhere:
+ * " (tern-transcribe runs it)", " (tern-vad runs it)", or "". */
+const char *tern_arch_family_hint(enum tern_arch_family f);
 
 enum tern_arch_ftype {
 	TERN_ARCH_U32,        /* uint32_t; any integer type in the file whose value fits */

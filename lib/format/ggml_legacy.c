@@ -393,6 +393,10 @@ static int parse(ggml_legacy *m, tern_err *e)
 		if (memcmp(m->base, "ggml", 4) == 0)
 			return tern_errf(e, TERN_EUNSUPPORTED,
 					 "offset 0: big-endian legacy ggml file (magic 'ggml'); only little-endian files are supported");
+		if (memcmp(m->base, "GGUF", 4) == 0)
+			return tern_errf(e, TERN_EFORMAT,
+					 "a GGUF file, not a legacy ggml one (whisper.cpp's and Silero's ggml-*.bin); a GGUF "
+					 "language model runs in tern-run");
 		return tern_errf(e, TERN_EFORMAT, "offset 0: bad magic '%s' (expected 'lmgg', a legacy ggml file)",
 				 tern_quote(nb, sizeof nb, (const char *)m->base, 4));
 	}

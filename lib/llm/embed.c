@@ -310,9 +310,11 @@ int tern_embed_load(struct tern_embed **out, const tern_mf *mf, tern_err *e)
 {
 	*out = NULL;
 	char name[TERN_ARCH_NAME_MAX], q[TERN_QUOTE_MAX];
-	if (tern_arch_family(mf, name, sizeof name) != TERN_ARCH_LLM)
-		return tern_errf(e, TERN_EUNSUPPORTED, "not a language model: %s",
-				 name[0] ? tern_quote(q, sizeof q, name, strlen(name)) : "no general.architecture");
+	enum tern_arch_family fam = tern_arch_family(mf, name, sizeof name);
+	if (fam != TERN_ARCH_LLM)
+		return tern_errf(e, TERN_EUNSUPPORTED, "not a language model: %s%s",
+				 name[0] ? tern_quote(q, sizeof q, name, strlen(name)) : "no general.architecture",
+				 tern_arch_family_hint(fam));
 	struct tern_embed *em = calloc(1, sizeof *em);
 	if (!em)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");

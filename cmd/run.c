@@ -12,6 +12,7 @@
  * ends the run quietly with status 0; Ctrl-C stops the generation, keeps
  * what was produced and exits 130. */
 #include <errno.h>
+#include <poll.h>
 #include <jansson.h>
 #include <inttypes.h>
 #include <math.h>
@@ -152,7 +153,9 @@ static const struct cli_section sections[] = {
 	 "log-probabilities are the log-softmax of the model's raw logits, before any penalty, top-k, top-p or "
 	 "temperature, and the alternatives are sorted by decreasing log-probability.\n"
 	 "\n"
-	 "Standard error: on a terminal, a 'loading' line while the model loads; warnings; with -v the model, "
+	 "Standard error: on a terminal, a 'loading' line while the model loads; warnings (among them: a "
+	 "context that fills before -n ends the text; a standard input that is not a terminal and stays silent "
+	 "for a second, as a parent's pipe left open does); with -v the model, "
 	 "context, cache, threads, seed, chat format and prompt size before generating and a timing summary "
 	 "after it (load; prompt eval: tokens, ms, ms per token, tokens per second; eval: the same for the "
 	 "generated tokens). -q leaves only errors."},
@@ -266,6 +269,9 @@ static const struct cli_prog prog = {
 
 /* Append everything f holds (at most MAX_PROMPT_BYTES in all). 0, or an
  * errno value (EFBIG when too large). */
+/* how long standard input may stay silent before tern-run says it waits */
+#define STDIN_HINT_MS 1000
+
 static int read_all(FILE *f, struct cli_buf *b)
 {
 	char chunk[65536];
@@ -379,6 +385,13 @@ static void read_prompt(const char **pos, int npos, struct cli_buf *out)
 
 	if (dash || (!tty && !o_no_stdin)) {
 		struct cli_buf in = {0};
+		/* standard input left open by a parent (ssh, a pipe nobody
+		 * writes): after a second with nothing to read, say what is
+		 * waited for and how not to */
+		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		if (!dash && poll(&pfd, 1, STDIN_HINT_MS) == 0)
+			warning("reading standard input (not a terminal: its text joins the prompt); end it, or give "
+				"--no-stdin or </dev/null when there is none");
 		int err = read_all(stdin, &in);
 		/* a closed descriptor 0 is no input, not an error */
 		if (err == EBADF)
@@ -946,6 +959,12 @@ static int report(const struct session *ss, struct output *out, const struct ter
 		cli_error("standard output: %s", strerror(out->write_errno));
 		status = EXIT_RUNTIME;
 	}
+	/* "length" for want of room rather than -n: said, as the text may end
+	 * mid-sentence (JSON's finish_reason is "length" either way) */
+	int32_t n_ctx = tern_llm_n_ctx(ss->llm);
+	if (!rc && st->finish == TERN_FINISH_LENGTH && st->n_prompt + st->n_gen >= n_ctx &&
+	    (llm_o.n_predict < 0 || st->n_gen < llm_o.n_predict))
+		warning("the context of %d tokens is full: the text stops there (-c sets a larger one)", n_ctx);
 	if (!rc)
 		print_timings(ss, st);
 	if (status == EXIT_OK && interrupted)

@@ -152,6 +152,15 @@ check "stdout ends with exactly one newline" $PYTHON -c 'import sys
 assert open(sys.argv[1]).read() == " Paris.\n"' "$T/out"
 cp "$T/out" "$T/n4.txt"
 expect 0 $TO $R -m $S --raw --temp 0 -n4 -f $PROMPT </dev/null && check "-n4: a number attached to -n" cmp -s "$T/out" "$T/n4.txt"
+check "no warning when -n ends the text" [ ! -s "$T/err" ]
+# a context that fills before -n: said on stderr (the text may end mid-sentence)
+expect 0 $TO $R -m $S --raw --temp 0 -c 24 "Once upon a time" </dev/null && check "a full context: one warning" \
+	one_line_err "tern-run: warning: the context of 24 tokens is full: the text stops there (-c sets a larger one)"
+# standard input left open: after a second of silence, one line says what is awaited
+expect 0 $TO $R -m $S --raw --temp 0 -n 2 < <(sleep 2; echo "The capital of France is")
+check "stdin silent for a second: said once" one_line_err "tern-run: warning: reading standard input (not a terminal"
+expect 0 $TO $R -m $S --raw --temp 0 -n 2 < <(echo "The capital of France is")
+check "stdin with text at once: nothing said" [ ! -s "$T/err" ]
 expect 0 $TO $R -m $S --raw --temp 0 -n 4 --json -f $PROMPT </dev/null
 check "--json keeps the trailing newlines" $PYTHON -c 'import json, sys
 assert json.load(open(sys.argv[1]))["text"] == " Paris.\n\n"' "$T/out"

@@ -9,6 +9,8 @@
  * whisper-cli prints them; -otxt/-osrt/-ovtt/-ocsv/-oj write files
  * beside, --json prints one document with every token. A file that fails
  * is reported on stderr and the others still run. */
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd/common/cli.h"
 #include "cmd/common/device.h"
@@ -580,16 +583,33 @@ static int write_file(struct job *j, const char *ext, void (*fn)(FILE *, const s
 	}
 	FILE *f = fopen(path, "w");
 	if (!f) {
-		cli_error("%s: cannot write", path);
+		cli_error("%s: cannot write: %s", path, strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	fn(f, j);
-	if (fclose(f)) {
-		cli_error("%s: cannot write", path);
+	if (ferror(f) | fclose(f)) {
+		cli_error("%s: cannot write: %s", path, strerror(errno ? errno : EIO));
 		return EXIT_RUNTIME;
 	}
 	if (common.verbose)
 		fprintf(stderr, "%s: saved %s\n", cli_progname(), path);
+	return 0;
+}
+
+/* Whether base.ext can be written, found before anything is transcribed:
+ * 0 or the errno. An existing file is opened for writing without being
+ * truncated; a new one is created and removed again. */
+static int writable(const char *base, const char *ext)
+{
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s.%s", base, ext) >= (int)sizeof path)
+		return ENAMETOOLONG;
+	int fd = open(path, O_WRONLY);
+	if (fd < 0 && errno == ENOENT && (fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666)) >= 0)
+		unlink(path);
+	if (fd < 0)
+		return errno;
+	close(fd);
 	return 0;
 }
 
@@ -875,6 +895,11 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 		pp.progress = on_progress;
 		pp.progress_ctx = &pr;
 	}
+	/* an empty file (or one shorter than Whisper decodes) is no error,
+	 * but no silent success either */
+	if (!rc && j->n_samples < TERN_MEL_RATE / 10 && !common.quiet)
+		cli_warn("%s: %.3f s of audio, less than the 0.1 s Whisper decodes: nothing to transcribe", j->path,
+			 (double)j->n_samples / TERN_MEL_RATE);
 	const bool nothing = o_vad && n == 0; /* no speech: nothing to transcribe */
 	if (!rc && !nothing && model->ids.multilingual && (o_dl || !strcmp(o_lang, "auto"))) {
 		rc = whisper_full_detect_language(w, &src, pp.offset_cs, j->lang_probs, &pp.lang_id, &e);
@@ -984,6 +1009,22 @@ int main(int argc, char **argv)
 			cli_usage_error("standard input (-) can be read only once");
 		if (!strcmp(jobs[i].path, "-") && cli_isatty(stdin))
 			cli_usage_error("FILE - reads standard input, which is a terminal; pipe audio into it");
+		/* the output files' places, before the model loads and the audio is
+		 * transcribed */
+		const struct {
+			bool on;
+			const char *ext;
+		} outs[] = {{o_otxt, "txt"}, {o_ovtt, "vtt"}, {o_osrt, "srt"}, {o_ocsv, "csv"},
+			    {o_oj || o_ojf, "json"}, {o_olrc, "lrc"}};
+		for (size_t k = 0; k < sizeof outs / sizeof *outs && !o_dl; k++) {
+			int err = outs[k].on ? writable(jobs[i].base, outs[k].ext) : 0;
+			if (err) {
+				cli_error("%s.%s: cannot write: %s", jobs[i].base, outs[k].ext, strerror(err));
+				free(jobs);
+				free(pos);
+				return EXIT_RUNTIME;
+			}
+		}
 	}
 
 	double t0 = cli_now_ms();

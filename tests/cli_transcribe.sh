@@ -53,6 +53,13 @@ expect 2 $R -m "$M" -vt 0.3 "$J" && check "a VAD flag without --vad" one_line_er
 expect 2 $R -m "$M" --vad -vm "$DATA/models/silero-v6.2.0-ggml.bin" -vt 1.5 "$J" && check "-vt above 1" \
 	one_line_err "tern-transcribe: a VAD threshold"
 expect 2 $R -m "$M" -sow "$J" && check "-sow needs -ml" one_line_err "tern-transcribe: --split-on-word needs"
+expect 1 $R -m "$M" -osrt -of "$T/no/such/dir/x" "$J" && check "-of in a missing folder: refused before transcribing, with the reason" \
+	one_line_err "tern-transcribe: $T/no/such/dir/x.srt: cannot write: No such file or directory"
+check "-of refused: nothing transcribed" [ ! -s "$T/out" ]
+"$PYTHON" -c 'import wave, sys
+w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.close()' "$T/empty.wav"
+expect 0 $R -m "$M" "$T/empty.wav" && check "an empty WAV: no error, but said" \
+	one_line_err "tern-transcribe: warning: $T/empty.wav: 0.000 s of audio, less than the 0.1 s Whisper decodes: nothing to transcribe"
 expect 2 $R -m "$M" -dl -otxt "$J" && check "-dl writes no files" one_line_err "tern-transcribe: "
 check "-f's help says repeatable once" test "$($R --help | sed -n '/-f, --file/,/-t, --threads/p' | grep -o repeatable | wc -l)" -eq 1
 

@@ -138,8 +138,10 @@ static const struct cli_section sections[] = {
 	 "\n"
 	 "  [00:00:00.000 --> 00:00:08.000]   And so my fellow Americans ask not what your country can do for you\n"
 	 "\n"
-	 "With -nt the text is decoded without timestamps and printed as it comes, one file's text followed by "
-	 "a newline (whisper-cli adds none). -ml N splits segments longer than N characters at the tokens' own "
+	 "With several FILEs each line starts with the file's name and a colon (\"talk.wav: [00:00:00.000 --> "
+	 "...\"), as tern-vad's, where whisper-cli prints the files one after another with nothing to tell them "
+	 "apart. With -nt the text is decoded without timestamps and printed as it comes, one file's text "
+	 "(after its name, with several) followed by a newline (whisper-cli adds none). -ml N splits segments longer than N characters at the tokens' own "
 	 "times, with -sow only before a word, as whisper-cli does. --json prints instead one document: "
 	 "\"model\" (path, type, multilingual, vocab), \"params\" (language, translate, beam_size, best_of, "
 	 "threads), \"files\": per file \"file\", \"language\" (and \"language_probs\" when detected), "
@@ -264,6 +266,9 @@ static const struct whisper_model *model;
 static const char *model_path;
 static void bar_clear(void);
 
+/* more than one FILE: their lines on standard output carry the name */
+static bool several_files;
+
 static int on_segment(void *ctx, const struct whisper_result *r, int i, tern_err *e)
 {
 	(void)e;
@@ -276,11 +281,16 @@ static int on_segment(void *ctx, const struct whisper_result *r, int i, tern_err
 	j->printed_any = true;
 	const struct whisper_segment *s = &r->seg[i];
 	if (o_nt) {
+		if (several_files && i == 0)
+			printf("%s: ", j->path);
 		fputs(s->text, stdout);
 	} else {
 		char a[32], b[32];
 		fmt_ts(a, sizeof a, s->t0, false);
 		fmt_ts(b, sizeof b, s->t1, false);
+		/* several files: each line says whose it is, as tern-vad's */
+		if (several_files)
+			printf("%s: ", j->path);
 		printf("[%s --> %s]  %s\n", a, b, s->text);
 	}
 	fflush(stdout);
@@ -1000,6 +1010,7 @@ int main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	int n_stdin = 0;
+	several_files = n_files > 1;
 	for (int i = 0; i < n_files; i++) {
 		jobs[i].path = i < o_files.n ? o_files.v[i] : pos[i - o_files.n];
 		jobs[i].base = i < o_of.n ? o_of.v[i] : jobs[i].path;

@@ -149,6 +149,14 @@ for x in s:
 assert f[0]["timings"]["encode"] > 0
 assert set(f[1]) == {"file", "error"} and f[1]["error"].startswith("not audio"), f[1]' "$T/out"
 check "bad audio: one line on stderr" one_line_err "tern-transcribe: $T/garbage.wav: not audio"
+cp "$J" "$T/b.wav"
+expect 0 $TO $R -m "$M" -bs 1 "$J" "$T/b.wav" && check "several files: each line names its file" $PYTHON -c '
+import sys
+lines = [l for l in open(sys.argv[1]).read().split("\n") if l]
+a = [l for l in lines if l.startswith(sys.argv[2] + ": [00:")]
+b = [l for l in lines if l.startswith(sys.argv[3] + ": [00:")]
+assert len(a) == len(b) == len(lines) // 2 and len(a) > 0, lines
+assert [l.split(": ", 1)[1] for l in a] == [l.split(": ", 1)[1] for l in b], lines' "$T/out" "$J" "$T/b.wav"
 # ---- -ojf, -olrc, token times, -ml / -sow (whisper-cli -bs 1's) --------------------------------
 # whisper-cli's JSON against ours: every key whisper-cli writes, the token
 # times to the 10 ms, the probabilities within 0.03 (the two compute them

@@ -168,7 +168,9 @@ static const struct cli_section sections[] = {
 	 "BASE is the file's own name (jfk.wav gives jfk.wav.txt) unless -of BASE is given; -of may be "
 	 "repeated, the first for the first FILE and so on. Standard input (-) needs an -of.\n"
 	 "\n"
-	 "Standard error: errors and warnings; on a terminal (and without -q) a progress bar per file; with -v "
+	 "Standard error: errors and warnings; with -l auto the language detected per file (\"talk.wav: "
+	 "auto-detected language: de (p = 0.953)\", as whisper-cli says it; not with -q); on a terminal (and "
+	 "without -q) a progress bar per file; with -v "
 	 "the model, each file's format and duration, the times "
 	 "of loading, reading the audio, the spectrogram, the encoder and the decoder, the fallbacks, and the "
 	 "real-time factor (processing time over audio duration)."},
@@ -914,8 +916,10 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	if (!rc && !nothing && model->ids.multilingual && (o_dl || !strcmp(o_lang, "auto"))) {
 		rc = whisper_full_detect_language(w, &src, pp.offset_cs, j->lang_probs, &pp.lang_id, &e);
 		j->detected = !rc;
-		if (!rc && common.verbose)
-			fprintf(stderr, "%s: %s: detected language %s (p = %.3f)\n", cli_progname(), j->path,
+		/* said by default, as whisper-cli does (-dl prints its list on
+		 * standard output instead) */
+		if (!rc && !o_dl && !common.quiet)
+			fprintf(stderr, "%s: %s: auto-detected language: %s (p = %.3f)\n", cli_progname(), j->path,
 				whisper_lang_code(pp.lang_id), j->lang_probs[pp.lang_id]);
 	}
 	j->res.lang_id = pp.lang_id;

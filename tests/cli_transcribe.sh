@@ -368,6 +368,8 @@ import re, sys
 def words(p):
     return re.sub(r"[^a-z ]", "", " ".join(re.findall(r"\]  (.*)", open(p).read())).lower()).split()
 assert words(sys.argv[1]) == words(sys.argv[2]), (words(sys.argv[1]), words(sys.argv[2]))' "$T/out" $W/base/jfk.$n.out
+		check "base $o: the detected language on stderr, as whisper-cli says it" \
+			grep -q "^tern-transcribe: $J: auto-detected language: en (p = 0.9[0-9]*)$" "$T/err"
 	done
 	expect 0 $TO $R -m "$MB" -t 2 -dl --json "$J"
 	check "-dl --json: the probabilities of every language" $PYTHON -c '

@@ -634,7 +634,11 @@ static void cmd_help(void)
 
 static void cmd_stats(void)
 {
-	int32_t n_ctx = tern_llm_n_ctx(S.llm), used = tern_llm_n_past(S.llm);
+	/* the conversation as the next turn renders it, not the cache, which
+	 * keeps what /clear, /undo or /load dropped until that turn */
+	int32_t n_ctx = tern_llm_n_ctx(S.llm), used = json_array_size(S.conv) ? render_tokens() : 0;
+	if (used < 0)
+		used = tern_llm_n_past(S.llm);
 	fprintf(stderr, "context: %d of %d tokens used (%.0f%%), %zu messages\n", used, n_ctx,
 		100.0 * used / n_ctx, json_array_size(S.conv));
 	if (!S.have_last) {
@@ -659,24 +663,41 @@ static void cmd_model(void)
 	fprintf(stderr, "chat template: %s\n", tern_prompt_describe(S.pr));
 }
 
-static void cmd_save(const char *path)
+/* FILE of /save and /load with a leading ~/ as the shell reads it ($HOME);
+ * buf[cap] holds the result when one is made */
+static const char *tilde(const char *path, char *buf, size_t cap)
 {
-	if (!*path) {
+	const char *home = getenv("HOME");
+	if (path[0] != '~' || (path[1] != '/' && path[1]) || !home || !*home)
+		return path;
+	if (snprintf(buf, cap, "%s%s", home, path + 1) >= (int)cap)
+		return path;
+	return buf;
+}
+
+static void cmd_save(const char *arg)
+{
+	if (!*arg) {
 		cli_error("/save needs a FILE");
 		return;
 	}
+	char buf[4096];
+	const char *path = tilde(arg, buf, sizeof buf);
+	errno = 0;
 	if (json_dump_file(S.conv, path, JSON_INDENT(2)) != 0)
 		cli_error("%s: cannot write: %s", path, strerror(errno ? errno : EIO));
 	else
 		note("(saved %zu messages to %s)", json_array_size(S.conv), path);
 }
 
-static void cmd_load(const char *path)
+static void cmd_load(const char *arg)
 {
-	if (!*path) {
+	if (!*arg) {
 		cli_error("/load needs a FILE");
 		return;
 	}
+	char buf[4096];
+	const char *path = tilde(arg, buf, sizeof buf);
 	size_t n;
 	char *text = read_file(path, &n);
 	if (!text) {

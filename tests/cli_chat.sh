@@ -54,6 +54,15 @@ c = json.load(open(sys.argv[1])); out = open(sys.argv[2], encoding="utf-8").read
 assert [m["role"] for m in c] == ["user", "assistant", "user", "assistant"], c
 assert c[0]["content"] == "hi" and c[2]["content"] == "bye", c
 assert out == c[1]["content"].strip("\n") + "\n" + c[3]["content"].strip("\n") + "\n", (out, c)' "$T/conv.json" "$T/out"
+# /stats counts the conversation as the next turn renders it (after /clear:
+# nothing), /save and /load read ~/ as the shell does
+mkdir -p "$T/home"
+printf 'hi\n/stats\n/clear\n/stats\n/save ~/c.json\n/load ~/c.json\n' | HOME="$T/home" $TO $C -m $S "${X[@]}" --temp 0 -n 4 \
+	>"$T/out" 2>"$T/err"
+check "/stats after a turn: tokens used" grep -q "^context: [1-9][0-9]* of [0-9]* tokens used (.*), 2 messages$" "$T/err"
+check "/stats after /clear: none" grep -q "^context: 0 of [0-9]* tokens used (0%), 0 messages$" "$T/err"
+check "/save ~/c.json: in \$HOME" grep -q "^(saved 0 messages to $T/home/c.json)$" "$T/err"
+check "/load ~/c.json: from \$HOME" grep -q "^(loaded 0 messages from $T/home/c.json)$" "$T/err"
 # tern-run, a second implementation, gives the same answers for the same
 # conversations. The first turn is the same computation in both; for the
 # second, tern-chat feeds only the new tokens on top of the cache while

@@ -120,7 +120,7 @@ static const struct cli_section sections[] = {
 	 "control tokens in the text are not recognised unless --add-special / --parse-special say so. Bytes the "
 	 "vocabulary cannot encode (no piece, no byte fallback, no unknown token) are dropped with a warning on "
 	 "stderr giving their count; the exit status stays 0. --detokenize prints the text of the ids exactly, "
-	 "without a newline. An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
+	 "without a newline (on a terminal one ends the line). An unknown pre-tokenizer gives a warning on stderr naming the fallback used."},
 	{"STANDARD INPUT",
 	 "FILE - reads the model from standard input, up to 4 GiB (a pipe cannot be mapped, so it is read into "
 	 "memory). When standard input is a terminal, tern-inspect refuses (exit 2) instead of waiting for a "
@@ -1294,9 +1294,13 @@ static int tokenizer_mode(const struct src *s)
 			rc = tern_errf(&e, TERN_ENOMEM, "out of memory");
 		if (!rc)
 			rc = tok_detokenize(v, ids, n, false, text, len, &len, &e);
-		if (!rc)
+		if (!rc) {
 			fwrite(text, 1, len, stdout);
-		else
+			/* a terminal gets its prompt on a line of its own; a pipe
+			 * the text's bytes exactly */
+			if (cli_isatty(stdout) && (len == 0 || text[len - 1] != '\n'))
+				fputc('\n', stdout);
+		} else
 			status = cli_fail(s->path, rc, &e);
 		free(text);
 		free(ids);

@@ -43,6 +43,12 @@ check "control text as text" [ "$(cat "$T/out")" != "[263, 2]" ]
 # detokenize: exact bytes, no newline added; round trip
 expect 0 "$BIN/inspect" --detokenize "15496 995 198" "$GPT2"
 check "detokenize" [ "$(od -An -c "$T/out" | tr -d ' ')" = 'Helloworld\n' ]
+if command -v script >/dev/null; then # on a terminal a line of its own; a pipe the bytes exactly
+	expect 0 script -qec "$BIN/inspect --detokenize '15496 995' $GPT2" /dev/null </dev/null
+	check "detokenize on a terminal: the line ended" [ "$(od -An -c "$T/out" | tr -d ' ')" = 'Helloworld\r\n' ]
+	expect 0 "$BIN/inspect" --detokenize "15496 995" "$GPT2"
+	check "detokenize into a pipe: no newline added" [ "$(od -An -c "$T/out" | tr -d ' ')" = 'Helloworld' ]
+fi
 expect 0 "$BIN/inspect" --detokenize "[1, 15043, 3186]" "$SPM"
 check "detokenize JSON list" [ "$(cat "$T/out")" = "<s> Hello world" ]
 expect 1 "$BIN/inspect" --detokenize "99999999" "$SPM"

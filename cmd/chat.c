@@ -95,7 +95,8 @@ static const struct cli_section sections[] = {
 	{"IN A PIPE",
 	 "When standard input is not a terminal, each line is a user turn (with --turns-separator TEXT, the "
 	 "text between two TEXTs, newlines around it trimmed; empty turns are skipped) and commands work as on "
-	 "a terminal. Only the answers go to standard output, each followed by one newline; there is no "
+	 "a terminal. Only the answers go to standard output, each followed by one newline (and with "
+	 "--turns-separator TEXT by TEXT and a newline, as an answer may hold newlines itself); there is no "
 	 "prompt, banner or colour, and the end of the input ends the program (status 0). A script can keep "
 	 "tern-chat running and read each answer as it comes."},
 	{"CONTEXT",
@@ -574,6 +575,10 @@ static bool answer(void)
 	bool cancelled = interrupted;
 	interrupted = 0;
 	fputc('\n', stdout);
+	/* in a pipe with --turns-separator the answers are cut the same way
+	 * (an answer may hold newlines) */
+	if (!tty && o_sep)
+		printf("%s\n", o_sep);
 	fflush(stdout);
 
 	/* the cache: the prompt, then the generated tokens it decoded */

@@ -100,6 +100,10 @@ printf 'one\ntwo\n---\n\nthree\n---\n/save %s\n' "$T/sep.json" | $TO $C -m $S "$
 check "--turns-separator and -p: the turns as given" $PYTHON -c 'import json, sys
 c = json.load(open(sys.argv[1]))
 assert [m["content"] for m in c if m["role"] == "user"] == ["zero", "one\ntwo", "three"], c' "$T/sep.json"
+check "--turns-separator: the answers on stdout cut by it too" $PYTHON -c 'import json, sys
+c = json.load(open(sys.argv[1])); out = open(sys.argv[2], encoding="utf-8").read()
+answers = [m["content"].strip("\n") for m in c if m["role"] == "assistant"]
+assert out == "".join(a + "\n---\n" for a in answers), (out, answers)' "$T/sep.json" "$T/out"
 # "//" sends a line that starts with "/"; an unknown command is an error on stderr
 printf '//usr is a folder\n/nosuch\n/save %s\n' "$T/sl.json" | $TO $C -m $S "${X[@]}" --temp 0 -n 4 >"$T/out" 2>"$T/err"
 check "'//' sends a message that starts with '/'" $PYTHON -c 'import json, sys

@@ -38,6 +38,7 @@
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
+#include "lib/llm/chatfmt.h"
 #include "lib/llm/prompt.h"
 #include "lib/llm/sample.h"
 #include "tokenizer/tok.h"
@@ -247,12 +248,14 @@ static void make_sampler(void)
 		die(cli_exit_status(rc), "%s", e.msg);
 	tern_sampler_free(S.s);
 	S.s = s;
+	static const char *stops[TERN_GEN_MAX_STOP];
+	int n_stop = llm_opts_stops(S.pr, stops);
 	struct tern_gen_opts go = {
 		.n_predict = (int32_t)llm_o.n_predict,
 		.n_batch = (int32_t)llm_o.batch,
 		.ignore_eos = llm_o.ignore_eos,
-		.stop = llm_o.stop.v,
-		.n_stop = llm_o.stop.n,
+		.stop = stops,
+		.n_stop = n_stop,
 		.n_logprobs = 1, /* the token callback: the ids the cache holds */
 		.print_special = llm_o.special,
 		.cancel = &interrupted,

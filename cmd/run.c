@@ -801,15 +801,16 @@ static void on_token(void *ud, const struct tern_gen_token *t)
 }
 
 /* Generate from the prompt's ids; the text goes to the callbacks. */
-static int generate(struct session *ss, const int32_t *ids, int32_t n_ids, struct output *out,
-		    struct tern_gen_stats *st, tern_err *e)
+static int generate(struct session *ss, const struct tern_prompt *pr, const int32_t *ids, int32_t n_ids,
+		    struct output *out, struct tern_gen_stats *st, tern_err *e)
 {
+	const char *stops[TERN_GEN_MAX_STOP];
 	struct tern_gen_opts go = {
 		.n_predict = (int32_t)llm_o.n_predict,
 		.n_batch = (int32_t)llm_o.batch,
 		.ignore_eos = llm_o.ignore_eos,
-		.stop = llm_o.stop.v,
-		.n_stop = llm_o.stop.n,
+		.stop = stops,
+		.n_stop = llm_opts_stops(pr, stops),
 		/* the generator reports tokens only when alternatives are asked for */
 		.n_logprobs = o_logprobs < 0 ? 0 : o_logprobs ? (int32_t)o_logprobs : 1,
 		.print_special = llm_o.special,
@@ -1057,7 +1058,7 @@ int main(int argc, char **argv)
 	struct output out = {.n_top = o_logprobs > 0 ? (int)o_logprobs : 0};
 	struct tern_gen_stats st;
 	tern_err e = {0};
-	int rc = generate(&ss, ids, n_ids, &out, &st, &e);
+	int rc = generate(&ss, pr, ids, n_ids, &out, &st, &e);
 	int status = report(&ss, &out, &st, pr, rc, &e);
 
 	free(out.text.p);

@@ -63,6 +63,14 @@ check "/stats after a turn: tokens used" grep -q "^context: [1-9][0-9]* of [0-9]
 check "/stats after /clear: none" grep -q "^context: 0 of [0-9]* tokens used (0%), 0 messages$" "$T/err"
 check "/save ~/c.json: in \$HOME" grep -q "^(saved 0 messages to $T/home/c.json)$" "$T/err"
 check "/load ~/c.json: from \$HOME" grep -q "^(loaded 0 messages from $T/home/c.json)$" "$T/err"
+# a model without a template gets chatml; where it writes <|im_end|> as text
+# (Gemma 3 270M does not know the token) the answer ends there
+G=${TERN_MODELS:-models}/gemma-3-270m-q4_k_m.gguf
+if [ -f "$G" ]; then
+	printf 'Write a haiku about the sea.\nWhat is 2+2?\n' | $TO $C -m "$G" --temp 0 -n 64 >"$T/out" 2>"$T/err"
+	check "chatml fallback: the end of turn is never printed" sh -c "! grep -q 'im_end\\|im_start' '$T/out'"
+	check "chatml fallback: two answers" test "$(wc -l <"$T/out")" -ge 2
+fi
 # tern-run, a second implementation, gives the same answers for the same
 # conversations. The first turn is the same computation in both; for the
 # second, tern-chat feeds only the new tokens on top of the cache while

@@ -153,6 +153,14 @@ assert open(sys.argv[1]).read() == " Paris.\n"' "$T/out"
 cp "$T/out" "$T/n4.txt"
 expect 0 $TO $R -m $S --raw --temp 0 -n4 -f $PROMPT </dev/null && check "-n4: a number attached to -n" cmp -s "$T/out" "$T/n4.txt"
 check "no warning when -n ends the text" [ ! -s "$T/err" ]
+# a base model given chatml (Gemma 3 270M does not know <|im_end|> as a
+# token): the end of turn it writes as text ends the answer
+G=${TERN_MODELS:-models}/gemma-3-270m-q4_k_m.gguf
+if [ -f "$G" ]; then
+	expect 0 $TO $R -m "$G" --chat-template chatml --temp 0 -n 64 --json "What is 2+2?" </dev/null
+	check "chatml on a base model: stopped at its end of turn" $PYTHON -c 'import json, sys
+d = json.load(open(sys.argv[1])); assert d["finish_reason"] == "stop" and "im_end" not in d["text"], d' "$T/out"
+fi
 # a context that fills before -n: said on stderr (the text may end mid-sentence)
 expect 0 $TO $R -m $S --raw --temp 0 -c 24 "Once upon a time" </dev/null && check "a full context: one warning" \
 	one_line_err "tern-run: warning: the context of 24 tokens is full: the text stops there (-c sets a larger one)"

@@ -589,10 +589,37 @@ static void test_gguf_template(void **state)
 	free(smol);
 }
 
+/* A format's end of turn (what tern-chat stops at when a model writes it
+ * as text) is what the format writes right after an assistant's message */
+static void test_turn_end(void **state)
+{
+	(void)state;
+	const struct tern_chat_msg m[3] = {{"user", "hi"}, {"assistant", "yo there"}, {"user", "again"}};
+	int with = 0;
+	for (int fmt = 1; tern_chat_fmt_name(fmt); fmt++) {
+		const char *end = tern_chat_fmt_turn_end(fmt);
+		if (!end)
+			continue;
+		with++;
+		char buf[4096], want[64];
+		size_t n = 0;
+		tern_err e = {0};
+		assert_int_equal(tern_chat_fmt_apply(fmt, m, 3, true, buf, sizeof buf - 1, &n, &e), 0);
+		assert_true(n < sizeof buf);
+		buf[n] = 0;
+		snprintf(want, sizeof want, "yo there%s", end);
+		if (!strstr(buf, want))
+			fail_msg("%s: '%s' does not follow the assistant's text in: %s", tern_chat_fmt_name(fmt), end, buf);
+	}
+	assert_true(with >= 6);
+	assert_null(tern_chat_fmt_turn_end(TERN_CHAT_UNKNOWN));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_turn_end),
 		cmocka_unit_test(test_builtin_llama),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_jinja),

@@ -100,7 +100,10 @@ static struct llm_opts {
 	"taken as a Jinja template's text, as llama.cpp accepts. --chat-template-file FILE renders with the " \
 	"Jinja template in FILE. --no-jinja uses the built-in format recognised in the file's template (an " \
 	"unrecognised one is an error); --jinja is the default and is accepted for llama.cpp's users. A file " \
-	"without a chat template gets chatml, after a warning. A template the engine cannot render is an " \
+	"without a chat template gets chatml, after a warning. With a built-in format, its end of turn " \
+	"(<|im_end|> for chatml, <|eot_id|> for llama3, ...) written by the model as text ends the answer as " \
+	"a --stop string would (a base model given chatml does not know the token). A template the engine " \
+	"cannot render is an " \
 	"error naming its line and column; --chat-template NAME is the way around it. When the rendered text " \
 	"starts with the BOS token's text and the tokenizer adds BOS, that text is dropped (one BOS, as " \
 	"llama.cpp). The text is tokenized with special-token text parsed."
@@ -142,6 +145,22 @@ static const char *llm_opts_model(void)
 	if (!env || !*env)
 		cli_usage_error("no model: give -m FILE or set TERN_MODEL");
 	return env;
+}
+
+/* -r/--stop, and a built-in format's end of turn (tern_chat_fmt_turn_end;
+ * pr NULL: plain text, none): a model that does not know it as a token (a
+ * base model given chatml) writes it as text, and the answer ends there
+ * rather than printing it. stops[TERN_GEN_MAX_STOP]; returns the count. */
+static int llm_opts_stops(const struct tern_prompt *pr, const char **stops)
+{
+	int n = 0;
+	for (int i = 0; i < llm_o.stop.n && n < TERN_GEN_MAX_STOP; i++)
+		stops[n++] = llm_o.stop.v[i];
+	const char *end = pr && tern_prompt_kind(pr) == TERN_PROMPT_BUILTIN ? tern_chat_fmt_turn_end(tern_prompt_fmt(pr))
+									    : NULL;
+	if (end && n < TERN_GEN_MAX_STOP)
+		stops[n++] = end;
+	return n;
 }
 
 static struct tern_sample_opts llm_opts_sampling(uint64_t seed)

@@ -86,6 +86,27 @@ int tern_chat_fmt_by_name(const char *name)
 	return name ? by_name_n(name, strlen(name)) : -1;
 }
 
+const char *tern_chat_fmt_turn_end(int fmt)
+{
+	switch (fmt) {
+	case TERN_CHAT_CHATML:
+	case TERN_CHAT_PHI4:
+		return "<|im_end|>";
+	case TERN_CHAT_PHI3:
+		return "<|end|>";
+	case TERN_CHAT_LLAMA3:
+		return "<|eot_id|>";
+	case TERN_CHAT_LLAMA4:
+		return "<|eot|>";
+	case TERN_CHAT_GEMMA:
+		return "<end_of_turn>";
+	case TERN_CHAT_COMMAND_R:
+		return "<|END_OF_TURN_TOKEN|>";
+	default:
+		return NULL;
+	}
+}
+
 const char *tern_chat_fmt_name(int fmt)
 {
 	return fmt > TERN_CHAT_UNKNOWN && fmt < TERN_CHAT_N_FMT ? fmt_names[fmt] : NULL;

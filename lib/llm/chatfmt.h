@@ -134,6 +134,11 @@ enum tern_chat_fmt {
 int tern_chat_fmt_by_name(const char *name);
 /* Name of a format; NULL for TERN_CHAT_UNKNOWN or an out-of-range value. */
 const char *tern_chat_fmt_name(int fmt);
+/* The text that ends a turn in format fmt ("<|im_end|>" for chatml,
+ * "<|eot_id|>" for llama3, ...), or NULL where a format has none that
+ * simple. A model that does not know it as a token (a base model given
+ * chatml) writes it as text: tern-chat stops there. */
+const char *tern_chat_fmt_turn_end(int fmt);
 /* Every name, ", "-separated, for help text and error messages. */
 const char *tern_chat_fmt_names(void);
 

@@ -334,6 +334,47 @@ static void check_options(void)
 
 /* The prompt: arguments, -p or -f, then standard input when it is not a
  * terminal. Usage errors exit 2; a file that cannot be read exits 1. */
+/* Standard input's text after the prompt b (a blank line between; a
+ * newline for the embeddings' inputs); dash: it was asked for with '-'. */
+static void append_stdin(struct cli_buf *bp, bool dash)
+{
+	struct cli_buf b = *bp, in = {0};
+	/* standard input left open by a parent (ssh, a pipe nobody
+	 * writes): after a second with nothing to read, say what is
+	 * waited for and how not to */
+	struct pollfd pfd = {.fd = 0, .events = POLLIN};
+	if (!dash && poll(&pfd, 1, STDIN_HINT_MS) == 0)
+		warning("reading standard input (not a terminal: its text joins the prompt); end it, or give "
+			"--no-stdin or </dev/null when there is none");
+	int err = read_all(stdin, &in);
+	/* a closed descriptor 0 is no input, not an error */
+	if (err == EBADF)
+		err = 0;
+	if (err) {
+		free(in.p);
+		free(b.p);
+	}
+	if (err == EFBIG)
+		die(EXIT_RUNTIME, "standard input: larger than the %zu MiB a prompt may have",
+		    MAX_PROMPT_BYTES >> 20);
+	if (err)
+		die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
+	if (in.len) {
+		/* embeddings: standard input's lines follow the others' */
+		bool ok = (!b.len || (o_embedding ? cli_buf_add(&b, "\n", 1) : cli_buf_add(&b, "\n\n", 2))) &&
+			  b.len + in.len <= MAX_PROMPT_BYTES && cli_buf_add(&b, in.p, in.len);
+		free(in.p);
+		if (!ok) {
+			free(b.p);
+			die(EXIT_RUNTIME, "the prompt with standard input is larger than the %zu MiB a prompt "
+			    "may have", MAX_PROMPT_BYTES >> 20);
+		}
+	} else {
+		free(in.p);
+	}
+	*bp = b;
+}
+
 static void read_prompt(const char **pos, int npos, struct cli_buf *out)
 {
 	if (o_messages) {
@@ -383,42 +424,8 @@ static void read_prompt(const char **pos, int npos, struct cli_buf *out)
 		die(EXIT_RUNTIME, "the prompt is larger than the %zu MiB a prompt may have", MAX_PROMPT_BYTES >> 20);
 	}
 
-	if (dash || (!tty && !o_no_stdin)) {
-		struct cli_buf in = {0};
-		/* standard input left open by a parent (ssh, a pipe nobody
-		 * writes): after a second with nothing to read, say what is
-		 * waited for and how not to */
-		struct pollfd pfd = {.fd = 0, .events = POLLIN};
-		if (!dash && poll(&pfd, 1, STDIN_HINT_MS) == 0)
-			warning("reading standard input (not a terminal: its text joins the prompt); end it, or give "
-				"--no-stdin or </dev/null when there is none");
-		int err = read_all(stdin, &in);
-		/* a closed descriptor 0 is no input, not an error */
-		if (err == EBADF)
-			err = 0;
-		if (err) {
-			free(in.p);
-			free(b.p);
-		}
-		if (err == EFBIG)
-			die(EXIT_RUNTIME, "standard input: larger than the %zu MiB a prompt may have",
-			    MAX_PROMPT_BYTES >> 20);
-		if (err)
-			die(EXIT_RUNTIME, "standard input: cannot read: %s", strerror(err));
-		if (in.len) {
-			/* embeddings: standard input's lines follow the others' */
-			ok = (!b.len || (o_embedding ? cli_buf_add(&b, "\n", 1) : cli_buf_add(&b, "\n\n", 2))) && b.len + in.len <= MAX_PROMPT_BYTES &&
-			     cli_buf_add(&b, in.p, in.len);
-			free(in.p);
-			if (!ok) {
-				free(b.p);
-				die(EXIT_RUNTIME, "the prompt with standard input is larger than the %zu MiB a prompt "
-				    "may have", MAX_PROMPT_BYTES >> 20);
-			}
-		} else {
-			free(in.p);
-		}
-	}
+	if (dash || (!tty && !o_no_stdin))
+		append_stdin(&b, dash);
 	if (!b.len) {
 		free(b.p);
 		cli_usage_error("no prompt: give it as PROMPT arguments, with -p or -f, or on standard input");

@@ -835,6 +835,27 @@ static int job_fail(struct job *j, int code, const tern_err *e)
 	return j->status;
 }
 
+/* What comes before the decoding: an empty file (or one shorter than
+ * Whisper decodes) said, no error but no silent success either; with -l
+ * auto or -dl the language detected into pp->lang_id, and said on stderr
+ * by default, as whisper-cli does (-dl prints its list on standard output
+ * instead). */
+static int before_decoding(struct job *j, struct whisper_full *w, const struct whisper_mel_src *src,
+			   struct whisper_full_params *pp, bool nothing, tern_err *e)
+{
+	if (j->n_samples < TERN_MEL_RATE / 10 && !common.quiet)
+		cli_warn("%s: %.3f s of audio, less than the 0.1 s Whisper decodes: nothing to transcribe", j->path,
+			 (double)j->n_samples / TERN_MEL_RATE);
+	if (nothing || !model->ids.multilingual || (!o_dl && strcmp(o_lang, "auto")))
+		return 0;
+	int rc = whisper_full_detect_language(w, src, pp->offset_cs, j->lang_probs, &pp->lang_id, e);
+	j->detected = !rc;
+	if (!rc && !o_dl && !common.quiet)
+		fprintf(stderr, "%s: %s: auto-detected language: %s (p = %.3f)\n", cli_progname(), j->path,
+			whisper_lang_code(pp->lang_id), j->lang_probs[pp->lang_id]);
+	return rc;
+}
+
 static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel, struct whisper_full_params *p)
 {
 	tern_err e = {0};
@@ -907,21 +928,9 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 		pp.progress = on_progress;
 		pp.progress_ctx = &pr;
 	}
-	/* an empty file (or one shorter than Whisper decodes) is no error,
-	 * but no silent success either */
-	if (!rc && j->n_samples < TERN_MEL_RATE / 10 && !common.quiet)
-		cli_warn("%s: %.3f s of audio, less than the 0.1 s Whisper decodes: nothing to transcribe", j->path,
-			 (double)j->n_samples / TERN_MEL_RATE);
 	const bool nothing = o_vad && n == 0; /* no speech: nothing to transcribe */
-	if (!rc && !nothing && model->ids.multilingual && (o_dl || !strcmp(o_lang, "auto"))) {
-		rc = whisper_full_detect_language(w, &src, pp.offset_cs, j->lang_probs, &pp.lang_id, &e);
-		j->detected = !rc;
-		/* said by default, as whisper-cli does (-dl prints its list on
-		 * standard output instead) */
-		if (!rc && !o_dl && !common.quiet)
-			fprintf(stderr, "%s: %s: auto-detected language: %s (p = %.3f)\n", cli_progname(), j->path,
-				whisper_lang_code(pp.lang_id), j->lang_probs[pp.lang_id]);
-	}
+	if (!rc)
+		rc = before_decoding(j, w, &src, &pp, nothing, &e);
 	j->res.lang_id = pp.lang_id;
 	if (!rc && !nothing && !o_dl)
 		rc = whisper_full_run(w, &pp, &src, &j->res, on_segment, j, &e);
@@ -975,6 +984,44 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	}
 }
 
+/* The jobs of the FILEs (-f's first, then the arguments), checked before
+ * anything loads: standard input once and not a terminal, and each output
+ * file's place writable. NULL after a message (usage errors exit 2). */
+static struct job *make_jobs(const char **pos, int n_files, bool any_out)
+{
+	struct job *jobs = calloc((size_t)n_files, sizeof(*jobs));
+	if (!jobs) {
+		cli_error("out of memory");
+		return NULL;
+	}
+	const struct {
+		bool on;
+		const char *ext;
+	} outs[] = {{o_otxt, "txt"}, {o_ovtt, "vtt"}, {o_osrt, "srt"}, {o_ocsv, "csv"},
+		    {o_oj || o_ojf, "json"}, {o_olrc, "lrc"}};
+	int n_stdin = 0;
+	several_files = n_files > 1;
+	for (int i = 0; i < n_files; i++) {
+		jobs[i].path = i < o_files.n ? o_files.v[i] : pos[i - o_files.n];
+		jobs[i].base = i < o_of.n ? o_of.v[i] : jobs[i].path;
+		if (any_out && !strcmp(jobs[i].base, "-"))
+			cli_usage_error("standard input needs -of BASE for its output files");
+		if (!strcmp(jobs[i].path, "-") && ++n_stdin > 1)
+			cli_usage_error("standard input (-) can be read only once");
+		if (!strcmp(jobs[i].path, "-") && cli_isatty(stdin))
+			cli_usage_error("FILE - reads standard input, which is a terminal; pipe audio into it");
+		for (size_t k = 0; k < sizeof outs / sizeof *outs && !o_dl; k++) {
+			int err = outs[k].on ? writable(jobs[i].base, outs[k].ext) : 0;
+			if (err) {
+				cli_error("%s.%s: cannot write: %s", jobs[i].base, outs[k].ext, strerror(err));
+				free(jobs);
+				return NULL;
+			}
+		}
+	}
+	return jobs;
+}
+
 int main(int argc, char **argv)
 {
 	const char **pos;
@@ -1008,38 +1055,10 @@ int main(int argc, char **argv)
 	if (lang_id < 0 && strcmp(o_lang, "auto"))
 		cli_usage_error("unknown language '%s' (a code or a name such as en, de, french, or auto)", o_lang);
 
-	struct job *jobs = calloc((size_t)n_files, sizeof(*jobs));
+	struct job *jobs = make_jobs(pos, n_files, any_out);
 	if (!jobs) {
-		cli_error("out of memory");
+		free(pos);
 		return EXIT_RUNTIME;
-	}
-	int n_stdin = 0;
-	several_files = n_files > 1;
-	for (int i = 0; i < n_files; i++) {
-		jobs[i].path = i < o_files.n ? o_files.v[i] : pos[i - o_files.n];
-		jobs[i].base = i < o_of.n ? o_of.v[i] : jobs[i].path;
-		if (any_out && !strcmp(jobs[i].base, "-"))
-			cli_usage_error("standard input needs -of BASE for its output files");
-		if (!strcmp(jobs[i].path, "-") && ++n_stdin > 1)
-			cli_usage_error("standard input (-) can be read only once");
-		if (!strcmp(jobs[i].path, "-") && cli_isatty(stdin))
-			cli_usage_error("FILE - reads standard input, which is a terminal; pipe audio into it");
-		/* the output files' places, before the model loads and the audio is
-		 * transcribed */
-		const struct {
-			bool on;
-			const char *ext;
-		} outs[] = {{o_otxt, "txt"}, {o_ovtt, "vtt"}, {o_osrt, "srt"}, {o_ocsv, "csv"},
-			    {o_oj || o_ojf, "json"}, {o_olrc, "lrc"}};
-		for (size_t k = 0; k < sizeof outs / sizeof *outs && !o_dl; k++) {
-			int err = outs[k].on ? writable(jobs[i].base, outs[k].ext) : 0;
-			if (err) {
-				cli_error("%s.%s: cannot write: %s", jobs[i].base, outs[k].ext, strerror(err));
-				free(jobs);
-				free(pos);
-				return EXIT_RUNTIME;
-			}
-		}
 	}
 
 	double t0 = cli_now_ms();

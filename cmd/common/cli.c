@@ -1080,6 +1080,10 @@ static bool run_builtins(const struct cli_prog *p)
 	return true;
 }
 
+/* cli_parse's positional arguments while it parses (see there): volatile,
+ * or the store to a variable nothing reads would be dropped */
+static const char **volatile parse_out;
+
 void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_common *common,
 	       const char ***pos, int *npos)
 {
@@ -1091,6 +1095,10 @@ void cli_parse(const struct cli_prog *p, int argc, char **argv, struct cli_commo
 	init_builtins(common);
 
 	const char **out = calloc((size_t)argc + 1, sizeof *out);
+	/* reachable from here on: a usage error exits from inside the loop,
+	 * where the compiler need no longer keep out anywhere (LeakSanitizer
+	 * would call it lost) */
+	parse_out = out;
 	bool given_opt[128] = {0}; /* by index in p->opts */
 	if (!out || n_opts(p->opts) > 128) {
 		cli_error(out ? "internal error: more than 128 options" : "out of memory");

@@ -548,12 +548,7 @@ static void init_undo(struct tern_embed *em)
 {
 	tern_llm_free(em->llm);
 	em->llm = NULL;
-	free_enc_bufs(em);
-	struct tern_buf *b[] = {&em->b_tok, &em->b_type, &em->b_pos, &em->b_norm, &em->b_norm_b, &em->ids, &em->zeros,
-				&em->pos, &em->apos, &em->x, &em->h, &em->q, &em->k, &em->v, &em->a, &em->o,
-				&em->up, &em->gate, &em->k16, &em->v16, &em->r16, &em->rbf};
-	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
-		*b[i] = (struct tern_buf){0};
+	free_enc_bufs(em); /* buf_free leaves each buffer empty */
 	free(em->bl);
 	free(em->host_ids);
 	free(em->host_pos);

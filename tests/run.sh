@@ -50,6 +50,27 @@ if [ -n "${HAVE_VULKAN:-}" ]; then
 		esac
 	done
 fi
+# Every op again on the CUDA backend: under the CPU emulation of
+# gpu/cuda/emu (built into the tests but under ASan), and on a real device
+# where the build has CUDA and one is present (test_backend_ops says when
+# it is not).
+if [ -n "${HAVE_CUEMU:-}" ]; then
+	for t in "$@"; do
+		case $(basename "$t") in
+		test_backend_ops) run_one "$(basename "$t")@cuemu0" env TERN_TEST_DEVICE=cuemu0 "$t" ;;
+		esac
+	done
+fi
+if [ -e /dev/nvidia0 ] || [ -e /dev/nvidiactl ]; then
+	for t in "$@"; do
+		case $(basename "$t") in
+		test_backend_ops) run_one "$(basename "$t")@cuda0" env TERN_TEST_DEVICE=cuda0 "$t" ;;
+		test_llm | test_offload) [ "${SANITIZE:-}" = 1 ] || run_one "$(basename "$t")@cuda0" env TERN_TEST_DEVICE=cuda0 "$t" ;;
+		esac
+	done
+else
+	echo "skip  test_backend_ops@cuda0 test_llm@cuda0 test_offload@cuda0: no CUDA device on this machine"
+fi
 for s in tests/check_*.sh tests/cli_*.sh; do
 	[ -e "$s" ] || continue
 	case $s in

@@ -27,6 +27,9 @@
 #include "quant/quant.h"
 #include "tests/quant_util.h"
 #include "tests/rec_backend.h"
+#if defined(TERN_HAVE_CUDA) || defined(TERN_HAVE_CUEMU)
+#include "gpu/cuda/cu_backend.h"
+#endif
 #ifdef TERN_HAVE_VULKAN
 #include "gpu/vulkan/vk_backend.h"
 #endif
@@ -111,6 +114,37 @@ static int make_vulkan(struct tern_backend **out, const struct backend_entry *e,
 }
 #endif
 
+#if defined(TERN_HAVE_CUDA) || defined(TERN_HAVE_CUEMU)
+/* The CUDA backend: "cuda0" on an NVIDIA GPU (skipped without one), or
+ * "cuemu0", its kernels under the CPU emulation of gpu/cuda/emu (every
+ * machine: make test runs it). Captured steps are tested by the model
+ * tests; here every op runs as launched. */
+static int make_cuda(struct tern_backend **out, const struct backend_entry *e, tern_err *err)
+{
+	static bool said;
+	if (!test_device() || strcmp(e->name, test_device()))
+		return MAKE_SKIP;
+	struct cuda_backend_opts o = {.device = 0, .max_tokens = MAX_TOKENS};
+	bool emu = !strncmp(e->name, "cuemu", 5);
+#ifdef TERN_HAVE_CUEMU
+	if (emu)
+		return cuemu_backend_new(out, &o, err);
+#endif
+#ifdef TERN_HAVE_CUDA
+	tern_err why = {0};
+	if (!emu && cuda_device_count(&why) > 0)
+		return cuda_backend_new(out, &o, err);
+	if (!emu && !said)
+		printf("  %s: no CUDA device (%s), skipped\n", e->name, why.msg);
+#else
+	if (!emu && !said)
+		printf("  %s: not built with CUDA, skipped\n", e->name);
+#endif
+	said = true;
+	return MAKE_SKIP;
+}
+#endif
+
 static const struct backend_entry backends[] = {
 	{"cpu avx512, 3 threads", "avx512", make_cpu, 3, CPU_MM_REPACK_NONE, false, false},
 	{"cpu avx512, 1 thread, repack", "avx512", make_cpu, 1, CPU_MM_REPACK_BATCH, false, false},
@@ -135,6 +169,12 @@ static const struct backend_entry backends[] = {
 	{"vulkan0 nosg", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, true, false},
 	{"vulkan0 dot", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, false, true},
 #endif
+#endif
+#ifdef TERN_HAVE_CUDA
+	{"cuda0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false},
+#endif
+#ifdef TERN_HAVE_CUEMU
+	{"cuemu0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false},
 #endif
 };
 

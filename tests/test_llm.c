@@ -56,6 +56,9 @@
 #ifdef TERN_HAVE_VULKAN
 #include "gpu/vulkan/vk_backend.h"
 #endif
+#ifdef TERN_HAVE_CUDA
+#include "gpu/cuda/cu_backend.h"
+#endif
 #include "lib/llm/generate.h"
 #include "lib/llm/llm.h"
 #include "lib/llm/model.h"
@@ -175,6 +178,14 @@ static struct tern_backend *backend(bool ref, int n_threads, int64_t max_tokens)
 			struct vk_backend_opts vo = {.device = atoi(test_device() + 6), .max_tokens = max_tokens,
 						     .int_dot = strstr(test_device(), " dot") != NULL};
 			if (vk_backend_new(&be, &vo, &e))
+				fail_msg("backend %s: %s", test_device(), e.msg);
+			return be;
+		}
+#endif
+#ifdef TERN_HAVE_CUDA
+		if (!strncmp(test_device(), "cuda", 4)) {
+			struct cuda_backend_opts co = {.device = atoi(test_device() + 4), .max_tokens = max_tokens};
+			if (cuda_backend_new(&be, &co, &e))
 				fail_msg("backend %s: %s", test_device(), e.msg);
 			return be;
 		}

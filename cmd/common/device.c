@@ -110,6 +110,8 @@ int dev_open(struct dev_ctx *d, const char *device, const char *ngl, const struc
 	d->opts.profile = prof && *prof && strcmp(prof, "0") != 0;
 	const char *idot = getenv("TERN_VK_INT_DOT"); /* developers: Vulkan's integer dot where not accelerated */
 	d->opts.int_dot = idot && *idot && strcmp(idot, "0") != 0;
+	const char *graphs = getenv("TERN_CUDA_GRAPHS"); /* developers: 0 launches CUDA steps without graphs */
+	d->opts.no_graphs = graphs && !strcmp(graphs, "0");
 	int rc = tern_device_find(name, &d->opts, &d->info, e);
 	if (!rc)
 		rc = tern_backend_open("cpu", &d->opts, &d->host, e);

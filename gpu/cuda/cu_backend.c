@@ -413,6 +413,10 @@ static int cu_sync(struct tern_backend *be, tern_err *err)
 
 /* ---- products ---- */
 
+/* mat_prepare's mark: the kernels read the file's blocks as they are, so
+ * the prepared form is a non-NULL token owned by no buffer */
+static char prepared[QT_COUNT];
+
 static int cu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err *err)
 {
 	struct cu *c = cu_of(be);
@@ -427,6 +431,7 @@ static int cu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err 
 	char why[256];
 	if (CUK(reserve_scratch)(c->ctx, CUK(product_scratch)(w->type, w->ne[0], ntok), why, sizeof why))
 		return tern_errf(err, TERN_ENOMEM, "%s: the products' scratch: %s", c->info.name, why);
+	w->prep = &prepared[w->type];
 	return 0;
 }
 

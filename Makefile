@@ -168,6 +168,9 @@ PROG_LIBS_bench := $(if $(HAVE_LIBMD),$(shell pkg-config --libs libmd))
 PROG_LIBS_chat := $(if $(HAVE_EDIT),$(shell pkg-config --libs libedit))
 
 TEST_SRC := $(wildcard tests/test_*.c)
+ifeq ($(SANITIZE),1)
+TEST_SRC := $(filter-out tests/test_cuda.c,$(TEST_SRC)) # the emulation is not built under ASan
+endif
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(OUT)/%.o)

@@ -934,6 +934,7 @@ static void print_timings(const struct session *ss, const struct tern_gen_stats 
 		st->gen_ms > 0 ? st->n_gen * 1e3 / st->gen_ms : 0.0);
 	fprintf(stderr, "%s: total       %10.2f ms / %6d tokens (finish: %s)\n", p,
 		ss->load_ms + st->prompt_ms + st->gen_ms, st->n_prompt + st->n_gen, tern_finish_name(st->finish));
+	dev_report_steps(&ss->dev, &common);
 }
 
 /* The end of the run: the final newline or the JSON object, the -v

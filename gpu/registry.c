@@ -297,6 +297,31 @@ int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err 
 	return tern_errf(e, TERN_EUNSUPPORTED, "%s: no read-bandwidth probe", be->name);
 }
 
+bool tern_backend_step_stats(struct tern_backend *be, struct tern_step_stats *out)
+{
+	*out = (struct tern_step_stats){0};
+#ifdef TERN_HAVE_CUDA
+	if (be && !strncmp(be->name, "cuda", 4)) {
+		struct cuda_stats s;
+		cuda_get_stats(be, &s);
+		*out = (struct tern_step_stats){s.steps, s.replays, s.captures, s.step_launches,
+						s.graphs ? "CUDA graph" : "plain launches"};
+		return true;
+	}
+#endif
+#ifdef TERN_HAVE_VULKAN
+	if (be && !strncmp(be->name, "vulkan", 6)) {
+		struct vk_stats s;
+		vk_get_stats(be, &s);
+		*out = (struct tern_step_stats){s.replays + s.recorded, s.replays, s.recorded, s.step_dispatches,
+						"command buffer"};
+		return true;
+	}
+#endif
+	(void)be;
+	return false;
+}
+
 int tern_backend_open(const char *name, const struct tern_device_opts *o, struct tern_backend **be, tern_err *e)
 {
 	*be = NULL;

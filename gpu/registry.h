@@ -59,6 +59,15 @@ int tern_backend_open(const char *name, const struct tern_device_opts *o, struct
  * TERN_EUNSUPPORTED for a backend without the probe (the CPU's is
  * tern-bench's own). */
 int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err *e);
+/* What a GPU backend's decode steps did (lib/backend.h begin_step /
+ * end_step): steps run, replayed from a recording (a CUDA graph, a Vulkan
+ * command buffer) and recorded, and the kernels (dispatches) of the last
+ * step; false for a backend that records no steps (the CPU's). */
+struct tern_step_stats {
+	uint64_t steps, replays, recorded, launches;
+	const char *how; /* "CUDA graph", "command buffer" */
+};
+bool tern_backend_step_stats(struct tern_backend *be, struct tern_step_stats *out);
 /* Whether d is the host CPU (its layers need no offload). */
 bool tern_device_is_cpu(const struct tern_device_info *d);
 /* The bytes a plan may place on d: its mem_budget, capped by limit (> 0:

@@ -268,3 +268,13 @@ bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_e
 	*e = (tern_err){0};
 	return true;
 }
+
+void dev_report_steps(const struct dev_ctx *d, const struct cli_common *cc)
+{
+	struct tern_step_stats st;
+	if (!d->dev || !tern_backend_step_stats(d->dev, &st) || !st.steps)
+		return;
+	cli_info(cc, "device %s: %llu decode steps, %llu replayed from a %s, %llu recorded; %llu kernels a step",
+		 d->info.name, (unsigned long long)st.steps, (unsigned long long)st.replays, st.how,
+		 (unsigned long long)st.recorded, (unsigned long long)st.launches);
+}

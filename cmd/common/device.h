@@ -113,6 +113,10 @@ bool dev_whole_retry(struct dev_ctx *d, int rc, struct tern_backend **be, tern_e
  * TERN_TEST_DEVICE makes it): 0, or TERN_ENOTFOUND naming those present. */
 int dev_check(const char *name, tern_err *e);
 
+/* With -v: one stderr line on the device's decode steps (how many were
+ * replayed from a recording, the kernels of a step); nothing for the CPU. */
+void dev_report_steps(const struct dev_ctx *d, const struct cli_common *cc);
+
 /* "1.2 GiB", "310.0 MiB", "12.0 KiB" into buf */
 const char *dev_fmt_bytes(char *buf, size_t cap, uint64_t v);
 

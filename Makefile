@@ -266,9 +266,10 @@ TEST_LDFLAGS_test_llm_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--
 TEST_LDLIBS_test_bench_vs := $(PROG_LIBS_bench)
 
 # the tests that run the CUDA backend's kernels under the emulation
-CUEMU_TESTS := test_backend_ops test_cuda
+CUEMU_TESTS := test_backend_ops test_cuda test_offload
 TEST_LIBS_test_backend_ops := $(CUEMU_LIB)
 TEST_LIBS_test_cuda := $(CUEMU_LIB)
+TEST_LIBS_test_offload := $(CUEMU_LIB)
 $(if $(CUEMU_LIB),$(CUEMU_TESTS:%=$(OUT)/tests/%.o)): EXTRA_DEFS := -DTERN_HAVE_CUEMU=1
 $(OUT)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)

@@ -249,6 +249,13 @@ int tern_device_list(struct tern_device_info *out, int cap, const struct tern_de
 #endif
 	if (o && o->test_mem)
 		test_info(o, &all[n++]);
+	if (o && o->extra && n < TERN_DEVICE_MAX) {
+		int rc = o->extra->info(0, &all[n], e);
+		if (rc)
+			return rc;
+		snprintf(all[n].name, sizeof all[n].name, "%s", o->extra->name);
+		n++;
+	}
 	int k = n < cap ? n : cap;
 	if (out && k > 0)
 		memcpy(out, all, sizeof *out * (size_t)k);
@@ -333,6 +340,8 @@ int tern_backend_open(const char *name, const struct tern_device_opts *o, struct
 		rc = cpu_open(o, be, e);
 	else if (!strcmp(d.name, "test0"))
 		rc = test_open(o, be, e);
+	else if (o->extra && !strcmp(d.name, o->extra->name))
+		rc = o->extra->open(o, be, e);
 #ifdef TERN_HAVE_CUDA
 	else if (!strncmp(d.name, "cuda", 4)) {
 		struct cuda_backend_opts co = {.device = atoi(d.name + 4), .max_tokens = o->max_tokens,

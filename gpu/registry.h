@@ -42,6 +42,16 @@ struct tern_device_opts {
 	 * many bytes, as a driver may refuse what its budget promised. */
 	uint64_t test_mem;
 	uint64_t test_alloc_limit;
+	/* Tests only: one more device, listed after the GPUs (the CUDA backend
+	 * over its CPU emulation, "cuemu0", which only the test binaries link:
+	 * tests/test_offload.c), with its facts and its backend's maker. */
+	const struct tern_device_extra *extra;
+};
+
+struct tern_device_extra {
+	const char *name;
+	int (*info)(int i, struct tern_device_info *out, tern_err *err);
+	int (*open)(const struct tern_device_opts *o, struct tern_backend **be, tern_err *err);
 };
 
 /* The devices present, "cpu" first, into out[cap]; returns their count

@@ -38,6 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(TERN_HAVE_CUEMU)
+#include "gpu/cuda/cu_backend.h"
+#endif
 #include "gpu/registry.h"
 #include "lib/cpu/backend.h"
 #include "lib/format/gguf.h"
@@ -231,6 +234,17 @@ static void test_offload_alloc_failure(void **state)
 	tern_model_free(m);
 }
 
+#ifdef TERN_HAVE_CUEMU
+/* "cuemu0": the CUDA backend over its CPU emulation, a device of the
+ * registry through its test hook */
+static int cuemu_open(const struct tern_device_opts *o, struct tern_backend **be, tern_err *e)
+{
+	struct cuda_backend_opts co = {.device = 0, .max_tokens = o->max_tokens, .no_graphs = o->no_graphs};
+	return cuemu_backend_new(be, &co, e);
+}
+static const struct tern_device_extra cuemu_dev = {"cuemu0", cuemu_device_info, cuemu_open};
+#endif
+
 /* the GPU of TERN_TEST_DEVICE as the device, the optimized CPU as the host */
 static void test_offload_device(void **state)
 {
@@ -239,6 +253,9 @@ static void test_offload_device(void **state)
 	struct tern_backend *cpu = backend(false), *gpu = NULL;
 	tern_err e = {0};
 	struct tern_device_opts bo = {.n_threads = 2, .max_tokens = N_POS, .validation = true};
+#ifdef TERN_HAVE_CUEMU
+	bo.extra = &cuemu_dev;
+#endif
 	if (tern_backend_open(name, &bo, &gpu, &e))
 		fail_msg("%s: %s", name, e.msg);
 	int32_t ids[N_POS];

@@ -210,6 +210,25 @@ const char *tern_device_backends(void)
 		;
 }
 
+void tern_device_why_none(char *out, size_t cap)
+{
+	size_t n = 0;
+	if (cap)
+		out[0] = 0;
+	tern_err e = {0};
+	(void)e;
+	(void)n;
+#ifdef TERN_HAVE_CUDA
+	if (cuda_device_count(&e) == 0 && n < cap)
+		n += (size_t)snprintf(out + n, cap - n, "CUDA: no device (%s)", e.msg + (strncmp(e.msg, "cuda: ", 6) ? 0 : 6));
+#endif
+#ifdef TERN_HAVE_VULKAN
+	e = (tern_err){0};
+	if (vk_device_count(&e) == 0 && n < cap)
+		n += (size_t)snprintf(out + n, cap - n, "%sVulkan: no device (%s)", n ? "; " : "", e.msg);
+#endif
+}
+
 bool tern_device_is_cpu(const struct tern_device_info *d)
 {
 	return strcmp(d->name, "cpu") == 0;

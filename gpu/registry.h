@@ -83,6 +83,10 @@ bool tern_device_is_cpu(const struct tern_device_info *d);
 /* The bytes a plan may place on d: its mem_budget, capped by limit (> 0:
  * --gpu-mem-limit). */
 uint64_t tern_device_budget(const struct tern_device_info *d, uint64_t limit);
+/* For -v: why each GPU API built in lists no device ("CUDA: no device
+ * (cudaGetDeviceCount: CUDA driver version is insufficient ...)"), "" when
+ * each lists one. */
+void tern_device_why_none(char *out, size_t cap);
 /* The backends compiled in, space-separated: "cpu", "cpu vulkan", ... */
 const char *tern_device_backends(void);
 

@@ -190,7 +190,10 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 		return rc;
 	if (!d->dev) {
 		plan_drop(d);
-		cli_info(cc, "device %s (%s): every layer on the CPU", d->info.name, d->info.desc);
+		char why[512];
+		tern_device_why_none(why, sizeof why);
+		cli_info(cc, "device %s (%s): every layer on the CPU%s%s", d->info.name, d->info.desc, why[0] ? "; " : "",
+			 why);
 		return tern_llm_new(out, m, d->host, lo, e);
 	}
 	for (int32_t step = 1; !rc; step = step < (1 << 20) ? 2 * step : step) {

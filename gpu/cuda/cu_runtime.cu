@@ -139,6 +139,12 @@ int CUK(device_count)(char *why, size_t cap)
 	if (e != cudaSuccess) {
 		/* no driver, no device: CUDA's reason, and nothing listed */
 		say(why, cap, "cudaGetDeviceCount", e);
+#if !CU_EMULATED
+		/* what the runtime says when it finds no libcuda.so.1 at all */
+		if (e == cudaErrorInsufficientDriver && why && cap)
+			snprintf(why, cap, "no NVIDIA driver (libcuda.so.1) new enough for CUDA %d.%d", CUDART_VERSION / 1000,
+				 CUDART_VERSION % 1000 / 10);
+#endif
 		cudaGetLastError();
 		return 0;
 	}

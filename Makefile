@@ -266,7 +266,8 @@ TEST_LDFLAGS_test_llm_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--
 TEST_LDLIBS_test_bench_vs := $(PROG_LIBS_bench)
 
 # the tests that run the CUDA backend's kernels under the emulation
-CUEMU_TESTS := test_backend_ops test_cuda test_offload
+CUEMU_TESTS := test_backend_ops test_cuda test_offload test_llm
+TEST_LIBS_test_llm := $(CUEMU_LIB)
 TEST_LIBS_test_backend_ops := $(CUEMU_LIB)
 TEST_LIBS_test_cuda := $(CUEMU_LIB)
 TEST_LIBS_test_offload := $(CUEMU_LIB)

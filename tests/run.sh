@@ -57,7 +57,7 @@ fi
 if [ -n "${HAVE_CUEMU:-}" ]; then
 	for t in "$@"; do
 		case $(basename "$t") in
-		test_backend_ops | test_offload) run_one "$(basename "$t")@cuemu0" env TERN_TEST_DEVICE=cuemu0 "$t" ;;
+		test_backend_ops | test_offload | test_llm) run_one "$(basename "$t")@cuemu0" env TERN_TEST_DEVICE=cuemu0 "$t" ;;
 		esac
 	done
 fi

@@ -56,7 +56,7 @@
 #ifdef TERN_HAVE_VULKAN
 #include "gpu/vulkan/vk_backend.h"
 #endif
-#ifdef TERN_HAVE_CUDA
+#if defined(TERN_HAVE_CUDA) || defined(TERN_HAVE_CUEMU)
 #include "gpu/cuda/cu_backend.h"
 #endif
 #include "lib/llm/generate.h"
@@ -178,6 +178,16 @@ static struct tern_backend *backend(bool ref, int n_threads, int64_t max_tokens)
 			struct vk_backend_opts vo = {.device = atoi(test_device() + 6), .max_tokens = max_tokens,
 						     .int_dot = strstr(test_device(), " dot") != NULL};
 			if (vk_backend_new(&be, &vo, &e))
+				fail_msg("backend %s: %s", test_device(), e.msg);
+			return be;
+		}
+#endif
+#ifdef TERN_HAVE_CUEMU
+		if (!strncmp(test_device(), "cuemu", 5)) {
+			/* the CUDA backend over its CPU emulation, steps captured into
+			 * (emulated) graphs and replayed */
+			struct cuda_backend_opts co = {.device = 0, .max_tokens = max_tokens};
+			if (cuemu_backend_new(&be, &co, &e))
 				fail_msg("backend %s: %s", test_device(), e.msg);
 			return be;
 		}
@@ -2022,6 +2032,14 @@ int main(void)
 		cmocka_unit_test(test_mla_cache),         cmocka_unit_test(test_real_smollm2),
 		cmocka_unit_test(test_kv_cache_types),
 	};
+	/* the emulated CUDA device runs kernels on fibers, far slower than a
+	 * GPU: the synthetic models only (every family, the caches, MLA) */
+	const struct CMUnitTest emu_tests[] = {
+		cmocka_unit_test(test_synth_vs_llamacpp), cmocka_unit_test(test_gate_up_exps),
+		cmocka_unit_test(test_mla_cache),
+	};
+	if (test_device() && !strncmp(test_device(), "cuemu", 5))
+		return cmocka_run_group_tests_name(test_device(), emu_tests, NULL, NULL);
 	if (test_device())
 		return cmocka_run_group_tests_name(test_device(), device_tests, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);

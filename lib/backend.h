@@ -17,7 +17,8 @@
  * memory linear in the prompt), per-head products (mat_mul_heads, MLA's
  * absorbed projections), gated
  * and plain activations (glu, unary), add (with a broadcast bias row),
- * scale, softmax and copy (also between column windows of wider rows,
+ * scale, softmax, argmax (a greedy token without downloading the logits)
+ * and copy (also between column windows of wider rows,
  * tern_buf_cols); for Whisper's encoder the rows of a 1-D
  * convolution (im2col); for a mixture of experts the router (moe_route),
  * the experts' products over the selected experts only (mat_mul_id) and
@@ -453,6 +454,12 @@ struct tern_backend {
 	void (*scale)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y, float s);
 	/* y = softmax of each row of x; y may be x. */
 	void (*softmax)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y);
+	/* ids[r] = the index of the largest element of row r of x, the lower
+	 * index of equal ones; NaN never wins, and a row of -inf and NaN only
+	 * gives -1 (the sampler's greedy pick, tern_sample, over its sanitised
+	 * logits). x f32 {n, rows} contiguous, ids i32 [rows]. A greedy decode
+	 * step's token without the logits leaving the device. */
+	void (*argmax)(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids);
 	/* dst = src, the same number of rows of the same length: the same
 	 * type (bytes copied), f32 to any type quant/ can encode, or any type
 	 * to f32. Either side may be a column window of wider rows

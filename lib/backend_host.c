@@ -3,6 +3,7 @@
  * of the CPU backends, and the operand checks every backend runs. */
 #include "lib/backend_host.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -445,6 +446,36 @@ bool tern_host_eltwise_args(struct tern_backend *be, const char *op, const struc
 		tern_host_fail(be, "%s: operands do not fit (%s, y %s)", op, shape(s1, sizeof s1, a),
 			      shape(s2, sizeof s2, y));
 	return ok;
+}
+
+bool tern_host_argmax_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *ids)
+{
+	char s1[96], s2[96];
+	bool ok = mine(be, x, QT_F32) && contiguous(x) && mine(be, ids, QT_I32) && writable(ids) &&
+		  tern_host_nrows(ids) == 1 && ids->ne[0] == tern_host_nrows(x) && x->ne[0] <= INT32_MAX;
+	if (!ok)
+		tern_host_fail(be, "argmax: operands do not fit (x %s, ids %s)", shape(s1, sizeof s1, x),
+			      shape(s2, sizeof s2, ids));
+	return ok;
+}
+
+void tern_host_argmax_rows(const float *x, int64_t n, int64_t rows, int32_t *ids)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *v = x + r * n;
+		int32_t best = -1;
+		float bl = -INFINITY;
+		/* +inf counts as FLT_MAX (the sampler's sanitised logits): the
+		 * first of several wins; NaN and -inf compare below */
+		for (int64_t i = 0; i < n; i++) {
+			float f = v[i] > FLT_MAX ? FLT_MAX : v[i];
+			if (f > bl) {
+				best = (int32_t)i;
+				bl = f;
+			}
+		}
+		ids[r] = best;
+	}
 }
 
 bool tern_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind)

@@ -96,6 +96,10 @@ bool tern_host_heads_args(struct tern_backend *be, const struct tern_buf *w, con
  * softmax (b NULL): f32 operands of y's shape. */
 bool tern_host_eltwise_args(struct tern_backend *be, const char *op, const struct tern_buf *a,
 			   const struct tern_buf *b, const struct tern_buf *y, bool b_row);
+/* argmax: x f32 {n, rows} contiguous, ids i32 [rows] */
+bool tern_host_argmax_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *ids);
+/* argmax of each row on the host (the CPU backends): lib/backend.h's rule */
+void tern_host_argmax_rows(const float *x, int64_t n, int64_t rows, int32_t *ids);
 /* unary: a TERN_UNARY_* kind (GELU_F16 a ggml request), x and y as eltwise */
 bool tern_host_unary_args(struct tern_backend *be, const struct tern_buf *x, const struct tern_buf *y, int kind);
 /* im2col: x, y f32 2-D of the shapes lib/backend.h gives; *n_out set */

@@ -27,12 +27,12 @@ struct rec {
 enum {
 	OP_UPLOAD = 1, OP_DOWNLOAD, OP_PRODUCT, OP_MAT_MUL_GGML, OP_MAT_MUL_HEADS, OP_MAT_MUL_ID, OP_MOE_ROUTE,
 	OP_MOE_COMBINE, OP_GET_ROWS, OP_NORM, OP_ROPE, OP_NORM_ROPE, OP_KV_STORE, OP_ATTENTION, OP_IM2COL, OP_GLU, OP_UNARY, OP_ADD,
-	OP_SCALE, OP_SOFTMAX, OP_COPY, OP_SYNC, OP_COUNT
+	OP_SCALE, OP_SOFTMAX, OP_COPY, OP_ARGMAX, OP_SYNC, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"?",	 "upload",    "download", "product", "mat_mul_ggml", "mat_mul_heads", "mat_mul_id", "moe_route",
 	"moe_combine", "get_rows", "norm", "rope", "norm_rope", "kv_store", "attention", "im2col", "glu", "unary", "add",
-	"scale", "softmax", "copy", "sync",
+	"scale", "softmax", "copy", "argmax", "sync",
 };
 
 static bool grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -334,6 +334,13 @@ static void rec_softmax(struct tern_backend *be, const struct tern_buf *x, struc
 	r->in->softmax(r->in, x, y);
 }
 
+static void rec_argmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids)
+{
+	REC(be);
+	rec3(r, OP_ARGMAX, x, ids, NULL);
+	r->in->argmax(r->in, x, ids);
+}
+
 static void rec_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
 {
 	REC(be);
@@ -507,6 +514,7 @@ int rec_backend_new(struct tern_backend **out, struct tern_backend *inner, tern_
 		.add = rec_add,
 		.scale = rec_scale,
 		.softmax = rec_softmax,
+		.argmax = rec_argmax,
 		.copy = rec_copy,
 		.begin_step = rec_begin_step,
 		.end_step = rec_end_step,

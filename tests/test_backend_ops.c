@@ -12,6 +12,8 @@
  * threshold, every weight type quant/ can dot. test_threads then runs
  * every op case and the products on 1, 2, 3 and 4 threads of the
  * optimized backend and wants the same bits from each. */
+#include <float.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -422,7 +424,7 @@ static void check_table(const struct tern_backend *be, const char *bname)
 		ENTRY(get_rows),      ENTRY(norm),	  ENTRY(rope),	     ENTRY(norm_rope), ENTRY(kv_store),
 		ENTRY(attention),
 		ENTRY(im2col),	      ENTRY(glu),	  ENTRY(unary),	     ENTRY(add),       ENTRY(scale),
-		ENTRY(softmax),	      ENTRY(copy),	  ENTRY(begin_step), ENTRY(end_step),  ENTRY(sync),
+		ENTRY(softmax),	      ENTRY(argmax),   ENTRY(copy),	  ENTRY(begin_step), ENTRY(end_step),  ENTRY(sync),
 	};
 	size_t n = sizeof entries / sizeof *entries;
 	/* the entries lie between max_tokens and impl */
@@ -1934,6 +1936,87 @@ static bool case_moe_route(struct tern_backend *be, int ci, float **out, size_t 
 	return true;
 }
 
+/* argmax: rows of n; what each row holds besides normals (a repeated
+ * maximum, NaNs, infinities) */
+static const struct argmax_case {
+	int64_t n, rows;
+	int what; /* 0 normals, 1 the maximum twice, 2 NaNs and the maximum, 3 +inf twice, 4 -inf and NaN only, 5 one -inf row */
+} argmax_cases[] = {{1, 1, 0},     {7, 3, 0},     {1000, 2, 1},   {49152, 1, 2}, {262144, 1, 1},
+		    {300, 4, 3},   {100, 2, 4},   {513, 3, 5},    {33, 17, 1}};
+
+/* the expectation written apart from the backends' loops: the largest of
+ * the row's values (+inf taken as the largest finite, NaN and -inf
+ * skipped), then the first index holding it */
+static int32_t argmax_expect(const float *v, int64_t n)
+{
+	double m = -INFINITY;
+	for (int64_t i = 0; i < n; i++)
+		if (!isnan(v[i]) && fmin(v[i], FLT_MAX) > m)
+			m = fmin(v[i], FLT_MAX);
+	if (m == -INFINITY)
+		return -1;
+	for (int64_t i = 0; i < n; i++)
+		if (!isnan(v[i]) && fmin(v[i], FLT_MAX) == m)
+			return (int32_t)i;
+	return -1;
+}
+
+static bool case_argmax(struct tern_backend *be, int ci, float **out, size_t *n, char *desc, size_t dn)
+{
+	if (ci >= (int)(sizeof argmax_cases / sizeof *argmax_cases))
+		return false;
+	const struct argmax_case *c = &argmax_cases[ci];
+	snprintf(desc, dn, "argmax %lld x %lld rows, kind %d", (long long)c->n, (long long)c->rows, c->what);
+	qu_seed((uint64_t)ci + 1401);
+	float *x = normals((size_t)(c->n * c->rows), 3);
+	for (int64_t r = 0; r < c->rows; r++) {
+		float *v = x + r * c->n;
+		int64_t a = (r * 7919 + 13) % c->n, b = (r * 104729 + 5) % c->n;
+		if (c->what == 1 || c->what == 2) { /* the maximum at two places: the lower wins */
+			v[a] = v[b] = 50.0f;
+			if (c->what == 2)
+				for (int64_t i = 0; i < c->n; i += 97)
+					if (i != a && i != b)
+						v[i] = NAN;
+		} else if (c->what == 3) {
+			v[a] = v[b] = INFINITY;
+		} else if (c->what == 4) {
+			for (int64_t i = 0; i < c->n; i++)
+				v[i] = i % 3 ? -INFINITY : NAN;
+		} else if (c->what == 5 && r == 1) {
+			for (int64_t i = 0; i < c->n; i++)
+				v[i] = -INFINITY;
+		}
+	}
+	int64_t xne[2] = {c->n, c->rows}, ine[1] = {c->rows};
+	struct tern_buf xb = in_buf(be, QT_F32, 2, xne, x), iw, iv;
+	out_buf(be, &iw, &iv, QT_I32, c->rows, 1, 1, ine, NULL);
+	be->argmax(be, &xb, &iv);
+	tern_err e = {0};
+	size_t rs = iw.nb[1];
+	int32_t *ih = malloc(rs * 3);
+	be->download(be, &iw, 0, ih, rs * 3);
+	if (be->sync(be, &e))
+		fail_msg("%s: %s: %s", be->name, desc, e.msg);
+	be->buf_free(be, &iw);
+	*out = malloc(sizeof(float) * (size_t)c->rows);
+	for (int64_t r = 0; r < c->rows; r++) {
+		int32_t got = ih[c->rows + r], want = argmax_expect(x + r * c->n, c->n);
+		if (got != want)
+			fail_msg("%s: %s: row %lld: %d, expected %d", be->name, desc, (long long)r, got, want);
+		(*out)[r] = (float)got;
+	}
+	const uint8_t *hb = (const uint8_t *)ih;
+	for (size_t i = 0; i < rs; i++) /* the sentinel rows stay */
+		if (hb[i] != SENTINEL_BYTE || hb[2 * rs + i] != SENTINEL_BYTE)
+			fail_msg("%s: %s: wrote outside the output", be->name, desc);
+	*n = (size_t)c->rows;
+	free(ih);
+	free(x);
+	be->buf_free(be, &xb);
+	return true;
+}
+
 static const int64_t combine_shapes[][3] = {{7, 1, 3}, {256, 2, 5}, {4096, 8, 2}, {100, 3, 300}, {33, 64, 1}};
 
 /* moe_combine: the weighted sum of the slots, against the sum in double */
@@ -1996,6 +2079,7 @@ static const struct op_check {
 	{"mat_mul_id", case_mat_mul_id, 1e-6, NULL},
 	{"moe_route", case_moe_route, 1e-10, NULL},
 	{"moe_combine", case_moe_combine, 1e-12, NULL},
+	{"argmax", case_argmax, 0, NULL},
 };
 
 /* Whether be's table has every entry named in the space-separated list:
@@ -2023,6 +2107,7 @@ static bool has_entries(const struct tern_backend *be, const char *list)
 			   : !strcmp(n, "mat_mul_id") ? be->mat_mul_id != NULL
 			   : !strcmp(n, "moe_route") ? be->moe_route != NULL
 			   : !strcmp(n, "moe_combine") ? be->moe_combine != NULL
+			   : !strcmp(n, "argmax") ? be->argmax != NULL
 			   : false;
 		if (!has)
 			return false;
@@ -2251,6 +2336,9 @@ static void check_moe_contract(struct tern_backend *be)
 	struct tern_buf yo = tern_buf_reshape(&yb, 2, (int64_t[2]){4, 2}), wts = tern_buf_reshape(&yb, 2, (int64_t[2]){2, 2});
 	be->moe_combine(be, &yb, &wts, &yo);
 	expect_fail(be, "moe_combine");
+	/* argmax: ids must be i32, one per row */
+	be->argmax(be, &yb, &wts);
+	expect_fail(be, "argmax");
 	/* sinks: one per query head */
 	int32_t pos[1] = {0};
 	int64_t qne[3] = {64, 2, 1}, cne[3] = {64, 1, 4}, pne[1] = {1}, sne[1] = {3};

@@ -685,6 +685,15 @@ static void cu_softmax(struct tern_backend *be, const struct tern_buf *x, struct
 	emit(cu_of(be), &op);
 }
 
+static void cu_argmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids)
+{
+	if (!tern_host_argmax_args(be, x, ids))
+		return;
+	const struct tern_buf *t[] = {x, ids};
+	struct cuk_op op = rec(CUK_ARGMAX, 2, t);
+	emit(cu_of(be), &op);
+}
+
 static void cu_copy(struct tern_backend *be, const struct tern_buf *src, struct tern_buf *dst)
 {
 	if (!tern_host_copy_args(be, src, dst))
@@ -793,6 +802,7 @@ static void table(struct cu *c)
 	be->add = cu_add;
 	be->scale = cu_scale;
 	be->softmax = cu_softmax;
+	be->argmax = cu_argmax;
 	be->copy = cu_copy;
 	be->begin_step = cu_begin_step;
 	be->end_step = cu_end_step;

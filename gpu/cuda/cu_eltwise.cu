@@ -107,6 +107,65 @@ __global__ void k_softmax(int64_t ne0, uint64_t rows, const float *x, float *y)
 		yr[i] = expf(xr[i] - m) * inv;
 }
 
+/* ---- argmax: a block per row ---- */
+
+/* (value, index) a over b: larger, or equal and lower; index -1 is none */
+__device__ __forceinline__ bool am_better(float bv, int bi, float av, int ai)
+{
+	return bi >= 0 && (ai < 0 || bv > av || (bv == av && bi < ai));
+}
+
+/* ids[r]: lib/backend.h's rule (+inf as the largest finite float, NaN and
+ * -inf never win, the lower index of equals; -1 for none) */
+__global__ void k_argmax(int64_t ne0, uint64_t rows, const float *x, int *ids)
+{
+	__shared__ float sv[32];
+	__shared__ int si[32];
+	uint64_t row = cu_block_id();
+	if (row >= rows)
+		return;
+	const float *xr = x + row * ne0;
+	float best = -INFINITY;
+	int at = -1;
+	for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
+		float v = xr[i];
+		if (v > 3.402823466e38f)
+			v = 3.402823466e38f;
+		if (v > best) { /* NaN compares false */
+			best = v;
+			at = (int)i;
+		}
+	}
+	for (int m = 16; m > 0; m >>= 1) {
+		float ov = __shfl_xor_sync(0xffffffffu, best, m);
+		int oi = __shfl_xor_sync(0xffffffffu, at, m);
+		if (am_better(ov, oi, best, at)) {
+			best = ov;
+			at = oi;
+		}
+	}
+	if (threadIdx.x % 32 == 0) {
+		sv[threadIdx.x / 32] = best;
+		si[threadIdx.x / 32] = at;
+	}
+	__syncthreads();
+	if (threadIdx.x >= 32)
+		return;
+	unsigned nw = blockDim.x / 32;
+	best = threadIdx.x < nw ? sv[threadIdx.x] : -INFINITY;
+	at = threadIdx.x < nw ? si[threadIdx.x] : -1;
+	for (int m = 16; m > 0; m >>= 1) {
+		float ov = __shfl_xor_sync(0xffffffffu, best, m);
+		int oi = __shfl_xor_sync(0xffffffffu, at, m);
+		if (am_better(ov, oi, best, at)) {
+			best = ov;
+			at = oi;
+		}
+	}
+	if (threadIdx.x == 0)
+		ids[row] = at;
+}
+
 /* ---- norm: the statistics of a row, shared with norm_rope ---- */
 
 /* The row's mean (layer norm) and 1 / sqrt(var + eps), summed by the
@@ -466,6 +525,12 @@ void cu_run_eltwise(cuk_ctx *c, const cuk_op *op)
 	case CUK_COPY:
 		copy(c, op);
 		break;
+	case CUK_ARGMAX: {
+		uint64_t rows = (uint64_t)nrows(t[0]);
+		CU_LAUNCH(k_argmax, cu_grid(rows), dim3(256), 0, c->stream, t[0].ne[0], rows, (const float *)t[0].p, (int *)t[1].p);
+		cu_launched(c, "argmax");
+		break;
+	}
 	default:
 		cu_check(c, cudaErrorInvalidValue, "an op of no family");
 		break;

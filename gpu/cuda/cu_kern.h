@@ -67,6 +67,7 @@ enum cuk_kind {
 	CUK_SCALE,
 	CUK_SOFTMAX,
 	CUK_COPY,
+	CUK_ARGMAX, /* t: x, ids */
 	CUK_COUNT
 };
 

@@ -95,6 +95,25 @@ static void vk_unary(struct tern_backend *be, const struct tern_buf *x, struct t
 		eltwise(vk_of(be), ops[kind], x, NULL, y, false, 0);
 }
 
+static void vk_argmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids)
+{
+	struct vk *v = vk_of(be);
+	if (!tern_host_argmax_args(be, x, ids))
+		return;
+	struct {
+		uint32_t ne0, nrows, ox, oi;
+	} pc = {(uint32_t)x->ne[0], (uint32_t)tern_host_nrows(x), 0, 0};
+	struct vk_range r[2];
+	if (!vk_range_of(v, x, 4, &r[0], &pc.ox) || !vk_range_of(v, ids, 4, &r[1], &pc.oi))
+		return;
+	/* the reduction's shared arrays are 256 wide */
+	uint32_t p = vk_pipe(v, "argmax", 256, NULL), gx, gy;
+	if (p == UINT32_MAX)
+		return;
+	vk_groups(pc.nrows, &gx, &gy);
+	vk_dispatch(v, p, 2, r, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
 static void vk_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
 	struct vk *v = vk_of(be);
@@ -547,6 +566,7 @@ void vk_ops_table(struct tern_backend *be)
 	be->glu = vk_glu;
 	be->unary = vk_unary;
 	be->softmax = vk_softmax;
+	be->argmax = vk_argmax;
 	be->norm = vk_norm;
 	vk_products_table(be);
 }

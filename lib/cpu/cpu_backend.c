@@ -1014,6 +1014,13 @@ static void cpu_scale(struct tern_backend *be, const struct tern_buf *x, struct 
 		eltwise(be, x, NULL, y, EW_SCALE, s, 1);
 }
 
+/* one pass over the row: a greedy step's one row, on the calling thread */
+static void cpu_argmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids)
+{
+	if (tern_host_argmax_args(be, x, ids))
+		tern_host_argmax_rows(tern_buf_host(x), x->ne[0], tern_host_nrows(x), tern_buf_host(ids));
+}
+
 static void cpu_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
 	if (tern_host_eltwise_args(be, "softmax", x, NULL, y, false))
@@ -1163,6 +1170,7 @@ int cpu_backend_new(struct tern_backend **out, const struct cpu_backend_opts *op
 	c->be.scale = cpu_scale;
 	c->be.im2col = cpu_im2col;
 	c->be.softmax = cpu_softmax;
+	c->be.argmax = cpu_argmax;
 	c->be.copy = cpu_copy;
 	*out = &c->be;
 	return 0;

@@ -655,6 +655,12 @@ static void ref_scale(struct tern_backend *be, const struct tern_buf *x, struct 
 		yd[i] = xd[i] * s;
 }
 
+static void ref_argmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *ids)
+{
+	if (tern_host_argmax_args(be, x, ids))
+		tern_host_argmax_rows(tern_buf_host(x), x->ne[0], tern_host_nrows(x), tern_buf_host(ids));
+}
+
 static void ref_softmax(struct tern_backend *be, const struct tern_buf *x, struct tern_buf *y)
 {
 	if (!tern_host_eltwise_args(be, "softmax", x, NULL, y, false))
@@ -735,6 +741,7 @@ int cpu_ref_backend_new(struct tern_backend **out, const struct cpu_backend_opts
 	r->be.scale = ref_scale;
 	r->be.im2col = ref_im2col;
 	r->be.softmax = ref_softmax;
+	r->be.argmax = ref_argmax;
 	r->be.copy = ref_copy;
 	*out = &r->be;
 	return 0;

@@ -245,8 +245,11 @@ int tern_gen_run(struct tern_gen *g, const int32_t *prompt, int32_t n_prompt, co
 {
 	*st = (struct tern_gen_stats){0};
 	struct tern_llm *l = g->llm;
-	int32_t n_ctx = tern_llm_n_ctx(l), n_past = tern_llm_n_past(l);
-	if (n_prompt < 0 || (n_prompt == 0 && !tern_llm_logits(l, -1)))
+	int32_t n_ctx = tern_llm_n_ctx(l), n_past = tern_llm_n_past(l), gid;
+	/* a greedy chain with nothing that needs the logits (no EOG mask, no
+	 * log-probabilities): the argmax is taken on the device */
+	tern_llm_set_greedy(l, tern_sample_is_greedy(g->s) && !g->masked && !g->o.n_logprobs);
+	if (n_prompt < 0 || (n_prompt == 0 && !tern_llm_logits(l, -1) && !tern_llm_greedy_id(l, &gid)))
 		return tern_errf(e, TERN_EINVAL, "generate: an empty prompt");
 	if (n_prompt > n_ctx - n_past)
 		return tern_errf(e, TERN_ERANGE, "the prompt of %d tokens does not fit the context of %d%s", n_prompt,
@@ -280,14 +283,22 @@ int tern_gen_run(struct tern_gen *g, const int32_t *prompt, int32_t n_prompt, co
 			break;
 		}
 		const float *lg = tern_llm_logits(l, -1);
-		const float *choose = lg;
-		if (g->masked) {
-			memcpy(g->masked, lg, sizeof(float) * (size_t)g->n_vocab);
-			for (int32_t i = 0; i < g->n_eog; i++)
-				g->masked[g->eog[i]] = -INFINITY;
-			choose = g->masked;
+		int32_t id;
+		if (!lg && tern_llm_greedy_id(l, &id)) {
+			id = id < 0 ? TERN_ERANGE : id; /* every logit -inf or NaN, as tern_sample says it */
+		} else if (!lg) {
+			st->gen_ms = now_ms() - t1;
+			return tern_errf(e, TERN_EINVAL, "generate: no logits to sample from");
+		} else {
+			const float *choose = lg;
+			if (g->masked) {
+				memcpy(g->masked, lg, sizeof(float) * (size_t)g->n_vocab);
+				for (int32_t i = 0; i < g->n_eog; i++)
+					g->masked[g->eog[i]] = -INFINITY;
+				choose = g->masked;
+			}
+			id = tern_sample(g->s, choose);
 		}
-		int32_t id = tern_sample(g->s, choose);
 		if (id < 0) {
 			st->gen_ms = now_ms() - t1;
 			return tern_errf(e, TERN_ERANGE, "generate: every logit is -inf or NaN");

@@ -112,6 +112,9 @@ struct tern_llm {
 	float *staging;              /* [2][n_ubatch][n_embd]: x and out on their way between parts */
 	int32_t n_ctx, n_ubatch, n_past;
 	int32_t n_out;          /* logits rows of the last decode (0: none yet) */
+	bool greedy;            /* tern_llm_set_greedy: argmax on the device */
+	bool out_greedy;        /* the last decode kept greedy_id, not logits */
+	int32_t greedy_id;
 	int32_t n_last;         /* tokens in the last chunk */
 	uint64_t kv_bytes;
 
@@ -1169,7 +1172,17 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 		tern_be_mul(be, l->output_is_embd ? &l->token_embd : &l->output, &hr, &lg);
 		if (tern_buf_opt(&l->output_b))
 			be->add(be, &lg, &l->output_b, &lg);
-		be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
+		if (l->greedy && !l->o.logits_all) {
+			/* the step's ids were read by its get_rows at the start:
+			 * the first slot takes the greedy id at its end (the
+			 * soft-cap is monotonic and leaves the argmax alone) */
+			int64_t one[1] = {1};
+			struct tern_buf gid = tern_buf_reshape(&P->ids, 1, one);
+			be->argmax(be, &lg, &gid);
+			be->download(be, &gid, 0, l->host_ids, sizeof(int32_t));
+		} else {
+			be->download(be, &lg, 0, l->host_logits, sizeof(float) * (size_t)nr * c->n_vocab);
+		}
 	}
 	if (n == 1)
 		be->end_step(be);
@@ -1177,6 +1190,12 @@ static int forward(struct tern_llm *l, const int32_t *tokens, int32_t n, bool la
 	rc = be->sync(be, e);
 	if (rc)
 		return rc;
+	l->out_greedy = false;
+	if (l->greedy && !l->o.logits_all && !l->o.embeddings && last_chunk) {
+		l->out_greedy = true;
+		l->greedy_id = l->host_ids[0];
+		return 0;
+	}
 	if (!l->o.embeddings && (last_chunk || l->o.logits_all) && c->final_softcap > 0) {
 		float s = c->final_softcap;
 		float *lg = l->host_logits;
@@ -1219,9 +1238,17 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
 	return 0;
 }
 
+void tern_llm_set_greedy(struct tern_llm *l, bool on) { l->greedy = on && !l->o.logits_all && !l->o.embeddings; }
+
+bool tern_llm_greedy_id(const struct tern_llm *l, int32_t *id)
+{
+	*id = l->out_greedy ? l->greedy_id : -1;
+	return l->n_out && l->out_greedy;
+}
+
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i)
 {
-	if (!l->n_out || l->o.embeddings)
+	if (!l->n_out || l->o.embeddings || l->out_greedy)
 		return NULL;
 	if (i < 0 || i == l->n_last - 1)
 		return l->host_logits + (size_t)(l->n_out - 1) * l->m->cfg.n_vocab;

@@ -113,6 +113,18 @@ int tern_llm_decode(struct tern_llm *l, const int32_t *tokens, int32_t n, tern_e
  * any decode, for an i not kept, and with opts.embeddings (no logits). */
 const float *tern_llm_logits(const struct tern_llm *l, int32_t i);
 
+/* Greedy decoding on the device: while on, a decode call that would keep
+ * the last token's logits computes their argmax where they are (the
+ * backend's argmax: the sampler's greedy rule) and brings back that id
+ * alone, not n_vocab floats (a GPU's greedy token costs no logits
+ * download); tern_llm_logits is then NULL. Without logits_all and
+ * embeddings only (else it does nothing). */
+void tern_llm_set_greedy(struct tern_llm *l, bool on);
+/* After a greedy decode call: true and *id the last token's argmax (-1
+ * when every logit is -inf or NaN); false when the last call kept
+ * logits instead (or none yet). */
+bool tern_llm_greedy_id(const struct tern_llm *l, int32_t *id);
+
 /* With opts.embeddings: the final hidden state (n_embd floats, after the
  * output norm: llama.cpp's "result_norm") of token i, 0 <= i < n, of the
  * last decode call; NULL otherwise. */

@@ -336,6 +336,13 @@ int32_t tern_sample_candidates(struct tern_sampler *s, const float *logits,
 	return n;
 }
 
+bool tern_sample_is_greedy(const struct tern_sampler *s)
+{
+	const struct tern_sample_opts *o = &s->o;
+	return !(o->temp > 0) && (o->repeat_last_n == 0 || (o->repeat_penalty == 1.0f && o->frequency_penalty == 0.0f &&
+							    o->presence_penalty == 0.0f));
+}
+
 int32_t tern_sample(struct tern_sampler *s, const float *logits)
 {
 	const struct tern_sample_opts *o = &s->o;

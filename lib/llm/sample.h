@@ -40,6 +40,7 @@
 #ifndef TERN_SAMPLE_H
 #define TERN_SAMPLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/core/error.h"
@@ -93,6 +94,11 @@ int32_t tern_sample_candidates(struct tern_sampler *s, const float *logits,
  * id) to c[0..k), sorted; O(n log k), no allocation. The top-k stage,
  * also used for reporting alternatives. */
 void tern_sample_top(struct tern_sample_cand *c, int32_t n, int32_t k);
+
+/* Whether the chain is the greedy argmax alone, whatever tokens it has
+ * seen: temp <= 0 and no penalties (the pick a backend's argmax makes:
+ * tern_llm_set_greedy). */
+bool tern_sample_is_greedy(const struct tern_sampler *s);
 
 /* The whole chain: the chosen token id, or TERN_ERANGE (negative) when
  * every logit is NaN or -inf. Does not accept the token: the caller does,

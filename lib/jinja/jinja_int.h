@@ -272,6 +272,8 @@ struct jj_args {
 int jj_filter(struct jj_ctx *c, const char *name, struct jv in, const struct jj_args *a,
 	      struct jv *out);
 int jj_test(struct jj_ctx *c, const char *name, struct jv in, const struct jj_args *a, bool *out);
+/* whether obj's type has a method of that name (what Python's getattr finds) */
+bool jj_has_method(struct jv obj, const char *name);
 /* obj.name(args): string, dict, list and loop methods; -1 - no such method */
 int jj_method(struct jj_ctx *c, struct jv obj, const char *name, const struct jj_args *a,
 	      struct jv *out);

@@ -725,6 +725,12 @@ bool jj_has_method(struct jv obj, const char *name)
 	return find_method(obj, name) != NULL;
 }
 
+bool jj_method_unsafe(struct jv obj, const char *name)
+{
+	const struct method *me = find_method(obj, name);
+	return me && me->fn == o_unsafe;
+}
+
 int jj_method(struct jj_ctx *c, struct jv obj, const char *m, const struct jj_args *a, struct jv *out)
 {
 	const struct method *me = find_method(obj, m);
@@ -1030,7 +1036,7 @@ static const struct test {
 	{">=", t_compare, 0, JO_GE},
 	{"boolean", NULL, T(JV_BOOL), 0},
 	/* Undefined has __call__ */
-	{"callable", NULL, T(JV_MACRO) | T(JV_FUNC) | T(JV_UNDEF), 0},
+	{"callable", NULL, T(JV_MACRO) | T(JV_FUNC) | T(JV_METHOD) | T(JV_UNDEF), 0},
 	{"defined", NULL, (uint16_t)~T(JV_UNDEF), 0},
 	{"divisibleby", t_parity, 0, 0},
 	{"eq", t_compare, 0, JO_EQ},

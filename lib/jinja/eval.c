@@ -164,8 +164,50 @@ static int loop_attr(struct jj_ctx *c, const struct jj_loop *L, const char *name
 	return 0;
 }
 
+/* Python's getattr(obj, name) for the methods of strings, dicts and lists,
+ * as jinja2's sandbox gives it: the bound method, or for one that would
+ * change the object, an undefined that says so. false: no such method. */
+static bool method_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct jv *out)
+{
+	char key[32];
+	if (obj.t != JV_STR && obj.t != JV_DICT && !(obj.t == JV_LIST && obj.gen == JG_LIST))
+		return false;
+	if (n >= sizeof key || memchr(name, 0, n))
+		return false;
+	memcpy(key, name, n);
+	key[n] = 0;
+	if (!jj_has_method(obj, key))
+		return false;
+	if (jj_method_unsafe(obj, key)) {
+		char msg[120];
+		snprintf(msg, sizeof msg, "access to attribute '%s' of '%s' object is unsafe.", key, jv_type_name(obj));
+		struct jv u;
+		*out = jv_undef(NULL);
+		if (!jv_strdup(c, msg, strlen(msg), &u)) {
+			out->u.s.p = u.u.s.p;
+			out->u.s.n = 1; /* the text is the message */
+		}
+		return true;
+	}
+	struct jj_bound *bm = jj_alloc(&c->a, sizeof *bm);
+	struct jv nm;
+	if (!bm || jv_strdup(c, key, n, &nm)) {
+		*out = jv_undef(NULL); /* the arena's limit: the next allocation fails with it */
+		return true;
+	}
+	bm->obj = obj;
+	bm->name = nm.u.s.p;
+	*out = (struct jv){.t = JV_METHOD};
+	out->u.bm = bm;
+	return true;
+}
+
+/* x.name: the attribute first (a dict's items, keys, get, ... are its
+ * methods, whatever its keys), then the key, as jinja2's getattr */
 int jj_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct jv *out)
 {
+	if (method_attr(c, obj, name, n, out))
+		return 0;
 	switch (obj.t) {
 	case JV_UNDEF:
 		return undefined_error(c, obj);
@@ -183,6 +225,8 @@ int jj_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct 
 	}
 }
 
+/* x[key]: the key first, then (for a string key) the attribute, as
+ * jinja2's getitem */
 int jj_item(struct jj_ctx *c, struct jv obj, struct jv key, struct jv *out)
 {
 	switch (obj.t) {
@@ -232,6 +276,8 @@ int jj_item(struct jj_ctx *c, struct jv obj, struct jv key, struct jv *out)
 	}
 	if (key.t == JV_STR && obj.t != JV_DICT)
 		return jj_attr(c, obj, key.u.s.p, key.u.s.n, out);
+	if (key.t == JV_STR && method_attr(c, obj, key.u.s.p, key.u.s.n, out))
+		return 0;
 	char tmp[64] = "";
 	struct jj_buf b = {0};
 	if (key.t == JV_STR)
@@ -390,6 +436,8 @@ static int call_value(struct jj_ctx *c, const struct jj_node *x, struct jv fn, c
 		return call_macro(c, fn.u.m, a, caller, out);
 	case JV_FUNC:
 		return jj_call_global(c, fn.u.fn, a, out);
+	case JV_METHOD:
+		return jj_method(c, fn.u.bm->obj, fn.u.bm->name, a, out);
 	case JV_UNDEF:
 		return undefined_error(c, fn);
 	default:
@@ -408,9 +456,8 @@ static int eval_call(struct jj_ctx *c, const struct jj_node *x, struct jv caller
 		at(c, x->a);
 		if (obj.t == JV_UNDEF)
 			return undefined_error(c, obj);
-		if (obj.t != JV_NS && !(obj.t == JV_DICT && jv_dict_getn(obj.u.d, x->a->name, x->a->name_n) &&
-					strcmp(x->a->name, "items") && strcmp(x->a->name, "get") &&
-					strcmp(x->a->name, "keys") && strcmp(x->a->name, "values"))) {
+		/* the method first, as jj_attr finds it; called at once, unbound */
+		if (obj.t != JV_NS) {
 			rc = jj_method(c, obj, x->a->name, &a, out);
 			if (rc != -1)
 				return rc;

@@ -1102,3 +1102,16 @@ struct tern_str tern_chat_template_of(const tern_mf *m, const char *name)
 		return none;
 	return kv->v.s;
 }
+
+struct tern_str tern_chat_template_next_name(const tern_mf *m, uint64_t *it)
+{
+	static const char prefix[] = "tokenizer.chat_template.";
+	const size_t np = sizeof prefix - 1;
+	uint64_t n = m ? tern_mf_n_kv(m) : 0;
+	while (*it < n) {
+		const struct tern_mf_kv *kv = tern_mf_kv_at(m, (*it)++);
+		if (kv && kv->v.type == GGUF_T_STRING && kv->key.len > np && !memcmp(kv->key.ptr, prefix, np))
+			return (struct tern_str){kv->key.ptr + np, kv->key.len - np};
+	}
+	return (struct tern_str){NULL, 0};
+}

@@ -249,6 +249,124 @@ static int str_replace(struct jj_ctx *c, struct jv s, struct jv old, struct jv n
 	return rc ? rc : jj_buf_str(c, &b, out);
 }
 
+/* the parts collected from the right, appended to out in reading order */
+static int push_reversed(struct jj_ctx *c, struct jv parts, struct jv *out)
+{
+	int rc = 0;
+	for (size_t i = parts.u.l->n; !rc && i-- > 0;)
+		rc = jv_list_push(c, out, parts.u.l->v[i]);
+	return rc;
+}
+
+/* rsplit() on runs of whitespace; no empty parts */
+static int split_ws_right(struct jj_ctx *c, const char *p, size_t n, int64_t maxsplit, struct jv *out)
+{
+	struct jv parts;
+	int rc = jv_new_list(c, 0, &parts);
+	if (rc)
+		return rc;
+	size_t e = n;
+	for (int64_t k = 0;; k++) {
+		while (e > 0 && py_space((unsigned char)p[e - 1]))
+			e--;
+		if (e == 0)
+			break;
+		size_t b = e;
+		if (maxsplit >= 0 && k >= maxsplit) {
+			b = 0;
+		} else {
+			while (b > 0 && !py_space((unsigned char)p[b - 1]))
+				b--;
+		}
+		if ((rc = jv_list_push(c, &parts, jv_str(p + b, e - b))))
+			return rc;
+		e = b;
+	}
+	return push_reversed(c, parts, out);
+}
+
+/* the end of the run from i on of (space) or non-space code points */
+static size_t skip_class(const char *p, size_t n, size_t i, bool space)
+{
+	while (i < n) {
+		size_t l;
+		if (py_space(cp_at(p, n, i, &l)) != space)
+			break;
+		i += l;
+	}
+	return i;
+}
+
+/* split() on runs of whitespace; no empty parts */
+static int split_ws(struct jj_ctx *c, const char *p, size_t n, int64_t maxsplit, struct jv *out)
+{
+	int rc;
+	size_t i = 0;
+	for (int64_t k = 0;; k++) {
+		i = skip_class(p, n, i, true);
+		if (i >= n)
+			return 0;
+		size_t b = i;
+		if (maxsplit >= 0 && k >= maxsplit) {
+			size_t e = n;
+			while (e > b && py_space((unsigned char)p[e - 1]))
+				e--;
+			return jv_list_push(c, out, jv_str(p + b, e - b));
+		}
+		i = skip_class(p, n, i, false);
+		if ((rc = jv_list_push(c, out, jv_str(p + b, i - b))))
+			return rc;
+	}
+}
+
+/* rsplit(sep) */
+static int split_sep_right(struct jj_ctx *c, const char *p, size_t n, struct jv sep, int64_t maxsplit,
+			   struct jv *out)
+{
+	struct jv parts;
+	int rc = jv_new_list(c, 0, &parts);
+	if (rc)
+		return rc;
+	size_t e = n;
+	for (int64_t k = 0;; k++) {
+		const char *hit = NULL;
+		if (maxsplit < 0 || k < maxsplit)
+			for (size_t j = e; j >= sep.u.s.n; j--)
+				if (!memcmp(p + j - sep.u.s.n, sep.u.s.p, sep.u.s.n)) {
+					hit = p + j - sep.u.s.n;
+					break;
+				}
+		if (!hit) {
+			if ((rc = jv_list_push(c, &parts, jv_str(p, e))))
+				return rc;
+			break;
+		}
+		size_t at = (size_t)(hit - p);
+		if ((rc = jv_list_push(c, &parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))))
+			return rc;
+		e = at;
+	}
+	return push_reversed(c, parts, out);
+}
+
+/* split(sep) */
+static int split_sep(struct jj_ctx *c, const char *p, size_t n, struct jv sep, int64_t maxsplit, struct jv *out)
+{
+	int rc;
+	size_t i = 0;
+	for (int64_t k = 0;; k++) {
+		const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
+		if (!hit)
+			return jv_list_push(c, out, jv_str(p + i, n - i));
+		size_t at = (size_t)(hit - p);
+		if ((rc = jv_list_push(c, out, jv_str(p + i, at - i))))
+			return rc;
+		i = at + sep.u.s.n;
+		if ((rc = jj_step(c)))
+			return rc;
+	}
+}
+
 static int str_split(struct jj_ctx *c, struct jv s, const struct jj_args *a, bool right, struct jv *out)
 {
 	struct jv sep = jv_none();
@@ -257,118 +375,15 @@ static int str_split(struct jj_ctx *c, struct jv s, const struct jj_args *a, boo
 	arg(a, 0, "sep", &sep);
 	if ((rc = arg_int(c, a, 1, "maxsplit", -1, &maxsplit)) || (rc = jv_new_list(c, 0, out)))
 		return rc;
-	const char *p = s.u.s.p;
-	size_t n = s.u.s.n;
-	struct jv parts;
-	if ((rc = jv_new_list(c, 0, &parts)))
-		return rc;
-	if (sep.t == JV_NONE) {
-		/* runs of whitespace; no empty parts */
-		if (right) {
-			size_t e = n;
-			int64_t k = 0;
-			for (;;) {
-				while (e > 0 && py_space((unsigned char)p[e - 1]))
-					e--;
-				if (e == 0)
-					break;
-				size_t b = e;
-				if (maxsplit >= 0 && k >= maxsplit) {
-					b = 0;
-				} else {
-					while (b > 0 && !py_space((unsigned char)p[b - 1]))
-						b--;
-				}
-				if ((rc = jv_list_push(c, &parts, jv_str(p + b, e - b))))
-					return rc;
-				k++;
-				e = b;
-			}
-			for (size_t i = parts.u.l->n; i-- > 0;)
-				if ((rc = jv_list_push(c, out, parts.u.l->v[i])))
-					return rc;
-			return 0;
-		}
-		size_t i = 0;
-		int64_t k = 0;
-		for (;;) {
-			while (i < n) {
-				size_t l;
-				uint32_t cp = cp_at(p, n, i, &l);
-				if (!py_space(cp))
-					break;
-				i += l;
-			}
-			if (i >= n)
-				break;
-			size_t b = i;
-			if (maxsplit >= 0 && k >= maxsplit) {
-				size_t e = n;
-				while (e > b && py_space((unsigned char)p[e - 1]))
-					e--;
-				i = n;
-				if ((rc = jv_list_push(c, out, jv_str(p + b, e - b))))
-					return rc;
-				break;
-			}
-			while (i < n) {
-				size_t l;
-				uint32_t cp = cp_at(p, n, i, &l);
-				if (py_space(cp))
-					break;
-				i += l;
-			}
-			if ((rc = jv_list_push(c, out, jv_str(p + b, i - b))))
-				return rc;
-			k++;
-		}
-		return 0;
-	}
+	if (sep.t == JV_NONE)
+		return right ? split_ws_right(c, s.u.s.p, s.u.s.n, maxsplit, out)
+			     : split_ws(c, s.u.s.p, s.u.s.n, maxsplit, out);
 	if ((rc = need_str(c, sep, "the separator")))
 		return rc;
 	if (sep.u.s.n == 0)
 		return jj_fail(c, TERN_EFORMAT, "empty separator");
-	if (right) {
-		size_t e = n;
-		int64_t k = 0;
-		for (;;) {
-			const char *hit = NULL;
-			if (maxsplit < 0 || k < maxsplit)
-				for (size_t j = e; j >= sep.u.s.n; j--)
-					if (!memcmp(p + j - sep.u.s.n, sep.u.s.p, sep.u.s.n)) {
-						hit = p + j - sep.u.s.n;
-						break;
-					}
-			if (!hit) {
-				if ((rc = jv_list_push(c, &parts, jv_str(p, e))))
-					return rc;
-				break;
-			}
-			size_t at = (size_t)(hit - p);
-			if ((rc = jv_list_push(c, &parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))))
-				return rc;
-			e = at;
-			k++;
-		}
-		for (size_t i = parts.u.l->n; i-- > 0;)
-			if ((rc = jv_list_push(c, out, parts.u.l->v[i])))
-				return rc;
-		return 0;
-	}
-	size_t i = 0;
-	int64_t k = 0;
-	for (;;) {
-		const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
-		if (!hit)
-			return jv_list_push(c, out, jv_str(p + i, n - i));
-		size_t at = (size_t)(hit - p);
-		if ((rc = jv_list_push(c, out, jv_str(p + i, at - i))))
-			return rc;
-		i = at + sep.u.s.n;
-		k++;
-		if ((rc = jj_step(c)))
-			return rc;
-	}
+	return right ? split_sep_right(c, s.u.s.p, s.u.s.n, sep, maxsplit, out)
+		     : split_sep(c, s.u.s.p, s.u.s.n, sep, maxsplit, out);
 }
 
 /* Python's str.splitlines() */

@@ -315,6 +315,7 @@ static void load(void)
 
 	char *file_text;
 	struct tern_prompt_opts po = llm_opts_prompt(&file_text);
+	po.tools = o_tools != NULL;
 	rc = tern_prompt_new(&S.pr, S.m->mf, S.v, &po, &e);
 	free(file_text);
 	if (rc)

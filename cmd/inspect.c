@@ -19,6 +19,7 @@
 
 #include "cmd/common/cli.h"
 #include "lib/format/arch.h"
+#include "lib/llm/chatfmt.h"
 #include "lib/llm/model.h"
 #include "lib/format/ggml_legacy.h"
 #include "lib/format/gguf.h"
@@ -633,6 +634,21 @@ static void print_summary_text(const struct src *s)
 		else
 			printf("no\n");
 	}
+	/* the named ones (tokenizer.chat_template.NAME), which
+	 * --chat-template-name picks */
+	uint64_t it = 0;
+	size_t shown = 0;
+	for (struct tern_str name; (name = tern_chat_template_next_name(s->mf, &it)).ptr; shown++) {
+		if (shown == 0)
+			label("named templates");
+		char key[300];
+		snprintf(key, sizeof key, "%.*s", (int)(name.len > 200 ? 200 : name.len), name.ptr);
+		fputs(shown ? ", " : "", stdout);
+		cli_text_str(stdout, name.ptr, name.len);
+		printf(" (%" PRIu64 " bytes)", tern_chat_template_of(s->mf, key).len);
+	}
+	if (shown)
+		putchar('\n');
 	free(sm.llm);
 }
 
@@ -684,7 +700,14 @@ static void print_summary_json(const struct src *s)
 		}
 	}
 	const struct tern_mf_kv *ct = tern_mf_find(s->mf, "tokenizer.chat_template");
-	printf(", \"chat_template\": %s}", ct && ct->v.type == GGUF_T_STRING ? "true" : "false");
+	printf(", \"chat_template\": %s, \"chat_template_names\": [", ct && ct->v.type == GGUF_T_STRING ? "true" : "false");
+	uint64_t it = 0;
+	size_t shown = 0;
+	for (struct tern_str n; (n = tern_chat_template_next_name(s->mf, &it)).ptr; shown++) {
+		fputs(shown ? ", " : "", stdout);
+		cli_json_str(stdout, n.ptr, n.len);
+	}
+	fputs("]}", stdout);
 	free(sm.llm);
 }
 

@@ -77,7 +77,8 @@ static const struct cli_opt opts[] = {
 	 .help = "print one JSON object with the text, finish reason, token counts and timings"},
 	{.lng = "logprobs", .kind = CLI_INT, .dst = &o_logprobs, .arg = "N", .min = 0, .max = TERN_GEN_MAX_LOGPROBS,
 	 .needs = "json", .help = "add each generated token's log-probability and the N most likely alternatives"},
-	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw, .excludes = "chat-template|chat-template-file|jinja|no-jinja",
+	{.lng = "raw", .kind = CLI_FLAG, .dst = &o_raw,
+	 .excludes = "chat-template|chat-template-file|chat-template-name|jinja|no-jinja",
 	 .help = "no chat template: the prompt is plain text (BOS as the file says; special-token text is parsed)"},
 	{.lng = "no-parse-special", .kind = CLI_FLAG, .dst = &o_no_parse_special,
 	 .help = "in a plain-text prompt, special-token text such as <|im_start|> stays text"},
@@ -86,7 +87,8 @@ static const struct cli_opt opts[] = {
 	{.lng = "no-stdin", .kind = CLI_FLAG, .dst = &o_no_stdin,
 	 .help = "do not read standard input even when it is not a terminal"},
 	{.lng = "embedding", .kind = CLI_FLAG, .dst = &o_embedding,
-	 .excludes = "messages|tools|system-prompt|print-prompt|logprobs|chat-template|chat-template-file|jinja|no-jinja|"
+	 .excludes = "messages|tools|system-prompt|print-prompt|logprobs|chat-template|chat-template-file|"
+		     "chat-template-name|jinja|no-jinja|"
 		     "raw|stop|ignore-eos",
 	 .help = "print the embedding of each input line instead of generating (see EMBEDDINGS)"},
 	{.lng = "pooling", .kind = CLI_CHOICE, .dst = &o_pooling, .arg = "TYPE", .choices = "none|mean|cls|last|rank",
@@ -615,7 +617,7 @@ static char *conversation(const struct cli_buf *prompt)
 static char *render_prompt(const struct session *ss, const struct cli_buf *prompt, struct tern_prompt **pr_out)
 {
 	const tern_mf *mf = ss->m ? ss->m->mf : ss->mf;
-	bool chosen = llm_o.tmpl || llm_o.tmpl_file || llm_o.no_jinja;
+	bool chosen = llm_o.tmpl || llm_o.tmpl_file || llm_o.tmpl_name || llm_o.no_jinja;
 	*pr_out = NULL;
 	struct cli_buf b = {0};
 	if (o_raw || (!o_messages && !chosen && !tern_chat_template_of(mf, NULL).ptr)) {
@@ -638,6 +640,7 @@ static char *render_prompt(const struct session *ss, const struct cli_buf *promp
 		warning("--no-parse-special applies to plain-text prompts, not to a chat template");
 	char *file_text;
 	struct tern_prompt_opts po = llm_opts_prompt(&file_text);
+	po.tools = o_tools != NULL;
 	struct tern_prompt *pr;
 	tern_err e = {0};
 	int rc = tern_prompt_new(&pr, mf, ss->v, &po, &e);

@@ -71,6 +71,9 @@ _tern_chat()
 	--chat-template-file)
 		COMPREPLY=($(compgen -f -X '!*.@(jinja)' -- "$cur") $(compgen -d -- "$cur"))
 		return ;;
+	--chat-template-name)
+		COMPREPLY=()
+		return ;;
 	-ctk|--cache-type-k)
 		COMPREPLY=($(compgen -W "f32 f16 q8_0" -- "$cur"))
 		return ;;
@@ -94,7 +97,7 @@ _tern_chat()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -sys --system-prompt --tools --turns-separator -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -sys --system-prompt --tools --turns-separator -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --chat-template --chat-template-file --chat-template-name --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

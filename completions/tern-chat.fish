@@ -22,6 +22,7 @@ complete -c tern-chat -l ignore-eos -d 'never end at an end-of-generation token 
 complete -c tern-chat -l stop -x -d 'stop when the text contains TEXT (not printed)'
 complete -c tern-chat -l chat-template -x -d 'the built-in chat format NAME, or a Jinja template\'s text (see CHAT TEMPLATES)'
 complete -c tern-chat -l chat-template-file -r -k -a '(__fish_complete_suffix .jinja)' -d 'render the conversation with the Jinja template in FILE'
+complete -c tern-chat -l chat-template-name -x -d 'use the file\'s named template tokenizer.chat_template.NAME (tern-inspect lists them)'
 complete -c tern-chat -l jinja -d 'render the file\'s chat template with the Jinja engine (the default)'
 complete -c tern-chat -l no-jinja -d 'use the built-in format recognised in the file\'s chat template instead'
 complete -c tern-chat -o sp -l special -d 'print control tokens the model generates as their text'

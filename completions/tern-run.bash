@@ -77,6 +77,9 @@ _tern_run()
 	--chat-template-file)
 		COMPREPLY=($(compgen -f -X '!*.@(jinja)' -- "$cur") $(compgen -d -- "$cur"))
 		return ;;
+	--chat-template-name)
+		COMPREPLY=()
+		return ;;
 	-ctk|--cache-type-k)
 		COMPREPLY=($(compgen -W "f32 f16 q8_0" -- "$cur"))
 		return ;;
@@ -112,7 +115,7 @@ _tern_run()
 		return ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -f --file -sys --system-prompt --messages --tools --print-prompt -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template --chat-template-file --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers --no-stdin --embedding --pooling --embd-normalize --embd-output-format --embd-separator -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
+		COMPREPLY=($(compgen -W "-m --model -n --n-predict -c --ctx-size -t --threads -b --batch-size -ub --ubatch-size -p --prompt -f --file -sys --system-prompt --messages --tools --print-prompt -s --seed --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --ignore-eos --stop --json --logprobs --raw --no-parse-special --chat-template --chat-template-file --chat-template-name --jinja --no-jinja -sp --special -ctk --cache-type-k -ctv --cache-type-v -dev --device --list-devices --gpu-mem-limit -ngl --gpu-layers --no-stdin --embedding --pooling --embd-normalize --embd-output-format --embd-separator -h --help --version -v --verbose -q --quiet --color --completion " -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -28,6 +28,7 @@ complete -c tern-run -l raw -d 'no chat template: the prompt is plain text (BOS 
 complete -c tern-run -l no-parse-special -d 'in a plain-text prompt, special-token text such as <|im_start|> stays text'
 complete -c tern-run -l chat-template -x -d 'the built-in chat format NAME, or a Jinja template\'s text (see CHAT TEMPLATES)'
 complete -c tern-run -l chat-template-file -r -k -a '(__fish_complete_suffix .jinja)' -d 'render the conversation with the Jinja template in FILE'
+complete -c tern-run -l chat-template-name -x -d 'use the file\'s named template tokenizer.chat_template.NAME (tern-inspect lists them)'
 complete -c tern-run -l jinja -d 'render the file\'s chat template with the Jinja engine (the default)'
 complete -c tern-run -l no-jinja -d 'use the built-in format recognised in the file\'s chat template instead'
 complete -c tern-run -o sp -l special -d 'print control tokens the model generates as their text'

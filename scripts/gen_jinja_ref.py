@@ -272,6 +272,17 @@ ENGINE = [
     ("m_misc", "{{ 'a-b-c'.replace('-', '+') }} {{ 'hello'.find('l') }} {{ 'hello'.find('z') }} {{ 'hello'.count('l') }} {{ ', '.join(['a','b']) }} {{ 'abc'.rfind('c') }} {{ '12'.isdigit() }} {{ ' '.isspace() }}", {}),
     ("m_dict", "{{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 'dflt') }} {{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }}", {"d": {"a": 1, "b": 2}}),
     ("m_dict_key_named_items", "{{ d['items'] }} {{ d.items()|length }}", {"d": {"items": "key"}}),
+    # x.name is the attribute first (a dict's methods), then the key; x['name'] the key first
+    ("attr_method_first", "{{ spec.items is defined }} {{ spec.items is callable }} {{ spec['items'] is callable }} {{ spec.get('items') }} {{ spec.type }} {{ spec['type'] }}",
+     {"spec": {"type": "array", "items": {"type": "string"}}}),
+    ("attr_schema_items", "{% for name, p in params.properties.items() %}{{ name }}: {{ p.type }}{% if p.items %} of [{{ p.items.type }}]{% endif %}{% if p['items'] %} items={{ p['items'].type }}{% endif %};{% endfor %}",
+     {"params": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}, "n": {"type": "integer"}}}}),
+    ("item_then_method", "{{ d['keys'] is callable }} {{ d['values']()|list }} {{ d.keys()|list }} {{ d.copy is callable }} [{{ d.pop }}] {{ d.pop is defined }} {{ d.update is defined }}",
+     {"d": {"a": 1, "pop": 2}}),
+    ("attr_str_list_methods", "{{ s.upper is callable }} {{ s['upper'] is callable }} {{ s.nosuch is defined }} {{ l.index is callable }} {{ l.append is defined }} {{ (l|map('string')).index is defined }}",
+     {"s": "x", "l": [1]}),
+    ("err_unsafe_method_attr", "{{ d.pop() }}", {"d": {"a": 1}}),
+    ("err_method_not_iterable", "{{ d.items|list }}", {"d": {"a": 1}}),
     # globals
     ("g_range", "{{ range(3)|list }} {{ range(1, 4)|list }} {{ range(10, 0, -3)|list }} {{ range(0)|list }}", {}),
     ("g_dict", "{{ dict(a=1, b='x') }} {{ namespace(a=1).a }}", {}),

@@ -270,6 +270,23 @@ expect 1 $I --tensor token_embd.weigth "$C/qwen3.gguf" && check "a near tensor n
 expect 1 $I --tensor output_norm "$C/qwen3.gguf" && check "the name without .weight: suggested" \
 	one_line_err "tern-inspect: $C/qwen3.gguf: no tensor named 'output_norm' (did you mean 'output_norm.weight'?)"
 
+# the named chat templates (tokenizer.chat_template.NAME) that tern-run's
+# --chat-template-name picks: listed in the summary, in JSON too
+P3=$DATA/vocab/ggml-vocab-phi-3.gguf
+if named_templates_gguf "$P3" "$T/named.gguf"; then
+	expect 0 $I "$T/named.gguf"
+	check "the named templates listed with their sizes" grep -q '^  named templates: *tool_use (70 bytes), rag (66 bytes)$' "$T/out"
+	expect 0 $I --json "$T/named.gguf"
+	check "... and in JSON" $PYTHON -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"] if "summary" in d else d[0]["summary"]
+assert s["chat_template"] is True and s["chat_template_names"] == ["tool_use", "rag"], s' "$T/out"
+	expect 0 $I "$P3"
+	check "a file without named templates: no such line" sh -c "! grep -q 'named templates' '$T/out'"
+else
+	echo "skip: named templates ($PYTHON has no gguf-py)"
+fi
+
 if $PYTHON -c 'import gguf, numpy' 2>/dev/null; then
 	expect 0 $PYTHON scripts/gguf_compare.py $BIN "$T/cmp" $DATA/vocab/*.gguf && cat "$T/out"
 else

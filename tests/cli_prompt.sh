@@ -3,8 +3,9 @@
 # jinja2's rendering of the same conversations (tests/data/prompt_ref, made
 # by its make_ref.py with transformers' settings) on a vocabulary-only GGUF
 # and on SmolLM2, --messages (a file or standard input), --tools,
-# --chat-template NAME / TEXT, --chat-template-file, --no-jinja, the chatml
-# fallback, and the errors (bad JSON, a template that fails, missing files).
+# --chat-template NAME / TEXT, --chat-template-file, --chat-template-name
+# and the file's tool_use template (a copy of the vocabulary-only file with
+# named templates), --no-jinja, the chatml fallback, and the errors (bad JSON, a template that fails, missing files).
 . "$(dirname "$0")/lib.sh"
 R=$BIN/run
 M=${TERN_MODELS:-models}
@@ -93,6 +94,33 @@ expect 65 $R -m $P3 --print-prompt --chat-template-file "$T/t.jinja" hi </dev/nu
 	grep -q "only user and assistant" "$T/err"
 expect 2 $R -m $P3 --print-prompt --chat-template nosuch hi </dev/null && check "an unknown NAME (no Jinja markup) is a usage error" \
 	one_line_err "tern-run: unknown chat template 'nosuch'"
+
+# a file's named templates: tool_use with --tools, --chat-template-name NAME
+NG=$T/named.gguf
+if named_templates_gguf "$P3" "$NG"; then
+	echo '[{"role": "user", "content": "hi"}]' >"$T/m.json"
+	echo '[{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "g"}}]' >"$T/tools.json"
+	expect 0 $TO $R -m "$NG" --print-prompt --messages "$T/m.json" </dev/null
+	check "no --tools: the default template, and no tools in its context" test "$(cat "$T/out")" = "<s>D:hi"
+	expect 0 $TO $R -m "$NG" --print-prompt --messages "$T/m.json" --tools "$T/tools.json" </dev/null
+	check "--tools: the file's tool_use template" test "$(cat "$T/out")" = "<s>T2:hi"
+	expect 0 $TO $R -m "$NG" --print-prompt --chat-template-name rag -sys S hi </dev/null
+	check "--chat-template-name rag" test "$(cat "$T/out")" = "<s>R:[system]S[user]hi"
+	expect 0 $TO $R -m "$NG" --print-prompt --messages "$T/m.json" --tools "$T/tools.json" --chat-template-name default </dev/null
+	check "--chat-template-name default rather than tool_use, tools given" test "$(cat "$T/out")" = "<s>D:hi+tools"
+	expect 0 $TO $R -m "$NG" --print-prompt -v --chat-template-name rag hi </dev/null
+	check "-v names the template" grep -q "chat template: jinja (the file's template rag)" "$T/err"
+	expect 1 $R -m "$NG" --print-prompt --chat-template-name nosuch hi </dev/null && check "a name the file lacks: the names it has" \
+		one_line_err "tern-run: $NG: the file has no chat template named 'nosuch' (it has: default, tool_use, rag)"
+	expect 1 $R -m "$P3" --print-prompt --chat-template-name rag hi </dev/null && check "a file without named templates" \
+		grep -q "no chat template named 'rag' (it has: default)" "$T/err"
+	expect 2 $R -m "$NG" --chat-template-name rag --chat-template chatml hi </dev/null && check "--chat-template-name excludes --chat-template" \
+		grep -q "cannot be combined" "$T/err"
+	expect 2 $R -m "$NG" --chat-template-name rag --raw hi </dev/null && check "--chat-template-name excludes --raw" \
+		grep -q "cannot be combined" "$T/err"
+else
+	echo "skip: named templates ($PYTHON has no gguf-py)"
+fi
 
 if [ ! -f "$S" ]; then
 	echo "skip: $S absent (make models)"

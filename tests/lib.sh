@@ -27,6 +27,23 @@ check() {
 	if "$@"; then nok=$((nok + 1)); else echo "FAIL: $what"; nfail=$((nfail + 1)); fi
 }
 one_line_err() { [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^$1" "$T/err"; }
+# named_templates_gguf SRC OUT: a copy of the GGUF file SRC with three chat
+# templates, written by gguf-py's gguf_new_metadata from a
+# tokenizer_config.json as transformers saves named ones: the default
+# ("D:" + contents, "+tools" when `tools` is defined), tool_use ("T" +
+# the number of tools + ":" + contents) and rag ("R:" + [role]contents);
+# false when $PYTHON has no gguf-py
+named_templates_gguf() {
+	$PYTHON -c 'import gguf' 2>/dev/null || return 1
+	cat >"$T/tokenizer_config.json" <<'EOF_CFG'
+{"chat_template": [
+ {"name": "default", "template": "D:{% for m in messages %}{{ m.content }}{% endfor %}{% if tools is defined %}+tools{% endif %}"},
+ {"name": "tool_use", "template": "T{{ tools|length }}:{% for m in messages %}{{ m.content }}{% endfor %}"},
+ {"name": "rag", "template": "R:{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"}]}
+EOF_CFG
+	$PYTHON -m gguf.scripts.gguf_new_metadata --force --chat-template-config "$T/tokenizer_config.json" "$1" "$2" \
+		>/dev/null 2>&1
+}
 # full: true but under SANITIZE=1, where a script may leave to the plain run
 # the model runs that take a path another of its runs already took
 full() { [ "${SANITIZE:-}" != 1 ]; }

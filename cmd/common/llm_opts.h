@@ -26,7 +26,7 @@
 #include "lib/llm/sample.h"
 
 static struct llm_opts {
-	const char *model, *ctk, *ctv, *tmpl, *tmpl_file;
+	const char *model, *ctk, *ctv, *tmpl, *tmpl_file, *tmpl_name;
 	int64_t n_predict, ctx, threads, batch, ubatch, seed, top_k, last_n;
 	double temp, top_p, min_p, repeat, presence, frequency;
 	bool ignore_eos, special, jinja, no_jinja;
@@ -80,6 +80,9 @@ static struct llm_opts {
 	 .help = "the built-in chat format NAME, or a Jinja template's text (see CHAT TEMPLATES)"}, \
 	{.lng = "chat-template-file", .kind = CLI_FILE, .dst = &llm_o.tmpl_file, .arg = "FILE", .ext = "jinja", \
 	 .excludes = "no-jinja", .help = "render the conversation with the Jinja template in FILE"}, \
+	{.lng = "chat-template-name", .kind = CLI_STR, .dst = &llm_o.tmpl_name, .arg = "NAME", \
+	 .excludes = "chat-template|chat-template-file", \
+	 .help = "use the file's named template tokenizer.chat_template.NAME (tern-inspect lists them)"}, \
 	{.lng = "jinja", .kind = CLI_FLAG, .dst = &llm_o.jinja, .excludes = "no-jinja", \
 	 .help = "render the file's chat template with the Jinja engine (the default)"}, \
 	{.lng = "no-jinja", .kind = CLI_FLAG, .dst = &llm_o.no_jinja, \
@@ -98,7 +101,12 @@ static struct llm_opts {
 	"--chat-template NAME picks a built-in format instead (chatml, llama2, llama3, gemma, phi3, mistral-v7, " \
 	"... : an unknown NAME is a usage error that lists them all); a value that contains '{{' or '{%' is " \
 	"taken as a Jinja template's text, as llama.cpp accepts. --chat-template-file FILE renders with the " \
-	"Jinja template in FILE. --no-jinja uses the built-in format recognised in the file's template (an " \
+	"Jinja template in FILE. A file may hold named templates besides its default one " \
+	"(tokenizer.chat_template.NAME; tern-inspect lists them): --chat-template-name NAME renders with one " \
+	"(default: the unnamed one), " \
+	"and with --tools the one named tool_use is used when the file has it, as llama.cpp does. Without " \
+	"--tools the template's context has no `tools` at all (as llama.cpp; transformers passes None, which " \
+	"some tool-use templates cannot iterate). --no-jinja uses the built-in format recognised in the file's template (an " \
 	"unrecognised one is an error); --jinja is the default and is accepted for llama.cpp's users. A file " \
 	"without a chat template gets chatml, after a warning. With a built-in format, its end of turn " \
 	"(<|im_end|> for chatml, <|eot_id|> for llama3, ...) written by the model as text ends the answer as " \
@@ -249,7 +257,7 @@ static int llm_opts_load(struct dev_ctx *d, const struct cli_common *cc, const s
  * here: a file that cannot be read exits 1. */
 static struct tern_prompt_opts llm_opts_prompt(char **file_text)
 {
-	struct tern_prompt_opts po = {.no_jinja = llm_o.no_jinja};
+	struct tern_prompt_opts po = {.no_jinja = llm_o.no_jinja, .name = llm_o.tmpl_name};
 	*file_text = NULL;
 	if (llm_o.tmpl && tern_chat_fmt_by_name(llm_o.tmpl) >= 0) {
 		po.builtin = llm_o.tmpl;

@@ -249,6 +249,124 @@ static int str_replace(struct jj_ctx *c, struct jv s, struct jv old, struct jv n
 	return rc ? rc : jj_buf_str(c, &b, out);
 }
 
+/* the parts collected from the right, appended to out in reading order */
+static int push_reversed(struct jj_ctx *c, struct jv parts, struct jv *out)
+{
+	int rc = 0;
+	for (size_t i = parts.u.l->n; !rc && i-- > 0;)
+		rc = jv_list_push(c, out, parts.u.l->v[i]);
+	return rc;
+}
+
+/* rsplit() on runs of whitespace; no empty parts */
+static int split_ws_right(struct jj_ctx *c, const char *p, size_t n, int64_t maxsplit, struct jv *out)
+{
+	struct jv parts;
+	int rc = jv_new_list(c, 0, &parts);
+	if (rc)
+		return rc;
+	size_t e = n;
+	for (int64_t k = 0;; k++) {
+		while (e > 0 && py_space((unsigned char)p[e - 1]))
+			e--;
+		if (e == 0)
+			break;
+		size_t b = e;
+		if (maxsplit >= 0 && k >= maxsplit) {
+			b = 0;
+		} else {
+			while (b > 0 && !py_space((unsigned char)p[b - 1]))
+				b--;
+		}
+		if ((rc = jv_list_push(c, &parts, jv_str(p + b, e - b))))
+			return rc;
+		e = b;
+	}
+	return push_reversed(c, parts, out);
+}
+
+/* the end of the run from i on of (space) or non-space code points */
+static size_t skip_class(const char *p, size_t n, size_t i, bool space)
+{
+	while (i < n) {
+		size_t l;
+		if (py_space(cp_at(p, n, i, &l)) != space)
+			break;
+		i += l;
+	}
+	return i;
+}
+
+/* split() on runs of whitespace; no empty parts */
+static int split_ws(struct jj_ctx *c, const char *p, size_t n, int64_t maxsplit, struct jv *out)
+{
+	int rc;
+	size_t i = 0;
+	for (int64_t k = 0;; k++) {
+		i = skip_class(p, n, i, true);
+		if (i >= n)
+			return 0;
+		size_t b = i;
+		if (maxsplit >= 0 && k >= maxsplit) {
+			size_t e = n;
+			while (e > b && py_space((unsigned char)p[e - 1]))
+				e--;
+			return jv_list_push(c, out, jv_str(p + b, e - b));
+		}
+		i = skip_class(p, n, i, false);
+		if ((rc = jv_list_push(c, out, jv_str(p + b, i - b))))
+			return rc;
+	}
+}
+
+/* rsplit(sep) */
+static int split_sep_right(struct jj_ctx *c, const char *p, size_t n, struct jv sep, int64_t maxsplit,
+			   struct jv *out)
+{
+	struct jv parts;
+	int rc = jv_new_list(c, 0, &parts);
+	if (rc)
+		return rc;
+	size_t e = n;
+	for (int64_t k = 0;; k++) {
+		const char *hit = NULL;
+		if (maxsplit < 0 || k < maxsplit)
+			for (size_t j = e; j >= sep.u.s.n; j--)
+				if (!memcmp(p + j - sep.u.s.n, sep.u.s.p, sep.u.s.n)) {
+					hit = p + j - sep.u.s.n;
+					break;
+				}
+		if (!hit) {
+			if ((rc = jv_list_push(c, &parts, jv_str(p, e))))
+				return rc;
+			break;
+		}
+		size_t at = (size_t)(hit - p);
+		if ((rc = jv_list_push(c, &parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))))
+			return rc;
+		e = at;
+	}
+	return push_reversed(c, parts, out);
+}
+
+/* split(sep) */
+static int split_sep(struct jj_ctx *c, const char *p, size_t n, struct jv sep, int64_t maxsplit, struct jv *out)
+{
+	int rc;
+	size_t i = 0;
+	for (int64_t k = 0;; k++) {
+		const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
+		if (!hit)
+			return jv_list_push(c, out, jv_str(p + i, n - i));
+		size_t at = (size_t)(hit - p);
+		if ((rc = jv_list_push(c, out, jv_str(p + i, at - i))))
+			return rc;
+		i = at + sep.u.s.n;
+		if ((rc = jj_step(c)))
+			return rc;
+	}
+}
+
 static int str_split(struct jj_ctx *c, struct jv s, const struct jj_args *a, bool right, struct jv *out)
 {
 	struct jv sep = jv_none();
@@ -257,118 +375,15 @@ static int str_split(struct jj_ctx *c, struct jv s, const struct jj_args *a, boo
 	arg(a, 0, "sep", &sep);
 	if ((rc = arg_int(c, a, 1, "maxsplit", -1, &maxsplit)) || (rc = jv_new_list(c, 0, out)))
 		return rc;
-	const char *p = s.u.s.p;
-	size_t n = s.u.s.n;
-	struct jv parts;
-	if ((rc = jv_new_list(c, 0, &parts)))
-		return rc;
-	if (sep.t == JV_NONE) {
-		/* runs of whitespace; no empty parts */
-		if (right) {
-			size_t e = n;
-			int64_t k = 0;
-			for (;;) {
-				while (e > 0 && py_space((unsigned char)p[e - 1]))
-					e--;
-				if (e == 0)
-					break;
-				size_t b = e;
-				if (maxsplit >= 0 && k >= maxsplit) {
-					b = 0;
-				} else {
-					while (b > 0 && !py_space((unsigned char)p[b - 1]))
-						b--;
-				}
-				if ((rc = jv_list_push(c, &parts, jv_str(p + b, e - b))))
-					return rc;
-				k++;
-				e = b;
-			}
-			for (size_t i = parts.u.l->n; i-- > 0;)
-				if ((rc = jv_list_push(c, out, parts.u.l->v[i])))
-					return rc;
-			return 0;
-		}
-		size_t i = 0;
-		int64_t k = 0;
-		for (;;) {
-			while (i < n) {
-				size_t l;
-				uint32_t cp = cp_at(p, n, i, &l);
-				if (!py_space(cp))
-					break;
-				i += l;
-			}
-			if (i >= n)
-				break;
-			size_t b = i;
-			if (maxsplit >= 0 && k >= maxsplit) {
-				size_t e = n;
-				while (e > b && py_space((unsigned char)p[e - 1]))
-					e--;
-				i = n;
-				if ((rc = jv_list_push(c, out, jv_str(p + b, e - b))))
-					return rc;
-				break;
-			}
-			while (i < n) {
-				size_t l;
-				uint32_t cp = cp_at(p, n, i, &l);
-				if (py_space(cp))
-					break;
-				i += l;
-			}
-			if ((rc = jv_list_push(c, out, jv_str(p + b, i - b))))
-				return rc;
-			k++;
-		}
-		return 0;
-	}
+	if (sep.t == JV_NONE)
+		return right ? split_ws_right(c, s.u.s.p, s.u.s.n, maxsplit, out)
+			     : split_ws(c, s.u.s.p, s.u.s.n, maxsplit, out);
 	if ((rc = need_str(c, sep, "the separator")))
 		return rc;
 	if (sep.u.s.n == 0)
 		return jj_fail(c, TERN_EFORMAT, "empty separator");
-	if (right) {
-		size_t e = n;
-		int64_t k = 0;
-		for (;;) {
-			const char *hit = NULL;
-			if (maxsplit < 0 || k < maxsplit)
-				for (size_t j = e; j >= sep.u.s.n; j--)
-					if (!memcmp(p + j - sep.u.s.n, sep.u.s.p, sep.u.s.n)) {
-						hit = p + j - sep.u.s.n;
-						break;
-					}
-			if (!hit) {
-				if ((rc = jv_list_push(c, &parts, jv_str(p, e))))
-					return rc;
-				break;
-			}
-			size_t at = (size_t)(hit - p);
-			if ((rc = jv_list_push(c, &parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))))
-				return rc;
-			e = at;
-			k++;
-		}
-		for (size_t i = parts.u.l->n; i-- > 0;)
-			if ((rc = jv_list_push(c, out, parts.u.l->v[i])))
-				return rc;
-		return 0;
-	}
-	size_t i = 0;
-	int64_t k = 0;
-	for (;;) {
-		const char *hit = (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
-		if (!hit)
-			return jv_list_push(c, out, jv_str(p + i, n - i));
-		size_t at = (size_t)(hit - p);
-		if ((rc = jv_list_push(c, out, jv_str(p + i, at - i))))
-			return rc;
-		i = at + sep.u.s.n;
-		k++;
-		if ((rc = jj_step(c)))
-			return rc;
-	}
+	return right ? split_sep_right(c, s.u.s.p, s.u.s.n, sep, maxsplit, out)
+		     : split_sep(c, s.u.s.p, s.u.s.n, sep, maxsplit, out);
 }
 
 /* Python's str.splitlines() */
@@ -432,120 +447,160 @@ static int join_values(struct jj_ctx *c, struct jv list, struct jv sep, bool str
 }
 
 /* ---- methods ------------------------------------------------------------- */
-static int str_method(struct jj_ctx *c, struct jv s, const char *m, const struct jj_args *a, struct jv *out)
+/* Each type's methods are a table of name -> function; jj_method picks
+ * the table by the object's type. */
+typedef int method_fn(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out);
+
+static int s_strip(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	int which = m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3, rc;
+	if (arg(a, 0, "chars", &x) && x.t != JV_NONE) {
+		if ((rc = need_str(c, x, "strip's argument")))
+			return rc;
+		*out = strip(s, which, x.u.s.p, x.u.s.n);
+	} else {
+		*out = strip(s, which, NULL, 0);
+	}
+	return 0;
+}
+
+static int s_split(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	return str_split(c, s, a, m[0] == 'r', out);
+}
+
+static int s_splitlines(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	return splitlines(c, s, out);
+}
+
+static int s_affix(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	bool r;
+	int rc;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "%s takes one argument", m);
+	if ((rc = affix(c, s, x, m[0] == 'e', &r)))
+		return rc;
+	*out = jv_bool(r);
+	return 0;
+}
+
+static int s_case(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	return map_case(c, s, m[0] == 'u' ? 'u' : m[0] == 'l' ? 'l' : m[0] == 't' ? 't' : 'c', out);
+}
+
+static int s_replace(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
 {
 	struct jv x, y;
+	int64_t count;
 	int rc;
-	if (!strcmp(m, "strip") || !strcmp(m, "lstrip") || !strcmp(m, "rstrip")) {
-		int which = m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3;
-		if (arg(a, 0, "chars", &x) && x.t != JV_NONE) {
-			if ((rc = need_str(c, x, "strip's argument")))
-				return rc;
-			*out = strip(s, which, x.u.s.p, x.u.s.n);
-		} else {
-			*out = strip(s, which, NULL, 0);
+	if (!arg(a, 0, NULL, &x) || !arg(a, 1, NULL, &y))
+		return jj_fail(c, TERN_EFORMAT, "replace takes two arguments");
+	if ((rc = need_str(c, x, "replace's argument")) || (rc = need_str(c, y, "replace's argument")) ||
+	    (rc = arg_int(c, a, 2, "count", -1, &count)))
+		return rc;
+	return str_replace(c, s, x, y, count, out);
+}
+
+static int s_count(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	int rc;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "%s takes an argument", m);
+	if ((rc = need_str(c, x, "the argument")))
+		return rc;
+	int64_t k = 0;
+	if (x.u.s.n == 0) {
+		k = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n) + 1;
+	} else {
+		for (size_t i = 0; i + x.u.s.n <= s.u.s.n;) {
+			const char *h = memmem(s.u.s.p + i, s.u.s.n - i, x.u.s.p, x.u.s.n);
+			if (!h)
+				break;
+			k++;
+			i = (size_t)(h - s.u.s.p) + x.u.s.n;
 		}
-		return 0;
 	}
-	if (!strcmp(m, "split") || !strcmp(m, "rsplit"))
-		return str_split(c, s, a, m[0] == 'r', out);
-	if (!strcmp(m, "splitlines"))
-		return splitlines(c, s, out);
-	if (!strcmp(m, "startswith") || !strcmp(m, "endswith")) {
-		if (!arg(a, 0, NULL, &x))
-			return jj_fail(c, TERN_EFORMAT, "%s takes one argument", m);
-		bool r;
-		if ((rc = affix(c, s, x, m[0] == 'e', &r)))
-			return rc;
-		*out = jv_bool(r);
-		return 0;
-	}
-	if (!strcmp(m, "upper") || !strcmp(m, "lower") || !strcmp(m, "title") || !strcmp(m, "capitalize"))
-		return map_case(c, s, m[0] == 'u' ? 'u' : m[0] == 'l' ? 'l' : m[0] == 't' ? 't' : 'c', out);
-	if (!strcmp(m, "replace")) {
-		int64_t count;
-		if (!arg(a, 0, NULL, &x) || !arg(a, 1, NULL, &y))
-			return jj_fail(c, TERN_EFORMAT, "replace takes two arguments");
-		if ((rc = need_str(c, x, "replace's argument")) || (rc = need_str(c, y, "replace's argument")) ||
-		    (rc = arg_int(c, a, 2, "count", -1, &count)))
-			return rc;
-		return str_replace(c, s, x, y, count, out);
-	}
-	if (!strcmp(m, "find") || !strcmp(m, "rfind") || !strcmp(m, "count") || !strcmp(m, "index")) {
-		if (!arg(a, 0, NULL, &x))
-			return jj_fail(c, TERN_EFORMAT, "%s takes an argument", m);
-		if ((rc = need_str(c, x, "the argument")))
-			return rc;
-		if (!strcmp(m, "count")) {
-			int64_t k = 0;
-			if (x.u.s.n == 0) {
-				k = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n) + 1;
-			} else {
-				for (size_t i = 0; i + x.u.s.n <= s.u.s.n;) {
-					const char *h = memmem(s.u.s.p + i, s.u.s.n - i, x.u.s.p, x.u.s.n);
-					if (!h)
-						break;
-					k++;
-					i = (size_t)(h - s.u.s.p) + x.u.s.n;
-				}
+	*out = jv_int(k);
+	return 0;
+}
+
+/* find, rfind, index: the position in code points */
+static int s_find(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	int rc;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "%s takes an argument", m);
+	if ((rc = need_str(c, x, "the argument")))
+		return rc;
+	const char *h = NULL;
+	if (m[0] == 'r') {
+		for (size_t j = s.u.s.n + 1; j-- > 0;)
+			if (j + x.u.s.n <= s.u.s.n && !memcmp(s.u.s.p + j, x.u.s.p, x.u.s.n)) {
+				h = s.u.s.p + j;
+				break;
 			}
-			*out = jv_int(k);
-			return 0;
-		}
-		const char *h = NULL;
-		if (m[0] == 'r') {
-			for (size_t j = s.u.s.n + 1; j-- > 0;)
-				if (j + x.u.s.n <= s.u.s.n && !memcmp(s.u.s.p + j, x.u.s.p, x.u.s.n)) {
-					h = s.u.s.p + j;
-					break;
-				}
-		} else {
-			h = x.u.s.n ? memmem(s.u.s.p, s.u.s.n, x.u.s.p, x.u.s.n) : s.u.s.p;
-		}
-		if (!h && m[0] == 'i')
-			return jj_fail(c, TERN_EFORMAT, "substring not found");
-		*out = jv_int(h ? (int64_t)jj_utf8_count(s.u.s.p, (size_t)(h - s.u.s.p)) : -1);
-		return 0;
+	} else {
+		h = x.u.s.n ? memmem(s.u.s.p, s.u.s.n, x.u.s.p, x.u.s.n) : s.u.s.p;
 	}
-	if (!strcmp(m, "join")) {
-		struct jv l;
-		if (!arg(a, 0, NULL, &x))
-			return jj_fail(c, TERN_EFORMAT, "join takes one argument");
-		if ((rc = jj_iter_list(c, x, &l)))
-			return rc;
-		return join_values(c, l, s, true, out);
+	if (!h && m[0] == 'i')
+		return jj_fail(c, TERN_EFORMAT, "substring not found");
+	*out = jv_int(h ? (int64_t)jj_utf8_count(s.u.s.p, (size_t)(h - s.u.s.p)) : -1);
+	return 0;
+}
+
+static int s_join(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x, l;
+	int rc;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "join takes one argument");
+	if ((rc = jj_iter_list(c, x, &l)))
+		return rc;
+	return join_values(c, l, s, true, out);
+}
+
+/* isdigit, isalpha, ...: every character of a non-empty string is of the
+ * class (ASCII); isupper and islower also need a cased character */
+static int s_is(struct jj_ctx *c, const char *m, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	bool r = s.u.s.n > 0, cased = false, up = !strcmp(m, "isupper"), low = !strcmp(m, "islower");
+	bool digit = !strcmp(m, "isdigit") || !strcmp(m, "isnumeric") || !strcmp(m, "isdecimal");
+	for (size_t i = 0; i < s.u.s.n; i++) {
+		char ch = s.u.s.p[i];
+		bool d = ch >= '0' && ch <= '9', al = is_alpha(ch);
+		if (digit)
+			r = r && d;
+		else if (!strcmp(m, "isalpha"))
+			r = r && al;
+		else if (!strcmp(m, "isalnum"))
+			r = r && (al || d);
+		else if (!strcmp(m, "isspace"))
+			r = r && py_space((unsigned char)ch);
+		else if (up)
+			r = r && !(ch >= 'a' && ch <= 'z'), cased = cased || (ch >= 'A' && ch <= 'Z');
+		else
+			r = r && !(ch >= 'A' && ch <= 'Z'), cased = cased || (ch >= 'a' && ch <= 'z');
 	}
-	if (!strncmp(m, "is", 2)) {
-		bool r = s.u.s.n > 0, cased = false;
-		for (size_t i = 0; i < s.u.s.n; i++) {
-			char ch = s.u.s.p[i];
-			bool d = ch >= '0' && ch <= '9', al = is_alpha(ch), sp = py_space((unsigned char)ch);
-			if (!strcmp(m, "isdigit") || !strcmp(m, "isnumeric") || !strcmp(m, "isdecimal"))
-				r = r && d;
-			else if (!strcmp(m, "isalpha"))
-				r = r && al;
-			else if (!strcmp(m, "isalnum"))
-				r = r && (al || d);
-			else if (!strcmp(m, "isspace"))
-				r = r && sp;
-			else if (!strcmp(m, "isupper"))
-				r = r && !(ch >= 'a' && ch <= 'z'), cased = cased || (ch >= 'A' && ch <= 'Z');
-			else if (!strcmp(m, "islower"))
-				r = r && !(ch >= 'A' && ch <= 'Z'), cased = cased || (ch >= 'a' && ch <= 'z');
-			else
-				return -1;
-		}
-		if (!strcmp(m, "isupper") || !strcmp(m, "islower"))
-			r = r && cased;
-		*out = jv_bool(r);
-		return 0;
-	}
-	return -1;
+	*out = jv_bool((up || low) ? r && cased : r);
+	return 0;
 }
 
 static int unsafe(struct jj_ctx *c, struct jv obj, const char *m)
 {
 	return jj_fail(c, TERN_EFORMAT, "access to attribute '%s' of '%s' object is unsafe.", m, jv_type_name(obj));
+}
+
+/* the methods that change a dict or a list: the immutable sandbox refuses them */
+static int o_unsafe(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	return unsafe(c, obj, m);
 }
 
 static int items_list(struct jj_ctx *c, const struct jj_dict *d, struct jv *out)
@@ -564,83 +619,137 @@ static int items_list(struct jj_ctx *c, const struct jj_dict *d, struct jv *out)
 	return rc;
 }
 
+static int d_items(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	int rc = items_list(c, obj.u.d, out);
+	out->gen = JG_ITEMS;
+	return rc;
+}
+
+/* keys, values */
+static int d_view(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	int rc = jv_new_list(c, obj.u.d->n, out);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < obj.u.d->n; i++)
+		out->u.l->v[out->u.l->n++] = m[0] == 'k' ? obj.u.d->k[i] : obj.u.d->v[i];
+	out->gen = m[0] == 'k' ? JG_KEYS : JG_VALUES;
+	return 0;
+}
+
+static int d_get(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	struct jv k, d = jv_none();
+	if (!arg(a, 0, NULL, &k))
+		return jj_fail(c, TERN_EFORMAT, "get expected at least 1 argument, got 0");
+	arg(a, 1, NULL, &d);
+	const struct jv *v = jv_dict_get(obj.u.d, k);
+	*out = v ? *v : d;
+	return 0;
+}
+
+static int d_copy(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	int rc = jv_new_dict(c, obj.u.d->n, out);
+	for (size_t i = 0; !rc && i < obj.u.d->n; i++)
+		rc = jv_dict_set(c, out->u.d, obj.u.d->k[i], obj.u.d->v[i]);
+	return rc;
+}
+
+/* index, count */
+static int l_find(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	int rc;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "%s takes one argument", m);
+	int64_t k = 0;
+	for (size_t i = 0; i < obj.u.l->n; i++) {
+		bool eq;
+		if ((rc = jv_equal(c, obj.u.l->v[i], x, &eq)))
+			return rc;
+		if (eq && m[0] == 'i') {
+			*out = jv_int((int64_t)i);
+			return 0;
+		}
+		k += eq;
+	}
+	if (m[0] == 'i')
+		return jj_fail(c, TERN_EFORMAT, "value is not in list");
+	*out = jv_int(k);
+	return 0;
+}
+
+static int loop_cycle(struct jj_ctx *c, const char *m, struct jv obj, const struct jj_args *a, struct jv *out)
+{
+	if (a->npos == 0)
+		return jj_fail(c, TERN_EFORMAT, "no items for cycling given");
+	*out = a->pos[obj.u.loop->i % a->npos];
+	return 0;
+}
+
+struct method {
+	const char *name;
+	method_fn *fn;
+};
+
+/* each sorted by name (strcmp order): found by bsearch */
+static const struct method str_methods[] = {
+	{"capitalize", s_case}, {"count", s_count},     {"endswith", s_affix},   {"find", s_find},
+	{"index", s_find},      {"isalnum", s_is},      {"isalpha", s_is},       {"isdecimal", s_is},
+	{"isdigit", s_is},      {"islower", s_is},      {"isnumeric", s_is},     {"isspace", s_is},
+	{"isupper", s_is},      {"join", s_join},       {"lower", s_case},       {"lstrip", s_strip},
+	{"replace", s_replace}, {"rfind", s_find},      {"rsplit", s_split},     {"rstrip", s_strip},
+	{"split", s_split},     {"splitlines", s_splitlines}, {"startswith", s_affix}, {"strip", s_strip},
+	{"title", s_case},      {"upper", s_case},
+};
+static const struct method dict_methods[] = {
+	{"clear", o_unsafe}, {"copy", d_copy},     {"get", d_get},          {"items", d_items},
+	{"keys", d_view},    {"pop", o_unsafe},    {"popitem", o_unsafe},   {"setdefault", o_unsafe},
+	{"update", o_unsafe}, {"values", d_view},
+};
+static const struct method list_methods[] = {
+	{"append", o_unsafe}, {"clear", o_unsafe},  {"count", l_find},   {"extend", o_unsafe},
+	{"index", l_find},    {"insert", o_unsafe}, {"pop", o_unsafe},   {"remove", o_unsafe},
+	{"reverse", o_unsafe}, {"sort", o_unsafe},
+};
+static const struct method loop_methods[] = {{"cycle", loop_cycle}};
+
+/* bsearch over a table whose entries open with their name */
+static int by_name(const void *key, const void *entry)
+{
+	return strcmp(key, *(const char *const *)entry);
+}
+
+#define FIND(table, name) bsearch((name), (table), sizeof(table) / sizeof *(table), sizeof *(table), by_name)
+
+static const struct method *find_method(struct jv obj, const char *name)
+{
+	switch (obj.t) {
+	case JV_STR: return FIND(str_methods, name);
+	case JV_DICT: return FIND(dict_methods, name);
+	case JV_LIST: return FIND(list_methods, name);
+	case JV_LOOP: return FIND(loop_methods, name);
+	default: return NULL;
+	}
+}
+
+bool jj_has_method(struct jv obj, const char *name)
+{
+	return find_method(obj, name) != NULL;
+}
+
+bool jj_method_unsafe(struct jv obj, const char *name)
+{
+	const struct method *me = find_method(obj, name);
+	return me && me->fn == o_unsafe;
+}
+
 int jj_method(struct jj_ctx *c, struct jv obj, const char *m, const struct jj_args *a, struct jv *out)
 {
-	int rc;
-	switch (obj.t) {
-	case JV_STR:
-		return str_method(c, obj, m, a, out);
-	case JV_DICT:
-		if (!strcmp(m, "items")) {
-			rc = items_list(c, obj.u.d, out);
-			out->gen = JG_ITEMS;
-			return rc;
-		}
-		if (!strcmp(m, "keys") || !strcmp(m, "values")) {
-			if ((rc = jv_new_list(c, obj.u.d->n, out)))
-				return rc;
-			for (size_t i = 0; i < obj.u.d->n; i++)
-				out->u.l->v[out->u.l->n++] = m[0] == 'k' ? obj.u.d->k[i] : obj.u.d->v[i];
-			out->gen = m[0] == 'k' ? JG_KEYS : JG_VALUES;
-			return 0;
-		}
-		if (!strcmp(m, "get")) {
-			struct jv k, d = jv_none();
-			if (!arg(a, 0, NULL, &k))
-				return jj_fail(c, TERN_EFORMAT, "get expected at least 1 argument, got 0");
-			arg(a, 1, NULL, &d);
-			const struct jv *v = jv_dict_get(obj.u.d, k);
-			*out = v ? *v : d;
-			return 0;
-		}
-		if (!strcmp(m, "copy")) {
-			if ((rc = jv_new_dict(c, obj.u.d->n, out)))
-				return rc;
-			for (size_t i = 0; i < obj.u.d->n; i++)
-				if ((rc = jv_dict_set(c, out->u.d, obj.u.d->k[i], obj.u.d->v[i])))
-					return rc;
-			return 0;
-		}
-		if (!strcmp(m, "update") || !strcmp(m, "pop") || !strcmp(m, "popitem") || !strcmp(m, "setdefault") ||
-		    !strcmp(m, "clear"))
-			return unsafe(c, obj, m);
-		return -1;
-	case JV_LIST:
-		if (!strcmp(m, "append") || !strcmp(m, "pop") || !strcmp(m, "extend") || !strcmp(m, "insert") ||
-		    !strcmp(m, "remove") || !strcmp(m, "clear") || !strcmp(m, "sort") || !strcmp(m, "reverse"))
-			return unsafe(c, obj, m);
-		if (!strcmp(m, "index") || !strcmp(m, "count")) {
-			struct jv x;
-			if (!arg(a, 0, NULL, &x))
-				return jj_fail(c, TERN_EFORMAT, "%s takes one argument", m);
-			int64_t k = 0;
-			for (size_t i = 0; i < obj.u.l->n; i++) {
-				bool eq;
-				if ((rc = jv_equal(c, obj.u.l->v[i], x, &eq)))
-					return rc;
-				if (eq && m[0] == 'i') {
-					*out = jv_int((int64_t)i);
-					return 0;
-				}
-				k += eq;
-			}
-			if (m[0] == 'i')
-				return jj_fail(c, TERN_EFORMAT, "value is not in list");
-			*out = jv_int(k);
-			return 0;
-		}
-		return -1;
-	case JV_LOOP:
-		if (!strcmp(m, "cycle")) {
-			if (a->npos == 0)
-				return jj_fail(c, TERN_EFORMAT, "no items for cycling given");
-			*out = a->pos[obj.u.loop->i % a->npos];
-			return 0;
-		}
-		return -1;
-	default:
-		return -1;
-	}
+	const struct method *me = find_method(obj, m);
+	return me ? me->fn(c, m, obj, a, out) : -1;
 }
 
 /* ---- globals ------------------------------------------------------------- */
@@ -790,161 +899,216 @@ int jj_call_global(struct jj_ctx *c, int fn, const struct jj_args *a, struct jv 
 }
 
 /* ---- tests --------------------------------------------------------------- */
-static const char *const test_names[] = {
-	"defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "number", "integer",
-	"float", "boolean", "true", "false", "equalto", "eq", "==", "ne", "!=", "odd", "even", "divisibleby",
-	"lower", "upper", "in", "callable", "gt", "greaterthan", ">", "ge", ">=", "lt", "lessthan", "<", "le",
-	"<=", "sameas", "escaped", "filter", "test", NULL};
+/* A test is a set of value types (the `is string` kind) or a function;
+ * the comparisons (eq, gt, in, ...) share one with the operator in op. */
+typedef int test_fn(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out);
 
-bool jj_test_exists(const char *name)
+static int t_bool(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
 {
-	for (size_t i = 0; test_names[i]; i++)
-		if (!strcmp(test_names[i], name))
-			return true;
-	return false;
+	*out = v.t == JV_BOOL && v.u.b == (t[0] == 't');
+	return 0;
 }
 
-int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *a, bool *out)
+/* `x is filter` and `x is test`: whether one of that name exists */
+static int t_exists(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
+{
+	int rc = need_str(c, v, "the name");
+	if (rc)
+		return rc;
+	*out = t[0] == 'f' ? jj_filter_exists(v.u.s.p) : jj_test_exists(v.u.s.p);
+	return 0;
+}
+
+/* Python's % on floats: value % 2 == 1, value % num == 0 */
+static int parity_float(struct jj_ctx *c, const char *t, struct jv v, bool has, struct jv x, bool *out)
+{
+	double a0 = jv_num(v), b0 = t[0] == 'd' ? (has ? jv_num(x) : 0) : 2;
+	if (!has && t[0] == 'd')
+		return jj_fail(c, TERN_EFORMAT, "divisibleby needs an argument");
+	if (b0 == 0 || !jv_is_num(v) || (t[0] == 'd' && !jv_is_num(x)))
+		return jj_fail(c, TERN_EFORMAT, "float modulo");
+	double m = fmod(a0, b0);
+	if (m != 0 && ((m < 0) != (b0 < 0)))
+		m += b0;
+	*out = t[0] == 'o' ? m == 1 : m == 0;
+	return 0;
+}
+
+/* odd, even, divisibleby */
+static int t_parity(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
 {
 	struct jv x;
-	int rc;
 	bool has = arg(a, 0, NULL, &x);
-	if (!strcmp(t, "defined"))
-		*out = v.t != JV_UNDEF;
-	else if (!strcmp(t, "undefined"))
-		*out = v.t == JV_UNDEF;
-	else if (!strcmp(t, "none"))
-		*out = v.t == JV_NONE;
-	else if (!strcmp(t, "string"))
-		*out = v.t == JV_STR;
-	else if (!strcmp(t, "mapping"))
-		*out = v.t == JV_DICT;
-	else if (!strcmp(t, "iterable"))
-		*out = v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
-	else if (!strcmp(t, "sequence"))
-		*out = v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
-	else if (!strcmp(t, "number"))
-		*out = jv_is_num(v);
-	else if (!strcmp(t, "integer"))
-		*out = v.t == JV_INT;
-	else if (!strcmp(t, "float"))
-		*out = v.t == JV_FLOAT;
-	else if (!strcmp(t, "boolean"))
-		*out = v.t == JV_BOOL;
-	else if (!strcmp(t, "true") || !strcmp(t, "false"))
-		*out = v.t == JV_BOOL && v.u.b == (t[0] == 't');
-	else if (!strcmp(t, "callable"))
-		*out = v.t == JV_MACRO || v.t == JV_FUNC || v.t == JV_UNDEF; /* Undefined has __call__ */
-	else if (!strcmp(t, "escaped"))
-		*out = false;
-	else if (!strcmp(t, "filter") || !strcmp(t, "test")) {
-		if ((rc = need_str(c, v, "the name")))
+	if (v.t == JV_FLOAT || (t[0] == 'd' && has && x.t == JV_FLOAT))
+		return parity_float(c, t, v, has, x, out);
+	if (v.t != JV_INT && v.t != JV_BOOL)
+		return jj_fail(c, TERN_EFORMAT, "test '%s' needs an integer, not %s", t, jv_type_name(v));
+	int64_t i = v.t == JV_INT ? v.u.i : v.u.b, d = 2;
+	if (t[0] != 'd') {
+		*out = ((i % 2 + 2) % 2 == 1) == (t[0] == 'o');
+		return 0;
+	}
+	if (!has || (x.t != JV_INT && x.t != JV_BOOL))
+		return jj_fail(c, TERN_EFORMAT, "divisibleby needs an integer argument");
+	d = x.t == JV_INT ? x.u.i : x.u.b;
+	if (d == 0)
+		return jj_fail(c, TERN_EFORMAT, "integer division or modulo by zero");
+	*out = d == -1 || i % d == 0;
+	return 0;
+}
+
+/* lower, upper: str(value) has cased characters, all of that case */
+static int t_case(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
+{
+	struct jv s;
+	int rc = jv_to_str(c, v, &s);
+	if (rc)
+		return rc;
+	bool cased = false, ok = true;
+	for (size_t i = 0; i < s.u.s.n; i++) {
+		char ch = s.u.s.p[i];
+		if (ch >= 'a' && ch <= 'z')
+			cased = true, ok = ok && t[0] == 'l';
+		if (ch >= 'A' && ch <= 'Z')
+			cased = true, ok = ok && t[0] == 'u';
+	}
+	*out = ok && cased;
+	return 0;
+}
+
+static int t_sameas(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
+{
+	struct jv x;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "sameas needs an argument");
+	if ((v.t == JV_NONE || v.t == JV_BOOL || v.t == JV_UNDEF) && v.t == x.t)
+		*out = v.t != JV_BOOL || v.u.b == x.u.b;
+	else
+		*out = v.t == x.t && memcmp(&v.u, &x.u, sizeof v.u) == 0;
+	return 0;
+}
+
+/* `v is in x`: the operator's rules, but a non-string left of a string
+ * says so in the test's own words */
+static int test_in(struct jj_ctx *c, struct jv v, struct jv x, bool *r)
+{
+	int rc;
+	*r = false;
+	if (x.t == JV_STR) {
+		if ((rc = need_str(c, v, "the left side of 'in'")))
 			return rc;
-		*out = t[0] == 'f' ? jj_filter_exists(v.u.s.p) : jj_test_exists(v.u.s.p);
-	} else if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) {
-		if (v.t == JV_FLOAT || (t[0] == 'd' && has && x.t == JV_FLOAT)) {
-			/* Python's % on floats: value % 2 == 1, value % num == 0 */
-			double a0 = jv_num(v), b0 = t[0] == 'd' ? (has ? jv_num(x) : 0) : 2;
-			if (!has && t[0] == 'd')
-				return jj_fail(c, TERN_EFORMAT, "divisibleby needs an argument");
-			if (b0 == 0 || !jv_is_num(v) || (t[0] == 'd' && !jv_is_num(x)))
-				return jj_fail(c, TERN_EFORMAT, "float modulo");
-			double m = fmod(a0, b0);
-			if (m != 0 && ((m < 0) != (b0 < 0)))
-				m += b0;
-			*out = t[0] == 'o' ? m == 1 : m == 0;
-			return 0;
-		}
-		if (v.t != JV_INT && v.t != JV_BOOL)
-			return jj_fail(c, TERN_EFORMAT, "test '%s' needs an integer, not %s", t, jv_type_name(v));
-		int64_t i = v.t == JV_INT ? v.u.i : v.u.b, d = 2;
-		if (t[0] == 'd') {
-			if (!has || (x.t != JV_INT && x.t != JV_BOOL))
-				return jj_fail(c, TERN_EFORMAT, "divisibleby needs an integer argument");
-			d = x.t == JV_INT ? x.u.i : x.u.b;
-			if (d == 0)
-				return jj_fail(c, TERN_EFORMAT, "integer division or modulo by zero");
-			*out = d == -1 || i % d == 0;
-		} else {
-			*out = ((i % 2 + 2) % 2 == 1) == (t[0] == 'o');
-		}
-	} else if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
-		struct jv s;
-		if ((rc = jv_to_str(c, v, &s)))
-			return rc;
-		bool cased = false, ok = true;
-		for (size_t i = 0; i < s.u.s.n; i++) {
-			char ch = s.u.s.p[i];
-			if (ch >= 'a' && ch <= 'z')
-				cased = true, ok = ok && t[0] == 'l';
-			if (ch >= 'A' && ch <= 'Z')
-				cased = true, ok = ok && t[0] == 'u';
-		}
-		*out = ok && cased;
-	} else if (!strcmp(t, "sameas")) {
-		if (!has)
-			return jj_fail(c, TERN_EFORMAT, "sameas needs an argument");
-		if ((v.t == JV_NONE || v.t == JV_BOOL || v.t == JV_UNDEF) && v.t == x.t)
-			*out = v.t != JV_BOOL || v.u.b == x.u.b;
-		else
-			*out = v.t == x.t && memcmp(&v.u, &x.u, sizeof v.u) == 0;
-	} else {
-		if (!has)
-			return jj_fail(c, TERN_EFORMAT, "test '%s' needs an argument", t);
-		int op = !strcmp(t, "in") ? JO_IN : (!strcmp(t, "ne") || !strcmp(t, "!=")) ? JO_NE
-			 : (!strcmp(t, "gt") || !strcmp(t, "greaterthan") || !strcmp(t, ">")) ? JO_GT
-			 : (!strcmp(t, "ge") || !strcmp(t, ">=")) ? JO_GE
-			 : (!strcmp(t, "lt") || !strcmp(t, "lessthan") || !strcmp(t, "<")) ? JO_LT
-			 : (!strcmp(t, "le") || !strcmp(t, "<=")) ? JO_LE : JO_EQ;
-		bool r = false, lt;
-		switch (op) {
-		case JO_IN:
-			if (x.t == JV_STR) {
-				if ((rc = need_str(c, v, "the left side of 'in'")))
-					return rc;
-				r = v.u.s.n == 0 || memmem(x.u.s.p, x.u.s.n, v.u.s.p, v.u.s.n);
-			} else if (x.t == JV_LIST) {
-				for (size_t i = 0; !r && i < x.u.l->n; i++)
-					if ((rc = jv_equal(c, v, x.u.l->v[i], &r)))
-						return rc;
-			} else if (x.t == JV_DICT) {
-				r = jv_dict_get(x.u.d, v) != NULL;
-			} else if (x.t != JV_UNDEF) {
-				return jj_fail(c, TERN_EFORMAT, "argument of type '%s' is not iterable", jv_type_name(x));
-			}
-			break;
-		case JO_EQ:
-		case JO_NE:
-			if ((rc = jv_equal(c, v, x, &r)))
+		*r = v.u.s.n == 0 || memmem(x.u.s.p, x.u.s.n, v.u.s.p, v.u.s.n);
+	} else if (x.t == JV_LIST) {
+		for (size_t i = 0; !*r && i < x.u.l->n; i++)
+			if ((rc = jv_equal(c, v, x.u.l->v[i], r)))
 				return rc;
-			r = op == JO_EQ ? r : !r;
-			break;
-		case JO_LT: if ((rc = jv_less(c, v, x, &r))) return rc; break;
-		case JO_GT: if ((rc = jv_less(c, x, v, &r))) return rc; break;
-		case JO_LE: if ((rc = jv_less(c, x, v, &lt))) return rc; r = !lt; break;
-		default: if ((rc = jv_less(c, v, x, &lt))) return rc; r = !lt; break;
-		}
-		*out = r;
+	} else if (x.t == JV_DICT) {
+		*r = jv_dict_get(x.u.d, v) != NULL;
+	} else if (x.t != JV_UNDEF) {
+		return jj_fail(c, TERN_EFORMAT, "argument of type '%s' is not iterable", jv_type_name(x));
 	}
 	return 0;
 }
 
-/* ---- filters ------------------------------------------------------------- */
-static const char *const filter_names[] = {
-	"trim", "length", "count", "tojson", "items", "join", "upper", "lower", "capitalize", "title",
-	"replace", "default", "d", "first", "last", "list", "string", "int", "float", "abs", "round", "safe",
-	"e", "escape", "forceescape", "map", "select", "reject", "selectattr", "rejectattr", "unique",
-	"dictsort", "sort", "reverse", "batch", "center", "indent", "wordcount", "sum", "min", "max",
-	"truncate", "attr", "striptags", NULL};
-
-bool jj_filter_exists(const char *name)
+static int t_compare(struct jj_ctx *c, const char *t, int op, struct jv v, const struct jj_args *a, bool *out)
 {
-	for (size_t i = 0; filter_names[i]; i++)
-		if (!strcmp(filter_names[i], name))
-			return true;
-	return false;
+	struct jv x;
+	int rc;
+	bool lt;
+	if (!arg(a, 0, NULL, &x))
+		return jj_fail(c, TERN_EFORMAT, "test '%s' needs an argument", t);
+	switch (op) {
+	case JO_IN: return test_in(c, v, x, out);
+	case JO_EQ:
+	case JO_NE:
+		if ((rc = jv_equal(c, v, x, out)))
+			return rc;
+		*out = op == JO_EQ ? *out : !*out;
+		return 0;
+	case JO_LT: return jv_less(c, v, x, out);
+	case JO_GT: return jv_less(c, x, v, out);
+	case JO_LE: rc = jv_less(c, x, v, &lt); break;
+	default: rc = jv_less(c, v, x, &lt); break;
+	}
+	if (!rc)
+		*out = !lt;
+	return rc;
 }
 
+#define T(x) (1u << (x))
+/* sorted by name (strcmp order): found by bsearch */
+static const struct test {
+	const char *name;
+	test_fn *fn;    /* NULL: true when the value's type is in types */
+	uint16_t types;
+	int8_t op;
+} tests[] = {
+	{"!=", t_compare, 0, JO_NE},
+	{"<", t_compare, 0, JO_LT},
+	{"<=", t_compare, 0, JO_LE},
+	{"==", t_compare, 0, JO_EQ},
+	{">", t_compare, 0, JO_GT},
+	{">=", t_compare, 0, JO_GE},
+	{"boolean", NULL, T(JV_BOOL), 0},
+	/* Undefined has __call__ */
+	{"callable", NULL, T(JV_MACRO) | T(JV_FUNC) | T(JV_METHOD) | T(JV_UNDEF), 0},
+	{"defined", NULL, (uint16_t)~T(JV_UNDEF), 0},
+	{"divisibleby", t_parity, 0, 0},
+	{"eq", t_compare, 0, JO_EQ},
+	{"equalto", t_compare, 0, JO_EQ},
+	{"escaped", NULL, 0, 0},
+	{"even", t_parity, 0, 0},
+	{"false", t_bool, 0, 0},
+	{"filter", t_exists, 0, 0},
+	{"float", NULL, T(JV_FLOAT), 0},
+	{"ge", t_compare, 0, JO_GE},
+	{"greaterthan", t_compare, 0, JO_GT},
+	{"gt", t_compare, 0, JO_GT},
+	{"in", t_compare, 0, JO_IN},
+	{"integer", NULL, T(JV_INT), 0},
+	{"iterable", NULL, T(JV_STR) | T(JV_LIST) | T(JV_DICT) | T(JV_UNDEF), 0},
+	{"le", t_compare, 0, JO_LE},
+	{"lessthan", t_compare, 0, JO_LT},
+	{"lower", t_case, 0, 0},
+	{"lt", t_compare, 0, JO_LT},
+	{"mapping", NULL, T(JV_DICT), 0},
+	{"ne", t_compare, 0, JO_NE},
+	{"none", NULL, T(JV_NONE), 0},
+	{"number", NULL, T(JV_INT) | T(JV_FLOAT) | T(JV_BOOL), 0},
+	{"odd", t_parity, 0, 0},
+	{"sameas", t_sameas, 0, 0},
+	{"sequence", NULL, T(JV_STR) | T(JV_LIST) | T(JV_DICT) | T(JV_UNDEF), 0},
+	{"string", NULL, T(JV_STR), 0},
+	{"test", t_exists, 0, 0},
+	{"true", t_bool, 0, 0},
+	{"undefined", NULL, T(JV_UNDEF), 0},
+	{"upper", t_case, 0, 0},
+};
+#undef T
+
+static const struct test *find_test(const char *name)
+{
+	return FIND(tests, name);
+}
+
+bool jj_test_exists(const char *name)
+{
+	return find_test(name) != NULL;
+}
+
+int jj_test(struct jj_ctx *c, const char *t, struct jv v, const struct jj_args *a, bool *out)
+{
+	const struct test *te = find_test(t);
+	if (!te) /* the parser checks names; map/select name one at run time */
+		return t_compare(c, t, JO_EQ, v, a, out);
+	if (!te->fn) {
+		*out = (te->types >> v.t) & 1u;
+		return 0;
+	}
+	return te->fn(c, t, te->op, v, a, out);
+}
+
+/* ---- filters ------------------------------------------------------------- */
 static int length_of(struct jj_ctx *c, struct jv v, int64_t *n)
 {
 	switch (v.t) {
@@ -1280,433 +1444,584 @@ static int minmax(struct jj_ctx *c, struct jv in, const struct jj_args *a, bool 
 	return 0;
 }
 
-int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+/* Each filter is a function found by name in the table below; the
+ * table's flags say what happens to an undefined input before the
+ * function runs and whether it works on str(value). */
+typedef int filter_fn(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out);
+
+static int f_safe(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	int rc = jv_to_str(c, v, out);
+	out->safe = true;
+	return rc;
+}
+
+static int f_default(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv d = jv_str("", 0);
+	arg(a, 0, "default_value", &d);
+	bool boolean = arg_bool(a, 1, "boolean", false);
+	*out = (v.t == JV_UNDEF || (boolean && !jv_truthy(v))) ? d : v;
+	return 0;
+}
+
+static int f_length(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	int64_t n = 0;
+	int rc = length_of(c, v, &n);
+	*out = jv_int(n);
+	return rc;
+}
+
+static int f_tojson(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	return do_tojson(c, v, a, out);
+}
+
+static int f_items(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
 {
 	int rc;
-	struct jv s, x, list;
-	if (!strcmp(f, "safe") || !strcmp(f, "list") || !strcmp(f, "string") || !strcmp(f, "default") ||
-	    !strcmp(f, "d") || !strcmp(f, "length") || !strcmp(f, "count") || !strcmp(f, "tojson") ||
-	    !strcmp(f, "items") || !strcmp(f, "join")) {
-		/* these accept an undefined input */
-	} else if (v.t == JV_UNDEF && (!strcmp(f, "abs") || !strcmp(f, "round") || !strcmp(f, "first") ||
-				       !strcmp(f, "last") || !strcmp(f, "dictsort") || !strcmp(f, "attr"))) {
+	if (v.t == JV_UNDEF)
+		rc = jv_new_list(c, 0, out);
+	else if (v.t != JV_DICT)
+		return jj_fail(c, TERN_EFORMAT, "Can only get item pairs from a mapping.");
+	else
+		rc = items_list(c, v.u.d, out);
+	out->gen = JG_GEN;
+	return rc;
+}
+
+static int f_list(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv list;
+	int rc = jj_iter_list(c, v, &list);
+	return rc ? rc : copy_list(c, list, out);
+}
+
+static int f_join(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv sep = jv_str("", 0), attrname, list;
+	int rc;
+	if ((rc = jj_iter_list(c, v, &list)))
+		return rc;
+	if (arg(a, 0, "d", &sep) && (rc = jv_to_str(c, sep, &sep)))
+		return rc;
+	if (arg(a, 1, "attribute", &attrname)) {
+		struct jv m;
+		if ((rc = jv_new_list(c, list.u.l->n, &m)))
+			return rc;
+		for (size_t i = 0; i < list.u.l->n; i++)
+			if ((rc = getattr_path(c, list.u.l->v[i], attrname, &m.u.l->v[m.u.l->n++])))
+				return rc;
+		list = m;
+	}
+	return join_values(c, list, sep, false, out);
+}
+
+/* ---- the string filters: v is already str(value) ---- */
+static int f_string(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	*out = s;
+	return 0;
+}
+
+static int f_trim(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	int rc;
+	if (arg(a, 0, "chars", &x) && x.t != JV_NONE) {
+		if ((rc = need_str(c, x, "trim's chars")))
+			return rc;
+		*out = strip(s, 3, x.u.s.p, x.u.s.n);
+	} else {
+		*out = strip(s, 3, NULL, 0);
+	}
+	out->safe = s.safe;
+	return 0;
+}
+
+/* upper, lower, capitalize: markupsafe keeps a Markup a Markup */
+static int f_case(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	int rc = map_case(c, s, f[0] == 'u' ? 'u' : f[0] == 'l' ? 'l' : 'c', out);
+	out->safe = s.safe;
+	return rc;
+}
+
+static int f_title(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	return map_case(c, s, 'j', out);
+}
+
+static int f_replace(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jv o, n;
+	int64_t count;
+	int rc;
+	if (!arg(a, 0, "old", &o) || !arg(a, 1, "new", &n))
+		return jj_fail(c, TERN_EFORMAT, "replace needs old and new");
+	if ((rc = jv_to_str(c, o, &o)) || (rc = jv_to_str(c, n, &n)) || (rc = arg_int(c, a, 2, "count", -1, &count)))
+		return rc;
+	return str_replace(c, s, o, n, count, out);
+}
+
+/* e, escape (a Markup stays as it is) and forceescape */
+static int f_escape(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	if (s.safe && f[0] == 'e') {
+		*out = s;
+		return 0;
+	}
+	int rc = escape_html(c, s, out);
+	out->safe = true;
+	return rc;
+}
+
+static int f_center(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	int64_t w;
+	int rc;
+	if ((rc = arg_int(c, a, 0, "width", 80, &w)))
+		return rc;
+	int64_t len = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n);
+	if (w <= len) {
+		*out = s;
+		return 0;
+	}
+	if ((uint64_t)w > c->max_output)
+		return jj_fail(c, TERN_ERANGE, "center width too large");
+	int64_t pad = w - len, left = pad / 2 + (pad & w & 1);
+	struct jj_buf b = {0};
+	for (int64_t i = 0; !rc && i < left; i++)
+		rc = jj_buf_putc(c, &b, ' ');
+	if (!rc)
+		rc = jj_buf_put(c, &b, s.u.s.p, s.u.s.n);
+	for (int64_t i = 0; !rc && i < pad - left; i++)
+		rc = jj_buf_putc(c, &b, ' ');
+	return rc ? rc : jj_buf_str(c, &b, out);
+}
+
+static int f_indent(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	int rc = do_indent(c, s, a, out);
+	out->safe = s.safe;
+	return rc;
+}
+
+static int f_wordcount(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	int64_t n = 0;
+	bool in = false;
+	for (size_t i = 0; i < s.u.s.n; i++) {
+		unsigned char ch = (unsigned char)s.u.s.p[i];
+		bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || is_alpha((char)ch);
+		n += w && !in;
+		in = w;
+	}
+	*out = jv_int(n);
+	return 0;
+}
+
+static int f_striptags(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	struct jj_buf b = {0};
+	bool tag = false;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < s.u.s.n; i++) {
+		if (s.u.s.p[i] == '<')
+			tag = true;
+		else if (s.u.s.p[i] == '>' && tag)
+			tag = false;
+		else if (!tag)
+			rc = jj_buf_putc(c, &b, s.u.s.p[i]);
+	}
+	if (rc || (rc = jj_buf_str(c, &b, &s)))
+		return rc;
+	struct jv words;
+	struct jj_args none = {0};
+	if ((rc = str_split(c, s, &none, false, &words)))
+		return rc;
+	return join_values(c, words, jv_str(" ", 1), false, out);
+}
+
+static int f_truncate(struct jj_ctx *c, const char *f, struct jv s, const struct jj_args *a, struct jv *out)
+{
+	int64_t length, leeway;
+	struct jv end = jv_str("...", 3);
+	int rc;
+	if ((rc = arg_int(c, a, 0, "length", 255, &length)) || (rc = arg_int(c, a, 3, "leeway", 5, &leeway)))
+		return rc;
+	bool kill = arg_bool(a, 1, "killwords", false);
+	if (arg(a, 2, "end", &end) && (rc = need_str(c, end, "truncate's end")))
+		return rc;
+	int64_t len = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n), el = (int64_t)jj_utf8_count(end.u.s.p, end.u.s.n);
+	if (length < el || leeway < 0)
+		return jj_fail(c, TERN_EFORMAT, "truncate: bad length or leeway");
+	if (len <= length + leeway) {
+		*out = s;
+		return 0;
+	}
+	size_t cut = jj_utf8_offset(s.u.s.p, s.u.s.n, (size_t)(length - el));
+	if (!kill) {
+		size_t k = cut;
+		while (k > 0 && s.u.s.p[k - 1] != ' ')
+			k--;
+		if (k > 0)
+			cut = k - 1;
+	}
+	struct jj_buf b = {0};
+	if ((rc = jj_buf_put(c, &b, s.u.s.p, cut)) || (rc = jj_buf_put(c, &b, end.u.s.p, end.u.s.n)))
+		return rc;
+	return jj_buf_str(c, &b, out);
+}
+
+/* ---- numbers ---- */
+static int f_int(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	int64_t d, base, i;
+	int rc;
+	if ((rc = arg_int(c, a, 0, "default", 0, &d)) || (rc = arg_int(c, a, 1, "base", 10, &base)))
+		return rc;
+	double fl;
+	if (v.t == JV_INT || v.t == JV_BOOL)
+		*out = jv_int(v.t == JV_INT ? v.u.i : v.u.b);
+	else if (v.t == JV_FLOAT && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
+		*out = jv_int((int64_t)v.u.f);
+	else if (v.t == JV_STR && base >= 2 && base <= 36 && parse_pyint(v, (int)base, &i))
+		*out = jv_int(i);
+	else if (v.t == JV_STR && parse_pyfloat(v, &fl) && isfinite(fl) && fabs(fl) < 9.2e18)
+		*out = jv_int((int64_t)fl);
+	else if (!arg(a, 0, "default", out))
+		*out = jv_int(d);
+	return 0;
+}
+
+static int f_float(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	double d;
+	if (jv_is_num(v))
+		*out = jv_float(jv_num(v));
+	else if (v.t == JV_STR && parse_pyfloat(v, &d))
+		*out = jv_float(d);
+	else if (!arg(a, 0, "default", out))
+		*out = jv_float(0);
+	return 0;
+}
+
+static int f_abs(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	if (v.t == JV_FLOAT)
+		*out = jv_float(fabs(v.u.f));
+	else if (v.t == JV_INT && v.u.i != INT64_MIN)
+		*out = jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+	else if (v.t == JV_BOOL)
+		*out = jv_int(v.u.b);
+	else
+		return jj_fail(c, TERN_EFORMAT, "bad operand type for abs(): '%s'", jv_type_name(v));
+	return 0;
+}
+
+static int f_round(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	int64_t prec;
+	struct jv method = jv_str("common", 6);
+	int rc;
+	if ((rc = arg_int(c, a, 0, "precision", 0, &prec)))
+		return rc;
+	arg(a, 1, "method", &method);
+	if (!jv_is_num(v))
+		return jj_fail(c, TERN_EFORMAT, "round needs a number, not %s", jv_type_name(v));
+	if (method.t != JV_STR || !(method.u.s.n && (!strcmp(method.u.s.p, "common") ||
+						     !strcmp(method.u.s.p, "floor") || !strcmp(method.u.s.p, "ceil"))))
+		return jj_fail(c, TERN_EFORMAT, "method must be common, ceil or floor");
+	prec = prec > 300 ? 300 : prec < -300 ? -300 : prec;
+	double m = pow(10, (double)prec), x0 = jv_num(v) * m, r;
+	if (method.u.s.p[0] == 'f')
+		r = floor(x0);
+	else if (method.u.s.p[0] == 'c' && method.u.s.p[1] == 'e')
+		r = ceil(x0);
+	else
+		r = nearbyint(x0); /* Python's round: half to even */
+	if (method.u.s.p[1] == 'o' && v.t != JV_FLOAT) {
+		*out = jv_int(v.t == JV_INT ? v.u.i : v.u.b);
+		return 0;
+	}
+	*out = jv_float(r / m);
+	return 0;
+}
+
+static int f_sum(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv attrname = jv_undef(NULL), acc = jv_int(0), list;
+	arg(a, 0, "attribute", &attrname);
+	arg(a, 1, "start", &acc);
+	int rc = jj_iter_list(c, v, &list);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < list.u.l->n; i++) {
+		struct jv k = list.u.l->v[i];
+		if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
+			return rc;
+		if (!jv_is_num(k) || !jv_is_num(acc))
+			return jj_fail(c, TERN_EFORMAT, "unsupported operand type(s) for +: '%s' and '%s'",
+				       jv_type_name(acc), jv_type_name(k));
+		if (acc.t == JV_FLOAT || k.t == JV_FLOAT)
+			acc = jv_float(jv_num(acc) + jv_num(k));
+		else if (__builtin_add_overflow(acc.t == JV_INT ? acc.u.i : acc.u.b, k.t == JV_INT ? k.u.i : k.u.b,
+						&acc.u.i))
+			return jj_fail(c, TERN_ERANGE, "integer overflow in sum");
+		else
+			acc.t = JV_INT;
+	}
+	*out = acc;
+	return 0;
+}
+
+/* ---- sequences ---- */
+static int f_first_last(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv list;
+	int rc;
+	if (f[0] == 'l' && v.t == JV_LIST && v.gen == JG_GEN)
+		return jj_fail(c, TERN_EFORMAT, "'generator' object is not reversible");
+	if ((rc = jj_iter_list(c, v, &list)))
+		return rc;
+	if (list.u.l->n == 0) {
+		*out = jv_undef(f[0] == 'f' ? "first of an empty sequence" : "last of an empty sequence");
+		out->u.s.n = 1;
+		return 0;
+	}
+	*out = list.u.l->v[f[0] == 'f' ? 0 : list.u.l->n - 1];
+	return 0;
+}
+
+static int f_seq(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	return seq_filter(c, f, v, a, out);
+}
+
+static int f_reverse(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv list;
+	int rc;
+	if (v.t == JV_STR) {
+		if ((rc = jj_iter_list(c, v, &list)))
+			return rc;
+		struct jj_buf b = {0};
+		for (size_t i = list.u.l->n; i-- > 0;)
+			if ((rc = jj_buf_put(c, &b, list.u.l->v[i].u.s.p, list.u.l->v[i].u.s.n)))
+				return rc;
+		return jj_buf_str(c, &b, out);
+	}
+	bool was_gen = v.t == JV_LIST && v.gen == JG_GEN;
+	if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, list.u.l->n, out)))
+		return rc;
+	for (size_t i = list.u.l->n; i-- > 0;)
+		out->u.l->v[out->u.l->n++] = list.u.l->v[i];
+	out->gen = was_gen ? JG_LIST : JG_GEN; /* reversed(list) is an iterator */
+	return 0;
+}
+
+static int f_unique(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	bool cs = arg_bool(a, 0, "case_sensitive", false);
+	struct jv attrname = jv_undef(NULL), keys, list;
+	arg(a, 1, "attribute", &attrname);
+	int rc;
+	if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, list.u.l->n, out)) ||
+	    (rc = jv_new_list(c, list.u.l->n, &keys)))
+		return rc;
+	for (size_t i = 0; i < list.u.l->n; i++) {
+		struct jv k = list.u.l->v[i];
+		if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
+			return rc;
+		if (!cs && k.t == JV_STR && (rc = map_case(c, k, 'l', &k)))
+			return rc;
+		bool seen = false;
+		for (size_t j = 0; !seen && j < keys.u.l->n; j++)
+			if ((rc = jv_equal(c, keys.u.l->v[j], k, &seen)))
+				return rc;
+		if ((c->steps += keys.u.l->n) > c->max_steps)
+			return jj_step(c);
+		if (!seen) {
+			keys.u.l->v[keys.u.l->n++] = k;
+			out->u.l->v[out->u.l->n++] = list.u.l->v[i];
+		}
+	}
+	out->gen = JG_GEN;
+	return 0;
+}
+
+/* sort and dictsort */
+static int f_sort(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	bool dict = f[0] == 'd';
+	bool rev = arg_bool(a, dict ? 2 : 0, "reverse", false), cs = arg_bool(a, dict ? 0 : 1, "case_sensitive", false);
+	struct jv attrname = jv_undef(NULL), by = jv_str("key", 3), keys, list;
+	int rc;
+	if (dict) {
+		arg(a, 1, "by", &by);
+		if (v.t != JV_DICT)
+			return jj_fail(c, TERN_EFORMAT, "dictsort needs a mapping, not %s", jv_type_name(v));
+		if ((rc = items_list(c, v.u.d, &list)))
+			return rc;
+	} else {
+		arg(a, 2, "attribute", &attrname);
+		struct jv l0;
+		if ((rc = jj_iter_list(c, v, &l0)) || (rc = copy_list(c, l0, &list)))
+			return rc;
+	}
+	if ((rc = jv_new_list(c, list.u.l->n, &keys)))
+		return rc;
+	bool by_value = by.t == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
+	for (size_t i = 0; i < list.u.l->n; i++) {
+		struct jv k = list.u.l->v[i];
+		if (dict)
+			k = k.u.l->v[by_value ? 1 : 0];
+		else if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
+			return rc;
+		keys.u.l->v[keys.u.l->n++] = k;
+	}
+	if ((rc = sort_by(c, list.u.l->v, keys.u.l->v, list.u.l->n, cs, rev)))
+		return rc;
+	*out = list;
+	return 0;
+}
+
+static int f_batch(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	int64_t n = 0;
+	struct jv fill = jv_undef(NULL), list;
+	int rc;
+	if ((rc = arg_int(c, a, 0, "linecount", 1, &n)))
+		return rc;
+	if (n <= 0)
+		return jj_fail(c, TERN_EFORMAT, "batch needs a positive line count");
+	bool has_fill = arg(a, 1, "fill_with", &fill) && fill.t != JV_NONE;
+	if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, 0, out)))
+		return rc;
+	struct jv row = {0};
+	for (size_t i = 0; i < list.u.l->n; i++) {
+		if (i % (size_t)n == 0 && ((rc = jv_new_list(c, (size_t)n < 64 ? (size_t)n : 64, &row)) ||
+					   (rc = jv_list_push(c, out, row))))
+			return rc;
+		if ((rc = jv_list_push(c, &out->u.l->v[out->u.l->n - 1], list.u.l->v[i])))
+			return rc;
+	}
+	out->gen = JG_GEN;
+	if (has_fill && out->u.l->n) {
+		struct jv *last = &out->u.l->v[out->u.l->n - 1];
+		if ((uint64_t)n - last->u.l->n > c->max_steps - c->steps)
+			return jj_fail(c, TERN_ERANGE, "batch too large for the step limit");
+		while (last->u.l->n < (size_t)n)
+			if ((rc = jv_list_push(c, last, fill)))
+				return rc;
+	}
+	return 0;
+}
+
+static int f_minmax(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	return minmax(c, v, a, f[1] == 'a', out);
+}
+
+static int f_attr(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	struct jv x;
+	if (!arg(a, 0, "name", &x) || x.t != JV_STR)
+		return jj_fail(c, TERN_EFORMAT, "attr needs a name");
+	if (v.t == JV_DICT) {
+		*out = jv_undef(NULL);
+		return 0;
+	}
+	return jj_attr(c, v, x.u.s.p, x.u.s.n, out);
+}
+
+/* What jj_filter does before the function runs: FL_UNDEF_ERR, an
+ * undefined input is an error (jinja2 touches it at once); FL_STR, the
+ * function gets str(value); FL_NEED_STR, the value must be a string
+ * already. */
+enum { FL_UNDEF_ERR = 1, FL_STR = 2, FL_NEED_STR = 4 };
+
+/* sorted by name (strcmp order): found by bsearch */
+static const struct filter {
+	const char *name;
+	filter_fn *fn;
+	uint8_t flags;
+} filters[] = {
+	{"abs", f_abs, FL_UNDEF_ERR},
+	{"attr", f_attr, FL_UNDEF_ERR},
+	{"batch", f_batch, 0},
+	{"capitalize", f_case, FL_STR},
+	{"center", f_center, FL_STR},
+	{"count", f_length, 0},
+	{"d", f_default, 0},
+	{"default", f_default, 0},
+	{"dictsort", f_sort, FL_UNDEF_ERR},
+	{"e", f_escape, FL_STR},
+	{"escape", f_escape, FL_STR},
+	{"first", f_first_last, FL_UNDEF_ERR},
+	{"float", f_float, 0},
+	{"forceescape", f_escape, FL_STR},
+	{"indent", f_indent, FL_STR | FL_NEED_STR},
+	{"int", f_int, 0},
+	{"items", f_items, 0},
+	{"join", f_join, 0},
+	{"last", f_first_last, FL_UNDEF_ERR},
+	{"length", f_length, 0},
+	{"list", f_list, 0},
+	{"lower", f_case, FL_STR},
+	{"map", f_seq, 0},
+	{"max", f_minmax, 0},
+	{"min", f_minmax, 0},
+	{"reject", f_seq, 0},
+	{"rejectattr", f_seq, 0},
+	{"replace", f_replace, FL_STR},
+	{"reverse", f_reverse, 0},
+	{"round", f_round, FL_UNDEF_ERR},
+	{"safe", f_safe, 0},
+	{"select", f_seq, 0},
+	{"selectattr", f_seq, 0},
+	{"sort", f_sort, 0},
+	{"string", f_string, FL_STR},
+	{"striptags", f_striptags, FL_STR},
+	{"sum", f_sum, 0},
+	{"title", f_title, FL_STR},
+	{"tojson", f_tojson, 0},
+	{"trim", f_trim, FL_STR},
+	{"truncate", f_truncate, FL_STR | FL_NEED_STR},
+	{"unique", f_unique, 0},
+	{"upper", f_case, FL_STR},
+	{"wordcount", f_wordcount, FL_STR},
+};
+
+static const struct filter *find_filter(const char *name)
+{
+	return FIND(filters, name);
+}
+
+bool jj_filter_exists(const char *name)
+{
+	return find_filter(name) != NULL;
+}
+
+int jj_filter(struct jj_ctx *c, const char *f, struct jv v, const struct jj_args *a, struct jv *out)
+{
+	const struct filter *fl = find_filter(f);
+	if (!fl)
+		return jj_fail(c, TERN_EFORMAT, "no filter named '%s'", f);
+	if (v.t == JV_UNDEF && (fl->flags & FL_UNDEF_ERR)) {
 		struct jv u = v;
 		if (!u.u.s.p)
 			u.u.s.p = "value";
 		return jj_fail(c, TERN_EFORMAT, u.u.s.n == 1 ? "%s" : "'%s' is undefined", u.u.s.p);
 	}
-	if (!strcmp(f, "safe")) {
-		if ((rc = jv_to_str(c, v, out)))
-			return rc;
-		out->safe = true;
-		return 0;
-	}
-	if (!strcmp(f, "default") || !strcmp(f, "d")) {
-		struct jv d = jv_str("", 0);
-		arg(a, 0, "default_value", &d);
-		bool boolean = arg_bool(a, 1, "boolean", false);
-		*out = (v.t == JV_UNDEF || (boolean && !jv_truthy(v))) ? d : v;
-		return 0;
-	}
-	if (!strcmp(f, "length") || !strcmp(f, "count")) {
-		int64_t n = 0;
-		if ((rc = length_of(c, v, &n)))
-			return rc;
-		*out = jv_int(n);
-		return 0;
-	}
-	if (!strcmp(f, "tojson"))
-		return do_tojson(c, v, a, out);
-	if (!strcmp(f, "items")) {
-		if (v.t == JV_UNDEF)
-			rc = jv_new_list(c, 0, out);
-		else if (v.t != JV_DICT)
-			return jj_fail(c, TERN_EFORMAT, "Can only get item pairs from a mapping.");
-		else
-			rc = items_list(c, v.u.d, out);
-		out->gen = JG_GEN;
-		return rc;
-	}
-	if (!strcmp(f, "list")) {
-		if ((rc = jj_iter_list(c, v, &list)))
-			return rc;
-		return copy_list(c, list, out);
-	}
-	if (!strcmp(f, "join")) {
-		struct jv sep = jv_str("", 0), attrname;
-		if ((rc = jj_iter_list(c, v, &list)))
-			return rc;
-		if (arg(a, 0, "d", &sep) && (rc = jv_to_str(c, sep, &sep)))
-			return rc;
-		if (arg(a, 1, "attribute", &attrname)) {
-			struct jv m;
-			if ((rc = jv_new_list(c, list.u.l->n, &m)))
-				return rc;
-			for (size_t i = 0; i < list.u.l->n; i++)
-				if ((rc = getattr_path(c, list.u.l->v[i], attrname, &m.u.l->v[m.u.l->n++])))
-					return rc;
-			list = m;
-		}
-		return join_values(c, list, sep, false, out);
-	}
-	/* the string filters work on str(value) */
-	if (!strcmp(f, "string") || !strcmp(f, "trim") || !strcmp(f, "upper") || !strcmp(f, "lower") ||
-	    !strcmp(f, "capitalize") || !strcmp(f, "title") || !strcmp(f, "replace") || !strcmp(f, "e") ||
-	    !strcmp(f, "escape") || !strcmp(f, "forceescape") || !strcmp(f, "center") || !strcmp(f, "indent") ||
-	    !strcmp(f, "wordcount") || !strcmp(f, "truncate") || !strcmp(f, "striptags")) {
-		if ((!strcmp(f, "indent") || !strcmp(f, "truncate")) && v.t != JV_STR)
+	if (fl->flags & FL_STR) {
+		int rc;
+		if ((fl->flags & FL_NEED_STR) && v.t != JV_STR)
 			return jj_fail(c, TERN_EFORMAT, "%s needs a string, not %s", f, jv_type_name(v));
-		if ((rc = jv_to_str(c, v, &s)))
+		if ((rc = jv_to_str(c, v, &v)))
 			return rc;
-		if (!strcmp(f, "string")) {
-			*out = s;
-			return 0;
-		}
-		if (!strcmp(f, "trim")) {
-			if (arg(a, 0, "chars", &x) && x.t != JV_NONE) {
-				if ((rc = need_str(c, x, "trim's chars")))
-					return rc;
-				*out = strip(s, 3, x.u.s.p, x.u.s.n);
-			} else {
-				*out = strip(s, 3, NULL, 0);
-			}
-			out->safe = s.safe;
-			return 0;
-		}
-		if (!strcmp(f, "upper") || !strcmp(f, "lower") || !strcmp(f, "capitalize")) {
-			rc = map_case(c, s, f[0] == 'u' ? 'u' : f[0] == 'l' ? 'l' : 'c', out);
-			out->safe = s.safe;
-			return rc;
-		}
-		if (!strcmp(f, "title"))
-			return map_case(c, s, 'j', out);
-		if (!strcmp(f, "replace")) {
-			struct jv o, n;
-			int64_t count;
-			if (!arg(a, 0, "old", &o) || !arg(a, 1, "new", &n))
-				return jj_fail(c, TERN_EFORMAT, "replace needs old and new");
-			if ((rc = jv_to_str(c, o, &o)) || (rc = jv_to_str(c, n, &n)) ||
-			    (rc = arg_int(c, a, 2, "count", -1, &count)))
-				return rc;
-			return str_replace(c, s, o, n, count, out);
-		}
-		if (f[0] == 'e' || f[0] == 'f') {
-			if (s.safe && f[0] == 'e') {
-				*out = s;
-				return 0;
-			}
-			rc = escape_html(c, s, out);
-			out->safe = true;
-			return rc;
-		}
-		if (!strcmp(f, "center")) {
-			int64_t w;
-			if ((rc = arg_int(c, a, 0, "width", 80, &w)))
-				return rc;
-			int64_t len = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n);
-			if (w <= len) {
-				*out = s;
-				return 0;
-			}
-			if ((uint64_t)w > c->max_output)
-				return jj_fail(c, TERN_ERANGE, "center width too large");
-			int64_t pad = w - len, left = pad / 2 + (pad & w & 1);
-			struct jj_buf b = {0};
-			for (int64_t i = 0; !rc && i < left; i++)
-				rc = jj_buf_putc(c, &b, ' ');
-			if (!rc)
-				rc = jj_buf_put(c, &b, s.u.s.p, s.u.s.n);
-			for (int64_t i = 0; !rc && i < pad - left; i++)
-				rc = jj_buf_putc(c, &b, ' ');
-			return rc ? rc : jj_buf_str(c, &b, out);
-		}
-		if (!strcmp(f, "indent")) {
-			rc = do_indent(c, s, a, out);
-			out->safe = s.safe;
-			return rc;
-		}
-		if (!strcmp(f, "wordcount")) {
-			int64_t n = 0;
-			bool in = false;
-			for (size_t i = 0; i < s.u.s.n; i++) {
-				unsigned char ch = (unsigned char)s.u.s.p[i];
-				bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || is_alpha((char)ch);
-				n += w && !in;
-				in = w;
-			}
-			*out = jv_int(n);
-			return 0;
-		}
-		if (!strcmp(f, "striptags")) {
-			struct jj_buf b = {0};
-			bool tag = false;
-			for (size_t i = 0; !rc && i < s.u.s.n; i++) {
-				if (s.u.s.p[i] == '<')
-					tag = true;
-				else if (s.u.s.p[i] == '>' && tag)
-					tag = false;
-				else if (!tag)
-					rc = jj_buf_putc(c, &b, s.u.s.p[i]);
-			}
-			if (rc || (rc = jj_buf_str(c, &b, &s)))
-				return rc;
-			struct jv words;
-			struct jj_args none = {0};
-			if ((rc = str_split(c, s, &none, false, &words)))
-				return rc;
-			return join_values(c, words, jv_str(" ", 1), false, out);
-		}
-		/* truncate */
-		int64_t length, leeway;
-		struct jv end = jv_str("...", 3);
-		if ((rc = arg_int(c, a, 0, "length", 255, &length)) || (rc = arg_int(c, a, 3, "leeway", 5, &leeway)))
-			return rc;
-		bool kill = arg_bool(a, 1, "killwords", false);
-		if (arg(a, 2, "end", &end) && (rc = need_str(c, end, "truncate's end")))
-			return rc;
-		int64_t len = (int64_t)jj_utf8_count(s.u.s.p, s.u.s.n), el = (int64_t)jj_utf8_count(end.u.s.p, end.u.s.n);
-		if (length < el || leeway < 0)
-			return jj_fail(c, TERN_EFORMAT, "truncate: bad length or leeway");
-		if (len <= length + leeway) {
-			*out = s;
-			return 0;
-		}
-		size_t cut = jj_utf8_offset(s.u.s.p, s.u.s.n, (size_t)(length - el));
-		if (!kill) {
-			size_t k = cut;
-			while (k > 0 && s.u.s.p[k - 1] != ' ')
-				k--;
-			if (k > 0)
-				cut = k - 1;
-		}
-		struct jj_buf b = {0};
-		if ((rc = jj_buf_put(c, &b, s.u.s.p, cut)) || (rc = jj_buf_put(c, &b, end.u.s.p, end.u.s.n)))
-			return rc;
-		return jj_buf_str(c, &b, out);
 	}
-	if (!strcmp(f, "int")) {
-		int64_t d, base, i;
-		if ((rc = arg_int(c, a, 0, "default", 0, &d)) || (rc = arg_int(c, a, 1, "base", 10, &base)))
-			return rc;
-		double fl;
-		if (v.t == JV_INT || v.t == JV_BOOL)
-			*out = jv_int(v.t == JV_INT ? v.u.i : v.u.b);
-		else if (v.t == JV_FLOAT && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
-			*out = jv_int((int64_t)v.u.f);
-		else if (v.t == JV_STR && base >= 2 && base <= 36 && parse_pyint(v, (int)base, &i))
-			*out = jv_int(i);
-		else if (v.t == JV_STR && parse_pyfloat(v, &fl) && isfinite(fl) && fabs(fl) < 9.2e18)
-			*out = jv_int((int64_t)fl);
-		else if (!arg(a, 0, "default", out))
-			*out = jv_int(d);
-		return 0;
-	}
-	if (!strcmp(f, "float")) {
-		double d;
-		if (jv_is_num(v))
-			*out = jv_float(jv_num(v));
-		else if (v.t == JV_STR && parse_pyfloat(v, &d))
-			*out = jv_float(d);
-		else if (!arg(a, 0, "default", out))
-			*out = jv_float(0);
-		return 0;
-	}
-	if (!strcmp(f, "abs")) {
-		if (v.t == JV_FLOAT)
-			*out = jv_float(fabs(v.u.f));
-		else if (v.t == JV_INT && v.u.i != INT64_MIN)
-			*out = jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
-		else if (v.t == JV_BOOL)
-			*out = jv_int(v.u.b);
-		else
-			return jj_fail(c, TERN_EFORMAT, "bad operand type for abs(): '%s'", jv_type_name(v));
-		return 0;
-	}
-	if (!strcmp(f, "round")) {
-		int64_t prec;
-		struct jv method = jv_str("common", 6);
-		if ((rc = arg_int(c, a, 0, "precision", 0, &prec)))
-			return rc;
-		arg(a, 1, "method", &method);
-		if (!jv_is_num(v))
-			return jj_fail(c, TERN_EFORMAT, "round needs a number, not %s", jv_type_name(v));
-		if (method.t != JV_STR || !(method.u.s.n && (!strcmp(method.u.s.p, "common") || !strcmp(method.u.s.p, "floor") || !strcmp(method.u.s.p, "ceil"))))
-			return jj_fail(c, TERN_EFORMAT, "method must be common, ceil or floor");
-		if (prec > 300)
-			prec = 300;
-		if (prec < -300)
-			prec = -300;
-		double m = pow(10, (double)prec), x0 = jv_num(v) * m, r;
-		if (method.u.s.p[0] == 'f')
-			r = floor(x0);
-		else if (method.u.s.p[0] == 'c' && method.u.s.p[1] == 'e')
-			r = ceil(x0);
-		else
-			r = nearbyint(x0); /* Python's round: half to even */
-		if (method.u.s.p[1] == 'o' && v.t != JV_FLOAT) {
-			*out = jv_int(v.t == JV_INT ? v.u.i : v.u.b);
-			return 0;
-		}
-		*out = jv_float(r / m);
-		return 0;
-	}
-	if (!strcmp(f, "last") && v.t == JV_LIST && v.gen == JG_GEN)
-		return jj_fail(c, TERN_EFORMAT, "'generator' object is not reversible");
-	if (!strcmp(f, "first") || !strcmp(f, "last")) {
-		if ((rc = jj_iter_list(c, v, &list)))
-			return rc;
-		if (list.u.l->n == 0) {
-			*out = jv_undef(f[0] == 'f' ? "first of an empty sequence" : "last of an empty sequence");
-			out->u.s.n = 1;
-			return 0;
-		}
-		*out = list.u.l->v[f[0] == 'f' ? 0 : list.u.l->n - 1];
-		return 0;
-	}
-	if (!strcmp(f, "map") || !strcmp(f, "select") || !strcmp(f, "reject") || !strcmp(f, "selectattr") ||
-	    !strcmp(f, "rejectattr"))
-		return seq_filter(c, f, v, a, out);
-	if (!strcmp(f, "reverse")) {
-		if (v.t == JV_STR) {
-			if ((rc = jj_iter_list(c, v, &list)))
-				return rc;
-			struct jj_buf b = {0};
-			for (size_t i = list.u.l->n; i-- > 0;)
-				if ((rc = jj_buf_put(c, &b, list.u.l->v[i].u.s.p, list.u.l->v[i].u.s.n)))
-					return rc;
-			return jj_buf_str(c, &b, out);
-		}
-		bool was_gen = v.t == JV_LIST && v.gen == JG_GEN;
-		if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, list.u.l->n, out)))
-			return rc;
-		for (size_t i = list.u.l->n; i-- > 0;)
-			out->u.l->v[out->u.l->n++] = list.u.l->v[i];
-		out->gen = was_gen ? JG_LIST : JG_GEN; /* reversed(list) is an iterator */
-		return 0;
-	}
-	if (!strcmp(f, "unique")) {
-		bool cs = arg_bool(a, 0, "case_sensitive", false);
-		struct jv attrname = jv_undef(NULL);
-		arg(a, 1, "attribute", &attrname);
-		struct jv keys;
-		if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, list.u.l->n, out)) ||
-		    (rc = jv_new_list(c, list.u.l->n, &keys)))
-			return rc;
-		for (size_t i = 0; i < list.u.l->n; i++) {
-			struct jv k = list.u.l->v[i];
-			if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
-				return rc;
-			if (!cs && k.t == JV_STR && (rc = map_case(c, k, 'l', &k)))
-				return rc;
-			bool seen = false;
-			for (size_t j = 0; !seen && j < keys.u.l->n; j++)
-				if ((rc = jv_equal(c, keys.u.l->v[j], k, &seen)))
-					return rc;
-			if ((c->steps += keys.u.l->n) > c->max_steps)
-				return jj_step(c);
-			if (!seen) {
-				keys.u.l->v[keys.u.l->n++] = k;
-				out->u.l->v[out->u.l->n++] = list.u.l->v[i];
-			}
-		}
-		out->gen = JG_GEN;
-		return 0;
-	}
-	if (!strcmp(f, "sort") || !strcmp(f, "dictsort")) {
-		bool dict = f[0] == 'd';
-		bool rev = arg_bool(a, dict ? 2 : 0, "reverse", false), cs = arg_bool(a, dict ? 0 : 1, "case_sensitive", false);
-		struct jv attrname = jv_undef(NULL), by = jv_str("key", 3), keys;
-		if (dict) {
-			arg(a, 1, "by", &by);
-			if (v.t != JV_DICT)
-				return jj_fail(c, TERN_EFORMAT, "dictsort needs a mapping, not %s", jv_type_name(v));
-			if ((rc = items_list(c, v.u.d, &list)))
-				return rc;
-		} else {
-			arg(a, 2, "attribute", &attrname);
-			struct jv l0;
-			if ((rc = jj_iter_list(c, v, &l0)) || (rc = copy_list(c, l0, &list)))
-				return rc;
-		}
-		if ((rc = jv_new_list(c, list.u.l->n, &keys)))
-			return rc;
-		bool by_value = by.t == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
-		for (size_t i = 0; i < list.u.l->n; i++) {
-			struct jv k = list.u.l->v[i];
-			if (dict)
-				k = k.u.l->v[by_value ? 1 : 0];
-			else if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
-				return rc;
-			keys.u.l->v[keys.u.l->n++] = k;
-		}
-		if ((rc = sort_by(c, list.u.l->v, keys.u.l->v, list.u.l->n, cs, rev)))
-			return rc;
-		*out = list;
-		return 0;
-	}
-	if (!strcmp(f, "batch")) {
-		int64_t n = 0;
-		struct jv fill = jv_undef(NULL);
-		if ((rc = arg_int(c, a, 0, "linecount", 1, &n)))
-			return rc;
-		if (n <= 0)
-			return jj_fail(c, TERN_EFORMAT, "batch needs a positive line count");
-		bool has_fill = arg(a, 1, "fill_with", &fill) && fill.t != JV_NONE;
-		if ((rc = jj_iter_list(c, v, &list)) || (rc = jv_new_list(c, 0, out)))
-			return rc;
-		struct jv row = {0};
-		for (size_t i = 0; i < list.u.l->n; i++) {
-			if (i % (size_t)n == 0 && ((rc = jv_new_list(c, (size_t)n < 64 ? (size_t)n : 64, &row)) ||
-						   (rc = jv_list_push(c, out, row))))
-				return rc;
-			if ((rc = jv_list_push(c, &out->u.l->v[out->u.l->n - 1], list.u.l->v[i])))
-				return rc;
-		}
-		out->gen = JG_GEN;
-		if (has_fill && out->u.l->n) {
-			struct jv *last = &out->u.l->v[out->u.l->n - 1];
-			if ((uint64_t)n - last->u.l->n > c->max_steps - c->steps)
-				return jj_fail(c, TERN_ERANGE, "batch too large for the step limit");
-			while (last->u.l->n < (size_t)n)
-				if ((rc = jv_list_push(c, last, fill)))
-					return rc;
-		}
-		return 0;
-	}
-	if (!strcmp(f, "sum")) {
-		struct jv attrname = jv_undef(NULL), acc = jv_int(0);
-		arg(a, 0, "attribute", &attrname);
-		arg(a, 1, "start", &acc);
-		if ((rc = jj_iter_list(c, v, &list)))
-			return rc;
-		for (size_t i = 0; i < list.u.l->n; i++) {
-			struct jv k = list.u.l->v[i];
-			if (attrname.t != JV_UNDEF && (rc = getattr_path(c, k, attrname, &k)))
-				return rc;
-			if (!jv_is_num(k) || !jv_is_num(acc))
-				return jj_fail(c, TERN_EFORMAT, "unsupported operand type(s) for +: '%s' and '%s'",
-					       jv_type_name(acc), jv_type_name(k));
-			if (acc.t == JV_FLOAT || k.t == JV_FLOAT)
-				acc = jv_float(jv_num(acc) + jv_num(k));
-			else if (__builtin_add_overflow(acc.t == JV_INT ? acc.u.i : acc.u.b, k.t == JV_INT ? k.u.i : k.u.b,
-							&acc.u.i))
-				return jj_fail(c, TERN_ERANGE, "integer overflow in sum");
-			else
-				acc.t = JV_INT;
-		}
-		*out = acc;
-		return 0;
-	}
-	if (!strcmp(f, "min") || !strcmp(f, "max"))
-		return minmax(c, v, a, f[1] == 'a', out);
-	if (!strcmp(f, "attr")) {
-		if (!arg(a, 0, "name", &x) || x.t != JV_STR)
-			return jj_fail(c, TERN_EFORMAT, "attr needs a name");
-		if (v.t == JV_DICT) {
-			*out = jv_undef(NULL);
-			return 0;
-		}
-		return jj_attr(c, v, x.u.s.p, x.u.s.n, out);
-	}
-	return jj_fail(c, TERN_EFORMAT, "no filter named '%s'", f);
+	return fl->fn(c, f, v, a, out);
 }

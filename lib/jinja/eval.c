@@ -164,8 +164,50 @@ static int loop_attr(struct jj_ctx *c, const struct jj_loop *L, const char *name
 	return 0;
 }
 
+/* Python's getattr(obj, name) for the methods of strings, dicts and lists,
+ * as jinja2's sandbox gives it: the bound method, or for one that would
+ * change the object, an undefined that says so. false: no such method. */
+static bool method_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct jv *out)
+{
+	char key[32];
+	if (obj.t != JV_STR && obj.t != JV_DICT && !(obj.t == JV_LIST && obj.gen == JG_LIST))
+		return false;
+	if (n >= sizeof key || memchr(name, 0, n))
+		return false;
+	memcpy(key, name, n);
+	key[n] = 0;
+	if (!jj_has_method(obj, key))
+		return false;
+	if (jj_method_unsafe(obj, key)) {
+		char msg[120];
+		snprintf(msg, sizeof msg, "access to attribute '%s' of '%s' object is unsafe.", key, jv_type_name(obj));
+		struct jv u;
+		*out = jv_undef(NULL);
+		if (!jv_strdup(c, msg, strlen(msg), &u)) {
+			out->u.s.p = u.u.s.p;
+			out->u.s.n = 1; /* the text is the message */
+		}
+		return true;
+	}
+	struct jj_bound *bm = jj_alloc(&c->a, sizeof *bm);
+	struct jv nm;
+	if (!bm || jv_strdup(c, key, n, &nm)) {
+		*out = jv_undef(NULL); /* the arena's limit: the next allocation fails with it */
+		return true;
+	}
+	bm->obj = obj;
+	bm->name = nm.u.s.p;
+	*out = (struct jv){.t = JV_METHOD};
+	out->u.bm = bm;
+	return true;
+}
+
+/* x.name: the attribute first (a dict's items, keys, get, ... are its
+ * methods, whatever its keys), then the key, as jinja2's getattr */
 int jj_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct jv *out)
 {
+	if (method_attr(c, obj, name, n, out))
+		return 0;
 	switch (obj.t) {
 	case JV_UNDEF:
 		return undefined_error(c, obj);
@@ -183,6 +225,8 @@ int jj_attr(struct jj_ctx *c, struct jv obj, const char *name, size_t n, struct 
 	}
 }
 
+/* x[key]: the key first, then (for a string key) the attribute, as
+ * jinja2's getitem */
 int jj_item(struct jj_ctx *c, struct jv obj, struct jv key, struct jv *out)
 {
 	switch (obj.t) {
@@ -232,6 +276,8 @@ int jj_item(struct jj_ctx *c, struct jv obj, struct jv key, struct jv *out)
 	}
 	if (key.t == JV_STR && obj.t != JV_DICT)
 		return jj_attr(c, obj, key.u.s.p, key.u.s.n, out);
+	if (key.t == JV_STR && method_attr(c, obj, key.u.s.p, key.u.s.n, out))
+		return 0;
 	char tmp[64] = "";
 	struct jj_buf b = {0};
 	if (key.t == JV_STR)
@@ -390,6 +436,8 @@ static int call_value(struct jj_ctx *c, const struct jj_node *x, struct jv fn, c
 		return call_macro(c, fn.u.m, a, caller, out);
 	case JV_FUNC:
 		return jj_call_global(c, fn.u.fn, a, out);
+	case JV_METHOD:
+		return jj_method(c, fn.u.bm->obj, fn.u.bm->name, a, out);
 	case JV_UNDEF:
 		return undefined_error(c, fn);
 	default:
@@ -408,9 +456,8 @@ static int eval_call(struct jj_ctx *c, const struct jj_node *x, struct jv caller
 		at(c, x->a);
 		if (obj.t == JV_UNDEF)
 			return undefined_error(c, obj);
-		if (obj.t != JV_NS && !(obj.t == JV_DICT && jv_dict_getn(obj.u.d, x->a->name, x->a->name_n) &&
-					strcmp(x->a->name, "items") && strcmp(x->a->name, "get") &&
-					strcmp(x->a->name, "keys") && strcmp(x->a->name, "values"))) {
+		/* the method first, as jj_attr finds it; called at once, unbound */
+		if (obj.t != JV_NS) {
 			rc = jj_method(c, obj, x->a->name, &a, out);
 			if (rc != -1)
 				return rc;
@@ -427,149 +474,197 @@ static int eval_call(struct jj_ctx *c, const struct jj_node *x, struct jv caller
 }
 
 /* ---- operators ----------------------------------------------------------- */
+static const char *const op_sym[] = {"+", "-", "*", "/", "//", "%", "**"};
+
+/* a ** b for b >= 0 by squaring: |a| >= 2 overflows within 63 steps of b */
+static bool int_pow(int64_t a, int64_t b, int64_t *v)
+{
+	bool ovf = false;
+	if (a == 0 || a == 1 || a == -1) {
+		*v = b == 0 ? 1 : (a == -1 && (b & 1) == 0) ? 1 : a;
+		return false;
+	}
+	*v = 1;
+	for (int64_t base = a, e = b; e > 0 && !ovf; e >>= 1) {
+		if (e & 1)
+			ovf = __builtin_mul_overflow(*v, base, v);
+		if (e > 1 && !ovf)
+			ovf = __builtin_mul_overflow(base, base, &base);
+	}
+	return ovf;
+}
+
+/* Python's // and % on ints: the quotient floored, the remainder with the
+ * divisor's sign */
+static int int_divmod(struct jj_ctx *c, int op, int64_t a, int64_t b, int64_t *v, bool *ovf)
+{
+	if (b == 0)
+		return jj_fail(c, TERN_EFORMAT, "integer division or modulo by zero");
+	if (a == INT64_MIN && b == -1) {
+		*ovf = op == JO_FDIV;
+		*v = 0;
+		return 0;
+	}
+	*v = op == JO_FDIV ? a / b : a % b;
+	if (op == JO_FDIV && (a % b != 0) && ((a < 0) != (b < 0)))
+		(*v)--;
+	if (op == JO_MOD && *v != 0 && ((*v < 0) != (b < 0)))
+		*v += b;
+	return 0;
+}
+
+/* ints (and bools) with any operator but /, which gives a float */
+static int int_arith(struct jj_ctx *c, int op, int64_t a, int64_t b, struct jv *out)
+{
+	int64_t v = 0;
+	bool ovf = false;
+	int rc = 0;
+	switch (op) {
+	case JO_ADD: ovf = __builtin_add_overflow(a, b, &v); break;
+	case JO_SUB: ovf = __builtin_sub_overflow(a, b, &v); break;
+	case JO_MUL: ovf = __builtin_mul_overflow(a, b, &v); break;
+	case JO_FDIV:
+	case JO_MOD: rc = int_divmod(c, op, a, b, &v, &ovf); break;
+	case JO_POW:
+		if (b < 0) {
+			*out = jv_float(pow((double)a, (double)b));
+			return 0;
+		}
+		ovf = int_pow(a, b, &v);
+		break;
+	}
+	if (rc)
+		return rc;
+	if (ovf)
+		return jj_fail(c, TERN_ERANGE, "integer overflow in '%s'", op_sym[op]);
+	*out = jv_int(v);
+	return 0;
+}
+
+static int float_arith(struct jj_ctx *c, int op, double a, double b, struct jv *out)
+{
+	double v = 0;
+	switch (op) {
+	case JO_ADD: v = a + b; break;
+	case JO_SUB: v = a - b; break;
+	case JO_MUL: v = a * b; break;
+	case JO_DIV:
+		if (b == 0)
+			return jj_fail(c, TERN_EFORMAT, "division by zero");
+		v = a / b;
+		break;
+	case JO_FDIV:
+	case JO_MOD:
+		if (b == 0)
+			return jj_fail(c, TERN_EFORMAT, "float division or modulo by zero");
+		v = fmod(a, b);
+		if (v != 0 && ((v < 0) != (b < 0)))
+			v += b;
+		if (op == JO_FDIV) {
+			/* Python's float floor division, from its divmod */
+			double div = (a - v) / b, flo = floor(div);
+			v = div - flo > 0.5 ? flo + 1 : flo;
+		}
+		break;
+	case JO_POW: v = pow(a, b); break;
+	}
+	*out = jv_float(v);
+	return 0;
+}
+
+/* str + str; markupsafe: Markup + str escapes the str, either way round */
+static int str_concat(struct jj_ctx *c, struct jv l, struct jv r, struct jv *out)
+{
+	struct jv a = l, z = r;
+	int rc;
+	if (l.safe != r.safe) {
+		struct jv *plain = l.safe ? &z : &a;
+		struct jj_args none = {0};
+		if ((rc = jj_filter(c, "escape", *plain, &none, plain)))
+			return rc;
+	}
+	struct jj_buf b = {0};
+	if ((rc = jj_buf_put(c, &b, a.u.s.p, a.u.s.n)) || (rc = jj_buf_put(c, &b, z.u.s.p, z.u.s.n)))
+		return rc;
+	rc = jj_buf_str(c, &b, out);
+	out->safe = l.safe || r.safe;
+	return rc;
+}
+
+static int list_concat(struct jj_ctx *c, struct jv l, struct jv r, struct jv *out)
+{
+	int rc = jv_new_list(c, l.u.l->n + r.u.l->n, out);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < l.u.l->n; i++)
+		out->u.l->v[out->u.l->n++] = l.u.l->v[i];
+	for (size_t i = 0; i < r.u.l->n; i++)
+		out->u.l->v[out->u.l->n++] = r.u.l->v[i];
+	out->tuple = l.tuple;
+	return 0;
+}
+
+/* str * k, bounded by the output limit */
+static int str_repeat(struct jj_ctx *c, struct jv l, int64_t k, struct jv *out)
+{
+	int rc;
+	if (l.u.s.n && (uint64_t)k > c->max_output / l.u.s.n)
+		return jj_fail(c, TERN_ERANGE, "a string longer than the output limit (%zu bytes)", c->max_output);
+	struct jj_buf b = {0};
+	if (l.u.s.n == 0)
+		k = 0; /* '' * 10**9 is '', at once */
+	for (int64_t i = 0; i < k; i++)
+		if ((rc = jj_buf_put(c, &b, l.u.s.p, l.u.s.n)))
+			return rc;
+	rc = jj_buf_str(c, &b, out);
+	out->safe = l.safe;
+	return rc;
+}
+
+/* list * k, bounded by the step limit */
+static int list_repeat(struct jj_ctx *c, struct jv l, int64_t k, struct jv *out)
+{
+	int rc;
+	if (l.u.l->n == 0)
+		k = 0;
+	if (l.u.l->n && (uint64_t)k > (c->max_steps - c->steps) / l.u.l->n)
+		return jj_fail(c, TERN_ERANGE, "a list too long for the step limit");
+	c->steps += (uint64_t)k * l.u.l->n;
+	if ((rc = jv_new_list(c, (size_t)k * l.u.l->n, out)))
+		return rc;
+	for (int64_t i = 0; i < k; i++)
+		for (size_t j = 0; j < l.u.l->n; j++)
+			out->u.l->v[out->u.l->n++] = l.u.l->v[j];
+	out->tuple = l.tuple;
+	return 0;
+}
+
+static bool is_seq(struct jv v) { return v.t == JV_STR || v.t == JV_LIST; }
+static bool is_int(struct jv v) { return v.t == JV_INT || v.t == JV_BOOL; }
+static int64_t int_of(struct jv v) { return v.t == JV_INT ? v.u.i : v.u.b; }
+
 static int binop(struct jj_ctx *c, int op, struct jv l, struct jv r, struct jv *out)
 {
 	if (l.t == JV_UNDEF)
 		return undefined_error(c, l);
 	if (r.t == JV_UNDEF)
 		return undefined_error(c, r);
-	static const char *const sym[] = {"+", "-", "*", "/", "//", "%", "**"};
-	int rc;
 	if (jv_is_num(l) && jv_is_num(r)) {
-		bool fl = l.t == JV_FLOAT || r.t == JV_FLOAT;
-		if (!fl && op != JO_DIV) {
-			int64_t a = l.t == JV_INT ? l.u.i : l.u.b, b = r.t == JV_INT ? r.u.i : r.u.b, v = 0;
-			bool ovf = false;
-			switch (op) {
-			case JO_ADD: ovf = __builtin_add_overflow(a, b, &v); break;
-			case JO_SUB: ovf = __builtin_sub_overflow(a, b, &v); break;
-			case JO_MUL: ovf = __builtin_mul_overflow(a, b, &v); break;
-			case JO_FDIV:
-			case JO_MOD:
-				if (b == 0)
-					return jj_fail(c, TERN_EFORMAT, "integer division or modulo by zero");
-				if (a == INT64_MIN && b == -1) {
-					ovf = op == JO_FDIV;
-					v = 0;
-					break;
-				}
-				v = op == JO_FDIV ? a / b : a % b;
-				if (op == JO_FDIV && (a % b != 0) && ((a < 0) != (b < 0)))
-					v--;
-				if (op == JO_MOD && v != 0 && ((v < 0) != (b < 0)))
-					v += b;
-				break;
-			case JO_POW:
-				if (b < 0) {
-					*out = jv_float(pow((double)a, (double)b));
-					return 0;
-				}
-				if (a == 0 || a == 1 || a == -1) {
-					v = b == 0 ? 1 : (a == -1 && (b & 1) == 0) ? 1 : a;
-					break;
-				}
-				/* by squaring: |a| >= 2 overflows within 63 steps of b */
-				v = 1;
-				for (int64_t base = a, e = b; e > 0 && !ovf; e >>= 1) {
-					if (e & 1)
-						ovf = __builtin_mul_overflow(v, base, &v);
-					if (e > 1 && !ovf)
-						ovf = __builtin_mul_overflow(base, base, &base);
-				}
-				break;
-			}
-			if (ovf)
-				return jj_fail(c, TERN_ERANGE, "integer overflow in '%s'", sym[op]);
-			*out = jv_int(v);
-			return 0;
-		}
-		double a = jv_num(l), b = jv_num(r), v = 0;
-		switch (op) {
-		case JO_ADD: v = a + b; break;
-		case JO_SUB: v = a - b; break;
-		case JO_MUL: v = a * b; break;
-		case JO_DIV:
-			if (b == 0)
-				return jj_fail(c, TERN_EFORMAT, "division by zero");
-			v = a / b;
-			break;
-		case JO_FDIV:
-		case JO_MOD:
-			if (b == 0)
-				return jj_fail(c, TERN_EFORMAT, "float division or modulo by zero");
-			v = fmod(a, b);
-			if (v != 0 && ((v < 0) != (b < 0)))
-				v += b;
-			if (op == JO_FDIV) {
-				/* Python's float floor division, from its divmod */
-				double div = (a - v) / b, flo = floor(div);
-				v = div - flo > 0.5 ? flo + 1 : flo;
-			}
-			break;
-		case JO_POW: v = pow(a, b); break;
-		}
-		*out = jv_float(v);
-		return 0;
+		if (l.t != JV_FLOAT && r.t != JV_FLOAT && op != JO_DIV)
+			return int_arith(c, op, int_of(l), int_of(r), out);
+		return float_arith(c, op, jv_num(l), jv_num(r), out);
 	}
-	if (op == JO_ADD && l.t == JV_STR && r.t == JV_STR) {
-		/* markupsafe: Markup + str escapes the str, either way round */
-		struct jv a = l, z = r;
-		if (l.safe != r.safe) {
-			struct jv *plain = l.safe ? &z : &a;
-			struct jj_args none = {0};
-			if ((rc = jj_filter(c, "escape", *plain, &none, plain)))
-				return rc;
-		}
-		struct jj_buf b = {0};
-		if ((rc = jj_buf_put(c, &b, a.u.s.p, a.u.s.n)) || (rc = jj_buf_put(c, &b, z.u.s.p, z.u.s.n)))
-			return rc;
-		rc = jj_buf_str(c, &b, out);
-		out->safe = l.safe || r.safe;
-		return rc;
+	if (op == JO_ADD && l.t == JV_STR && r.t == JV_STR)
+		return str_concat(c, l, r, out);
+	if (op == JO_ADD && l.t == JV_LIST && r.t == JV_LIST)
+		return list_concat(c, l, r, out);
+	if (op == JO_MUL && is_seq(l) && is_int(r)) {
+		int64_t k = int_of(r) < 0 ? 0 : int_of(r);
+		return l.t == JV_STR ? str_repeat(c, l, k, out) : list_repeat(c, l, k, out);
 	}
-	if (op == JO_ADD && l.t == JV_LIST && r.t == JV_LIST) {
-		if ((rc = jv_new_list(c, l.u.l->n + r.u.l->n, out)))
-			return rc;
-		for (size_t i = 0; i < l.u.l->n; i++)
-			out->u.l->v[out->u.l->n++] = l.u.l->v[i];
-		for (size_t i = 0; i < r.u.l->n; i++)
-			out->u.l->v[out->u.l->n++] = r.u.l->v[i];
-		out->tuple = l.tuple;
-		return 0;
-	}
-	if (op == JO_MUL && ((l.t == JV_STR || l.t == JV_LIST) && (r.t == JV_INT || r.t == JV_BOOL))) {
-		int64_t k = r.t == JV_INT ? r.u.i : r.u.b;
-		if (k < 0)
-			k = 0;
-		if (l.t == JV_STR) {
-			if (l.u.s.n && (uint64_t)k > c->max_output / l.u.s.n)
-				return jj_fail(c, TERN_ERANGE, "a string longer than the output limit (%zu bytes)", c->max_output);
-			struct jj_buf b = {0};
-			if (l.u.s.n == 0)
-				k = 0; /* '' * 10**9 is '', at once */
-			for (int64_t i = 0; i < k; i++)
-				if ((rc = jj_buf_put(c, &b, l.u.s.p, l.u.s.n)))
-					return rc;
-			rc = jj_buf_str(c, &b, out);
-			out->safe = l.safe;
-			return rc;
-		}
-		if (l.u.l->n == 0)
-			k = 0;
-		if (l.u.l->n && (uint64_t)k > (c->max_steps - c->steps) / l.u.l->n)
-			return jj_fail(c, TERN_ERANGE, "a list too long for the step limit");
-		c->steps += (uint64_t)k * l.u.l->n;
-		if ((rc = jv_new_list(c, (size_t)k * l.u.l->n, out)))
-			return rc;
-		for (int64_t i = 0; i < k; i++)
-			for (size_t j = 0; j < l.u.l->n; j++)
-				out->u.l->v[out->u.l->n++] = l.u.l->v[j];
-		out->tuple = l.tuple;
-		return 0;
-	}
-	if (op == JO_MUL && (r.t == JV_STR || r.t == JV_LIST) && (l.t == JV_INT || l.t == JV_BOOL))
+	if (op == JO_MUL && is_seq(r) && is_int(l))
 		return binop(c, op, r, l, out);
-	return jj_fail(c, TERN_EFORMAT, "unsupported operand type(s) for %s: '%s' and '%s'", sym[op],
+	return jj_fail(c, TERN_EFORMAT, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym[op],
 		       jv_type_name(l), jv_type_name(r));
 }
 
@@ -706,176 +801,252 @@ static int eval(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 	return rc;
 }
 
+/* ---- expressions: one function per node kind ---------------------------- */
+typedef int eval_fn(struct jj_ctx *c, const struct jj_node *x, struct jv *out);
+
+static int ev_lit(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	*out = x->lit;
+	return 0;
+}
+
+static int ev_name(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	bool hidden;
+	const struct jv *v = lookup(c->frame, x->name, x->name_n, &hidden);
+	if (v) {
+		*out = *v;
+		return 0;
+	}
+	if (!hidden && jj_global_lookup(x->name, x->name_n, out) == 0)
+		return 0;
+	*out = jv_undef(x->name);
+	return 0;
+}
+
+/* list and tuple displays */
+static int ev_list(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = jv_new_list(c, x->args.n, out);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < x->args.n; i++) {
+		if ((rc = eval(c, x->args.v[i], &l)))
+			return rc;
+		out->u.l->v[out->u.l->n++] = l;
+	}
+	out->tuple = x->kind == JN_TUPLE;
+	return 0;
+}
+
+static int ev_dict(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l, r;
+	int rc = jv_new_dict(c, x->args.n, out);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < x->args.n; i++) {
+		if ((rc = eval(c, x->args.v[i], &l)) || (rc = eval(c, x->kwvals.v[i], &r)))
+			return rc;
+		if (l.t == JV_LIST || l.t == JV_DICT) {
+			at(c, x->args.v[i]);
+			return jj_fail(c, TERN_EFORMAT, "unhashable type: '%s'", jv_type_name(l));
+		}
+		if ((rc = jv_dict_set(c, out->u.d, l, r)))
+			return rc;
+	}
+	return 0;
+}
+
+static int ev_attr(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = eval(c, x->a, &l);
+	if (rc)
+		return rc;
+	at(c, x);
+	return jj_attr(c, l, x->name, x->name_n, out);
+}
+
+static int ev_item(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l, r;
+	int rc;
+	if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
+		return rc;
+	at(c, x);
+	return jj_item(c, l, r, out);
+}
+
+static int ev_call(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	return eval_call(c, x, jv_undef(NULL), out);
+}
+
+/* value|name(args); a {% filter %} block's chain starts from its text */
+static int ev_filter(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	struct jj_args a;
+	int rc;
+	if (x->a) {
+		if ((rc = eval(c, x->a, &l)))
+			return rc;
+	} else {
+		l = *c->leaf;
+	}
+	if ((rc = eval_args(c, x, &a)))
+		return rc;
+	at(c, x);
+	return jj_filter(c, x->name, l, &a, out);
+}
+
+static int ev_test(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	struct jj_args a;
+	bool b;
+	int rc;
+	if ((rc = eval(c, x->a, &l)) || (rc = eval_args(c, x, &a)))
+		return rc;
+	at(c, x);
+	if ((rc = jj_test(c, x->name, l, &a, &b)))
+		return rc;
+	*out = jv_bool(x->op ? !b : b);
+	return 0;
+}
+
+static int ev_not(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = eval(c, x->a, &l);
+	if (rc)
+		return rc;
+	*out = jv_bool(!jv_truthy(l));
+	return 0;
+}
+
+/* unary - and + */
+static int ev_sign(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = eval(c, x->a, &l);
+	if (rc)
+		return rc;
+	at(c, x);
+	if (l.t == JV_UNDEF)
+		return undefined_error(c, l);
+	if (!jv_is_num(l))
+		return jj_fail(c, TERN_EFORMAT, "bad operand type for unary %c: '%s'", x->kind == JN_NEG ? '-' : '+',
+			       jv_type_name(l));
+	if (x->kind == JN_POS)
+		*out = l.t == JV_BOOL ? jv_int(l.u.b) : l;
+	else if (l.t == JV_FLOAT)
+		*out = jv_float(-l.u.f);
+	else if (l.t == JV_INT && l.u.i == INT64_MIN)
+		return jj_fail(c, TERN_ERANGE, "integer overflow in unary -");
+	else
+		*out = jv_int(l.t == JV_INT ? -l.u.i : -(int64_t)l.u.b);
+	return 0;
+}
+
+/* and, or: the deciding operand itself, as Python gives it */
+static int ev_logic(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = eval(c, x->a, &l);
+	if (rc)
+		return rc;
+	if (jv_truthy(l) == (x->kind == JN_OR)) {
+		*out = l;
+		return 0;
+	}
+	return eval(c, x->b, out);
+}
+
+static int ev_bin(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l, r;
+	int rc;
+	if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
+		return rc;
+	at(c, x);
+	return binop(c, x->op, l, r, out);
+}
+
+static int ev_cmp(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l, r;
+	bool res;
+	int rc;
+	if (x->op & 0x80) {
+		/* a chain: the left link first, then this one from its right side */
+		if ((rc = eval(c, x->a, &l)))
+			return rc;
+		if (!jv_truthy(l)) {
+			*out = l;
+			return 0;
+		}
+		if ((rc = eval(c, x->a->b, &l)))
+			return rc;
+	} else if ((rc = eval(c, x->a, &l))) {
+		return rc;
+	}
+	if ((rc = eval(c, x->b, &r)))
+		return rc;
+	at(c, x);
+	if ((rc = compare(c, x->op & 0x7F, l, r, &res)))
+		return rc;
+	*out = jv_bool(res);
+	return 0;
+}
+
+/* a if b else c; without else, undefined */
+static int ev_cond(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l;
+	int rc = eval(c, x->b, &l);
+	if (rc)
+		return rc;
+	if (jv_truthy(l))
+		return eval(c, x->a, out);
+	if (x->c)
+		return eval(c, x->c, out);
+	*out = jv_undef(NULL);
+	return 0;
+}
+
+static int ev_concat(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
+{
+	struct jv l, r;
+	int rc;
+	if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
+		return rc;
+	at(c, x);
+	struct jj_buf b = {0};
+	if ((rc = jv_write_str(c, &b, l)) || (rc = jv_write_str(c, &b, r)))
+		return rc;
+	return jj_buf_str(c, &b, out);
+}
+
+static eval_fn *const eval_fns[] = {
+	[JN_LIT] = ev_lit,       [JN_NAME] = ev_name,     [JN_LIST] = ev_list,   [JN_TUPLE] = ev_list,
+	[JN_DICT] = ev_dict,     [JN_ATTR] = ev_attr,     [JN_ITEM] = ev_item,   [JN_SLICE] = eval_slice,
+	[JN_CALL] = ev_call,     [JN_FILTER] = ev_filter, [JN_TEST] = ev_test,   [JN_NOT] = ev_not,
+	[JN_NEG] = ev_sign,      [JN_POS] = ev_sign,      [JN_AND] = ev_logic,   [JN_OR] = ev_logic,
+	[JN_BIN] = ev_bin,       [JN_CMP] = ev_cmp,       [JN_COND] = ev_cond,   [JN_CONCAT] = ev_concat,
+};
+
 static int eval_node(struct jj_ctx *c, const struct jj_node *x, struct jv *out)
 {
 	int rc = jj_step(c);
 	if (rc)
 		return rc;
-	struct jv l, r;
-	switch (x->kind) {
-	case JN_LIT:
-		*out = x->lit;
-		return 0;
-	case JN_NAME: {
-		bool hidden;
-		const struct jv *v = lookup(c->frame, x->name, x->name_n, &hidden);
-		if (v) {
-			*out = *v;
-			return 0;
-		}
-		if (!hidden && jj_global_lookup(x->name, x->name_n, out) == 0)
-			return 0;
-		*out = jv_undef(x->name);
-		return 0;
-	}
-	case JN_LIST:
-	case JN_TUPLE:
-		if ((rc = jv_new_list(c, x->args.n, out)))
-			return rc;
-		for (size_t i = 0; i < x->args.n; i++) {
-			if ((rc = eval(c, x->args.v[i], &l)))
-				return rc;
-			out->u.l->v[out->u.l->n++] = l;
-		}
-		out->tuple = x->kind == JN_TUPLE;
-		return 0;
-	case JN_DICT:
-		if ((rc = jv_new_dict(c, x->args.n, out)))
-			return rc;
-		for (size_t i = 0; i < x->args.n; i++) {
-			if ((rc = eval(c, x->args.v[i], &l)) || (rc = eval(c, x->kwvals.v[i], &r)))
-				return rc;
-			if (l.t == JV_LIST || l.t == JV_DICT) {
-				at(c, x->args.v[i]);
-				return jj_fail(c, TERN_EFORMAT, "unhashable type: '%s'", jv_type_name(l));
-			}
-			if ((rc = jv_dict_set(c, out->u.d, l, r)))
-				return rc;
-		}
-		return 0;
-	case JN_ATTR:
-		if ((rc = eval(c, x->a, &l)))
-			return rc;
-		at(c, x);
-		return jj_attr(c, l, x->name, x->name_n, out);
-	case JN_ITEM:
-		if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
-			return rc;
-		at(c, x);
-		return jj_item(c, l, r, out);
-	case JN_SLICE:
-		return eval_slice(c, x, out);
-	case JN_CALL:
-		return eval_call(c, x, jv_undef(NULL), out);
-	case JN_FILTER: {
-		if (x->a) {
-			if ((rc = eval(c, x->a, &l)))
-				return rc;
-		} else {
-			l = *c->leaf;
-		}
-		struct jj_args a;
-		if ((rc = eval_args(c, x, &a)))
-			return rc;
-		at(c, x);
-		return jj_filter(c, x->name, l, &a, out);
-	}
-	case JN_TEST: {
-		if ((rc = eval(c, x->a, &l)))
-			return rc;
-		struct jj_args a;
-		if ((rc = eval_args(c, x, &a)))
-			return rc;
-		at(c, x);
-		bool b;
-		if ((rc = jj_test(c, x->name, l, &a, &b)))
-			return rc;
-		*out = jv_bool(x->op ? !b : b);
-		return 0;
-	}
-	case JN_NOT:
-		if ((rc = eval(c, x->a, &l)))
-			return rc;
-		*out = jv_bool(!jv_truthy(l));
-		return 0;
-	case JN_NEG:
-	case JN_POS:
-		if ((rc = eval(c, x->a, &l)))
-			return rc;
-		at(c, x);
-		if (l.t == JV_UNDEF)
-			return undefined_error(c, l);
-		if (!jv_is_num(l))
-			return jj_fail(c, TERN_EFORMAT, "bad operand type for unary %c: '%s'", x->kind == JN_NEG ? '-' : '+',
-				       jv_type_name(l));
-		if (x->kind == JN_POS)
-			*out = l.t == JV_BOOL ? jv_int(l.u.b) : l;
-		else if (l.t == JV_FLOAT)
-			*out = jv_float(-l.u.f);
-		else if (l.t == JV_INT && l.u.i == INT64_MIN)
-			return jj_fail(c, TERN_ERANGE, "integer overflow in unary -");
-		else
-			*out = jv_int(l.t == JV_INT ? -l.u.i : -(int64_t)l.u.b);
-		return 0;
-	case JN_AND:
-	case JN_OR:
-		if ((rc = eval(c, x->a, &l)))
-			return rc;
-		if (jv_truthy(l) == (x->kind == JN_OR)) {
-			*out = l;
-			return 0;
-		}
-		return eval(c, x->b, out);
-	case JN_BIN:
-		if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
-			return rc;
-		at(c, x);
-		return binop(c, x->op, l, r, out);
-	case JN_CMP: {
-		bool res;
-		if (x->op & 0x80) {
-			/* a chain: the left link first, then this one from its right side */
-			if ((rc = eval(c, x->a, &l)))
-				return rc;
-			if (!jv_truthy(l)) {
-				*out = l;
-				return 0;
-			}
-			if ((rc = eval(c, x->a->b, &l)))
-				return rc;
-		} else if ((rc = eval(c, x->a, &l))) {
-			return rc;
-		}
-		if ((rc = eval(c, x->b, &r)))
-			return rc;
-		at(c, x);
-		if ((rc = compare(c, x->op & 0x7F, l, r, &res)))
-			return rc;
-		*out = jv_bool(res);
-		return 0;
-	}
-	case JN_COND:
-		if ((rc = eval(c, x->b, &l)))
-			return rc;
-		if (jv_truthy(l))
-			return eval(c, x->a, out);
-		if (x->c)
-			return eval(c, x->c, out);
-		*out = jv_undef(NULL);
-		return 0;
-	case JN_CONCAT: {
-		if ((rc = eval(c, x->a, &l)) || (rc = eval(c, x->b, &r)))
-			return rc;
-		at(c, x);
-		struct jj_buf b = {0};
-		if ((rc = jv_write_str(c, &b, l)) || (rc = jv_write_str(c, &b, r)))
-			return rc;
-		return jj_buf_str(c, &b, out);
-	}
-	default:
-		at(c, x);
-		return jj_fail(c, TERN_EFORMAT, "not an expression");
-	}
+	if (x->kind < sizeof eval_fns / sizeof *eval_fns && eval_fns[x->kind])
+		return eval_fns[x->kind](c, x, out);
+	at(c, x);
+	return jj_fail(c, TERN_EFORMAT, "not an expression");
 }
 
 /* ---- statements ---------------------------------------------------------- */

@@ -71,10 +71,11 @@ struct jj_list;
 struct jj_dict;
 struct jj_macro;
 struct jj_loop;
+struct jj_bound;
 
 enum jv_type {
 	JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT,
-	JV_NS, JV_MACRO, JV_FUNC, JV_LOOP,
+	JV_NS, JV_MACRO, JV_FUNC, JV_LOOP, JV_METHOD,
 };
 
 struct jv {
@@ -92,7 +93,15 @@ struct jv {
 		struct jj_macro *m;
 		int fn;            /* JV_FUNC: a global function */
 		struct jj_loop *loop;
+		struct jj_bound *bm; /* JV_METHOD */
 	} u;
+};
+
+/* A method taken as an attribute and not (yet) called: `d.items` is
+ * Python's bound method, as jinja2's getattr finds it before the key. */
+struct jj_bound {
+	struct jv obj;
+	const char *name; /* NUL-terminated */
 };
 
 /* What a JV_LIST stands for when jinja2 would hand out a lazy iterable:
@@ -272,6 +281,10 @@ struct jj_args {
 int jj_filter(struct jj_ctx *c, const char *name, struct jv in, const struct jj_args *a,
 	      struct jv *out);
 int jj_test(struct jj_ctx *c, const char *name, struct jv in, const struct jj_args *a, bool *out);
+/* whether obj's type has a method of that name (what Python's getattr finds) */
+bool jj_has_method(struct jv obj, const char *name);
+/* one of them that would change the object: the immutable sandbox refuses it */
+bool jj_method_unsafe(struct jv obj, const char *name);
 /* obj.name(args): string, dict, list and loop methods; -1 - no such method */
 int jj_method(struct jj_ctx *c, struct jv obj, const char *name, const struct jj_args *a,
 	      struct jv *out);

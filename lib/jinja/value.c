@@ -237,6 +237,7 @@ const char *jv_type_name(struct jv v)
 	case JV_NS: return "Namespace";
 	case JV_MACRO: return "Macro";
 	case JV_FUNC: return "function";
+	case JV_METHOD: return "builtin_function_or_method";
 	default: return "LoopContext";
 	}
 }
@@ -611,6 +612,9 @@ int jv_write_str(struct jj_ctx *c, struct jj_buf *b, struct jv v)
 	case JV_LIST: case JV_DICT: case JV_NS: return jv_write_repr(c, b, v, 0);
 	case JV_MACRO: return jj_buf_printf(c, b, "<Macro '%s'>", v.u.m->def->name ? v.u.m->def->name : "caller");
 	case JV_FUNC: return jj_buf_put(c, b, "<function>", 10);
+	/* Python adds " at 0x...", an address no one can depend on */
+	case JV_METHOD:
+		return jj_buf_printf(c, b, "<built-in method %s of %s object>", v.u.bm->name, jv_type_name(v.u.bm->obj));
 	default: return jj_buf_printf(c, b, "<LoopContext %zu/%zu>", v.u.loop->i + 1, v.u.loop->n);
 	}
 }

@@ -183,6 +183,107 @@ static int detect_inst(struct hay t)
 	return TERN_CHAT_LLAMA2;
 }
 
+static int detect_im_start(struct hay t)
+{
+	if (has(t, "<|im_sep|>"))
+		return TERN_CHAT_PHI4;
+	/* SmolVLM opens with <|im_start|> but is not chatml. */
+	if (has(t, "<end_of_utterance>"))
+		return TERN_CHAT_SMOLVLM;
+	return TERN_CHAT_CHATML;
+}
+
+static int detect_assistant_user(struct hay t)
+{
+	if (has(t, "<|tool_declare|>"))
+		return TERN_CHAT_EXAONE_MOE;
+	return has(t, "</s>") ? TERN_CHAT_FALCON3 : TERN_CHAT_GLMEDGE;
+}
+
+static int detect_vicuna(struct hay t)
+{
+	return has(t, "SYSTEM: ") ? TERN_CHAT_VICUNA_ORCA : TERN_CHAT_VICUNA;
+}
+
+static int detect_exaone(struct hay t)
+{
+	return has(t, "[|tool|]") ? TERN_CHAT_EXAONE4 : TERN_CHAT_EXAONE3;
+}
+
+static int detect_granite(struct hay t)
+{
+	if (has(t, "<tool_call>") || has(t, "<tools>"))
+		return has(t, "g4_default_system_message") ? TERN_CHAT_GRANITE_4_0 : TERN_CHAT_GRANITE_4_1;
+	return TERN_CHAT_GRANITE;
+}
+
+/* A detection rule: the template holds every marker in all (or, with
+ * prefix, starts with all[0]); the format is fmt, or what refine finds
+ * among the family. */
+struct rule {
+	const char *all[3];
+	int fmt;
+	int (*refine)(struct hay t);
+	bool prefix;
+};
+
+/* Order matters: templates often hold several families' markers, and the
+ * first rule that matches wins, as in llama.cpp. */
+static const struct rule rules[] = {
+	{{"<|im_start|>"}, 0, detect_im_start, false},
+	{{"mistral"}, 0, detect_inst, true},
+	{{"[INST]"}, 0, detect_inst, false},
+	{{"<|assistant|>", "<|end|>"}, TERN_CHAT_PHI3, NULL, false},
+	{{"[gMASK]<sop>"}, TERN_CHAT_CHATGLM4, NULL, false},
+	{{"<|assistant|>", "<|user|>"}, 0, detect_assistant_user, false},
+	{{"<|{{ item['role'] }}|>", "<|begin_of_image|>"}, TERN_CHAT_GLMEDGE, NULL, false},
+	{{"<|user|>", "<|endoftext|>"}, TERN_CHAT_ZEPHYR, NULL, false},
+	{{"bos_token + message['role']"}, TERN_CHAT_MONARCH, NULL, false},
+	{{"<start_of_turn>"}, TERN_CHAT_GEMMA, NULL, false},
+	{{"'\\n\\nAssistant: ' + eos_token"}, TERN_CHAT_ORION, NULL, false},
+	{{"GPT4 Correct "}, TERN_CHAT_OPENCHAT, NULL, false},
+	{{"USER: ", "ASSISTANT: "}, 0, detect_vicuna, false},
+	{{"### Instruction:", "<|EOT|>"}, TERN_CHAT_DEEPSEEK, NULL, false},
+	{{"<|START_OF_TURN_TOKEN|>", "<|USER_TOKEN|>"}, TERN_CHAT_COMMAND_R, NULL, false},
+	{{"<|start_header_id|>", "<|end_header_id|>"}, TERN_CHAT_LLAMA3, NULL, false},
+	{{"[gMASK]sop"}, TERN_CHAT_CHATGLM3, NULL, false},
+	{{"<用户>"}, TERN_CHAT_MINICPM, NULL, false},
+	{{"'Assistant: ' + message['content'] + eos_token"}, TERN_CHAT_DEEPSEEK2, NULL, false},
+	{{"<｜Assistant｜>", "<｜User｜>", "<｜end▁of▁sentence｜>"}, TERN_CHAT_DEEPSEEK3, NULL, false},
+	{{"[|system|]", "[|assistant|]", "[|endofturn|]"}, 0, detect_exaone, false},
+	{{"rwkv-world"}, TERN_CHAT_RWKV_WORLD, NULL, false},
+	{{"{{- 'User: ' + message['content']|trim + '\\n\\n' -}}"}, TERN_CHAT_RWKV_WORLD, NULL, false},
+	{{"<|start_of_role|>"}, 0, detect_granite, false},
+	{{"message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"},
+	 TERN_CHAT_GIGACHAT, NULL, false},
+	{{"<|role_start|>"}, TERN_CHAT_MEGREZ, NULL, false},
+	{{" Ассистент:"}, TERN_CHAT_YANDEX, NULL, false},
+	{{"<role>ASSISTANT</role>", "'HUMAN'"}, TERN_CHAT_BAILING, NULL, false},
+	{{"<role>ASSISTANT</role>", "\"HUMAN\"", "<think>"}, TERN_CHAT_BAILING_THINK, NULL, false},
+	{{"<role>ASSISTANT</role>", "<role>HUMAN</role>", "<|role_end|>"}, TERN_CHAT_BAILING2, NULL, false},
+	{{"<|header_start|>", "<|header_end|>"}, TERN_CHAT_LLAMA4, NULL, false},
+	{{"<|endofuserprompt|>"}, TERN_CHAT_DOTS1, NULL, false},
+	{{"<|extra_0|>", "<|extra_4|>"}, TERN_CHAT_HUNYUAN_MOE, NULL, false},
+	{{"<|start|>", "<|channel|>"}, TERN_CHAT_GPT_OSS, NULL, false},
+	{{"<｜hy_Assistant｜>", "<｜hy_begin▁of▁sentence｜>"}, TERN_CHAT_HUNYUAN_VL, NULL, false},
+	{{"<｜hy_Assistant｜>", "<｜hy_place▁holder▁no▁3｜>"}, TERN_CHAT_HUNYUAN_DENSE, NULL, false},
+	{{"<|im_assistant|>assistant<|im_middle|>"}, TERN_CHAT_KIMI_K2, NULL, false},
+	{{"<seed:bos>"}, TERN_CHAT_SEED_OSS, NULL, false},
+	{{"'Assistant: '  + message['content'] + '<|separator|>"}, TERN_CHAT_GROK2, NULL, false},
+	{{"[unused9]系统：[unused10]"}, TERN_CHAT_PANGU_EMBED, NULL, false},
+	{{"<|begin|>", "<|end|>", "<|content|>"}, TERN_CHAT_SOLAR_OPEN, NULL, false},
+};
+
+static bool rule_matches(const struct rule *r, struct hay t)
+{
+	if (r->prefix)
+		return starts(t, r->all[0]);
+	for (size_t k = 0; k < sizeof r->all / sizeof *r->all && r->all[k]; k++)
+		if (!has(t, r->all[k]))
+			return false;
+	return true;
+}
+
 int tern_chat_fmt_detect_n(const char *tmpl, size_t len)
 {
 	if (!tmpl)
@@ -195,99 +296,9 @@ int tern_chat_fmt_detect_n(const char *tmpl, size_t len)
 	if (byname > 0 && byname != TERN_CHAT_DOTS1)
 		return byname;
 	struct hay t = {tmpl, len};
-	/* Order matters: templates often hold several families' markers, and
-	 * the first test that matches wins, as in llama.cpp. */
-	if (has(t, "<|im_start|>")) {
-		if (has(t, "<|im_sep|>"))
-			return TERN_CHAT_PHI4;
-		/* SmolVLM opens with <|im_start|> but is not chatml. */
-		if (has(t, "<end_of_utterance>"))
-			return TERN_CHAT_SMOLVLM;
-		return TERN_CHAT_CHATML;
-	}
-	if (starts(t, "mistral") || has(t, "[INST]"))
-		return detect_inst(t);
-	if (has(t, "<|assistant|>") && has(t, "<|end|>"))
-		return TERN_CHAT_PHI3;
-	if (has(t, "[gMASK]<sop>"))
-		return TERN_CHAT_CHATGLM4;
-	if (has(t, "<|assistant|>") && has(t, "<|user|>")) {
-		if (has(t, "<|tool_declare|>"))
-			return TERN_CHAT_EXAONE_MOE;
-		return has(t, "</s>") ? TERN_CHAT_FALCON3 : TERN_CHAT_GLMEDGE;
-	}
-	if (has(t, "<|{{ item['role'] }}|>") && has(t, "<|begin_of_image|>"))
-		return TERN_CHAT_GLMEDGE;
-	if (has(t, "<|user|>") && has(t, "<|endoftext|>"))
-		return TERN_CHAT_ZEPHYR;
-	if (has(t, "bos_token + message['role']"))
-		return TERN_CHAT_MONARCH;
-	if (has(t, "<start_of_turn>"))
-		return TERN_CHAT_GEMMA;
-	if (has(t, "'\\n\\nAssistant: ' + eos_token"))
-		return TERN_CHAT_ORION;
-	if (has(t, "GPT4 Correct "))
-		return TERN_CHAT_OPENCHAT;
-	if (has(t, "USER: ") && has(t, "ASSISTANT: "))
-		return has(t, "SYSTEM: ") ? TERN_CHAT_VICUNA_ORCA : TERN_CHAT_VICUNA;
-	if (has(t, "### Instruction:") && has(t, "<|EOT|>"))
-		return TERN_CHAT_DEEPSEEK;
-	if (has(t, "<|START_OF_TURN_TOKEN|>") && has(t, "<|USER_TOKEN|>"))
-		return TERN_CHAT_COMMAND_R;
-	if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>"))
-		return TERN_CHAT_LLAMA3;
-	if (has(t, "[gMASK]sop"))
-		return TERN_CHAT_CHATGLM3;
-	if (has(t, "<用户>"))
-		return TERN_CHAT_MINICPM;
-	if (has(t, "'Assistant: ' + message['content'] + eos_token"))
-		return TERN_CHAT_DEEPSEEK2;
-	if (has(t, "<｜Assistant｜>") && has(t, "<｜User｜>") && has(t, "<｜end▁of▁sentence｜>"))
-		return TERN_CHAT_DEEPSEEK3;
-	if (has(t, "[|system|]") && has(t, "[|assistant|]") && has(t, "[|endofturn|]"))
-		return has(t, "[|tool|]") ? TERN_CHAT_EXAONE4 : TERN_CHAT_EXAONE3;
-	if (has(t, "rwkv-world") || has(t, "{{- 'User: ' + message['content']|trim + '\\n\\n' -}}"))
-		return TERN_CHAT_RWKV_WORLD;
-	if (has(t, "<|start_of_role|>")) {
-		if (has(t, "<tool_call>") || has(t, "<tools>"))
-			return has(t, "g4_default_system_message") ? TERN_CHAT_GRANITE_4_0
-								   : TERN_CHAT_GRANITE_4_1;
-		return TERN_CHAT_GRANITE;
-	}
-	if (has(t, "message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"))
-		return TERN_CHAT_GIGACHAT;
-	if (has(t, "<|role_start|>"))
-		return TERN_CHAT_MEGREZ;
-	if (has(t, " Ассистент:"))
-		return TERN_CHAT_YANDEX;
-	if (has(t, "<role>ASSISTANT</role>") && has(t, "'HUMAN'"))
-		return TERN_CHAT_BAILING;
-	if (has(t, "<role>ASSISTANT</role>") && has(t, "\"HUMAN\"") && has(t, "<think>"))
-		return TERN_CHAT_BAILING_THINK;
-	if (has(t, "<role>ASSISTANT</role>") && has(t, "<role>HUMAN</role>") && has(t, "<|role_end|>"))
-		return TERN_CHAT_BAILING2;
-	if (has(t, "<|header_start|>") && has(t, "<|header_end|>"))
-		return TERN_CHAT_LLAMA4;
-	if (has(t, "<|endofuserprompt|>"))
-		return TERN_CHAT_DOTS1;
-	if (has(t, "<|extra_0|>") && has(t, "<|extra_4|>"))
-		return TERN_CHAT_HUNYUAN_MOE;
-	if (has(t, "<|start|>") && has(t, "<|channel|>"))
-		return TERN_CHAT_GPT_OSS;
-	if (has(t, "<｜hy_Assistant｜>") && has(t, "<｜hy_begin▁of▁sentence｜>"))
-		return TERN_CHAT_HUNYUAN_VL;
-	if (has(t, "<｜hy_Assistant｜>") && has(t, "<｜hy_place▁holder▁no▁3｜>"))
-		return TERN_CHAT_HUNYUAN_DENSE;
-	if (has(t, "<|im_assistant|>assistant<|im_middle|>"))
-		return TERN_CHAT_KIMI_K2;
-	if (has(t, "<seed:bos>"))
-		return TERN_CHAT_SEED_OSS;
-	if (has(t, "'Assistant: '  + message['content'] + '<|separator|>"))
-		return TERN_CHAT_GROK2;
-	if (has(t, "[unused9]系统：[unused10]"))
-		return TERN_CHAT_PANGU_EMBED;
-	if (has(t, "<|begin|>") && has(t, "<|end|>") && has(t, "<|content|>"))
-		return TERN_CHAT_SOLAR_OPEN;
+	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+		if (rule_matches(&rules[i], t))
+			return rules[i].refine ? rules[i].refine(t) : rules[i].fmt;
 	return TERN_CHAT_UNKNOWN;
 }
 
@@ -371,9 +382,9 @@ static void put_upper_role(struct wr *w, const char *role)
 
 #define IS(r, s) (strcmp((r), (s)) == 0)
 
-static void fmt_mistral_v7(struct wr *w, const struct tern_chat_msg *m, size_t n, bool tekken)
+static void fmt_mistral_v7(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
 {
-	const char *sp = tekken ? "" : " ";
+	const char *sp = fmt == TERN_CHAT_MISTRAL_V7_TEKKEN ? "" : " ";
 	for (size_t i = 0; i < n; i++) {
 		if (IS(m[i].role, "system")) {
 			put(w, "[SYSTEM_PROMPT]");
@@ -468,7 +479,7 @@ static void fmt_llama2(struct wr *w, int fmt, const struct tern_chat_msg *m, siz
 /* Gemma has no system role: system messages (trimmed, concatenated) open
  * the next user turn. They are remembered as the range [pend, i) of
  * messages rather than copied. */
-static void fmt_gemma(struct wr *w, const struct tern_chat_msg *m, size_t n)
+static void fmt_gemma(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
 {
 	size_t pend = 0;
 	bool have_sys = false; /* some system message in [pend, i) is non-empty after trim */
@@ -498,7 +509,7 @@ static void fmt_gemma(struct wr *w, const struct tern_chat_msg *m, size_t n)
 }
 
 /* Orion merges system text (untrimmed) into the next user turn. */
-static void fmt_orion(struct wr *w, const struct tern_chat_msg *m, size_t n)
+static void fmt_orion(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
 {
 	size_t pend = 0;
 	bool have_sys = false;
@@ -569,467 +580,410 @@ static void fmt_role_line(struct wr *w, const struct tern_chat_msg *m, size_t n,
 	}
 }
 
+/* Formats with a loop of their own; the others are data in the table below. */
+static void fmt_monarch(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	/* Every message but the first opens with "<s>" (the first gets the
+	 * tokenizer's BOS). */
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			put(w, "<s>");
+		put(w, m[i].role);
+		put(w, "\n");
+		put(w, m[i].content);
+		put(w, "</s>\n");
+	}
+}
+
+static void fmt_openchat(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system")) {
+			put(w, m[i].content);
+		} else {
+			char c0 = m[i].role[0];
+			char up = (c0 >= 'a' && c0 <= 'z') ? (char)(c0 - 'a' + 'A') : c0;
+			put(w, "GPT4 Correct ");
+			put_n(w, &up, 1);
+			put(w, m[i].role + 1);
+			put(w, ": ");
+			put(w, m[i].content);
+		}
+		put(w, "<|end_of_turn|>");
+	}
+}
+
+static void fmt_minicpm(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "user")) {
+			put(w, "<用户>");
+			put_trim(w, m[i].content);
+			put(w, "<AI>");
+		} else {
+			put_trim(w, m[i].content);
+		}
+	}
+}
+
+static void fmt_content_only(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		put(w, m[i].content);
+}
+
+/* The generation prompt follows the last user message, whatever
+ * add_generation_prompt says. */
+static void fmt_rwkv(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system")) {
+			put(w, "System: ");
+			put_trim(w, m[i].content);
+			put(w, "\n\n");
+		} else if (IS(m[i].role, "user")) {
+			put(w, "User: ");
+			put_trim(w, m[i].content);
+			put(w, "\n\n");
+			if (i == n - 1)
+				put(w, "Assistant:");
+		} else if (IS(m[i].role, "assistant")) {
+			put(w, "Assistant: ");
+			put_trim(w, m[i].content);
+			put(w, "\n\n");
+		}
+	}
+}
+
+static void fmt_gigachat(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	size_t i = 0;
+	put(w, "<s>");
+	if (n > 0 && IS(m[0].role, "system")) {
+		put(w, m[0].content);
+		put(w, "<|message_sep|>");
+		i = 1;
+	}
+	for (; i < n; i++) {
+		if (IS(m[i].role, "user")) {
+			put(w, "user<|role_sep|>");
+			put(w, m[i].content);
+			put(w, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
+		} else if (IS(m[i].role, "assistant")) {
+			put(w, "assistant<|role_sep|>");
+			put(w, m[i].content);
+			put(w, "<|message_sep|>");
+		}
+	}
+}
+
+static void fmt_bailing(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	bool two = fmt == TERN_CHAT_BAILING2;
+	if (two && !(n > 0 && IS(m[0].role, "system")))
+		put(w, "<role>SYSTEM</role>detailed thinking off<|role_end|>");
+	for (size_t i = 0; i < n; i++) {
+		put(w, "<role>");
+		put_upper_role(w, m[i].role);
+		put(w, "</role>");
+		put(w, m[i].content);
+		if (two)
+			put(w, "<|role_end|>");
+	}
+}
+
+static void fmt_smolvlm(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	put(w, "<|im_start|>");
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system")) {
+			put(w, m[i].content);
+			put(w, "\n\n");
+		} else {
+			put(w, IS(m[i].role, "user") ? "User: " : "Assistant: ");
+			put(w, m[i].content);
+			put(w, "<end_of_utterance>\n");
+		}
+	}
+}
+
+/* Three wrappers: system, user, and every other role. */
+static void fmt_three(struct wr *w, const struct tern_chat_msg *m, size_t n, const char *const t[3][2])
+{
+	for (size_t i = 0; i < n; i++) {
+		int k = IS(m[i].role, "system") ? 0 : IS(m[i].role, "user") ? 1 : 2;
+		put(w, t[k][0]);
+		put(w, m[i].content);
+		put(w, t[k][1]);
+	}
+}
+
+static void fmt_dots1(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	static const char *const t[3][2] = {
+		{"<|system|>", "<|endofsystem|>"},
+		{"<|userprompt|>", "<|endofuserprompt|>"},
+		{"<|response|>", "<|endofresponse|>"},
+	};
+	fmt_three(w, m, n, t);
+}
+
+static void fmt_hunyuan_moe(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system")) {
+			put(w, "<|startoftext|>");
+			put(w, m[i].content);
+			put(w, "<|extra_4|>");
+		} else if (IS(m[i].role, "assistant")) {
+			put(w, m[i].content);
+			put(w, "<|eos|>");
+		} else {
+			put(w, "<|startoftext|>");
+			put(w, m[i].content);
+			put(w, "<|extra_0|>");
+		}
+	}
+}
+
+static void fmt_gpt_oss(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		put(w, "<|start|>");
+		put(w, m[i].role);
+		put(w, "<|message|>");
+		put(w, m[i].content);
+		put(w, IS(m[i].role, "assistant") ? "<|return|>" : "<|end|>");
+	}
+}
+
+static void fmt_hunyuan_dense(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 && IS(m[i].role, "system")) {
+			put(w, m[i].content);
+			put(w, "<｜hy_place▁holder▁no▁3｜>");
+		}
+		if (IS(m[i].role, "assistant")) {
+			put(w, "<｜hy_Assistant｜>");
+			put(w, m[i].content);
+			put(w, "<｜hy_place▁holder▁no▁2｜>");
+		} else if (IS(m[i].role, "user")) {
+			put(w, "<｜hy_User｜>");
+			put(w, m[i].content);
+			put(w, "<｜hy_Assistant｜>");
+		}
+	}
+}
+
+static void fmt_hunyuan_vl(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	put(w, "<｜hy_begin▁of▁sentence｜>");
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 && IS(m[i].role, "system")) {
+			put(w, m[i].content);
+			put(w, "<｜hy_place▁holder▁no▁3｜>");
+		} else if (IS(m[i].role, "user")) {
+			put(w, m[i].content);
+			put(w, "<｜hy_User｜>");
+		} else if (IS(m[i].role, "assistant")) {
+			put(w, m[i].content);
+			put(w, "<｜hy_Assistant｜>");
+		}
+	}
+}
+
+static void fmt_kimi_k2(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system"))
+			put(w, "<|im_system|>system<|im_middle|>");
+		else if (IS(m[i].role, "user"))
+			put(w, "<|im_user|>user<|im_middle|>");
+		else if (IS(m[i].role, "assistant"))
+			put(w, "<|im_assistant|>assistant<|im_middle|>");
+		else if (IS(m[i].role, "tool"))
+			put(w, "<|im_system|>tool<|im_middle|>");
+		put(w, m[i].content);
+		put(w, "<|im_end|>");
+	}
+}
+
+static void fmt_seed_oss(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		put(w, "<seed:bos>");
+		put(w, m[i].role);
+		put(w, "\n");
+		if (IS(m[i].role, "assistant"))
+			put_trim(w, m[i].content);
+		else
+			put(w, m[i].content);
+		put(w, "<seed:eos>");
+	}
+}
+
+static void fmt_grok2(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (IS(m[i].role, "system")) {
+			put(w, "System: ");
+			put_trim(w, m[i].content);
+		} else if (IS(m[i].role, "user")) {
+			put(w, "Human: ");
+			put_trim(w, m[i].content);
+		} else if (IS(m[i].role, "assistant")) {
+			put(w, "Assistant: ");
+			put(w, m[i].content);
+		} else {
+			continue;
+		}
+		put(w, "<|separator|>\n\n");
+	}
+}
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define WRAPS(t) .wraps = (t), .n_wraps = N_OF(t)
+
+static const struct wrap vicuna_w[] = {
+	{"system", "", "\n\n"}, {"user", "USER: ", "\n"}, {"assistant", "ASSISTANT: ", "</s>\n"},
+};
+static const struct wrap vicuna_orca_w[] = {
+	{"system", "SYSTEM: ", "\n"}, {"user", "USER: ", "\n"}, {"assistant", "ASSISTANT: ", "</s>\n"},
+};
+static const struct wrap deepseek_w[] = {
+	{"system", "", ""},
+	{"user", "### Instruction:\n", "\n"},
+	{"assistant", "### Response:\n", "\n<|EOT|>\n"},
+};
+static const struct wrap command_r_w[] = {
+	{"system", "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
+	{"user", "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
+	{"assistant", "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
+};
+static const struct wrap deepseek2_w[] = {
+	{"system", "", "\n\n"}, {"user", "User: ", "\n\n"}, {"assistant", "Assistant: ", "<｜end▁of▁sentence｜>"},
+};
+static const struct wrap deepseek3_w[] = {
+	{"system", "", "\n\n"}, {"user", "<｜User｜>", ""}, {"assistant", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"},
+};
+/* exaone3 knows no tool role: it takes the first three, and skips tool messages */
+static const struct wrap exaone_w[] = {
+	{"system", "[|system|]", "[|endofturn|]\n"},
+	{"user", "[|user|]", "\n"},
+	{"assistant", "[|assistant|]", "[|endofturn|]\n"},
+	{"tool", "[|tool|]", "[|endofturn|]\n"},
+};
+static const struct wrap exaone_moe_w[] = {
+	{"system", "<|system|>\n", "<|endofturn|>\n"},
+	{"user", "<|user|>\n", "<|endofturn|>\n"},
+	{"assistant", "<|assistant|>\n", "<|endofturn|>\n"},
+	{"tool", "<|tool|>\n", "<|endofturn|>\n"},
+};
+static const struct wrap yandex_w[] = {
+	{"user", " Пользователь: ", "\n\n"}, {"assistant", " Ассистент: ", "\n\n"},
+};
+static const struct wrap pangu_w[] = {
+	{"system", "[unused9]系统：", "[unused10]"},
+	{"user", "[unused9]用户：", "[unused10]"},
+	{"assistant", "[unused9]助手：", "[unused10]"},
+	{"tool", "[unused9]工具：", "[unused10]"},
+};
+
+/* A built-in format: a function of its own, or messages wrapped by role
+ * (wraps), or role lines (PRE role MID content POST); head opens the text
+ * (head_if_no_sys: only when the first message is not a system one), gen
+ * is the generation prompt. */
+struct builtin {
+	void (*fn)(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n);
+	const struct wrap *wraps;
+	size_t n_wraps;
+	const char *pre, *mid, *post;
+	bool trim, head_if_no_sys;
+	const char *head, *gen;
+};
+
+static const struct builtin builtins[TERN_CHAT_N_FMT] = {
+	[TERN_CHAT_CHATML] = {.pre = "<|im_start|>", .mid = "\n", .post = "<|im_end|>\n", .gen = "<|im_start|>assistant\n"},
+	[TERN_CHAT_MISTRAL_V7] = {.fn = fmt_mistral_v7},
+	[TERN_CHAT_MISTRAL_V7_TEKKEN] = {.fn = fmt_mistral_v7},
+	[TERN_CHAT_MISTRAL_V1] = {.fn = fmt_mistral},
+	[TERN_CHAT_MISTRAL_V3] = {.fn = fmt_mistral},
+	[TERN_CHAT_MISTRAL_V3_TEKKEN] = {.fn = fmt_mistral},
+	[TERN_CHAT_LLAMA2] = {.fn = fmt_llama2},
+	[TERN_CHAT_LLAMA2_SYS] = {.fn = fmt_llama2},
+	[TERN_CHAT_LLAMA2_SYS_BOS] = {.fn = fmt_llama2},
+	[TERN_CHAT_LLAMA2_SYS_STRIP] = {.fn = fmt_llama2},
+	[TERN_CHAT_PHI3] = {.pre = "<|", .mid = "|>\n", .post = "<|end|>\n", .gen = "<|assistant|>\n"},
+	[TERN_CHAT_PHI4] = {.pre = "<|im_start|>", .mid = "<|im_sep|>", .post = "<|im_end|>",
+			    .gen = "<|im_start|>assistant<|im_sep|>"},
+	[TERN_CHAT_FALCON3] = {.pre = "<|", .mid = "|>\n", .post = "\n", .gen = "<|assistant|>\n"},
+	[TERN_CHAT_ZEPHYR] = {.pre = "<|", .mid = "|>\n", .post = "<|endoftext|>\n", .gen = "<|assistant|>\n"},
+	[TERN_CHAT_MONARCH] = {.fn = fmt_monarch, .gen = "<s>assistant\n"},
+	[TERN_CHAT_GEMMA] = {.fn = fmt_gemma, .gen = "<start_of_turn>model\n"},
+	[TERN_CHAT_ORION] = {.fn = fmt_orion},
+	[TERN_CHAT_OPENCHAT] = {.fn = fmt_openchat, .gen = "GPT4 Correct Assistant:"},
+	[TERN_CHAT_VICUNA] = {WRAPS(vicuna_w), .gen = "ASSISTANT:"},
+	[TERN_CHAT_VICUNA_ORCA] = {WRAPS(vicuna_orca_w), .gen = "ASSISTANT:"},
+	[TERN_CHAT_DEEPSEEK] = {WRAPS(deepseek_w), .gen = "### Response:\n"},
+	[TERN_CHAT_COMMAND_R] = {WRAPS(command_r_w), .trim = true, .gen = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"},
+	[TERN_CHAT_LLAMA3] = {.pre = "<|start_header_id|>", .mid = "<|end_header_id|>\n\n", .post = "<|eot_id|>",
+			      .trim = true, .gen = "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+	[TERN_CHAT_CHATGLM3] = {.head = "[gMASK]sop", .pre = "<|", .mid = "|>\n ", .post = "", .gen = "<|assistant|>"},
+	[TERN_CHAT_CHATGLM4] = {.head = "[gMASK]<sop>", .pre = "<|", .mid = "|>\n", .post = "", .gen = "<|assistant|>\n"},
+	[TERN_CHAT_GLMEDGE] = {.pre = "<|", .mid = "|>\n", .post = "", .gen = "<|assistant|>"},
+	[TERN_CHAT_MINICPM] = {.fn = fmt_minicpm},
+	[TERN_CHAT_DEEPSEEK2] = {WRAPS(deepseek2_w), .gen = "Assistant:"},
+	[TERN_CHAT_DEEPSEEK3] = {WRAPS(deepseek3_w), .gen = "<｜Assistant｜>"},
+	[TERN_CHAT_DEEPSEEK_OCR] = {.fn = fmt_content_only},
+	[TERN_CHAT_EXAONE3] = {.wraps = exaone_w, .n_wraps = 3, .trim = true, .gen = "[|assistant|]"},
+	[TERN_CHAT_EXAONE4] = {WRAPS(exaone_w), .trim = true, .gen = "[|assistant|]"},
+	[TERN_CHAT_EXAONE_MOE] = {WRAPS(exaone_moe_w), .trim = true, .gen = "<|assistant|>\n"},
+	[TERN_CHAT_RWKV_WORLD] = {.fn = fmt_rwkv},
+	/* The granites' only difference in llama.cpp is the role
+	 * "assistant_tool_call", which tern does not accept. */
+	[TERN_CHAT_GRANITE] = {.pre = "<|start_of_role|>", .mid = "<|end_of_role|>", .post = "<|end_of_text|>\n",
+			       .gen = "<|start_of_role|>assistant<|end_of_role|>"},
+	[TERN_CHAT_GRANITE_4_0] = {.pre = "<|start_of_role|>", .mid = "<|end_of_role|>", .post = "<|end_of_text|>\n",
+				   .gen = "<|start_of_role|>assistant<|end_of_role|>"},
+	[TERN_CHAT_GRANITE_4_1] = {.pre = "<|start_of_role|>", .mid = "<|end_of_role|>", .post = "<|end_of_text|>\n",
+				   .gen = "<|start_of_role|>assistant<|end_of_role|>"},
+	[TERN_CHAT_GIGACHAT] = {.fn = fmt_gigachat, .gen = "assistant<|role_sep|>"},
+	[TERN_CHAT_MEGREZ] = {.pre = "<|role_start|>", .mid = "<|role_end|>", .post = "<|turn_end|>",
+			      .gen = "<|role_start|>assistant<|role_end|>"},
+	[TERN_CHAT_YANDEX] = {WRAPS(yandex_w), .gen = " Ассистент:[SEP]"},
+	[TERN_CHAT_BAILING] = {.fn = fmt_bailing, .gen = "<role>ASSISTANT</role>"},
+	[TERN_CHAT_BAILING_THINK] = {.fn = fmt_bailing, .gen = "<role>ASSISTANT</role><think>"},
+	[TERN_CHAT_BAILING2] = {.fn = fmt_bailing, .gen = "<role>ASSISTANT</role>"},
+	[TERN_CHAT_LLAMA4] = {.pre = "<|header_start|>", .mid = "<|header_end|>\n\n", .post = "<|eot|>", .trim = true,
+			      .gen = "<|header_start|>assistant<|header_end|>\n\n"},
+	[TERN_CHAT_SMOLVLM] = {.fn = fmt_smolvlm, .gen = "Assistant:"},
+	[TERN_CHAT_DOTS1] = {.fn = fmt_dots1, .gen = "<|response|>"},
+	[TERN_CHAT_HUNYUAN_MOE] = {.fn = fmt_hunyuan_moe},
+	[TERN_CHAT_GPT_OSS] = {.fn = fmt_gpt_oss, .gen = "<|start|>assistant"},
+	[TERN_CHAT_HUNYUAN_DENSE] = {.fn = fmt_hunyuan_dense},
+	[TERN_CHAT_HUNYUAN_VL] = {.fn = fmt_hunyuan_vl},
+	[TERN_CHAT_KIMI_K2] = {.fn = fmt_kimi_k2, .gen = "<|im_assistant|>assistant<|im_middle|>"},
+	[TERN_CHAT_SEED_OSS] = {.fn = fmt_seed_oss, .gen = "<seed:bos>assistant\n"},
+	[TERN_CHAT_GROK2] = {.fn = fmt_grok2, .gen = "Assistant:"},
+	[TERN_CHAT_PANGU_EMBED] = {WRAPS(pangu_w), .head = "[unused9]系统：[unused10]", .head_if_no_sys = true,
+				   .gen = "[unused9]助手："},
+	[TERN_CHAT_SOLAR_OPEN] = {.pre = "<|begin|>", .mid = "<|content|>", .post = "<|end|>", .gen = "<|begin|>assistant"},
+};
 
 static void format(struct wr *w, int fmt, const struct tern_chat_msg *m, size_t n, bool ass)
 {
-	switch (fmt) {
-	case TERN_CHAT_CHATML:
-		fmt_role_line(w, m, n, "<|im_start|>", "\n", "<|im_end|>\n", false);
-		if (ass)
-			put(w, "<|im_start|>assistant\n");
-		break;
-	case TERN_CHAT_MISTRAL_V7:
-	case TERN_CHAT_MISTRAL_V7_TEKKEN:
-		fmt_mistral_v7(w, m, n, fmt == TERN_CHAT_MISTRAL_V7_TEKKEN);
-		break;
-	case TERN_CHAT_MISTRAL_V1:
-	case TERN_CHAT_MISTRAL_V3:
-	case TERN_CHAT_MISTRAL_V3_TEKKEN:
-		fmt_mistral(w, fmt, m, n);
-		break;
-	case TERN_CHAT_LLAMA2:
-	case TERN_CHAT_LLAMA2_SYS:
-	case TERN_CHAT_LLAMA2_SYS_BOS:
-	case TERN_CHAT_LLAMA2_SYS_STRIP:
-		fmt_llama2(w, fmt, m, n);
-		break;
-	case TERN_CHAT_PHI3:
-		fmt_role_line(w, m, n, "<|", "|>\n", "<|end|>\n", false);
-		if (ass)
-			put(w, "<|assistant|>\n");
-		break;
-	case TERN_CHAT_PHI4:
-		fmt_role_line(w, m, n, "<|im_start|>", "<|im_sep|>", "<|im_end|>", false);
-		if (ass)
-			put(w, "<|im_start|>assistant<|im_sep|>");
-		break;
-	case TERN_CHAT_FALCON3:
-		fmt_role_line(w, m, n, "<|", "|>\n", "\n", false);
-		if (ass)
-			put(w, "<|assistant|>\n");
-		break;
-	case TERN_CHAT_ZEPHYR:
-		fmt_role_line(w, m, n, "<|", "|>\n", "<|endoftext|>\n", false);
-		if (ass)
-			put(w, "<|assistant|>\n");
-		break;
-	case TERN_CHAT_MONARCH:
-		/* Every message but the first opens with "<s>" (the first
-		 * gets the tokenizer's BOS). */
-		for (size_t i = 0; i < n; i++) {
-			if (i > 0)
-				put(w, "<s>");
-			put(w, m[i].role);
-			put(w, "\n");
-			put(w, m[i].content);
-			put(w, "</s>\n");
-		}
-		if (ass)
-			put(w, "<s>assistant\n");
-		break;
-	case TERN_CHAT_GEMMA:
-		fmt_gemma(w, m, n);
-		if (ass)
-			put(w, "<start_of_turn>model\n");
-		break;
-	case TERN_CHAT_ORION:
-		fmt_orion(w, m, n);
-		break;
-	case TERN_CHAT_OPENCHAT:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, m[i].content);
-			} else {
-				char c0 = m[i].role[0];
-				char up = (c0 >= 'a' && c0 <= 'z') ? (char)(c0 - 'a' + 'A') : c0;
-				put(w, "GPT4 Correct ");
-				put_n(w, &up, 1);
-				put(w, m[i].role + 1);
-				put(w, ": ");
-				put(w, m[i].content);
-			}
-			put(w, "<|end_of_turn|>");
-		}
-		if (ass)
-			put(w, "GPT4 Correct Assistant:");
-		break;
-	case TERN_CHAT_VICUNA:
-	case TERN_CHAT_VICUNA_ORCA: {
-		bool orca = fmt == TERN_CHAT_VICUNA_ORCA;
-		const struct wrap t[] = {
-			{"system", orca ? "SYSTEM: " : "", orca ? "\n" : "\n\n"},
-			{"user", "USER: ", "\n"},
-			{"assistant", "ASSISTANT: ", "</s>\n"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, "ASSISTANT:");
-		break;
-	}
-	case TERN_CHAT_DEEPSEEK: {
-		const struct wrap t[] = {
-			{"system", "", ""},
-			{"user", "### Instruction:\n", "\n"},
-			{"assistant", "### Response:\n", "\n<|EOT|>\n"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, "### Response:\n");
-		break;
-	}
-	case TERN_CHAT_COMMAND_R: {
-		const struct wrap t[] = {
-			{"system", "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
-			{"user", "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
-			{"assistant", "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), true);
-		if (ass)
-			put(w, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
-		break;
-	}
-	case TERN_CHAT_LLAMA3:
-		fmt_role_line(w, m, n, "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>", true);
-		if (ass)
-			put(w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-		break;
-	case TERN_CHAT_CHATGLM3:
-		put(w, "[gMASK]sop");
-		fmt_role_line(w, m, n, "<|", "|>\n ", "", false);
-		if (ass)
-			put(w, "<|assistant|>");
-		break;
-	case TERN_CHAT_CHATGLM4:
-		put(w, "[gMASK]<sop>");
-		fmt_role_line(w, m, n, "<|", "|>\n", "", false);
-		if (ass)
-			put(w, "<|assistant|>\n");
-		break;
-	case TERN_CHAT_GLMEDGE:
-		fmt_role_line(w, m, n, "<|", "|>\n", "", false);
-		if (ass)
-			put(w, "<|assistant|>");
-		break;
-	case TERN_CHAT_MINICPM:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "user")) {
-				put(w, "<用户>");
-				put_trim(w, m[i].content);
-				put(w, "<AI>");
-			} else {
-				put_trim(w, m[i].content);
-			}
-		}
-		break;
-	case TERN_CHAT_DEEPSEEK2: {
-		const struct wrap t[] = {
-			{"system", "", "\n\n"},
-			{"user", "User: ", "\n\n"},
-			{"assistant", "Assistant: ", "<｜end▁of▁sentence｜>"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, "Assistant:");
-		break;
-	}
-	case TERN_CHAT_DEEPSEEK3: {
-		const struct wrap t[] = {
-			{"system", "", "\n\n"},
-			{"user", "<｜User｜>", ""},
-			{"assistant", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, "<｜Assistant｜>");
-		break;
-	}
-	case TERN_CHAT_DEEPSEEK_OCR:
-		for (size_t i = 0; i < n; i++)
-			put(w, m[i].content);
-		break;
-	case TERN_CHAT_EXAONE3:
-	case TERN_CHAT_EXAONE4: {
-		const struct wrap t[] = {
-			{"system", "[|system|]", "[|endofturn|]\n"},
-			{"user", "[|user|]", "\n"},
-			{"assistant", "[|assistant|]", "[|endofturn|]\n"},
-			{"tool", "[|tool|]", "[|endofturn|]\n"},
-		};
-		/* exaone3 knows no tool role: its messages are skipped. */
-		fmt_wrapped(w, m, n, t, fmt == TERN_CHAT_EXAONE4 ? 4 : 3, true);
-		if (ass)
-			put(w, "[|assistant|]");
-		break;
-	}
-	case TERN_CHAT_EXAONE_MOE: {
-		const struct wrap t[] = {
-			{"system", "<|system|>\n", "<|endofturn|>\n"},
-			{"user", "<|user|>\n", "<|endofturn|>\n"},
-			{"assistant", "<|assistant|>\n", "<|endofturn|>\n"},
-			{"tool", "<|tool|>\n", "<|endofturn|>\n"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), true);
-		if (ass)
-			put(w, "<|assistant|>\n");
-		break;
-	}
-	case TERN_CHAT_RWKV_WORLD:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, "System: ");
-				put_trim(w, m[i].content);
-				put(w, "\n\n");
-			} else if (IS(m[i].role, "user")) {
-				put(w, "User: ");
-				put_trim(w, m[i].content);
-				put(w, "\n\n");
-				if (i == n - 1)
-					put(w, "Assistant:");
-			} else if (IS(m[i].role, "assistant")) {
-				put(w, "Assistant: ");
-				put_trim(w, m[i].content);
-				put(w, "\n\n");
-			}
-		}
-		break;
-	case TERN_CHAT_GRANITE:
-	case TERN_CHAT_GRANITE_4_0:
-	case TERN_CHAT_GRANITE_4_1:
-		/* Their only difference in llama.cpp is the role
-		 * "assistant_tool_call", which tern does not accept. */
-		fmt_role_line(w, m, n, "<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>\n", false);
-		if (ass)
-			put(w, "<|start_of_role|>assistant<|end_of_role|>");
-		break;
-	case TERN_CHAT_GIGACHAT: {
-		size_t i = 0;
-		put(w, "<s>");
-		if (n > 0 && IS(m[0].role, "system")) {
-			put(w, m[0].content);
-			put(w, "<|message_sep|>");
-			i = 1;
-		}
-		for (; i < n; i++) {
-			if (IS(m[i].role, "user")) {
-				put(w, "user<|role_sep|>");
-				put(w, m[i].content);
-				put(w, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
-			} else if (IS(m[i].role, "assistant")) {
-				put(w, "assistant<|role_sep|>");
-				put(w, m[i].content);
-				put(w, "<|message_sep|>");
-			}
-		}
-		if (ass)
-			put(w, "assistant<|role_sep|>");
-		break;
-	}
-	case TERN_CHAT_MEGREZ:
-		fmt_role_line(w, m, n, "<|role_start|>", "<|role_end|>", "<|turn_end|>", false);
-		if (ass)
-			put(w, "<|role_start|>assistant<|role_end|>");
-		break;
-	case TERN_CHAT_YANDEX: {
-		const struct wrap t[] = {
-			{"user", " Пользователь: ", "\n\n"},
-			{"assistant", " Ассистент: ", "\n\n"},
-		};
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, " Ассистент:[SEP]");
-		break;
-	}
-	case TERN_CHAT_BAILING:
-	case TERN_CHAT_BAILING_THINK:
-	case TERN_CHAT_BAILING2: {
-		bool two = fmt == TERN_CHAT_BAILING2;
-		if (two && !(n > 0 && IS(m[0].role, "system")))
-			put(w, "<role>SYSTEM</role>detailed thinking off<|role_end|>");
-		for (size_t i = 0; i < n; i++) {
-			put(w, "<role>");
-			put_upper_role(w, m[i].role);
-			put(w, "</role>");
-			put(w, m[i].content);
-			if (two)
-				put(w, "<|role_end|>");
-		}
-		if (ass) {
-			put(w, "<role>ASSISTANT</role>");
-			if (fmt == TERN_CHAT_BAILING_THINK)
-				put(w, "<think>");
-		}
-		break;
-	}
-	case TERN_CHAT_LLAMA4:
-		fmt_role_line(w, m, n, "<|header_start|>", "<|header_end|>\n\n", "<|eot|>", true);
-		if (ass)
-			put(w, "<|header_start|>assistant<|header_end|>\n\n");
-		break;
-	case TERN_CHAT_SMOLVLM:
-		put(w, "<|im_start|>");
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, m[i].content);
-				put(w, "\n\n");
-			} else {
-				put(w, IS(m[i].role, "user") ? "User: " : "Assistant: ");
-				put(w, m[i].content);
-				put(w, "<end_of_utterance>\n");
-			}
-		}
-		if (ass)
-			put(w, "Assistant:");
-		break;
-	case TERN_CHAT_DOTS1:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, "<|system|>");
-				put(w, m[i].content);
-				put(w, "<|endofsystem|>");
-			} else if (IS(m[i].role, "user")) {
-				put(w, "<|userprompt|>");
-				put(w, m[i].content);
-				put(w, "<|endofuserprompt|>");
-			} else {
-				put(w, "<|response|>");
-				put(w, m[i].content);
-				put(w, "<|endofresponse|>");
-			}
-		}
-		if (ass)
-			put(w, "<|response|>");
-		break;
-	case TERN_CHAT_HUNYUAN_MOE:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, "<|startoftext|>");
-				put(w, m[i].content);
-				put(w, "<|extra_4|>");
-			} else if (IS(m[i].role, "assistant")) {
-				put(w, m[i].content);
-				put(w, "<|eos|>");
-			} else {
-				put(w, "<|startoftext|>");
-				put(w, m[i].content);
-				put(w, "<|extra_0|>");
-			}
-		}
-		break;
-	case TERN_CHAT_GPT_OSS:
-		for (size_t i = 0; i < n; i++) {
-			put(w, "<|start|>");
-			put(w, m[i].role);
-			put(w, "<|message|>");
-			put(w, m[i].content);
-			put(w, IS(m[i].role, "assistant") ? "<|return|>" : "<|end|>");
-		}
-		if (ass)
-			put(w, "<|start|>assistant");
-		break;
-	case TERN_CHAT_HUNYUAN_DENSE:
-		for (size_t i = 0; i < n; i++) {
-			if (i == 0 && IS(m[i].role, "system")) {
-				put(w, m[i].content);
-				put(w, "<｜hy_place▁holder▁no▁3｜>");
-			}
-			if (IS(m[i].role, "assistant")) {
-				put(w, "<｜hy_Assistant｜>");
-				put(w, m[i].content);
-				put(w, "<｜hy_place▁holder▁no▁2｜>");
-			} else if (IS(m[i].role, "user")) {
-				put(w, "<｜hy_User｜>");
-				put(w, m[i].content);
-				put(w, "<｜hy_Assistant｜>");
-			}
-		}
-		break;
-	case TERN_CHAT_HUNYUAN_VL:
-		put(w, "<｜hy_begin▁of▁sentence｜>");
-		for (size_t i = 0; i < n; i++) {
-			if (i == 0 && IS(m[i].role, "system")) {
-				put(w, m[i].content);
-				put(w, "<｜hy_place▁holder▁no▁3｜>");
-			} else if (IS(m[i].role, "user")) {
-				put(w, m[i].content);
-				put(w, "<｜hy_User｜>");
-			} else if (IS(m[i].role, "assistant")) {
-				put(w, m[i].content);
-				put(w, "<｜hy_Assistant｜>");
-			}
-		}
-		break;
-	case TERN_CHAT_KIMI_K2:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system"))
-				put(w, "<|im_system|>system<|im_middle|>");
-			else if (IS(m[i].role, "user"))
-				put(w, "<|im_user|>user<|im_middle|>");
-			else if (IS(m[i].role, "assistant"))
-				put(w, "<|im_assistant|>assistant<|im_middle|>");
-			else if (IS(m[i].role, "tool"))
-				put(w, "<|im_system|>tool<|im_middle|>");
-			put(w, m[i].content);
-			put(w, "<|im_end|>");
-		}
-		if (ass)
-			put(w, "<|im_assistant|>assistant<|im_middle|>");
-		break;
-	case TERN_CHAT_SEED_OSS:
-		for (size_t i = 0; i < n; i++) {
-			put(w, "<seed:bos>");
-			put(w, m[i].role);
-			put(w, "\n");
-			if (IS(m[i].role, "assistant"))
-				put_trim(w, m[i].content);
-			else
-				put(w, m[i].content);
-			put(w, "<seed:eos>");
-		}
-		if (ass)
-			put(w, "<seed:bos>assistant\n");
-		break;
-	case TERN_CHAT_GROK2:
-		for (size_t i = 0; i < n; i++) {
-			if (IS(m[i].role, "system")) {
-				put(w, "System: ");
-				put_trim(w, m[i].content);
-			} else if (IS(m[i].role, "user")) {
-				put(w, "Human: ");
-				put_trim(w, m[i].content);
-			} else if (IS(m[i].role, "assistant")) {
-				put(w, "Assistant: ");
-				put(w, m[i].content);
-			} else {
-				continue;
-			}
-			put(w, "<|separator|>\n\n");
-		}
-		if (ass)
-			put(w, "Assistant:");
-		break;
-	case TERN_CHAT_PANGU_EMBED: {
-		const struct wrap t[] = {
-			{"system", "[unused9]系统：", "[unused10]"},
-			{"user", "[unused9]用户：", "[unused10]"},
-			{"assistant", "[unused9]助手：", "[unused10]"},
-			{"tool", "[unused9]工具：", "[unused10]"},
-		};
-		if (n > 0 && !IS(m[0].role, "system"))
-			put(w, "[unused9]系统：[unused10]");
-		fmt_wrapped(w, m, n, t, N_OF(t), false);
-		if (ass)
-			put(w, "[unused9]助手：");
-		break;
-	}
-	case TERN_CHAT_SOLAR_OPEN:
-		fmt_role_line(w, m, n, "<|begin|>", "<|content|>", "<|end|>", false);
-		if (ass)
-			put(w, "<|begin|>assistant");
-		break;
-	default:
-		break;
-	}
+	const struct builtin *b = &builtins[fmt];
+	if (b->head && (!b->head_if_no_sys || (n > 0 && !IS(m[0].role, "system"))))
+		put(w, b->head);
+	if (b->fn)
+		b->fn(w, fmt, m, n);
+	else if (b->wraps)
+		fmt_wrapped(w, m, n, b->wraps, b->n_wraps, b->trim);
+	else if (b->pre)
+		fmt_role_line(w, m, n, b->pre, b->mid, b->post, b->trim);
+	if (ass && b->gen)
+		put(w, b->gen);
 }
 
 static bool role_ok(const char *r)
@@ -1147,4 +1101,17 @@ struct tern_str tern_chat_template_of(const tern_mf *m, const char *name)
 	if (!kv || kv->v.type != GGUF_T_STRING)
 		return none;
 	return kv->v.s;
+}
+
+struct tern_str tern_chat_template_next_name(const tern_mf *m, uint64_t *it)
+{
+	static const char prefix[] = "tokenizer.chat_template.";
+	const size_t np = sizeof prefix - 1;
+	uint64_t n = m ? tern_mf_n_kv(m) : 0;
+	while (*it < n) {
+		const struct tern_mf_kv *kv = tern_mf_kv_at(m, (*it)++);
+		if (kv && kv->v.type == GGUF_T_STRING && kv->key.len > np && !memcmp(kv->key.ptr, prefix, np))
+			return (struct tern_str){kv->key.ptr + np, kv->key.len - np};
+	}
+	return (struct tern_str){NULL, 0};
 }

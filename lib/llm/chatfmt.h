@@ -178,4 +178,10 @@ int tern_chat_fmt_apply_alloc(int fmt, const struct tern_chat_msg *msgs,
  * key is absent or not a string. */
 struct tern_str tern_chat_template_of(const tern_mf *m, const char *name);
 
+/* The names of the file's named templates (the NAME of each string
+ * tokenizer.chat_template.NAME), in file order, one per call: *it starts
+ * at 0 and is advanced; {NULL, 0} when there are no more. Views into the
+ * file. */
+struct tern_str tern_chat_template_next_name(const tern_mf *m, uint64_t *it);
+
 #endif

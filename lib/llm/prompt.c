@@ -62,6 +62,66 @@ static int use_jinja(struct tern_prompt *p, const char *src, size_t len, const c
 	return rc;
 }
 
+/* The file's template as the options choose it (see prompt.h); *what
+ * names it for messages. A name the file lacks: TERN_ENOTFOUND listing
+ * the names it has. */
+static int file_template(const tern_mf *mf, const struct tern_prompt_opts *o, struct tern_str *t, char *what,
+			 size_t cap, tern_err *e)
+{
+	const char *name = o ? o->name : NULL;
+	if (!name && o && o->tools && tern_chat_template_of(mf, "tool_use").ptr)
+		name = "tool_use";
+	*t = tern_chat_template_of(mf, name);
+	/* transformers saves the unnamed one as "default" */
+	if (!t->ptr && name && !strcmp(name, "default"))
+		*t = tern_chat_template_of(mf, NULL);
+	snprintf(what, cap, name ? "the file's template %.60s" : "the file's template", name);
+	if (t->ptr || !name)
+		return 0;
+	char have[200] = "";
+	if (tern_chat_template_of(mf, NULL).ptr)
+		snprintf(have, sizeof have, "default");
+	uint64_t it = 0;
+	for (struct tern_str s; (s = tern_chat_template_next_name(mf, &it)).ptr;) {
+		size_t k = strlen(have);
+		snprintf(have + k, sizeof have - k, "%s%.*s", k ? ", " : "", (int)(s.len > 60 ? 60 : s.len), s.ptr);
+	}
+	return tern_errf(e, TERN_ENOTFOUND, "the file has no chat template named '%.60s' (%s%s)", name,
+			 have[0] ? "it has: " : "it has no named ones", have);
+}
+
+/* The template of the options (see prompt.h); file is the file's
+ * template (what names it), when no template of the caller's goes first. */
+static int choose(struct tern_prompt *p, const struct tern_prompt_opts *o, struct tern_str file, const char *what,
+		  tern_err *e)
+{
+	int rc = 0;
+	if (o && o->builtin) {
+		int fmt = tern_chat_fmt_by_name(o->builtin);
+		rc = fmt < 0 ? tern_errf(e, TERN_EINVAL, "unknown chat template '%.40s' (built-in: %s)", o->builtin,
+					 tern_chat_fmt_names())
+			     : use_builtin(p, fmt, "--chat-template");
+	} else if (o && o->text) {
+		rc = use_jinja(p, o->text, o->text_len, o->text_name ? o->text_name : "the given template", e);
+	} else if (!file.ptr) {
+		use_builtin(p, TERN_CHAT_CHATML, "the file has no template");
+		snprintf(p->warning, sizeof p->warning,
+			 "the file has no chat template: using chatml (--chat-template NAME picks another)");
+	} else if (o && o->no_jinja) {
+		char why[120];
+		snprintf(why, sizeof why, "detected in %s", what);
+		int fmt = tern_chat_fmt_detect_n(file.ptr, (size_t)file.len);
+		rc = fmt == TERN_CHAT_UNKNOWN
+			     ? tern_errf(e, TERN_EUNSUPPORTED,
+					 "the file's chat template is none of the built-in formats (--no-jinja): "
+					 "--chat-template NAME picks one")
+			     : use_builtin(p, fmt, why);
+	} else {
+		rc = use_jinja(p, file.ptr, (size_t)file.len, what, e);
+	}
+	return rc;
+}
+
 int tern_prompt_new(struct tern_prompt **out, const tern_mf *mf, const tok_vocab *v,
 		    const struct tern_prompt_opts *o, tern_err *e)
 {
@@ -76,29 +136,11 @@ int tern_prompt_new(struct tern_prompt **out, const tern_mf *mf, const tok_vocab
 		tern_prompt_free(p);
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
-	struct tern_str file = tern_chat_template_of(mf, NULL);
-	int rc = 0;
-	if (o && o->builtin) {
-		int fmt = tern_chat_fmt_by_name(o->builtin);
-		rc = fmt < 0 ? tern_errf(e, TERN_EINVAL, "unknown chat template '%.40s' (built-in: %s)", o->builtin,
-					 tern_chat_fmt_names())
-			     : use_builtin(p, fmt, "--chat-template");
-	} else if (o && o->text) {
-		rc = use_jinja(p, o->text, o->text_len, o->text_name ? o->text_name : "the given template", e);
-	} else if (!file.ptr) {
-		use_builtin(p, TERN_CHAT_CHATML, "the file has no template");
-		snprintf(p->warning, sizeof p->warning,
-			 "the file has no chat template: using chatml (--chat-template NAME picks another)");
-	} else if (o && o->no_jinja) {
-		int fmt = tern_chat_fmt_detect_n(file.ptr, (size_t)file.len);
-		rc = fmt == TERN_CHAT_UNKNOWN
-			     ? tern_errf(e, TERN_EUNSUPPORTED,
-					 "the file's chat template is none of the built-in formats (--no-jinja): "
-					 "--chat-template NAME picks one")
-			     : use_builtin(p, fmt, "detected in the file's template");
-	} else {
-		rc = use_jinja(p, file.ptr, (size_t)file.len, "the file's template", e);
-	}
+	struct tern_str file = {NULL, 0};
+	char what[100] = "";
+	int rc = o && (o->builtin || o->text) ? 0 : file_template(mf, o, &file, what, sizeof what, e);
+	if (!rc)
+		rc = choose(p, o, file, what, e);
 	if (rc) {
 		tern_prompt_free(p);
 		return rc;
@@ -237,9 +279,9 @@ static int render_jinja(const struct tern_prompt *p, json_t *a, const char *tool
 		}
 	}
 	/* the order transformers' apply_chat_template passes them in; tools
-	 * None when not given, as it passes them */
-	int bad = !ctx || json_object_set(ctx, "messages", a) ||
-		  json_object_set_new(ctx, "tools", t ? t : json_null()) ||
+	 * absent when not given, as llama.cpp leaves them (transformers
+	 * passes None, and templates that iterate it then fail) */
+	int bad = !ctx || json_object_set(ctx, "messages", a) || (t && json_object_set_new(ctx, "tools", t)) ||
 		  json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_gen)) ||
 		  json_object_set_new(ctx, "bos_token", json_string(p->bos)) ||
 		  json_object_set_new(ctx, "eos_token", json_string(p->eos));

@@ -12,11 +12,17 @@
  *                  engine (lib/jinja), with the context transformers
  *                  gives it: messages, add_generation_prompt, bos_token,
  *                  eos_token (the text of the vocabulary's BOS and EOS
- *                  tokens), tools when given;
+ *                  tokens), tools when given (absent otherwise, as in
+ *                  llama.cpp: a template that iterates None fails);
  *   builtin NAME   a built-in formatter (lib/llm/chatfmt.h);
  *   text           a Jinja template given by the caller (a file);
  *   no_jinja       the built-in formatter detected from the file's
  *                  template text (what tern-run did before the engine).
+ * "The file's template" is tokenizer.chat_template.NAME when a name is
+ * given ("default": tokenizer.chat_template when no template has that
+ * name; TERN_ENOTFOUND when the file has none of that name), else with
+ * tools tokenizer.chat_template.tool_use when the file has it (as
+ * llama.cpp chooses), else tokenizer.chat_template.
  * A file without a template falls back to chatml (as llama.cpp does) and
  * tern_prompt_warning says so; a template the detection does not know
  * with no_jinja is TERN_EUNSUPPORTED.
@@ -41,6 +47,8 @@ struct tern_prompt_opts {
 	size_t text_len;
 	const char *text_name; /* where text came from, for messages ("FILE") */
 	bool no_jinja;         /* the built-in format detected from the file's template */
+	const char *name;      /* the file's named template tokenizer.chat_template.NAME, or NULL */
+	bool tools;            /* tools will be given: the file's tool_use template when it has one */
 };
 
 enum tern_prompt_kind {

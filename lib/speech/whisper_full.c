@@ -435,22 +435,15 @@ static int64_t time_to_sample(int64_t t, int64_t seg_t0, int64_t n)
 	return s < 0 ? 0 : s > n - 1 ? n - 1 : s;
 }
 
-void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
-			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
-			      int32_t *tid_last)
+/* where the timestamp distribution is sure of itself and moves on: the
+ * token's start there, the one before's end */
+static void times_confident(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			    float thold_ptsum, int64_t *t_beg, int64_t *t_last, int32_t *tid_last)
 {
-	const int32_t beg = m->ids.beg, eot = m->ids.eot;
+	const int32_t beg = m->ids.beg;
 	struct whisper_token_data *tk = seg->tokens;
 	const int n = seg->n_tokens;
 	const int64_t t0 = seg->t0, t1 = seg->t1;
-	if (!en || en->n == 0 || n == 0)
-		return;
-	if (n == 1) {
-		tk[0].t0 = t0;
-		tk[0].t1 = t1;
-		return;
-	}
-	/* where the timestamp distribution is sure of itself and moves on */
 	for (int j = 0; j < n; j++) {
 		if (j == 0) {
 			if (tk[0].id == beg) {
@@ -474,8 +467,11 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 	tk[n - 2].t1 = t1;
 	tk[n - 1].t0 = tk[n - 1].t1 = t1;
 	*t_last = t1;
+}
 
-	/* runs of tokens without an end: their span split by voice length */
+/* runs of tokens without an end: their span split by voice length */
+static void times_split_runs(struct whisper_token_data *tk, int n)
+{
 	for (int p0 = 0, p1 = 0;;) {
 		while (p1 < n && tk[p1].t1 < 0)
 			p1++;
@@ -497,7 +493,11 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 		if (p1 >= n)
 			break;
 	}
-	/* no token starts before the one before it ends */
+}
+
+/* no token starts before the one before it ends */
+static void times_no_overlap(struct whisper_token_data *tk, int n)
+{
 	for (int j = 0; j < n - 1; j++) {
 		if (tk[j].t1 < 0)
 			tk[j + 1].t0 = tk[j].t1;
@@ -506,51 +506,71 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 			tk[j].t1 = tk[j].t1 > tk[j].t0 ? tk[j].t1 : tk[j].t0;
 		}
 	}
-	/* each text token's edges moved to where the energy crosses half its
-	 * mean over the token and 1/8 s around */
+}
+
+/* text token j's edges moved to where the energy crosses half its mean
+ * over the token and 1/8 s around */
+static void times_energy(const struct whisper_segment *seg, int j, const struct whisper_energy *en)
+{
+	struct whisper_token_data *tk = seg->tokens;
+	const int n = seg->n_tokens;
 	const int64_t hw = 16000 / 8, ns_all = en->n;
-	for (int j = 0; j < n; j++) {
-		if (tk[j].id >= eot)
-			continue;
-		int64_t s0 = time_to_sample(tk[j].t0, seg->t0, ns_all);
-		int64_t s1 = time_to_sample(tk[j].t1, seg->t0, ns_all);
-		const int64_t ss0 = s0 - hw > 0 ? s0 - hw : 0;
-		const int64_t ss1 = s1 + hw < ns_all ? s1 + hw : ns_all;
-		float sum = 0.0f;
-		for (int64_t k = ss0; k < ss1; k++)
-			sum += energy_at(en, k);
-		const float thold = ss1 > ss0 ? (float)(0.5 * sum / (double)(ss1 - ss0)) : NAN;
-		int64_t k = s0;
-		if (energy_at(en, k) > thold && j > 0) {
-			while (k > 0 && energy_at(en, k) > thold)
-				k--;
-			tk[j].t0 = (100 * k) / 16000 + seg->t0;
-			if (tk[j].t0 < tk[j - 1].t1)
-				tk[j].t0 = tk[j - 1].t1;
-			else
-				s0 = k;
-		} else {
-			while (energy_at(en, k) < thold && k < s1)
-				k++;
+	int64_t s0 = time_to_sample(tk[j].t0, seg->t0, ns_all);
+	int64_t s1 = time_to_sample(tk[j].t1, seg->t0, ns_all);
+	const int64_t ss0 = s0 - hw > 0 ? s0 - hw : 0;
+	const int64_t ss1 = s1 + hw < ns_all ? s1 + hw : ns_all;
+	float sum = 0.0f;
+	for (int64_t k = ss0; k < ss1; k++)
+		sum += energy_at(en, k);
+	const float thold = ss1 > ss0 ? (float)(0.5 * sum / (double)(ss1 - ss0)) : NAN;
+	int64_t k = s0;
+	if (energy_at(en, k) > thold && j > 0) {
+		while (k > 0 && energy_at(en, k) > thold)
+			k--;
+		tk[j].t0 = (100 * k) / 16000 + seg->t0;
+		if (tk[j].t0 < tk[j - 1].t1)
+			tk[j].t0 = tk[j - 1].t1;
+		else
 			s0 = k;
-			tk[j].t0 = (100 * k) / 16000 + seg->t0;
-		}
-		k = s1;
-		if (energy_at(en, k) > thold) {
-			while (k < ns_all - 1 && energy_at(en, k) > thold)
-				k++;
-			tk[j].t1 = (100 * k) / 16000 + seg->t0;
-			if (j < n - 1 && tk[j].t1 > tk[j + 1].t0)
-				tk[j].t1 = tk[j + 1].t0;
-			else
-				s1 = k;
-		} else {
-			while (energy_at(en, k) < thold && k > s0)
-				k--;
-			s1 = k;
-			tk[j].t1 = (100 * k) / 16000 + seg->t0;
-		}
+	} else {
+		while (energy_at(en, k) < thold && k < s1)
+			k++;
+		s0 = k;
+		tk[j].t0 = (100 * k) / 16000 + seg->t0;
 	}
+	k = s1;
+	if (energy_at(en, k) > thold) {
+		while (k < ns_all - 1 && energy_at(en, k) > thold)
+			k++;
+		tk[j].t1 = (100 * k) / 16000 + seg->t0;
+		if (j < n - 1 && tk[j].t1 > tk[j + 1].t0)
+			tk[j].t1 = tk[j + 1].t0;
+	} else {
+		while (energy_at(en, k) < thold && k > s0)
+			k--;
+		tk[j].t1 = (100 * k) / 16000 + seg->t0;
+	}
+}
+
+void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
+			      int32_t *tid_last)
+{
+	struct whisper_token_data *tk = seg->tokens;
+	const int n = seg->n_tokens;
+	if (!en || en->n == 0 || n == 0)
+		return;
+	if (n == 1) {
+		tk[0].t0 = seg->t0;
+		tk[0].t1 = seg->t1;
+		return;
+	}
+	times_confident(m, seg, thold_pt, thold_ptsum, t_beg, t_last, tid_last);
+	times_split_runs(tk, n);
+	times_no_overlap(tk, n);
+	for (int j = 0; j < n; j++)
+		if (tk[j].id < m->ids.eot)
+			times_energy(seg, j, en);
 }
 
 /* UTF-8 characters: the bytes that do not continue one */

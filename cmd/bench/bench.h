@@ -103,10 +103,11 @@ void bench_progress(struct bench_report *rp, const char *fmt, ...) __attribute__
 void bench_warn(struct bench_report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The read bandwidth in GB/s: calls that each read a 16 MiB slice (split
- * between the pool's threads), stepping through buf (n floats, at least
+ * between the pool's threads, each reading its part as a few streams at
+ * once, as the kernels do), stepping through buf (n words, at least
  * 16 MiB), timed per call for dur seconds; the median. times holds
  * BENCH_MAX_CALLS doubles. */
 enum { BENCH_MAX_CALLS = 100000 };
-double bench_bandwidth(struct tp_pool *p, const float *buf, int64_t n, double dur, double *times);
+double bench_bandwidth(struct tp_pool *p, const uint64_t *buf, int64_t n, double dur, double *times);
 
 #endif

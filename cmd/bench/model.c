@@ -151,12 +151,12 @@ static double probe_bandwidth(int nth)
 		double gbs = 0;
 		struct tp_pool *p = NULL;
 		tern_err e = {0};
-		int64_t n = (int64_t)(256u << 20) / 4;
-		float *buf = NULL;
+		int64_t n = (int64_t)(256u << 20) / 8;
+		uint64_t *buf = NULL;
 		double *times = malloc(sizeof(double) * BENCH_MAX_CALLS);
-		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 4) == 0) {
+		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 8) == 0) {
 			for (int64_t i = 0; i < n; i++)
-				buf[i] = 1.0f / (float)(1 + (i & 1023));
+				buf[i] = (uint64_t)i;
 			gbs = bench_bandwidth(p, buf, n, PROBE_S, times);
 		}
 		if (write(fd[1], &gbs, sizeof gbs) != (ssize_t)sizeof gbs)

@@ -508,8 +508,7 @@ static int run_type(struct bench *bn, int k, tern_err *e)
 				bench_progress(&rp->b, "[%d/%d] %s %s %" PRId64 "x%" PRId64 ", %" PRId64 " token%s, %d thread%s",
 					 rp->b.done + 1, rp->b.total, quant_type_name(t), nt == 1 ? "matvec" : "matmul", rows,
 					 cols, nt, nt == 1 ? "" : "s", th, th == 1 ? "" : "s");
-				if (!rp->b.done)
-					rp->b.t_first = bench_now();
+				bench_test_start(&rp->b);
 				struct cell c = {.type = t, .rows = rows, .cols = cols, .tokens = nt, .threads = th,
 						 .probe = th == 1 ? bn->pr[k].bw1 : bn->pr[k].bw};
 				time_cell(p, &b, &c, pl, bn->times);

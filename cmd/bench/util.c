@@ -167,8 +167,20 @@ void bench_progress_clear(struct bench_report *rp)
 	}
 }
 
+void bench_test_start(struct bench_report *rp)
+{
+	double now = bench_now();
+	if (!rp->done)
+		rp->t_first = now;
+	rp->t_cur = now;
+}
+
 /* One line, overwritten in place; kept under 80 columns so that it never
- * wraps (a wrapped line cannot be taken back with \r). */
+ * wraps (a wrapped line cannot be taken back with \r). The time left is
+ * the finished tests' mean time for each test left, less what the one in
+ * progress has taken (but not below the tests after it): it counts down
+ * while a test runs, where the time so far over the tests done grew at
+ * every run and probe of the test in progress. */
 void bench_progress(struct bench_report *rp, const char *fmt, ...)
 {
 	if (!rp->progress)
@@ -179,13 +191,31 @@ void bench_progress(struct bench_report *rp, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	char left[32] = "";
-	if (rp->done > 0 && rp->total > rp->done) {
-		double rem = (bench_now() - rp->t_first) / rp->done * (rp->total - rp->done);
+	if (rp->done > 0 && rp->total > rp->done && rp->t_cur >= rp->t_first) {
+		const double per = (rp->t_cur - rp->t_first) / rp->done;
+		const int after = rp->total - rp->done - 1;
+		const double rem = fmax(per * (after + 1) - (bench_now() - rp->t_cur), per * after);
 		snprintf(left, sizeof left, ", ~%dm%02ds left", (int)rem / 60, (int)rem % 60);
 	}
 	fprintf(stderr, "\r\033[K%.60s%s", msg, left);
 	fflush(stderr);
 	rp->line_shown = true;
+}
+
+static void held_add(struct bench_report *rp, bool error, const char *msg)
+{
+	if (rp->n_held == rp->cap_held) {
+		int cap = rp->cap_held ? 2 * rp->cap_held : 8;
+		struct bench_held *h = realloc(rp->held, sizeof *h * (size_t)cap);
+		if (!h) { /* said at once rather than lost */
+			(error ? cli_error : cli_warn)("%s", msg);
+			return;
+		}
+		rp->held = h;
+		rp->cap_held = cap;
+	}
+	rp->held[rp->n_held].error = error;
+	snprintf(rp->held[rp->n_held++].msg, sizeof rp->held[0].msg, "%s", msg);
 }
 
 void bench_warn(struct bench_report *rp, const char *fmt, ...)
@@ -198,7 +228,36 @@ void bench_warn(struct bench_report *rp, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	cli_warn("%s", msg);
+	if (rp->hold)
+		held_add(rp, false, msg);
+	else
+		cli_warn("%s", msg);
+}
+
+void bench_error(struct bench_report *rp, const char *fmt, ...)
+{
+	bench_progress_clear(rp);
+	char msg[640];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (rp->hold)
+		held_add(rp, true, msg);
+	else
+		cli_error("%s", msg);
+}
+
+void bench_flush(struct bench_report *rp)
+{
+	bench_progress_clear(rp);
+	fflush(stdout);
+	for (int i = 0; i < rp->n_held; i++)
+		(rp->held[i].error ? cli_error : cli_warn)("%s", rp->held[i].msg);
+	free(rp->held);
+	rp->held = NULL;
+	rp->n_held = rp->cap_held = 0;
+	rp->hold = false;
 }
 
 /* ---- bandwidth probe -------------------------------------------------------

@@ -314,6 +314,62 @@ static void jstr_or_null(const char *s)
 		printf("null");
 }
 
+/* each measured run's figures */
+static void json_runs(const struct bench_test *t)
+{
+	for (int i = 0; i < t->nruns; i++) {
+		const struct bench_run *r = &t->runs[i];
+		printf("%s{\"tokens_per_s\": ", i ? ", " : "");
+		jnum(r->tps);
+		printf(", \"total_s\": ");
+		jnum(r->total_s);
+		printf(", \"prefill_s\": ");
+		jnum(r->prefill_s);
+		printf(", \"decode_s\": ");
+		jnum(r->decode_s);
+		printf(", \"ttft_s\": ");
+		jnum(r->ttft_s);
+		printf(", \"probe_gbs\": ");
+		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
+		printf(", \"probe_device_gbs\": ");
+		jnum_or_null(r->probe_dev_gbs, r->probe_dev_gbs > 0);
+		printf(", \"roofline_pct\": ");
+		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
+		printf("}");
+	}
+}
+
+/* --vs: llama-bench's figures and the ratio (null: none) */
+static void json_vs(const struct bench_test *t)
+{
+	if (t->vs) {
+		const struct vs_result *v = t->vs;
+		printf("{\"tokens_per_s\": {\"median\": ");
+		jnum(v->median_ts);
+		printf(", \"mean\": ");
+		jnum(v->avg_ts);
+		printf(", \"stddev\": ");
+		jnum(v->stddev_ts);
+		printf("}, \"samples_ts\": [");
+		for (int i = 0; i < v->n; i++) {
+			printf("%s", i ? ", " : "");
+			jnum(v->ts[i]);
+		}
+		printf("], \"build_commit\": ");
+		bench_json_strz(v->build_commit);
+		printf(", \"build_number\": %" PRId64 ", \"backends\": ", v->build_number);
+		bench_json_strz(v->backends);
+		printf(", \"model_type\": ");
+		bench_json_strz(v->model_type);
+		printf(", \"command\": ");
+		bench_json_strz(v->argv_line);
+		printf("}, \"ratio\": ");
+		jnum(bench_vs_ratio(t));
+	} else {
+		printf("null, \"ratio\": null");
+	}
+}
+
 static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bool line)
 {
 	const struct bench_model *bm = &bc->models[t->model];
@@ -352,26 +408,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	printf(", \"error\": ");
 	jstr_or_null(t->error);
 	printf(", \"warmup_runs\": %d, \"runs\": [", t->warmup);
-	for (int i = 0; i < t->nruns; i++) {
-		const struct bench_run *r = &t->runs[i];
-		printf("%s{\"tokens_per_s\": ", i ? ", " : "");
-		jnum(r->tps);
-		printf(", \"total_s\": ");
-		jnum(r->total_s);
-		printf(", \"prefill_s\": ");
-		jnum(r->prefill_s);
-		printf(", \"decode_s\": ");
-		jnum(r->decode_s);
-		printf(", \"ttft_s\": ");
-		jnum(r->ttft_s);
-		printf(", \"probe_gbs\": ");
-		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
-		printf(", \"probe_device_gbs\": ");
-		jnum_or_null(r->probe_dev_gbs, r->probe_dev_gbs > 0);
-		printf(", \"roofline_pct\": ");
-		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
-		printf("}");
-	}
+	json_runs(t);
 	printf("],%s\"tokens_per_s\": ", nl);
 	if (t->nruns)
 		jstats(&t->tps, 1);
@@ -411,32 +448,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	printf(", \"roofline_pct\": ");
 	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
 	printf(", \"peak_rss_bytes\": %" PRIu64 ",%s\"llama_bench\": ", t->peak_rss, nl);
-	if (t->vs) {
-		const struct vs_result *v = t->vs;
-		printf("{\"tokens_per_s\": {\"median\": ");
-		jnum(v->median_ts);
-		printf(", \"mean\": ");
-		jnum(v->avg_ts);
-		printf(", \"stddev\": ");
-		jnum(v->stddev_ts);
-		printf("}, \"samples_ts\": [");
-		for (int i = 0; i < v->n; i++) {
-			printf("%s", i ? ", " : "");
-			jnum(v->ts[i]);
-		}
-		printf("], \"build_commit\": ");
-		bench_json_strz(v->build_commit);
-		printf(", \"build_number\": %" PRId64 ", \"backends\": ", v->build_number);
-		bench_json_strz(v->backends);
-		printf(", \"model_type\": ");
-		bench_json_strz(v->model_type);
-		printf(", \"command\": ");
-		bench_json_strz(v->argv_line);
-		printf("}, \"ratio\": ");
-		jnum(bench_vs_ratio(t));
-	} else {
-		printf("null, \"ratio\": null");
-	}
+	json_vs(t);
 	if (bc->o->vs) {
 		printf(", \"llama_bench_error\": ");
 		jstr_or_null(t->vs_error);

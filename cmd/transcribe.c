@@ -14,6 +14,7 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -204,8 +205,11 @@ static const struct cli_section sections[] = {
 	{"EXIT STATUS",
 	 "0 success; 1 runtime error (the model or a FILE cannot be opened or read, an output file cannot be "
 	 "written); 2 usage error (unknown option, a value out of range, an unknown language, no model, no "
-	 "FILE); 65 a FILE is not audio libsndfile can decode, or the model is not a Whisper model. With several "
-	 "FILEs every file is tried and the status is the worst one met."},
+	 "FILE); 65 a FILE is not audio libsndfile can decode, or the model is not a Whisper model; 130 interrupted "
+	 "by Ctrl-C (SIGINT): the decoding stops before its next window or token, the segments transcribed so far "
+	 "are kept, printed and written to the output files (--json: \"interrupted\": true on that file), and the "
+	 "FILEs after it are not started. With several FILEs every file is tried and the status is the worst one "
+	 "met."},
 	{"ENVIRONMENT", "TERN_WHISPER_MODEL: the model when -m is not given."},
 	{"EXAMPLES",
 	 "  tern-transcribe -m ggml-tiny.en.bin jfk.wav\n"
@@ -533,6 +537,8 @@ static void write_json_file(FILE *f, const struct job *j)
 				(double)j->map[i].original / 100);
 		fputs("]}", f);
 	}
+	if (j->res.cancelled) /* Ctrl-C: the segments before it */
+		fputs(", \"interrupted\": true", f);
 	fputs(", \"format\": ", f);
 	jstr(f, j->info.format);
 	fprintf(f, ", \"duration\": %.3f,\n     \"segments\": [", (double)j->n_samples / TERN_MEL_RATE);
@@ -657,88 +663,94 @@ static int feed_push(struct feed *f, const float *x, size_t n, tern_err *e)
 static struct tern_silero *vad_model;
 static struct tern_vad *vad;
 
-/* --vad: the whole file through Silero into a temporary file, its speech
- * segments, then what whisper.cpp's whisper_vad transcribes (each segment,
- * the overlap after all but the last, 0.1 s of silence between them) into
- * the spool, with the map from that audio's times back to the file's */
-static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_err *e)
+/* the audio in blocks (one file at a time) */
+static float block[1 << 16];
+#define BLOCK_LEN (sizeof block / sizeof block[0])
+
+/* a speech probability appended to *probs (grown as needed) */
+static int probs_push(float **probs, size_t *n, size_t *cap, float p, tern_err *e)
 {
-	FILE *tf = tmpfile();
-	if (!tf)
-		return tern_errf(e, TERN_EIO, "no temporary file for the audio");
-	static float block[1 << 16];
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 1024;
+		float *np = realloc(*probs, c * sizeof(float));
+		if (!np)
+			return tern_errf(e, TERN_ENOMEM, "out of memory for the speech probabilities");
+		*probs = np;
+		*cap = c;
+	}
+	(*probs)[(*n)++] = p;
+	return 0;
+}
+
+/* --vad, first pass: the file into tf and through Silero, window by window
+ * (the last zero-padded, as whisper.cpp does): the probabilities and the
+ * samples read (j->n_samples) */
+static int vad_probs(struct job *j, struct tern_audio *a, FILE *tf, float **probs, size_t *n_probs, tern_err *e)
+{
 	float win[TERN_VAD_WINDOW];
-	size_t n_win = 0, n = 0, n_probs = 0, cap = 0;
-	float *probs = NULL;
-	struct tern_vad_segment *segs = NULL;
-	size_t n_segs = 0;
+	size_t n_win = 0, cap = 0;
 	int rc = 0;
 	tern_vad_reset(vad);
 	for (;;) {
 		size_t got = 0;
 		double ta = cli_now_ms();
-		rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, e);
+		rc = tern_audio_read(a, block, BLOCK_LEN, &got, e);
 		j->t_audio += cli_now_ms() - ta;
 		if (rc || got == 0)
 			break;
-		if (fwrite(block, sizeof(float), got, tf) != got) {
-			rc = tern_errf(e, TERN_EIO, "cannot write the temporary file");
-			break;
-		}
-		n += got;
+		if (fwrite(block, sizeof(float), got, tf) != got)
+			return tern_errf(e, TERN_EIO, "cannot write the temporary file");
+		j->n_samples += got;
 		double tv = cli_now_ms();
 		for (size_t i = 0; i < got && !rc; i++) {
 			win[n_win++] = block[i];
 			if (n_win < TERN_VAD_WINDOW)
 				continue;
 			n_win = 0;
-			if (n_probs == cap) {
-				cap = cap ? 2 * cap : 1024;
-				float *np = realloc(probs, cap * sizeof(float));
-				if (!np)
-					rc = tern_errf(e, TERN_ENOMEM, "out of memory for the speech probabilities");
-				else
-					probs = np;
-			}
-			if (!rc)
-				probs[n_probs++] = tern_vad_window(vad, win);
+			rc = probs_push(probs, n_probs, &cap, tern_vad_window(vad, win), e);
 		}
 		j->t_vad += cli_now_ms() - tv;
 		if (rc)
 			break;
 	}
-	if (!rc && n_win > 0) { /* the last window, zero-padded as whisper.cpp does */
+	if (!rc && n_win > 0) {
 		memset(win + n_win, 0, (TERN_VAD_WINDOW - n_win) * sizeof(float));
-		float *np = realloc(probs, (n_probs + 1) * sizeof(float));
-		if (!np)
-			rc = tern_errf(e, TERN_ENOMEM, "out of memory for the speech probabilities");
+		rc = probs_push(probs, n_probs, &cap, tern_vad_window(vad, win), e);
+	}
+	return rc;
+}
+
+/* samples [s0, s1) of tf into the spool */
+static int vad_copy(FILE *tf, struct feed *fd, int64_t s0, int64_t s1, tern_err *e)
+{
+	if (fseeko(tf, (off_t)s0 * (off_t)sizeof(float), SEEK_SET))
+		return tern_errf(e, TERN_EIO, "cannot read the temporary file");
+	int rc = 0;
+	for (int64_t k = s0; k < s1 && !rc;) {
+		size_t want = (size_t)(s1 - k) < BLOCK_LEN ? (size_t)(s1 - k) : BLOCK_LEN;
+		if (fread(block, sizeof(float), want, tf) != want)
+			rc = tern_errf(e, TERN_EIO, "cannot read the temporary file");
 		else
-			probs = np, probs[n_probs++] = tern_vad_window(vad, win);
+			rc = feed_push(fd, block, want, e);
+		k += (int64_t)want;
 	}
-	if (!rc) {
-		struct tern_vad_params vp;
-		tern_vad_params_default(&vp);
-		vp.threshold = (float)o_vt;
-		vp.min_speech_ms = (int32_t)o_vspd;
-		vp.min_silence_ms = (int32_t)o_vsd;
-		vp.max_speech_s = o_vmsd_seen ? (float)o_vmsd : FLT_MAX;
-		vp.speech_pad_ms = (int32_t)o_vp;
-		vp.samples_overlap = (float)o_vo;
-		rc = tern_vad_segments(probs, n_probs, n, &vp, &segs, &n_segs, e);
-	}
-	free(probs);
-	j->n_samples = n;
-	j->n_vad_segs = (int)n_segs;
-	if (!rc && n_segs > 0) {
-		j->map = malloc(sizeof(*j->map) * 4 * n_segs);
-		if (!j->map)
-			rc = tern_errf(e, TERN_ENOMEM, "out of memory for the time map");
-	}
+	return rc;
+}
+
+/* --vad, second pass: what whisper.cpp's whisper_vad transcribes (each
+ * segment, the overlap after all but the last, 0.1 s of silence between
+ * them) from tf into the spool, with the time map back to the file's */
+static int vad_splice(struct job *j, FILE *tf, struct feed *fd, const struct tern_vad_segment *segs, size_t n_segs,
+		      tern_err *e)
+{
+	if (n_segs > 0 && !(j->map = malloc(sizeof(*j->map) * 4 * n_segs)))
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the time map");
 	/* whisper.cpp works in centiseconds here: the segments are rounded to
 	 * them and back, and cut at the last sample */
-	const int64_t last = (int64_t)n - 1, overlap = (int64_t)((float)o_vo * TERN_MEL_RATE),
+	const int64_t last = (int64_t)j->n_samples - 1, overlap = (int64_t)((float)o_vo * TERN_MEL_RATE),
 		      silence = TERN_MEL_RATE / 10;
 	int64_t offset = 0;
+	int rc = 0;
 	for (size_t i = 0; i < n_segs && !rc; i++) {
 		const int64_t cs0 = tern_vad_samples_to_cs(segs[i].start), cs1 = tern_vad_samples_to_cs(segs[i].end);
 		int64_t s0 = tern_vad_cs_to_samples(cs0), s1 = tern_vad_cs_to_samples(cs1);
@@ -754,17 +766,7 @@ static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_e
 		m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset), cs0};
 		m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset + len_orig), cs1};
 		j->speech_samples += (size_t)(s1 - s0);
-		if (fseeko(tf, (off_t)s0 * (off_t)sizeof(float), SEEK_SET))
-			rc = tern_errf(e, TERN_EIO, "cannot read the temporary file");
-		for (int64_t k = s0; k < s1 && !rc;) {
-			size_t want = (size_t)(s1 - k) < sizeof block / sizeof block[0] ? (size_t)(s1 - k)
-											 : sizeof block / sizeof block[0];
-			if (fread(block, sizeof(float), want, tf) != want)
-				rc = tern_errf(e, TERN_EIO, "cannot read the temporary file");
-			else
-				rc = feed_push(fd, block, want, e);
-			k += (int64_t)want;
-		}
+		rc = vad_copy(tf, fd, s0, s1, e);
 		offset += s1 - s0;
 		if (more && !rc) {
 			m[j->n_map++] = (struct whisper_time_point){tern_vad_samples_to_cs(offset), cs1};
@@ -781,6 +783,35 @@ static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_e
 		if (k == 0 || j->map[k - 1].processed != j->map[i].processed)
 			j->map[k++] = j->map[i];
 	j->n_map = k;
+	return rc;
+}
+
+/* --vad: the whole file through Silero into a temporary file, its speech
+ * segments (-vt, -vspd, ...), then their audio into the spool */
+static int vad_feed(struct job *j, struct tern_audio *a, struct feed *fd, tern_err *e)
+{
+	FILE *tf = tmpfile();
+	if (!tf)
+		return tern_errf(e, TERN_EIO, "no temporary file for the audio");
+	float *probs = NULL;
+	size_t n_probs = 0, n_segs = 0;
+	struct tern_vad_segment *segs = NULL;
+	int rc = vad_probs(j, a, tf, &probs, &n_probs, e);
+	if (!rc) {
+		struct tern_vad_params vp;
+		tern_vad_params_default(&vp);
+		vp.threshold = (float)o_vt;
+		vp.min_speech_ms = (int32_t)o_vspd;
+		vp.min_silence_ms = (int32_t)o_vsd;
+		vp.max_speech_s = o_vmsd_seen ? (float)o_vmsd : FLT_MAX;
+		vp.speech_pad_ms = (int32_t)o_vp;
+		vp.samples_overlap = (float)o_vo;
+		rc = tern_vad_segments(probs, n_probs, j->n_samples, &vp, &segs, &n_segs, e);
+	}
+	free(probs);
+	j->n_vad_segs = (int)n_segs;
+	if (!rc)
+		rc = vad_splice(j, tf, fd, segs, n_segs, e);
 	free(segs);
 	fclose(tf);
 	return rc;
@@ -828,6 +859,17 @@ static void on_progress(void *ctx, int64_t seek, int64_t seek_end)
 
 /* ---- one file ---------------------------------------------------------------- */
 
+/* exit status of a run stopped by Ctrl-C, as a shell reports SIGINT */
+#define EXIT_INTERRUPTED 130
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 static int job_fail(struct job *j, int code, const tern_err *e)
 {
 	j->status = cli_exit_status(code);
@@ -856,68 +898,113 @@ static int before_decoding(struct job *j, struct whisper_full *w, const struct w
 	return rc;
 }
 
+/* the whole file, block by block */
+static int read_plain(struct job *j, struct tern_audio *a, struct feed *fd, tern_err *e)
+{
+	for (;;) {
+		size_t got = 0;
+		double ta = cli_now_ms();
+		int rc = tern_audio_read(a, block, BLOCK_LEN, &got, e);
+		j->t_audio += cli_now_ms() - ta;
+		if (rc || got == 0)
+			return rc;
+		j->n_samples += got;
+		if ((rc = feed_push(fd, block, got, e)))
+			return rc;
+	}
+}
+
+/* The file's audio in blocks into the spectrogram's spool (fd->sp, the
+ * caller frees it and fd->head): memory stays bounded however long the
+ * file. With --vad its speech only. */
+static int read_file(struct job *j, struct tern_mel *mel, struct feed *fd, bool want_energy, tern_err *e)
+{
+	struct tern_audio *a = NULL;
+	int rc = tern_audio_open(&a, j->path, TERN_MEL_RATE, e);
+	if (rc)
+		return rc;
+	j->info = *tern_audio_info(a);
+	rc = tern_mel_spool_new(&fd->sp, mel, 2 * (size_t)model->hp.n_audio_ctx, e);
+	if (!rc && want_energy && !(fd->head = malloc((ENERGY_SAMPLES + 32) * sizeof(float))))
+		rc = tern_errf(e, TERN_ENOMEM, "out of memory for the signal's energy");
+	if (!rc)
+		rc = o_vad ? vad_feed(j, a, fd, e) : read_plain(j, a, fd, e);
+	tern_audio_close(a);
+	double t1 = cli_now_ms();
+	if (!rc)
+		rc = tern_mel_spool_finish(fd->sp, e);
+	j->t_mel += cli_now_ms() - t1;
+	return rc;
+}
+
+/* the energy of the head of the n samples transcribed (token times), in
+ * *energy (the caller frees it); fd->head freed */
+static int energy_make(struct feed *fd, size_t n, struct whisper_energy *en, float **energy, tern_err *e)
+{
+	const size_t n_out = n <= fd->n_head ? n : fd->n_head - 32;
+	int rc = 0;
+	*energy = malloc((n_out ? n_out : 1) * sizeof(float));
+	if (!*energy) {
+		rc = tern_errf(e, TERN_ENOMEM, "out of memory for the signal's energy");
+	} else {
+		whisper_signal_energy(fd->head, fd->n_head, n, *energy, n_out);
+		*en = (struct whisper_energy){.e = *energy, .n_have = n_out, .n = (int64_t)n};
+	}
+	free(fd->head);
+	fd->head = NULL;
+	return rc;
+}
+
+/* -otxt, -ovtt, ...: every one tried; the job fails when one cannot be written */
+static void write_outputs(struct job *j)
+{
+	const struct {
+		bool on;
+		const char *ext;
+		void (*fn)(FILE *, const struct job *);
+	} outs[] = {{o_otxt, "txt", write_txt},	      {o_ovtt, "vtt", write_vtt}, {o_osrt, "srt", write_srt},
+		    {o_ocsv, "csv", write_csv},	      {o_oj || o_ojf, "json", write_json_cli},
+		    {o_olrc, "lrc", write_lrc}};
+	int st = 0, s;
+	for (size_t k = 0; k < sizeof outs / sizeof *outs; k++)
+		if (outs[k].on && (s = write_file(j, outs[k].ext, outs[k].fn)))
+			st = s;
+	if (st)
+		j->status = st, snprintf(j->err, sizeof j->err, "cannot write an output file");
+}
+
+/* -v: where the time went */
+static void print_timings(const struct job *j)
+{
+	const struct whisper_full_stats *ws = &j->res.stats;
+	double dur = (double)j->n_samples / TERN_MEL_RATE;
+	if (o_vad)
+		fprintf(stderr, "%s: %s: VAD %.1f ms: %d speech segments, %.2f s of %.2f s transcribed\n", cli_progname(),
+			j->path, j->t_vad, j->n_vad_segs, (double)j->speech_samples / TERN_MEL_RATE, dur);
+	fprintf(stderr,
+		"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d, %.1f GFLOPS), decode "
+		"%.1f ms (%d passes, %.2f ms/token), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, "
+		"total %.1f ms, RTF %.3f%s\n",
+		cli_progname(), j->path, j->info.format, dur, j->t_audio, j->t_mel, ws->t_encode_s * 1e3, ws->n_encode,
+		ws->t_encode_s > 0 ? whisper_encoder_flops(model) * ws->n_encode / ws->t_encode_s / 1e9 : 0.0,
+		ws->t_decode_s * 1e3, ws->n_decode, ws->n_decode ? ws->t_decode_s * 1e3 / ws->n_decode : 0.0,
+		ws->t_sample_s * 1e3, ws->n_fallback_p, ws->n_fallback_h, ws->n_dropped, j->t_total,
+		dur > 0 ? j->t_total / 1e3 / dur : 0.0, j->res.cancelled ? "; interrupted" : "");
+}
+
 static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel, struct whisper_full_params *p)
 {
 	tern_err e = {0};
 	double t0 = cli_now_ms();
-	struct tern_audio *a = NULL;
-	struct tern_mel_spool *sp = NULL;
 	float *energy = NULL;
 	struct feed fd = {.t_mel = &j->t_mel};
-	int rc = tern_audio_open(&a, j->path, TERN_MEL_RATE, &e);
-	if (rc) {
-		job_fail(j, rc, &e);
-		return;
-	}
-	j->info = *tern_audio_info(a);
-	/* the audio in blocks into the spectrogram's spool: memory stays
-	 * bounded however long the file */
-	rc = tern_mel_spool_new(&sp, mel, 2 * (size_t)model->hp.n_audio_ctx, &e);
-	fd.sp = sp;
-	if (!rc && p->token_timestamps && !(fd.head = malloc((ENERGY_SAMPLES + 32) * sizeof(float))))
-		rc = tern_errf(&e, TERN_ENOMEM, "out of memory for the signal's energy");
-	if (!rc && o_vad) {
-		rc = vad_feed(j, a, &fd, &e);
-	} else {
-		static float block[1 << 16];
-		while (!rc) {
-			size_t got = 0;
-			double ta = cli_now_ms();
-			rc = tern_audio_read(a, block, sizeof block / sizeof block[0], &got, &e);
-			j->t_audio += cli_now_ms() - ta;
-			if (rc || got == 0)
-				break;
-			j->n_samples += got;
-			rc = feed_push(&fd, block, got, &e);
-		}
-	}
-	tern_audio_close(a);
-	double t1 = cli_now_ms();
-	if (!rc)
-		rc = tern_mel_spool_finish(sp, &e);
-	j->t_mel += cli_now_ms() - t1;
-	if (rc) {
-		tern_mel_spool_free(sp);
-		free(fd.head);
-		job_fail(j, rc, &e);
-		return;
-	}
+	int rc = read_file(j, mel, &fd, p->token_timestamps, &e);
 	/* what is transcribed: the file, or with --vad its speech */
-	const size_t n = tern_mel_spool_samples(sp);
-	struct whisper_mel_src src = tern_mel_spool_src(sp);
+	const size_t n = rc ? 0 : tern_mel_spool_samples(fd.sp);
+	struct whisper_mel_src src = rc ? (struct whisper_mel_src){0} : tern_mel_spool_src(fd.sp);
 	struct whisper_energy en = {0};
-	if (fd.head) {
-		const size_t n_out = n <= fd.n_head ? n : fd.n_head - 32;
-		energy = malloc((n_out ? n_out : 1) * sizeof(float));
-		if (!energy) {
-			rc = tern_errf(&e, TERN_ENOMEM, "out of memory for the signal's energy");
-		} else {
-			whisper_signal_energy(fd.head, fd.n_head, n, energy, n_out);
-			en = (struct whisper_energy){.e = energy, .n_have = n_out, .n = (int64_t)n};
-		}
-		free(fd.head);
-		fd.head = NULL;
-	}
+	if (!rc && fd.head)
+		rc = energy_make(&fd, n, &en, &energy, &e);
 	struct whisper_full_params pp = *p;
 	pp.energy = &en;
 	struct whisper_time_map map = {.pt = j->map, .n = j->n_map};
@@ -935,7 +1022,8 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 	if (!rc && !nothing && !o_dl)
 		rc = whisper_full_run(w, &pp, &src, &j->res, on_segment, j, &e);
 	bar_clear();
-	tern_mel_spool_free(sp);
+	tern_mel_spool_free(fd.sp);
+	free(fd.head);
 	free(energy);
 	j->t_total = cli_now_ms() - t0;
 	if (o_nt && j->printed_any && !o_json)
@@ -949,39 +1037,10 @@ static void run_file(struct job *j, struct whisper_full *w, struct tern_mel *mel
 			print_langs(stdout, j);
 		return;
 	}
-	int st = 0, s;
-	if (o_otxt && (s = write_file(j, "txt", write_txt)))
-		st = s;
-	if (o_ovtt && (s = write_file(j, "vtt", write_vtt)))
-		st = s;
-	if (o_osrt && (s = write_file(j, "srt", write_srt)))
-		st = s;
-	if (o_ocsv && (s = write_file(j, "csv", write_csv)))
-		st = s;
-	if ((o_oj || o_ojf) && (s = write_file(j, "json", write_json_cli)))
-		st = s;
-	if (o_olrc && (s = write_file(j, "lrc", write_lrc)))
-		st = s;
-	if (st)
-		j->status = st, snprintf(j->err, sizeof j->err, "cannot write an output file");
-	if (common.verbose) {
-		const struct whisper_full_stats *ws = &j->res.stats;
-		double dur = (double)j->n_samples / TERN_MEL_RATE;
-		if (o_vad)
-			fprintf(stderr, "%s: %s: VAD %.1f ms: %d speech segments, %.2f s of %.2f s transcribed\n",
-				cli_progname(), j->path, j->t_vad, j->n_vad_segs, (double)j->speech_samples / TERN_MEL_RATE,
-				dur);
-		fprintf(stderr,
-			"%s: %s: %s, %.2f s; audio %.1f ms, mel %.1f ms, encode %.1f ms (%d, %.1f GFLOPS), decode "
-			"%.1f ms (%d passes, %.2f ms/token), sample %.1f ms, fallbacks %d p / %d h, %d windows dropped, "
-			"total %.1f ms, RTF %.3f\n",
-			cli_progname(), j->path, j->info.format, dur, j->t_audio, j->t_mel, ws->t_encode_s * 1e3,
-			ws->n_encode,
-			ws->t_encode_s > 0 ? whisper_encoder_flops(model) * ws->n_encode / ws->t_encode_s / 1e9 : 0.0,
-			ws->t_decode_s * 1e3, ws->n_decode, ws->n_decode ? ws->t_decode_s * 1e3 / ws->n_decode : 0.0,
-			ws->t_sample_s * 1e3, ws->n_fallback_p, ws->n_fallback_h, ws->n_dropped, j->t_total,
-			dur > 0 ? j->t_total / 1e3 / dur : 0.0);
-	}
+	/* after Ctrl-C too: the segments transcribed are what it was for */
+	write_outputs(j);
+	if (common.verbose)
+		print_timings(j);
 }
 
 /* The jobs of the FILEs (-f's first, then the arguments), checked before
@@ -1022,12 +1081,10 @@ static struct job *make_jobs(const char **pos, int n_files, bool any_out)
 	return jobs;
 }
 
-int main(int argc, char **argv)
+/* the options' values that the table's ranges cannot check (usage errors
+ * exit 2); the language's index into *lang_id (-1: auto) */
+static void check_options(int n_files, int *lang_id)
 {
-	const char **pos;
-	int npos;
-	cli_parse(&prog, argc, argv, &common, &pos, &npos);
-	dev_opts_check(&common);
 	if (!o_threads_seen) {
 		int c = cli_default_threads();
 		o_threads = c < 4 ? c : 4;
@@ -1036,12 +1093,10 @@ int main(int argc, char **argv)
 		o_model = getenv("TERN_WHISPER_MODEL");
 	if (!o_model || !*o_model)
 		cli_usage_error("no model: give -m MODEL or set TERN_WHISPER_MODEL");
-	int n_files = o_files.n + npos;
 	if (n_files == 0)
 		cli_usage_error("no input: give FILE arguments, -f FILE, or - to read standard input");
 	if (o_of.n > n_files)
 		cli_usage_error("%d -of names for %d files", o_of.n, n_files);
-	const bool any_out = o_otxt || o_ovtt || o_osrt || o_ocsv || o_oj;
 	if (!(o_tp >= 0 && o_tp <= 10) || !(o_tpi >= 0 && o_tpi <= 10) || !isfinite(o_et) || !isfinite(o_lpt) ||
 	    !(o_nth >= 0 && o_nth <= 1) || !(o_crt >= 0 && o_crt <= 1000) || !(o_wt >= 0 && o_wt <= 1))
 		cli_usage_error("a temperature outside 0..10, a threshold that is not a number, or -nth outside 0..1");
@@ -1051,142 +1106,146 @@ int main(int argc, char **argv)
 		o_vm = getenv("TERN_VAD_MODEL");
 	if (o_vad && (!o_vm || !*o_vm))
 		cli_usage_error("--vad needs a Silero model: give -vm FILE or set TERN_VAD_MODEL");
-	int lang_id = whisper_lang_find(o_lang);
-	if (lang_id < 0 && strcmp(o_lang, "auto"))
+	*lang_id = whisper_lang_find(o_lang);
+	if (*lang_id < 0 && strcmp(o_lang, "auto"))
 		cli_usage_error("unknown language '%s' (a code or a name such as en, de, french, or auto)", o_lang);
+}
 
-	struct job *jobs = make_jobs(pos, n_files, any_out);
-	if (!jobs) {
-		free(pos);
-		return EXIT_RUNTIME;
-	}
+/* what every file is transcribed with */
+struct engine {
+	struct whisper_model *m;
+	struct dev_ctx dev;
+	struct whisper_full *w;
+	struct tern_mel *mel;
+	int32_t *prompt; /* --prompt's tokens */
+	double t_load;	 /* ms */
+};
 
+static void engine_close(struct engine *en)
+{
+	free(en->prompt);
+	tern_vad_free(vad);
+	tern_silero_free(vad_model);
+	tern_mel_free(en->mel);
+	whisper_full_free(en->w);
+	dev_close(&en->dev);
+	whisper_model_free(en->m);
+}
+
+/* The model, the VAD model, the device, the transcriber and the
+ * spectrogram's plan: 0, or the exit status after a message (the caller
+ * closes en either way). */
+static int engine_open(struct engine *en, int lang_id)
+{
 	double t0 = cli_now_ms();
 	tern_err e = {0};
-	struct whisper_model *m = NULL;
-	int rc = whisper_model_load(&m, o_model, &e);
-	if (rc) {
-		free(jobs);
-		free(pos);
+	int rc = whisper_model_load(&en->m, o_model, &e);
+	if (rc)
 		return cli_fail(o_model, rc, &e);
-	}
-	model = m;
+	model = en->m;
 	model_path = o_model;
-	if (o_dl && !m->ids.multilingual) {
+	if (o_dl && !en->m->ids.multilingual) {
 		cli_error("%s is English-only: it has no languages to detect", o_model);
-		whisper_model_free(m);
-		free(jobs);
-		free(pos);
 		return EXIT_USAGE;
 	}
-	if (o_vad) {
-		rc = tern_silero_load(&vad_model, o_vm, &e);
-		if (!rc)
-			rc = tern_vad_new(&vad, vad_model, &e);
-		if (rc) {
-			int st = cli_fail(o_vm, rc, &e);
-			tern_silero_free(vad_model);
-			whisper_model_free(m);
-			free(jobs);
-			free(pos);
-			return st;
-		}
-	}
-	if (!m->ids.multilingual && ((lang_id != 0 && strcmp(o_lang, "auto")) || o_tr) && !common.quiet)
+	if (o_vad && ((rc = tern_silero_load(&vad_model, o_vm, &e)) || (rc = tern_vad_new(&vad, vad_model, &e))))
+		return cli_fail(o_vm, rc, &e);
+	if (!en->m->ids.multilingual && ((lang_id != 0 && strcmp(o_lang, "auto")) || o_tr) && !common.quiet)
 		cli_warn("%s is English-only: ignoring the language and translation options", o_model);
 	/* the whole model on one device: Whisper is small beside a GPU's
 	 * memory (the file and its encoder's activations, about as much) */
-	struct dev_ctx dev = {0};
 	struct tern_backend *be = NULL;
 	struct tern_device_opts dopt = {.n_threads = (int)o_threads, .max_tokens = 512};
-	struct whisper_full *w = NULL;
-	struct tern_mel *mel = NULL;
 	struct stat st_model;
 	uint64_t whole = stat(o_model, &st_model) == 0 ? 2 * (uint64_t)st_model.st_size : 0;
-	rc = dev_open(&dev, NULL, NULL, &dopt, &e);
+	rc = dev_open(&en->dev, NULL, NULL, &dopt, &e);
 	if (!rc)
-		rc = dev_whole(&dev, &common, whole, &be, &e);
+		rc = dev_whole(&en->dev, &common, whole, &be, &e);
 	if (!rc)
-		rc = whisper_full_new(&w, m, be, &e);
-	if (rc && dev_whole_retry(&dev, rc, &be, &e))
-		rc = whisper_full_new(&w, m, be, &e);
+		rc = whisper_full_new(&en->w, en->m, be, &e);
+	if (rc && dev_whole_retry(&en->dev, rc, &be, &e))
+		rc = whisper_full_new(&en->w, en->m, be, &e);
 	if (!rc)
-		rc = tern_mel_new(&mel, m->n_mel_filters, m->n_fft_bins, m->mel_filters, &e);
-	if (rc) {
-		int st = cli_fail(o_model, rc, &e);
-		whisper_full_free(w);
-		dev_close(&dev);
-		whisper_model_free(m);
-		free(jobs);
-		free(pos);
-		return st;
-	}
-	double t_load = cli_now_ms() - t0;
+		rc = tern_mel_new(&en->mel, en->m->n_mel_filters, en->m->n_fft_bins, en->m->mel_filters, &e);
+	if (rc)
+		return cli_fail(o_model, rc, &e);
+	en->t_load = cli_now_ms() - t0;
 	if (common.verbose)
 		fprintf(stderr, "%s: %s: %s model (%s), loaded in %.1f ms, %d threads\n", cli_progname(), o_model,
-			whisper_model_size_name(m), m->ids.multilingual ? "multilingual" : "English-only", t_load,
-			(int)o_threads);
+			whisper_model_size_name(en->m), en->m->ids.multilingual ? "multilingual" : "English-only",
+			en->t_load, (int)o_threads);
+	return 0;
+}
 
-	struct whisper_full_params p = whisper_full_default_params();
-	p.beam_size = (int)o_bs;
-	p.n_threads = (int)o_threads;
-	p.best_of = (int)o_bo;
-	p.temperature = (float)o_tp;
-	p.temperature_inc = o_nf ? 0.0f : (float)o_tpi;
-	p.entropy_thold = (float)o_et;
-	p.logprob_thold = (float)o_lpt;
-	p.no_speech_thold = (float)o_nth;
-	p.compression_ratio_thold = (float)o_crt;
-	p.no_timestamps = o_nt;
-	p.translate = o_tr && m->ids.multilingual;
-	p.lang_id = lang_id < 0 ? 0 : lang_id;
+/* the decoding's parameters from the options; --prompt tokenized into
+ * en->prompt (0, or the exit status after a message) */
+static int make_params(struct engine *en, int lang_id, struct whisper_full_params *p)
+{
+	const struct whisper_model *m = en->m;
+	*p = whisper_full_default_params();
+	p->beam_size = (int)o_bs;
+	p->n_threads = (int)o_threads;
+	p->best_of = (int)o_bo;
+	p->temperature = (float)o_tp;
+	p->temperature_inc = o_nf ? 0.0f : (float)o_tpi;
+	p->entropy_thold = (float)o_et;
+	p->logprob_thold = (float)o_lpt;
+	p->no_speech_thold = (float)o_nth;
+	p->compression_ratio_thold = (float)o_crt;
+	p->no_timestamps = o_nt;
+	p->translate = o_tr && m->ids.multilingual;
+	p->lang_id = lang_id < 0 ? 0 : lang_id;
 	if (o_mc >= 0)
-		p.n_max_text_ctx = (int)o_mc;
-	p.offset_cs = o_ot / 10;
-	p.duration_cs = o_d / 10;
+		p->n_max_text_ctx = (int)o_mc;
+	p->offset_cs = o_ot / 10;
+	p->duration_cs = o_d / 10;
 	/* token times: for -ojf, --json and the splitting of -ml */
-	p.token_timestamps = o_ojf || o_json || o_ml > 0;
-	p.thold_pt = (float)o_wt;
-	p.max_len = (int)o_ml;
-	p.split_on_word = o_sow;
-	show_progress = cli_isatty(stderr) && !common.quiet;
+	p->token_timestamps = o_ojf || o_json || o_ml > 0;
+	p->thold_pt = (float)o_wt;
+	p->max_len = (int)o_ml;
+	p->split_on_word = o_sow;
+	p->cancel = &interrupted;
+	if (!o_prompt || !*o_prompt)
+		return 0;
+	tern_err e = {0};
+	int rc = whisper_tokenize(m, o_prompt, &en->prompt, &p->n_prompt, &e);
+	if (rc)
+		return cli_fail(o_model, rc, &e);
+	p->prompt = en->prompt;
+	return 0;
+}
 
-	int32_t *prompt = NULL;
-	if (o_prompt && *o_prompt) {
-		rc = whisper_tokenize(m, o_prompt, &prompt, &p.n_prompt, &e);
-		if (rc) {
-			int st = cli_fail(o_model, rc, &e);
-			tern_mel_free(mel);
-			whisper_full_free(w);
-			dev_close(&dev);
-			whisper_model_free(m);
-			free(jobs);
-			free(pos);
-			return st;
-		}
-		p.prompt = prompt;
-	}
+/* --json: the document's head, before the files */
+static void json_head(const struct engine *en, const struct whisper_full_params *p)
+{
+	const struct whisper_model *m = en->m;
+	fputs("{\"model\": {\"path\": ", stdout);
+	jstr(stdout, o_model);
+	printf(", \"type\": \"%s\", \"multilingual\": %s, \"vocab\": %d},\n \"params\": {\"language\": ",
+	       whisper_model_size_name(m), m->ids.multilingual ? "true" : "false", m->hp.n_vocab);
+	jstr(stdout, o_lang);
+	printf(", \"translate\": %s, \"timestamps\": %s, \"beam_size\": %d, \"best_of\": %d, "
+	       "\"threads\": %d},\n \"load_ms\": %.3f,\n \"files\": [\n",
+	       p->translate ? "true" : "false", o_nt ? "false" : "true", p->beam_size, p->best_of, (int)o_threads,
+	       en->t_load);
+}
 
-	int worst = 0;
-	if (o_json) {
-		fputs("{\"model\": {\"path\": ", stdout);
-		jstr(stdout, o_model);
-		printf(", \"type\": \"%s\", \"multilingual\": %s, \"vocab\": %d},\n \"params\": {\"language\": ",
-		       whisper_model_size_name(m), m->ids.multilingual ? "true" : "false", m->hp.n_vocab);
-		jstr(stdout, o_lang);
-		printf(", \"translate\": %s, \"timestamps\": %s, \"beam_size\": %d, \"best_of\": %d, "
-		       "\"threads\": %d},\n \"load_ms\": %.3f,\n \"files\": [\n",
-		       p.translate ? "true" : "false", o_nt ? "false" : "true", p.beam_size, p.best_of, (int)o_threads,
-		       t_load);
-	}
-	for (int i = 0; i < n_files; i++) {
+/* Every file in turn; after Ctrl-C the file in progress keeps (and
+ * writes) what it had, and the files after it are not started. The worst
+ * status met. */
+static int run_jobs(struct job *jobs, int n_files, struct engine *en, struct whisper_full_params *p)
+{
+	int worst = 0, n_run = 0;
+	if (o_json)
+		json_head(en, p);
+	for (int i = 0; i < n_files && !interrupted; i++, n_run++) {
 		struct job *j = &jobs[i];
-		run_file(j, w, mel, &p);
+		run_file(j, en->w, en->mel, p);
 		if (j->status)
 			cli_error("%s: %s", j->path, j->err);
 		if (o_json) {
 			write_json_file(stdout, j);
-			fputs(i + 1 < n_files ? ",\n" : "\n", stdout);
+			fputs(i + 1 < n_files && !interrupted ? ",\n" : "\n", stdout);
 		}
 		worst = j->status > worst ? j->status : worst;
 		whisper_result_free(&j->res);
@@ -1194,18 +1253,51 @@ int main(int argc, char **argv)
 	}
 	if (o_json)
 		fputs(" ]}\n", stdout);
+	if (interrupted && n_run < n_files && !common.quiet)
+		cli_warn("interrupted: %d of %d files not started", n_files - n_run, n_files);
 	if (fflush(stdout) && !worst) {
 		cli_error("cannot write standard output");
 		worst = EXIT_RUNTIME;
 	}
-	free(prompt);
-	tern_vad_free(vad);
-	tern_silero_free(vad_model);
-	tern_mel_free(mel);
-	whisper_full_free(w);
-	dev_close(&dev);
-	whisper_model_free(m);
+	return worst;
+}
+
+int main(int argc, char **argv)
+{
+	const char **pos;
+	int npos, lang_id;
+	cli_parse(&prog, argc, argv, &common, &pos, &npos);
+	dev_opts_check(&common);
+	int n_files = o_files.n + npos;
+	check_options(n_files, &lang_id);
+	const bool any_out = o_otxt || o_ovtt || o_osrt || o_ocsv || o_oj;
+	struct job *jobs = make_jobs(pos, n_files, any_out);
+	if (!jobs) {
+		free(pos);
+		return EXIT_RUNTIME;
+	}
+	/* A Ctrl-C from here on (SIGINT; also from `kill -INT`, in the
+	 * background) is noted: the decoding stops before its next window or
+	 * token, and the segments so far are printed and written. A second one
+	 * kills at once (SA_RESETHAND). */
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESETHAND | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+
+	struct engine en = {0};
+	struct whisper_full_params p;
+	show_progress = cli_isatty(stderr) && !common.quiet;
+	int status = engine_open(&en, lang_id);
+	if (!status)
+		status = make_params(&en, lang_id, &p);
+	if (!status)
+		status = run_jobs(jobs, n_files, &en, &p);
+	if (status == EXIT_OK && interrupted)
+		status = EXIT_INTERRUPTED;
+	engine_close(&en);
 	free(jobs);
 	free(pos);
-	return worst;
+	return status;
 }

@@ -286,7 +286,20 @@ if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
 	check "progress: the table still on stdout" grep -q '^| llama 134.52M Q4_1 .* tg2 ' "$T/tty.out"
 	script -qec "$B -m $S -p 8 -r 1 -t 1 --no-probe -q >$T/tty.out" "$T/tty" >/dev/null 2>&1 </dev/null
 	check "no progress with -q" [ "$(grep -c '\[1/1\]' "$T/tty")" -eq 0 ]
+	# the table on a terminal: no wider than it, what was left out said
+	for w in 80 120; do
+		COLUMNS=$w script -qec "$B -m $S -p 8 -n 2 -r 1 -t 1 --no-probe" "$T/tty" >/dev/null 2>&1 </dev/null
+		check "a $w-column terminal: no table line wider" $PYTHON -c '
+import re, sys
+text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", open(sys.argv[1], errors="replace").read())
+rows = [l for l in text.replace("\r", "\n").split("\n") if l.startswith("|")]
+assert len(rows) == 4 and all(len(l) <= int(sys.argv[2]) for l in rows), rows
+assert "| test " in rows[0] and "t/s" in rows[0], rows[0]' "$T/tty" $w
+		check "a $w-column terminal: the columns left out named" grep -q "left out for the terminal's $w columns: .*params" "$T/tty"
+	done
 fi
+COLUMNS=80 expect 0 $B -m "$S" -p 8 -r 1 -t 1 --no-probe
+check "a file gets every column, whatever COLUMNS says" grep -q ' params | backend | threads | test .* % roof |$' "$T/out"
 check "no progress when stderr is not a terminal" [ "$(grep -c 'run 1/' "$T/err")" -eq 0 ]
 
 # ---- Ctrl-C: what was measured, a whole document, exit 130 -----------------------------
@@ -303,7 +316,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert [(r["name"], r["status"]) for r in rows] == [("pp8", "ok"), ("tg8000", "interrupted")], rows
 ' "$T/int.out"
-$B -m "$S" -n 8000 -r 1 --warmup 0 --no-probe -o json >"$T/int.out" 2>"$T/int.err" &
+$B -m "$S" -p 8 -n 8000,16 -r 1 --warmup 0 --no-probe -o json >"$T/int.out" 2>"$T/int.err" &
 pid=$!
 sleep 3
 kill -INT $pid
@@ -314,5 +327,7 @@ check "Ctrl-C with -o json: a whole document saying so" "$PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True, d
+# as in the CSV: the tests run, not tg16, which never started
+assert [(t["name"], t["status"]) for t in d["tests"]] == [("pp8", "ok"), ("tg8000", "interrupted")], d["tests"]
 ' "$T/int.out"
 finish

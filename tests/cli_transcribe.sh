@@ -129,6 +129,41 @@ if full; then
 	expect 0 $TO $R -m "$M" -t 2 -bs 1 -ot 5000 -d 20000 "$T/jfk3.wav"
 	check "-ot 5000 -d 20000: whisper-cli's" cmp -s "$T/out" $W/jfk3.greedy.ot5000.d20000.out
 fi
+# ---- Ctrl-C: the segments so far printed and written, the next files not started, 130 -----
+$PYTHON -c '
+import sys, wave
+r = wave.open(sys.argv[1], "rb"); d = r.readframes(r.getnframes())
+w = wave.open(sys.argv[2], "wb"); w.setparams(r.getparams())
+w.writeframes((d + b"\0\0" * 8000) * 30); w.close()' "$J" "$T/long.wav"
+rm -f "$T/int.srt" "$T/int2.srt"
+$R -m "$M" -t 2 -bs 1 -osrt -of "$T/int" -of "$T/int2" "$T/long.wav" "$J" >"$T/out" 2>"$T/err" &
+pid=$!
+for _ in $(seq 600); do grep -q -- '-->' "$T/out" && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+st=$?
+check "Ctrl-C: exit 130 (got $st)" [ "$st" -eq 130 ]
+check "Ctrl-C: BASE.srt written with the segments printed, which stop before the end" $PYTHON -c '
+import re, sys
+out = re.findall(r"\[(\S+) --> (\S+)\]  (.*)$", open(sys.argv[1]).read(), re.M)
+srt = re.findall(r"^\d+\n(\S+) --> (\S+)\n(.*)\n$", open(sys.argv[2]).read(), re.M)
+assert out and [t for _, _, t in out] == [t for _, _, t in srt], (out, srt)
+assert [(a.replace(".", ","), b.replace(".", ",")) for a, b, _ in out] == [(a, b) for a, b, _ in srt]
+assert out[-1][1] < "00:05:00", out' "$T/out" "$T/int.srt"
+check "Ctrl-C: the next file not started, said" grep -q "interrupted: 1 of 2 files not started" "$T/err"
+check "Ctrl-C: the next file's BASE.srt not written" [ ! -e "$T/int2.srt" ]
+$R -m "$M" -t 2 -bs 1 --json "$T/long.wav" "$J" >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 3
+kill -INT $pid
+wait $pid
+st=$?
+check "Ctrl-C --json: exit 130 (got $st)" [ "$st" -eq 130 ]
+check "Ctrl-C --json: a whole document, the file interrupted, the next one absent" $PYTHON -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["files"]
+assert len(f) == 1 and f[0]["interrupted"] is True and all(s["t1"] < 300 for s in f[0]["segments"]), f' "$T/out"
+
 expect 0 $TO $R -m "$M" -t 2 -bs 1 --prompt "Hello,   world  -- it's 42 o'clock; don't panic!  ok?" "$J"
 check "--prompt (contractions, space runs, digits): whisper-cli's" cmp -s "$T/out" $W/jfk.greedy.prompt.out
 

@@ -91,22 +91,37 @@ int bench_int_list(const struct cli_list *l, const char *opt, int64_t min, int64
 int bench_str_list(const struct cli_list *l, const char *opt, const char **out, char *store, size_t store_cap,
 		   int cap);
 
-/* Progress on stderr (when it is a terminal and no -q) and warnings. */
+/* Progress on stderr (when it is a terminal and no -q), warnings and
+ * errors. */
+struct bench_held {
+	bool error;
+	char msg[640];
+};
 struct bench_report {
 	bool quiet, progress;  /* progress: stderr is a terminal and no -q */
 	bool line_shown;       /* a progress line is on the terminal */
 	int done, total;       /* for the time left */
-	double t_first;        /* when the first measurement started */
+	double t_first;        /* when the first test started */
+	double t_cur;          /* when the test in progress started */
+	/* hold: messages kept until bench_flush, so that they come after the
+	 * results rather than between (or above) a table's rows */
+	bool hold;
+	struct bench_held *held;
+	int n_held, cap_held;
 };
 void bench_progress_clear(struct bench_report *rp);
 void bench_progress(struct bench_report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bench_warn(struct bench_report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bench_error(struct bench_report *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bench_flush(struct bench_report *rp); /* the messages held, in their order; hold ends */
+void bench_test_start(struct bench_report *rp); /* a test (a progress step) starts */
 
 /* The read bandwidth in GB/s: calls that each read a 16 MiB slice (split
- * between the pool's threads), stepping through buf (n floats, at least
+ * between the pool's threads, each reading its part as a few streams at
+ * once, as the kernels do), stepping through buf (n words, at least
  * 16 MiB), timed per call for dur seconds; the median. times holds
  * BENCH_MAX_CALLS doubles. */
 enum { BENCH_MAX_CALLS = 100000 };
-double bench_bandwidth(struct tp_pool *p, const float *buf, int64_t n, double dur, double *times);
+double bench_bandwidth(struct tp_pool *p, const uint64_t *buf, int64_t n, double dur, double *times);
 
 #endif

@@ -403,7 +403,7 @@ struct bench {
 	struct report rp;
 	struct tp_pool *pool1, *pooln;
 	double *times;      /* [BENCH_MAX_CALLS] per-call times of one repetition */
-	float *buf;         /* [nbw] the bandwidth probe's buffer */
+	uint64_t *buf;      /* [nbw] the bandwidth probe's buffer */
 	int64_t nbw;
 	struct probe *pr;   /* [pl.ntypes] one before each type */
 	double warned_drift;
@@ -508,8 +508,7 @@ static int run_type(struct bench *bn, int k, tern_err *e)
 				bench_progress(&rp->b, "[%d/%d] %s %s %" PRId64 "x%" PRId64 ", %" PRId64 " token%s, %d thread%s",
 					 rp->b.done + 1, rp->b.total, quant_type_name(t), nt == 1 ? "matvec" : "matmul", rows,
 					 cols, nt, nt == 1 ? "" : "s", th, th == 1 ? "" : "s");
-				if (!rp->b.done)
-					rp->b.t_first = bench_now();
+				bench_test_start(&rp->b);
 				struct cell c = {.type = t, .rows = rows, .cols = cols, .tokens = nt, .threads = th,
 						 .probe = th == 1 ? bn->pr[k].bw1 : bn->pr[k].bw};
 				time_cell(p, &b, &c, pl, bn->times);
@@ -543,10 +542,10 @@ int bench_kernels(const struct bench_opts *o)
 	if (rc)
 		return cli_fail(NULL, rc, &e);
 	b.times = bench_xmalloc(sizeof(double) * BENCH_MAX_CALLS);
-	b.nbw = (int64_t)(512u << 20) / 4;
-	b.buf = bench_xmalloc((size_t)b.nbw * 4);
+	b.nbw = (int64_t)(512u << 20) / 8;
+	b.buf = bench_xmalloc((size_t)b.nbw * 8);
 	for (int64_t i = 0; i < b.nbw; i++)
-		b.buf[i] = 1.0f / (float)(1 + (i & 1023));
+		b.buf[i] = (uint64_t)i;
 	b.pr = bench_xmalloc(sizeof *b.pr * (size_t)b.pl.ntypes);
 
 	for (int k = 0; k < b.pl.ntypes && !rc; k++) {

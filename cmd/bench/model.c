@@ -151,12 +151,12 @@ static double probe_bandwidth(int nth)
 		double gbs = 0;
 		struct tp_pool *p = NULL;
 		tern_err e = {0};
-		int64_t n = (int64_t)(256u << 20) / 4;
-		float *buf = NULL;
+		int64_t n = (int64_t)(256u << 20) / 8;
+		uint64_t *buf = NULL;
 		double *times = malloc(sizeof(double) * BENCH_MAX_CALLS);
-		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 4) == 0) {
+		if (!tp_new(&p, nth, &e) && times && posix_memalign((void **)&buf, 64, (size_t)n * 8) == 0) {
 			for (int64_t i = 0; i < n; i++)
-				buf[i] = 1.0f / (float)(1 + (i & 1023));
+				buf[i] = (uint64_t)i;
 			gbs = bench_bandwidth(p, buf, n, PROBE_S, times);
 		}
 		if (write(fd[1], &gbs, sizeof gbs) != (ssize_t)sizeof gbs)
@@ -792,142 +792,175 @@ static int load_model(struct bench_ctx *bc, int mi, tern_err *e)
 	return 0;
 }
 
+/* What must hold before anything is measured: libmd for --hash, a word on
+ * -ngl where every device is the CPU, a --vs binary that runs. 0, or the
+ * exit status after a message. */
+static int bench_check(struct bench_ctx *bc)
+{
+	const struct bench_opts *o = bc->o;
+#ifndef TERN_HAVE_LIBMD
+	if (o->hash) {
+		cli_error("--hash: this tern-bench was built without libmd (install libmd-dev and rebuild)");
+		return EXIT_RUNTIME;
+	}
+#endif
+	for (int i = 0; i < bc->mx.nngl; i++)
+		if (strcmp(bc->mx.ngl_s[i], "auto") && strcmp(bc->mx.ngl_s[i], "0")) {
+			struct tern_device_opts dopt = {0};
+			struct tern_device_info di;
+			tern_err de = {0};
+			bool all_cpu = true;
+			for (int j = 0; j < bc->mx.ndev; j++)
+				all_cpu &= !tern_device_find(bc->mx.dev_s[j], &dopt, &di, &de) && tern_device_is_cpu(&di);
+			if (all_cpu)
+				bench_warn(&bc->rp, "-ngl %s: on the CPU every layer runs on the CPU", bc->mx.ngl_s[i]);
+			break;
+		}
+	if (o->vs) {
+		char err[512];
+		int rc = bench_vs_probe(o->vs, err, sizeof err);
+		if (rc) {
+			cli_error("%s", err);
+			return rc;
+		}
+	}
+	bc->nmodels = o->models.n;
+	bc->models = calloc((size_t)bc->nmodels, sizeof *bc->models);
+	if (!bc->models)
+		return EXIT_RUNTIME;
+	for (int i = 0; i < bc->nmodels; i++) {
+		bc->models[i].path = o->models.v[i];
+		snprintf(bc->models[i].label, sizeof bc->models[i].label, "%s", o->models.v[i]);
+	}
+	return 0;
+}
+
+/* a model that cannot be loaded: said, its tests never planned */
+static void model_failed(struct bench_ctx *bc, struct bench_model *bm, const tern_err *e)
+{
+	/* the model's messages start with its path; the vocabulary's may not */
+	if (strncmp(e->msg, bm->path, strlen(bm->path)) == 0)
+		snprintf(bm->error, sizeof bm->error, "%s", e->msg);
+	else
+		snprintf(bm->error, sizeof bm->error, "%s: %.*s", bm->path, 400, e->msg);
+	bench_error(&bc->rp, "%s (model skipped)", bm->error);
+	tok_vocab_free(bm->v);
+	tern_model_free(bm->m);
+	bm->m = NULL;
+	bm->v = NULL;
+}
+
+/* after a test: its figures, what looks wrong with them, --vs */
+static void test_done(struct bench_ctx *bc, struct bench_test *t, bool failed)
+{
+	const struct bench_model *bm = &bc->models[t->model];
+	summarize(t, bm, bc);
+	if (!failed && t->nruns && t->tps.cv > 0.05)
+		bench_warn(&bc->rp, "%s %s: the runs vary by %.1f%% (coefficient of variation): the machine is busy or "
+				    "throttling; try more -r",
+			   bm->label, t->name, 100 * t->tps.cv);
+	if (!failed && t->roofline_pct > 100)
+		bench_warn(&bc->rp, "%s %s: %.0f%% of the bandwidth probed before its runs: the probes read low (the "
+				    "machine's bandwidth moved) or the weights were partly cached",
+			   bm->label, t->name, t->roofline_pct);
+	if (bc->o->vs && !bench_interrupted && !failed && t->nruns)
+		bench_vs_test(bc, t);
+}
+
+/* One test on en (made again when the test needs another engine; *made_for
+ * is the test it was made for): skipped when it cannot run, else its runs.
+ * Returns whether it failed with an error. */
+static bool test_one(struct bench_ctx *bc, struct engine *en, const struct bench_test **made_for,
+		    struct bench_test *t)
+{
+	const struct bench_model *bm = &bc->models[t->model];
+	tern_err e = {0};
+	char why[256];
+	bench_test_start(&bc->rp);
+	if (unfit(bc, t, why, sizeof why)) {
+		skip(bc, t, "%s", why);
+		return false;
+	}
+	if (!en->llm || !same_engine(*made_for, t)) {
+		engine_free(en);
+		*made_for = NULL;
+		if (make_engine(bc, en, (int)(t - bc->tests), &e)) {
+			skip(bc, t, "%s", e.msg);
+			return false;
+		}
+		*made_for = t;
+	}
+	int rc = run_test(bc, en, t, &e);
+	if (rc == BENCH_CANCELED || (rc && bench_interrupted)) {
+		t->interrupted = true;
+		rc = 0;
+	}
+	if (rc) {
+		snprintf(t->error, sizeof t->error, "%s", e.msg);
+		bench_error(&bc->rp, "%s %s: %s", bm->label, t->name, e.msg);
+		/* the cache may be in any state: start it again */
+		engine_free(en);
+		*made_for = NULL;
+	}
+	test_done(bc, t, rc != 0);
+	return rc != 0;
+}
+
+/* Model mi: loaded, its tests planned and run. *status: the first
+ * failure's, a test's error overriding (1). */
+static void run_model(struct bench_ctx *bc, int mi, int *status)
+{
+	struct bench_model *bm = &bc->models[mi];
+	tern_err e = {0};
+	int rc = load_model(bc, mi, &e);
+	if (!rc)
+		rc = prompt_tokens(bc, bm, &e);
+	if (rc) {
+		model_failed(bc, bm, &e);
+		*status = *status ? *status : cli_exit_status(rc);
+		return;
+	}
+	int first = bc->ntests;
+	plan_model(bc, mi);
+	bc->rp.total = bc->ntests;
+	struct engine en = {0};
+	const struct bench_test *made_for = NULL;
+	for (int ti = first; ti < bc->ntests && !bench_interrupted; ti++) {
+		if (test_one(bc, &en, &made_for, &bc->tests[ti]))
+			*status = EXIT_RUNTIME;
+		bc->rp.done++;
+		bench_out_test(bc, &bc->tests[ti]);
+	}
+	engine_free(&en);
+	/* its mapping would count in the next model's peak RSS */
+	tok_vocab_free(bm->v);
+	tern_model_free(bm->m);
+	bm->v = NULL;
+	bm->m = NULL;
+}
+
 int bench_models(const struct bench_opts *o)
 {
 	struct bench_ctx bc = {.o = o, .t_start = bench_now()};
 	parse_matrix(o, &bc.mx);
 	bc.rp = (struct bench_report){.quiet = o->quiet, .progress = !o->quiet && cli_isatty(stderr)};
 	bench_date(bc.date, sizeof bc.date);
-
-#ifndef TERN_HAVE_LIBMD
-	if (o->hash) {
-		cli_error("--hash: this tern-bench was built without libmd (install libmd-dev and rebuild)");
+	int status = bench_check(&bc);
+	if (status) {
+		free(bc.models);
 		matrix_free(&bc.mx);
-		return EXIT_RUNTIME;
+		return status;
 	}
-#endif
-	for (int i = 0; i < bc.mx.nngl; i++)
-		if (strcmp(bc.mx.ngl_s[i], "auto") && strcmp(bc.mx.ngl_s[i], "0")) {
-			struct tern_device_opts dopt = {0};
-			struct tern_device_info di;
-			tern_err de = {0};
-			bool all_cpu = true;
-			for (int j = 0; j < bc.mx.ndev; j++)
-				all_cpu &= !tern_device_find(bc.mx.dev_s[j], &dopt, &di, &de) && tern_device_is_cpu(&di);
-			if (all_cpu)
-				bench_warn(&bc.rp, "-ngl %s: on the CPU every layer runs on the CPU", bc.mx.ngl_s[i]);
-			break;
-		}
-	/* --vs: the binary must run before anything is measured */
-	if (o->vs) {
-		char err[512];
-		int rc = bench_vs_probe(o->vs, err, sizeof err);
-		if (rc) {
-			cli_error("%s", err);
-			matrix_free(&bc.mx);
-			return rc;
-		}
-	}
-	bc.nmodels = o->models.n;
-	bc.models = calloc((size_t)bc.nmodels, sizeof *bc.models);
-	if (!bc.models) {
-		matrix_free(&bc.mx);
-		return EXIT_RUNTIME;
-	}
-	for (int i = 0; i < bc.nmodels; i++) {
-		bc.models[i].path = o->models.v[i];
-		snprintf(bc.models[i].label, sizeof bc.models[i].label, "%s", o->models.v[i]);
-	}
-
-	int status = 0;
+	/* from here the messages wait for the end: after the table, in the
+	 * order they arose, never between its rows or above its header */
+	bc.rp.hold = true;
 	bench_out_begin(&bc);
-	for (int mi = 0; mi < bc.nmodels && !bench_interrupted; mi++) {
-		struct bench_model *bm = &bc.models[mi];
-		tern_err e = {0};
-		int rc = load_model(&bc, mi, &e);
-		if (!rc)
-			rc = prompt_tokens(&bc, bm, &e);
-		if (rc) {
-			bench_progress_clear(&bc.rp);
-			/* the model's messages start with its path; the vocabulary's may not */
-			if (strncmp(e.msg, bm->path, strlen(bm->path)) == 0)
-				snprintf(bm->error, sizeof bm->error, "%s", e.msg);
-			else
-				snprintf(bm->error, sizeof bm->error, "%s: %.*s", bm->path, 400, e.msg);
-			cli_error("%s (model skipped)", bm->error);
-			status = status ? status : cli_exit_status(rc);
-			tok_vocab_free(bm->v);
-			tern_model_free(bm->m);
-			bm->m = NULL;
-			bm->v = NULL;
-			continue;
-		}
-		int first = bc.ntests;
-		plan_model(&bc, mi);
-		bc.rp.total = bc.ntests;
-		struct engine en = {0};
-		const struct bench_test *made_for = NULL;
-		for (int ti = first; ti < bc.ntests && !bench_interrupted; ti++) {
-			struct bench_test *t = &bc.tests[ti];
-			if (!bc.rp.done)
-				bc.rp.t_first = bench_now();
-			char why[256];
-			if (unfit(&bc, t, why, sizeof why)) {
-				skip(&bc, t, "%s", why);
-				bc.rp.done++;
-				bench_out_test(&bc, t);
-				continue;
-			}
-			if (!en.llm || !same_engine(made_for, t)) {
-				engine_free(&en);
-				rc = make_engine(&bc, &en, ti, &e);
-				if (rc) {
-					made_for = NULL;
-					skip(&bc, t, "%s", e.msg);
-					bc.rp.done++;
-					bench_out_test(&bc, t);
-					continue;
-				}
-				made_for = t;
-			}
-			rc = run_test(&bc, &en, t, &e);
-			if (rc == BENCH_CANCELED || (rc && bench_interrupted)) {
-				t->interrupted = true;
-				rc = 0;
-			}
-			if (rc) {
-				snprintf(t->error, sizeof t->error, "%s", e.msg);
-				bench_progress_clear(&bc.rp);
-				cli_error("%s %s: %s", bm->label, t->name, e.msg);
-				status = EXIT_RUNTIME;
-				/* the cache may be in any state: start it again */
-				engine_free(&en);
-				made_for = NULL;
-			}
-			summarize(t, bm, &bc);
-			if (!rc && t->nruns && t->tps.cv > 0.05)
-				bench_warn(&bc.rp, "%s %s: the runs vary by %.1f%% (coefficient of variation): the machine "
-						   "is busy or throttling; try more -r",
-					   bm->label, t->name, 100 * t->tps.cv);
-			if (!rc && t->roofline_pct > 100)
-				bench_warn(&bc.rp, "%s %s: %.0f%% of the bandwidth probed before its runs: the probes read low "
-						   "(the machine's bandwidth moved) or the weights were partly cached",
-					   bm->label, t->name, t->roofline_pct);
-			if (o->vs && !bench_interrupted && !rc && t->nruns)
-				bench_vs_test(&bc, t);
-			bc.rp.done++;
-			bench_out_test(&bc, t);
-		}
-		engine_free(&en);
-		/* its mapping would count in the next model's peak RSS */
-		tok_vocab_free(bm->v);
-		tern_model_free(bm->m);
-		bm->v = NULL;
-		bm->m = NULL;
-	}
+	for (int mi = 0; mi < bc.nmodels && !bench_interrupted; mi++)
+		run_model(&bc, mi, &status);
 	bench_progress_clear(&bc.rp);
 	bc.duration_s = bench_now() - bc.t_start;
 	bench_out_end(&bc);
+	bench_flush(&bc.rp);
 
 	int ran = 0;
 	for (int i = 0; i < bc.ntests; i++)

@@ -81,6 +81,7 @@ struct bench_test {
 	char skipped[512]; /* why it did not run, or "" */
 	char error[512];   /* the error that stopped it, or "" */
 	bool interrupted;
+	bool reported; /* written as it finished (bench_out_test): it ran, or was skipped */
 	int warmup, nruns;
 	struct bench_run *runs; /* [nruns] */
 	double *lat;            /* [nlat] every decode step of every measured run, seconds */
@@ -115,6 +116,7 @@ struct bench_ctx {
 	/* the writers' state */
 	int written;
 	bool header_done;
+	uint32_t cols; /* the table's columns (a bit per column, out.c) */
 };
 
 /* Median, min, max, mean, sample standard deviation, CV and nearest-rank
@@ -124,7 +126,7 @@ void bench_stats(const double *x, int n, struct bench_stats *st);
 /* out.c: the writers. begin before the first test, test as each finishes
  * (or is skipped), end at the end (also after Ctrl-C). */
 void bench_out_begin(struct bench_ctx *bc);
-void bench_out_test(struct bench_ctx *bc, const struct bench_test *t);
+void bench_out_test(struct bench_ctx *bc, struct bench_test *t);
 void bench_out_end(struct bench_ctx *bc);
 
 /* compare.c: --vs. */

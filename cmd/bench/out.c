@@ -39,19 +39,74 @@ static bool has_ttft(const struct bench_ctx *bc, const struct bench_test *t)
 
 /* ---- the table ---------------------------------------------------------------- */
 
-/* Optional columns: the parameters the user gave (llama-bench shows the
- * ones that differ from its defaults). */
+enum col_id {
+	C_MODEL, C_SIZE, C_PARAMS, C_BACKEND, C_THREADS, C_NGL, C_BATCH, C_UBATCH, C_CTK, C_CTV,
+	C_TEST, C_TPS, C_TTFT, C_P50, C_P99, C_ROOF, C_LLAMA, C_RATIO, C_COUNT
+};
+
+/* drop: on a terminal too narrow for every column, the columns with the
+ * highest drop go first (0: kept whatever the width): the facts about the
+ * model before the measurements, the tail latency before the median */
 struct col {
 	const char *name;
 	int width;
 	bool right;
+	int drop;
 };
 
-static bool show_batch(const struct bench_ctx *bc) { return bc->o->batch.n > 0; }
-static bool show_ubatch(const struct bench_ctx *bc) { return bc->o->ubatch.n > 0; }
-static bool show_ctk(const struct bench_ctx *bc) { return bc->o->type_k.n > 0; }
-static bool show_ctv(const struct bench_ctx *bc) { return bc->o->type_v.n > 0; }
-static bool show_ngl(const struct bench_ctx *bc) { return bc->o->ngl.n > 0; }
+static const struct col cols[C_COUNT] = {
+	[C_MODEL] = {"model", 30, false, 0},	  [C_SIZE] = {"size", 10, true, 7},
+	[C_PARAMS] = {"params", 10, true, 8},	  [C_BACKEND] = {"backend", 7, false, 4},
+	[C_THREADS] = {"threads", 7, true, 2},	  [C_NGL] = {"ngl", 4, true, 0},
+	[C_BATCH] = {"n_batch", 7, true, 0},	  [C_UBATCH] = {"n_ubatch", 8, true, 0},
+	[C_CTK] = {"type_k", 6, false, 0},	  [C_CTV] = {"type_v", 6, false, 0},
+	[C_TEST] = {"test", 16, false, 0},	  [C_TPS] = {"t/s", 18, true, 0},
+	[C_TTFT] = {"TTFT ms", 9, true, 6},	  [C_P50] = {"p50 ms", 8, true, 3},
+	[C_P99] = {"p99 ms", 8, true, 5},	  [C_ROOF] = {"% roof", 6, true, 1},
+	[C_LLAMA] = {"llama.cpp t/s", 18, true, 0}, [C_RATIO] = {"ratio", 6, true, 0},
+};
+
+/* The columns the run asks for: the optional ones where the user gave
+ * the parameter (llama-bench shows the ones that differ from its
+ * defaults) or --vs. */
+static uint32_t cols_wanted(const struct bench_ctx *bc)
+{
+	const struct bench_opts *o = bc->o;
+	uint32_t m = (1u << C_COUNT) - 1;
+	const struct {
+		int id;
+		bool on;
+	} opt[] = {{C_NGL, o->ngl.n > 0},	   {C_BATCH, o->batch.n > 0}, {C_UBATCH, o->ubatch.n > 0},
+		   {C_CTK, o->type_k.n > 0},	   {C_CTV, o->type_v.n > 0},  {C_LLAMA, o->vs != NULL},
+		   {C_RATIO, o->vs != NULL}};
+	for (size_t i = 0; i < sizeof opt / sizeof *opt; i++)
+		if (!opt[i].on)
+			m &= ~(1u << opt[i].id);
+	return m;
+}
+
+/* Those shown: on a terminal (-o table) no more than fit its width (a
+ * wrapped table cannot be read), the least important left out; every
+ * one in a file, a pipe, or with -o md. */
+static uint32_t table_cols(const struct bench_ctx *bc)
+{
+	uint32_t m = cols_wanted(bc);
+	if (bc->o->out != BENCH_OUT_TABLE || !cli_isatty(stdout))
+		return m;
+	const int width = cli_width(stdout);
+	for (;;) {
+		int w = 1, worst = -1;
+		for (int c = 0; c < C_COUNT; c++)
+			if (m & (1u << c)) {
+				w += cols[c].width + 3;
+				if (cols[c].drop && (worst < 0 || cols[c].drop > cols[worst].drop))
+					worst = c;
+			}
+		if (w <= width || worst < 0)
+			return m;
+		m &= ~(1u << worst);
+	}
+}
 
 /* printf pads by bytes: widen by the UTF-8 continuation bytes ("±") */
 static void cell(int width, bool right, const char *v)
@@ -61,109 +116,95 @@ static void cell(int width, bool right, const char *v)
 	printf(right ? " %*s |" : " %-*s |", width, v);
 }
 
-static void table_header(const struct bench_ctx *bc)
+static void table_header(struct bench_ctx *bc)
 {
-	struct col cols[24];
-	int n = 0;
-	cols[n++] = (struct col){"model", 30, false};
-	cols[n++] = (struct col){"size", 10, true};
-	cols[n++] = (struct col){"params", 10, true};
-	cols[n++] = (struct col){"backend", 7, false};
-	cols[n++] = (struct col){"threads", 7, true};
-	if (show_ngl(bc))
-		cols[n++] = (struct col){"ngl", 4, true};
-	if (show_batch(bc))
-		cols[n++] = (struct col){"n_batch", 7, true};
-	if (show_ubatch(bc))
-		cols[n++] = (struct col){"n_ubatch", 8, true};
-	if (show_ctk(bc))
-		cols[n++] = (struct col){"type_k", 6, false};
-	if (show_ctv(bc))
-		cols[n++] = (struct col){"type_v", 6, false};
-	cols[n++] = (struct col){"test", 16, false};
-	cols[n++] = (struct col){"t/s", 18, true};
-	cols[n++] = (struct col){"TTFT ms", 9, true};
-	cols[n++] = (struct col){"p50 ms", 8, true};
-	cols[n++] = (struct col){"p99 ms", 8, true};
-	cols[n++] = (struct col){"% roof", 6, true};
-	if (bc->o->vs) {
-		cols[n++] = (struct col){"llama.cpp t/s", 18, true};
-		cols[n++] = (struct col){"ratio", 6, true};
-	}
+	bc->cols = table_cols(bc);
 	printf("|");
-	for (int i = 0; i < n; i++)
-		printf(cols[i].right ? " %*s |" : " %-*s |", cols[i].width, cols[i].name);
+	for (int c = 0; c < C_COUNT; c++)
+		if (bc->cols & (1u << c))
+			printf(cols[c].right ? " %*s |" : " %-*s |", cols[c].width, cols[c].name);
 	printf("\n|");
-	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < cols[i].width + 1; k++)
+	for (int c = 0; c < C_COUNT; c++) {
+		if (!(bc->cols & (1u << c)))
+			continue;
+		for (int k = 0; k < cols[c].width + 1; k++)
 			putchar('-');
-		printf(cols[i].right ? ":|" : " |");
+		printf(cols[c].right ? ":|" : " |");
 	}
 	printf("\n");
 }
 
-static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
+/* the figures of --vs: llama-bench's as tern's (the median ± the larger
+ * distance to a run), and their ratio */
+static void vs_text(const struct bench_test *t, enum col_id c, char *b, size_t cap)
+{
+	if (c == C_RATIO) {
+		double r = bench_vs_ratio(t);
+		snprintf(b, cap, r > 0 ? "%.2f" : "-", r);
+	} else if (t->vs) {
+		struct bench_stats vst;
+		bench_stats(t->vs->ts, t->vs->n, &vst);
+		snprintf(b, cap, "%.2f ± %.2f", t->vs->median_ts, spread(&vst));
+	} else {
+		snprintf(b, cap, "%s", t->nruns ? "error" : "-");
+	}
+}
+
+static void cell_text(const struct bench_ctx *bc, const struct bench_test *t, enum col_id c, char *b, size_t cap)
 {
 	const struct bench_model *bm = &bc->models[t->model];
-	char b[64];
-	printf("|");
-	cell(30, false, bm->label);
-	fmt_size(b, sizeof b, bm->weights_size);
-	cell(10, true, b);
-	bench_fmt_count(b, sizeof b, bm->n_params);
-	cell(10, true, b);
+	switch (c) {
+	case C_MODEL: snprintf(b, cap, "%s", bm->label); break;
+	case C_SIZE: fmt_size(b, cap, bm->weights_size); break;
+	case C_PARAMS: bench_fmt_count(b, cap, bm->n_params); break;
 	/* where it ran when that is a GPU (vulkan0), else the CPU backend */
-	cell(7, false, t->device[0] && strcmp(t->device, "cpu") ? t->device : t->backend);
-	snprintf(b, sizeof b, "%" PRId64, t->threads);
-	cell(7, true, b);
-	if (show_ngl(bc)) {
-		snprintf(b, sizeof b, "%" PRId64, t->ngl);
-		cell(4, true, b);
-	}
-	if (show_batch(bc)) {
-		snprintf(b, sizeof b, "%" PRId64, t->batch);
-		cell(7, true, b);
-	}
-	if (show_ubatch(bc)) {
-		snprintf(b, sizeof b, "%" PRId64, t->ubatch);
-		cell(8, true, b);
-	}
-	if (show_ctk(bc))
-		cell(6, false, t->type_k);
-	if (show_ctv(bc))
-		cell(6, false, t->type_v);
-	cell(16, false, t->name);
-	if (t->nruns)
-		snprintf(b, sizeof b, "%.2f ± %.2f", t->tps.median, spread(&t->tps));
-	else
-		snprintf(b, sizeof b, "%s", t->skipped[0] ? "skipped" : t->error[0] ? "error" : "interrupted");
-	cell(18, true, b);
-	if (has_ttft(bc, t))
-		snprintf(b, sizeof b, "%.2f", t->ttft.median * 1e3);
-	else
-		snprintf(b, sizeof b, "-");
-	cell(9, true, b);
-	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p50 * 1e3);
-	cell(8, true, b);
-	snprintf(b, sizeof b, has_latency(t) ? "%.2f" : "-", t->latency.p99 * 1e3);
-	cell(8, true, b);
-	snprintf(b, sizeof b, t->roofline_pct > 0 ? "%.0f%%" : "-", t->roofline_pct);
-	cell(6, true, b);
-	if (bc->o->vs) {
-		if (t->vs) {
-			/* the same figure as tern's: the median ± the larger distance to a run */
-			struct bench_stats vst;
-			bench_stats(t->vs->ts, t->vs->n, &vst);
-			snprintf(b, sizeof b, "%.2f ± %.2f", t->vs->median_ts, spread(&vst));
-		}
+	case C_BACKEND: snprintf(b, cap, "%s", t->device[0] && strcmp(t->device, "cpu") ? t->device : t->backend); break;
+	case C_THREADS: snprintf(b, cap, "%" PRId64, t->threads); break;
+	case C_NGL: snprintf(b, cap, "%" PRId64, t->ngl); break;
+	case C_BATCH: snprintf(b, cap, "%" PRId64, t->batch); break;
+	case C_UBATCH: snprintf(b, cap, "%" PRId64, t->ubatch); break;
+	case C_CTK: snprintf(b, cap, "%s", t->type_k); break;
+	case C_CTV: snprintf(b, cap, "%s", t->type_v); break;
+	case C_TEST: snprintf(b, cap, "%s", t->name); break;
+	case C_TPS:
+		if (t->nruns)
+			snprintf(b, cap, "%.2f ± %.2f", t->tps.median, spread(&t->tps));
 		else
-			snprintf(b, sizeof b, "%s", t->nruns ? "error" : "-");
-		cell(18, true, b);
-		double r = bench_vs_ratio(t);
-		snprintf(b, sizeof b, r > 0 ? "%.2f" : "-", r);
-		cell(6, true, b);
+			snprintf(b, cap, "%s", t->skipped[0] ? "skipped" : t->error[0] ? "error" : "interrupted");
+		break;
+	case C_TTFT: snprintf(b, cap, has_ttft(bc, t) ? "%.2f" : "-", t->ttft.median * 1e3); break;
+	case C_P50: snprintf(b, cap, has_latency(t) ? "%.2f" : "-", t->latency.p50 * 1e3); break;
+	case C_P99: snprintf(b, cap, has_latency(t) ? "%.2f" : "-", t->latency.p99 * 1e3); break;
+	case C_ROOF: snprintf(b, cap, t->roofline_pct > 0 ? "%.0f%%" : "-", t->roofline_pct); break;
+	case C_LLAMA:
+	case C_RATIO: vs_text(t, c, b, cap); break;
+	case C_COUNT: b[0] = 0; break;
 	}
+}
+
+static void table_row(const struct bench_ctx *bc, const struct bench_test *t)
+{
+	char b[192];
+	printf("|");
+	for (int c = 0; c < C_COUNT; c++)
+		if (bc->cols & (1u << c)) {
+			cell_text(bc, t, (enum col_id)c, b, sizeof b);
+			cell(cols[c].width, cols[c].right, b);
+		}
 	printf("\n");
+}
+
+/* after the table: the columns a narrow terminal left out */
+static void table_hidden(const struct bench_ctx *bc)
+{
+	const uint32_t hidden = cols_wanted(bc) & ~bc->cols;
+	if (!hidden)
+		return;
+	printf("left out for the terminal's %d columns:", cli_width(stdout));
+	for (int c = 0, n = 0; c < C_COUNT; c++)
+		if (hidden & (1u << c))
+			printf("%s %s", n++ ? "," : "", cols[c].name);
+	printf(" (-o md shows every column)\n");
 }
 
 /* ---- CSV ------------------------------------------------------------------------- */
@@ -273,6 +314,62 @@ static void jstr_or_null(const char *s)
 		printf("null");
 }
 
+/* each measured run's figures */
+static void json_runs(const struct bench_test *t)
+{
+	for (int i = 0; i < t->nruns; i++) {
+		const struct bench_run *r = &t->runs[i];
+		printf("%s{\"tokens_per_s\": ", i ? ", " : "");
+		jnum(r->tps);
+		printf(", \"total_s\": ");
+		jnum(r->total_s);
+		printf(", \"prefill_s\": ");
+		jnum(r->prefill_s);
+		printf(", \"decode_s\": ");
+		jnum(r->decode_s);
+		printf(", \"ttft_s\": ");
+		jnum(r->ttft_s);
+		printf(", \"probe_gbs\": ");
+		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
+		printf(", \"probe_device_gbs\": ");
+		jnum_or_null(r->probe_dev_gbs, r->probe_dev_gbs > 0);
+		printf(", \"roofline_pct\": ");
+		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
+		printf("}");
+	}
+}
+
+/* --vs: llama-bench's figures and the ratio (null: none) */
+static void json_vs(const struct bench_test *t)
+{
+	if (t->vs) {
+		const struct vs_result *v = t->vs;
+		printf("{\"tokens_per_s\": {\"median\": ");
+		jnum(v->median_ts);
+		printf(", \"mean\": ");
+		jnum(v->avg_ts);
+		printf(", \"stddev\": ");
+		jnum(v->stddev_ts);
+		printf("}, \"samples_ts\": [");
+		for (int i = 0; i < v->n; i++) {
+			printf("%s", i ? ", " : "");
+			jnum(v->ts[i]);
+		}
+		printf("], \"build_commit\": ");
+		bench_json_strz(v->build_commit);
+		printf(", \"build_number\": %" PRId64 ", \"backends\": ", v->build_number);
+		bench_json_strz(v->backends);
+		printf(", \"model_type\": ");
+		bench_json_strz(v->model_type);
+		printf(", \"command\": ");
+		bench_json_strz(v->argv_line);
+		printf("}, \"ratio\": ");
+		jnum(bench_vs_ratio(t));
+	} else {
+		printf("null, \"ratio\": null");
+	}
+}
+
 static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bool line)
 {
 	const struct bench_model *bm = &bc->models[t->model];
@@ -311,26 +408,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	printf(", \"error\": ");
 	jstr_or_null(t->error);
 	printf(", \"warmup_runs\": %d, \"runs\": [", t->warmup);
-	for (int i = 0; i < t->nruns; i++) {
-		const struct bench_run *r = &t->runs[i];
-		printf("%s{\"tokens_per_s\": ", i ? ", " : "");
-		jnum(r->tps);
-		printf(", \"total_s\": ");
-		jnum(r->total_s);
-		printf(", \"prefill_s\": ");
-		jnum(r->prefill_s);
-		printf(", \"decode_s\": ");
-		jnum(r->decode_s);
-		printf(", \"ttft_s\": ");
-		jnum(r->ttft_s);
-		printf(", \"probe_gbs\": ");
-		jnum_or_null(r->probe_gbs, r->probe_gbs > 0);
-		printf(", \"probe_device_gbs\": ");
-		jnum_or_null(r->probe_dev_gbs, r->probe_dev_gbs > 0);
-		printf(", \"roofline_pct\": ");
-		jnum_or_null(r->roofline_pct, r->roofline_pct > 0);
-		printf("}");
-	}
+	json_runs(t);
 	printf("],%s\"tokens_per_s\": ", nl);
 	if (t->nruns)
 		jstats(&t->tps, 1);
@@ -370,32 +448,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	printf(", \"roofline_pct\": ");
 	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
 	printf(", \"peak_rss_bytes\": %" PRIu64 ",%s\"llama_bench\": ", t->peak_rss, nl);
-	if (t->vs) {
-		const struct vs_result *v = t->vs;
-		printf("{\"tokens_per_s\": {\"median\": ");
-		jnum(v->median_ts);
-		printf(", \"mean\": ");
-		jnum(v->avg_ts);
-		printf(", \"stddev\": ");
-		jnum(v->stddev_ts);
-		printf("}, \"samples_ts\": [");
-		for (int i = 0; i < v->n; i++) {
-			printf("%s", i ? ", " : "");
-			jnum(v->ts[i]);
-		}
-		printf("], \"build_commit\": ");
-		bench_json_strz(v->build_commit);
-		printf(", \"build_number\": %" PRId64 ", \"backends\": ", v->build_number);
-		bench_json_strz(v->backends);
-		printf(", \"model_type\": ");
-		bench_json_strz(v->model_type);
-		printf(", \"command\": ");
-		bench_json_strz(v->argv_line);
-		printf("}, \"ratio\": ");
-		jnum(bench_vs_ratio(t));
-	} else {
-		printf("null, \"ratio\": null");
-	}
+	json_vs(t);
 	if (bc->o->vs) {
 		printf(", \"llama_bench_error\": ");
 		jstr_or_null(t->vs_error);
@@ -574,8 +627,9 @@ void bench_out_begin(struct bench_ctx *bc)
 	fflush(stdout);
 }
 
-void bench_out_test(struct bench_ctx *bc, const struct bench_test *t)
+void bench_out_test(struct bench_ctx *bc, struct bench_test *t)
 {
+	t->reported = true;
 	bench_progress_clear(&bc->rp);
 	switch (bc->o->out) {
 	case BENCH_OUT_TABLE:
@@ -611,7 +665,9 @@ void bench_out_end(struct bench_ctx *bc)
 		for (int i = 0; i < bc->nmodels; i++)
 			json_model(&bc->models[i], i);
 		printf("],\n \"tests\": [\n");
-		for (int i = 0; i < bc->ntests; i++) {
+		/* as CSV and JSON lines, the tests written as they finished: not
+		 * those Ctrl-C left unstarted (they come last) */
+		for (int i = 0; i < bc->ntests && bc->tests[i].reported; i++) {
 			printf("%s  ", i ? ",\n" : "");
 			json_test(bc, &bc->tests[i], false);
 		}
@@ -653,6 +709,7 @@ void bench_out_end(struct bench_ctx *bc)
 		printf("t/s: median of %" PRId64 " run%s ± the larger distance to the slowest or fastest; %" PRId64
 		       " warm-up run%s discarded\n",
 		       o->reps, o->reps == 1 ? "" : "s", o->warmup, o->warmup == 1 ? "" : "s");
+		table_hidden(bc);
 		printf("peak RSS %.1f MiB; tern %s (%s)%s\n", (double)bench_peak_rss_run() / 1048576.0, TERN_VERSION,
 		       tern_build_commit, bench_interrupted ? "; interrupted" : "");
 	}

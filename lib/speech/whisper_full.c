@@ -435,22 +435,15 @@ static int64_t time_to_sample(int64_t t, int64_t seg_t0, int64_t n)
 	return s < 0 ? 0 : s > n - 1 ? n - 1 : s;
 }
 
-void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
-			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
-			      int32_t *tid_last)
+/* where the timestamp distribution is sure of itself and moves on: the
+ * token's start there, the one before's end */
+static void times_confident(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			    float thold_ptsum, int64_t *t_beg, int64_t *t_last, int32_t *tid_last)
 {
-	const int32_t beg = m->ids.beg, eot = m->ids.eot;
+	const int32_t beg = m->ids.beg;
 	struct whisper_token_data *tk = seg->tokens;
 	const int n = seg->n_tokens;
 	const int64_t t0 = seg->t0, t1 = seg->t1;
-	if (!en || en->n == 0 || n == 0)
-		return;
-	if (n == 1) {
-		tk[0].t0 = t0;
-		tk[0].t1 = t1;
-		return;
-	}
-	/* where the timestamp distribution is sure of itself and moves on */
 	for (int j = 0; j < n; j++) {
 		if (j == 0) {
 			if (tk[0].id == beg) {
@@ -474,8 +467,11 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 	tk[n - 2].t1 = t1;
 	tk[n - 1].t0 = tk[n - 1].t1 = t1;
 	*t_last = t1;
+}
 
-	/* runs of tokens without an end: their span split by voice length */
+/* runs of tokens without an end: their span split by voice length */
+static void times_split_runs(struct whisper_token_data *tk, int n)
+{
 	for (int p0 = 0, p1 = 0;;) {
 		while (p1 < n && tk[p1].t1 < 0)
 			p1++;
@@ -497,7 +493,11 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 		if (p1 >= n)
 			break;
 	}
-	/* no token starts before the one before it ends */
+}
+
+/* no token starts before the one before it ends */
+static void times_no_overlap(struct whisper_token_data *tk, int n)
+{
 	for (int j = 0; j < n - 1; j++) {
 		if (tk[j].t1 < 0)
 			tk[j + 1].t0 = tk[j].t1;
@@ -506,51 +506,71 @@ void whisper_full_token_times(const struct whisper_model *m, struct whisper_segm
 			tk[j].t1 = tk[j].t1 > tk[j].t0 ? tk[j].t1 : tk[j].t0;
 		}
 	}
-	/* each text token's edges moved to where the energy crosses half its
-	 * mean over the token and 1/8 s around */
+}
+
+/* text token j's edges moved to where the energy crosses half its mean
+ * over the token and 1/8 s around */
+static void times_energy(const struct whisper_segment *seg, int j, const struct whisper_energy *en)
+{
+	struct whisper_token_data *tk = seg->tokens;
+	const int n = seg->n_tokens;
 	const int64_t hw = 16000 / 8, ns_all = en->n;
-	for (int j = 0; j < n; j++) {
-		if (tk[j].id >= eot)
-			continue;
-		int64_t s0 = time_to_sample(tk[j].t0, seg->t0, ns_all);
-		int64_t s1 = time_to_sample(tk[j].t1, seg->t0, ns_all);
-		const int64_t ss0 = s0 - hw > 0 ? s0 - hw : 0;
-		const int64_t ss1 = s1 + hw < ns_all ? s1 + hw : ns_all;
-		float sum = 0.0f;
-		for (int64_t k = ss0; k < ss1; k++)
-			sum += energy_at(en, k);
-		const float thold = ss1 > ss0 ? (float)(0.5 * sum / (double)(ss1 - ss0)) : NAN;
-		int64_t k = s0;
-		if (energy_at(en, k) > thold && j > 0) {
-			while (k > 0 && energy_at(en, k) > thold)
-				k--;
-			tk[j].t0 = (100 * k) / 16000 + seg->t0;
-			if (tk[j].t0 < tk[j - 1].t1)
-				tk[j].t0 = tk[j - 1].t1;
-			else
-				s0 = k;
-		} else {
-			while (energy_at(en, k) < thold && k < s1)
-				k++;
+	int64_t s0 = time_to_sample(tk[j].t0, seg->t0, ns_all);
+	int64_t s1 = time_to_sample(tk[j].t1, seg->t0, ns_all);
+	const int64_t ss0 = s0 - hw > 0 ? s0 - hw : 0;
+	const int64_t ss1 = s1 + hw < ns_all ? s1 + hw : ns_all;
+	float sum = 0.0f;
+	for (int64_t k = ss0; k < ss1; k++)
+		sum += energy_at(en, k);
+	const float thold = ss1 > ss0 ? (float)(0.5 * sum / (double)(ss1 - ss0)) : NAN;
+	int64_t k = s0;
+	if (energy_at(en, k) > thold && j > 0) {
+		while (k > 0 && energy_at(en, k) > thold)
+			k--;
+		tk[j].t0 = (100 * k) / 16000 + seg->t0;
+		if (tk[j].t0 < tk[j - 1].t1)
+			tk[j].t0 = tk[j - 1].t1;
+		else
 			s0 = k;
-			tk[j].t0 = (100 * k) / 16000 + seg->t0;
-		}
-		k = s1;
-		if (energy_at(en, k) > thold) {
-			while (k < ns_all - 1 && energy_at(en, k) > thold)
-				k++;
-			tk[j].t1 = (100 * k) / 16000 + seg->t0;
-			if (j < n - 1 && tk[j].t1 > tk[j + 1].t0)
-				tk[j].t1 = tk[j + 1].t0;
-			else
-				s1 = k;
-		} else {
-			while (energy_at(en, k) < thold && k > s0)
-				k--;
-			s1 = k;
-			tk[j].t1 = (100 * k) / 16000 + seg->t0;
-		}
+	} else {
+		while (energy_at(en, k) < thold && k < s1)
+			k++;
+		s0 = k;
+		tk[j].t0 = (100 * k) / 16000 + seg->t0;
 	}
+	k = s1;
+	if (energy_at(en, k) > thold) {
+		while (k < ns_all - 1 && energy_at(en, k) > thold)
+			k++;
+		tk[j].t1 = (100 * k) / 16000 + seg->t0;
+		if (j < n - 1 && tk[j].t1 > tk[j + 1].t0)
+			tk[j].t1 = tk[j + 1].t0;
+	} else {
+		while (energy_at(en, k) < thold && k > s0)
+			k--;
+		tk[j].t1 = (100 * k) / 16000 + seg->t0;
+	}
+}
+
+void whisper_full_token_times(const struct whisper_model *m, struct whisper_segment *seg, float thold_pt,
+			      float thold_ptsum, const struct whisper_energy *en, int64_t *t_beg, int64_t *t_last,
+			      int32_t *tid_last)
+{
+	struct whisper_token_data *tk = seg->tokens;
+	const int n = seg->n_tokens;
+	if (!en || en->n == 0 || n == 0)
+		return;
+	if (n == 1) {
+		tk[0].t0 = seg->t0;
+		tk[0].t1 = seg->t1;
+		return;
+	}
+	times_confident(m, seg, thold_pt, thold_ptsum, t_beg, t_last, tid_last);
+	times_split_runs(tk, n);
+	times_no_overlap(tk, n);
+	for (int j = 0; j < n; j++)
+		if (tk[j].id < m->ids.eot)
+			times_energy(seg, j, en);
 }
 
 /* UTF-8 characters: the bytes that do not continue one */
@@ -1168,12 +1188,50 @@ static int emit(struct whisper_full *w, const struct whisper_full_params *p, str
 	return rc;
 }
 
-int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p, const struct whisper_mel_src *src,
-		     struct whisper_result *res, whisper_segment_cb cb, void *cb_ctx, tern_err *e)
+/* ---- the decoding loop --------------------------------------------------------- */
+
+/* a stop asked through p->cancel, inside the loop: positive, so that it
+ * never reads as a TERN_E* code */
+#define STOPPED 1
+
+/* one run's settings, fixed before its first window */
+struct run {
+	const struct whisper_full_params *p;
+	const struct whisper_mel_src *src;
+	struct whisper_result *res;
+	whisper_segment_cb cb;
+	void *cb_ctx;
+	bool beam;
+	int64_t seek_start, seek_end;
+	float temps[64]; /* the fallback's temperatures, the first try's first */
+	int n_temps;
+	int32_t init[4]; /* <|startoftranscript|>, language, task, <|notimestamps|> */
+	int n_init;
+	int max_prompt_ctx; /* tokens of past text a prompt may carry */
+};
+
+/* one window's decoding: the best decoder (carried from one temperature
+ * to the next when every decoder of a try fails, as whisper.cpp does),
+ * the prompt of the last try, its no-speech probability and temperature */
+struct window {
+	int64_t seek;
+	int best, n_prompt;
+	float no_speech, t_used;
+};
+
+static bool stop_asked(const struct whisper_full_params *p)
 {
+	return p->cancel && *p->cancel;
+}
+
+/* the parameters checked, the part of the audio to decode (*nothing when
+ * it is too short), the result's language, the threads */
+static int run_check(struct whisper_full *w, struct run *r, bool *nothing, tern_err *e)
+{
+	const struct whisper_full_params *p = r->p;
 	const struct whisper_vocab_ids *v = &w->m->ids;
-	const bool beam = p->beam_size > 1;
-	int n_dec = beam ? (p->best_of > p->beam_size ? p->best_of : p->beam_size) : p->best_of;
+	r->beam = p->beam_size > 1;
+	int n_dec = r->beam ? (p->best_of > p->beam_size ? p->best_of : p->beam_size) : p->best_of;
 	n_dec = n_dec < 1 ? 1 : n_dec;
 	if (n_dec > WHISPER_FULL_MAX_DECODERS)
 		return tern_errf(e, TERN_EINVAL, "%d decoders (beam size, best of): at most %d", n_dec,
@@ -1182,281 +1240,410 @@ int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p
 		return tern_errf(e, TERN_EINVAL, "a negative temperature, offset or duration");
 	if (v->multilingual && (p->lang_id < 0 || p->lang_id >= v->n_langs))
 		return tern_errf(e, TERN_EINVAL, "language %d of %d", p->lang_id, v->n_langs);
-	res->lang_id = v->multilingual ? p->lang_id : 0;
+	r->res->lang_id = v->multilingual ? p->lang_id : 0;
 	w->n_threads = p->n_threads > 0 ? p->n_threads : default_threads();
+	r->seek_start = p->offset_cs;
+	r->seek_end = p->duration_cs == 0 ? r->src->n_len_org : r->seek_start + p->duration_cs;
+	*nothing = r->seek_end < r->seek_start + DELTA_MIN;
+	return 0;
+}
 
-	const int64_t seek_start = p->offset_cs;
-	const int64_t seek_end = p->duration_cs == 0 ? src->n_len_org : seek_start + p->duration_cs;
-	if (seek_end < seek_start + DELTA_MIN)
-		return 0;
-
-	float temps[64];
-	int n_temps = 0;
+/* the temperatures, the decoders and their generators, the text to
+ * condition on (the initial prompt, then each window's), the tokens every
+ * prompt ends with */
+static int run_prepare(struct whisper_full *w, struct run *r, tern_err *e)
+{
+	const struct whisper_full_params *p = r->p;
+	const struct whisper_vocab_ids *v = &w->m->ids;
+	r->n_temps = 0;
 	if (p->temperature_inc > 0.0f)
-		for (float t = p->temperature; t < 1.0f + 1e-6f && n_temps < 64; t += p->temperature_inc)
-			temps[n_temps++] = t;
-	else
-		temps[n_temps++] = p->temperature;
-	if (n_temps == 0)
-		temps[n_temps++] = p->temperature;
+		for (float t = p->temperature; t < 1.0f + 1e-6f && r->n_temps < 64; t += p->temperature_inc)
+			r->temps[r->n_temps++] = t;
+	if (r->n_temps == 0)
+		r->temps[r->n_temps++] = p->temperature;
 
-	int rc = whisper_decoder_set_n_seq(w->dec, beam ? 2 * n_dec : n_dec, e);
+	int n_dec = r->beam ? (p->best_of > p->beam_size ? p->best_of : p->beam_size) : p->best_of;
+	n_dec = n_dec < 1 ? 1 : n_dec;
+	int rc = whisper_decoder_set_n_seq(w->dec, r->beam ? 2 * n_dec : n_dec, e);
 	if (rc)
 		return rc;
 	whisper_mt_seed(&w->d[0].rng, p->seed);
 	for (int j = 1; j < n_dec; j++)
 		whisper_mt_seed(&w->d[j].rng, (uint32_t)j);
 
-	/* the text to condition on: the initial prompt, then each window's */
-	const int max_prompt_ctx = p->n_max_text_ctx < w->n_text_ctx / 2 ? p->n_max_text_ctx : w->n_text_ctx / 2;
+	r->max_prompt_ctx = p->n_max_text_ctx < w->n_text_ctx / 2 ? p->n_max_text_ctx : w->n_text_ctx / 2;
 	w->n_past = 0;
 	if (p->prompt && p->n_prompt > 0) {
 		int k = p->n_prompt < w->n_text_ctx / 2 ? p->n_prompt : w->n_text_ctx / 2;
 		memcpy(w->past, p->prompt + (p->n_prompt - k), sizeof(int32_t) * (size_t)k);
 		w->n_past = k;
 	}
-	int32_t init[4];
-	int n_init = 0;
-	init[n_init++] = v->sot;
+	r->n_init = 0;
+	r->init[r->n_init++] = v->sot;
 	if (v->multilingual) {
-		init[n_init++] = v->lang0 + p->lang_id;
-		init[n_init++] = p->translate ? v->translate : v->transcribe;
+		r->init[r->n_init++] = v->lang0 + p->lang_id;
+		r->init[r->n_init++] = p->translate ? v->translate : v->transcribe;
 	}
 	if (p->no_timestamps)
-		init[n_init++] = v->not_;
-
-	struct whisper_full_stats *st = &res->stats;
-	int64_t seek = seek_start;
+		r->init[r->n_init++] = v->not_;
 	w->t_beg = w->t_last = 0;
 	w->tid_last = 0;
-	while (seek + DELTA_MIN < seek_end) {
-		if ((rc = encode_at(w, src, seek, st, e)))
+	return 0;
+}
+
+static void decoders_reset(struct whisper_full *w, int n_cur)
+{
+	for (int j = 0; j < n_cur; j++) {
+		struct dec_state *d = &w->d[j];
+		d->n = d->result_len = 0;
+		d->sum_all = 0;
+		d->sum_logprobs = d->avg_logprobs = d->score = -INFINITY;
+		d->entropy = 0;
+		d->seek_delta = 100 * 30;
+		d->failed = d->completed = d->has_ts = false;
+		d->slot = j;
+	}
+}
+
+/* a try's prompt in w->prompt: <|startofprev|> and the tail of the past
+ * text when conditioning (not at high temperatures), then the initial
+ * tokens; its length */
+static int prompt_make(struct whisper_full *w, const struct run *r, float t)
+{
+	const struct whisper_full_params *p = r->p;
+	int n = 0;
+	if (p->n_max_text_ctx > 0 && t < COND_TEMP_CUTOFF && r->max_prompt_ctx > 0 && w->n_past > 0) {
+		w->prompt[n++] = w->m->ids.prev;
+		int k = r->max_prompt_ctx - 1 < w->n_past ? r->max_prompt_ctx - 1 : w->n_past;
+		memcpy(w->prompt + n, w->past + (w->n_past - k), sizeof(int32_t) * (size_t)k);
+		n += k;
+	}
+	memcpy(w->prompt + n, r->init, sizeof(int32_t) * (size_t)r->n_init);
+	return n + r->n_init;
+}
+
+/* the prompt through decoder 0, its cache copied to the others: every
+ * decoder's first distribution, and the window's no-speech probability */
+static int prompt_decode(struct whisper_full *w, const struct run *r, struct window *win, int n_cur, float t,
+			 tern_err *e)
+{
+	struct whisper_full_stats *st = &r->res->stats;
+	double t_dec = now_s();
+	int rc = decode_prompt(w, 0, w->prompt, win->n_prompt, w->raw, e);
+	if (rc)
+		return rc;
+	st->t_decode_s += now_s() - t_dec;
+	st->n_decode++;
+	float *lp = w->d[0].logprobs;
+	log_softmax(w->raw, w->n_vocab, lp);
+	win->no_speech = expf(lp[w->m->ids.nosp]);
+	memcpy(w->d[0].logits, w->raw, sizeof(float) * (size_t)w->n_vocab);
+	process(w, r->p, &w->d[0], t);
+	for (int j = 1; j < n_cur; j++) {
+		if ((rc = whisper_decoder_copy_seq(w->dec, 0, j, win->n_prompt, e)))
 			return rc;
-		if (seek > seek_start && seek + 500 >= seek_end)
-			w->n_past = 0;
-
-		int best = 0, n_prompt = 0;
-		float no_speech = 0.0f, t_used = temps[0];
-		for (int it = 0; it < n_temps; it++) {
-			const float t = temps[it];
-			t_used = t;
-			int n_cur = t > 0.0f ? p->best_of : (beam ? p->beam_size : 1);
-			n_cur = n_cur < 1 ? 1 : n_cur;
-			for (int j = 0; j < n_cur; j++) {
-				struct dec_state *d = &w->d[j];
-				d->n = d->result_len = 0;
-				d->sum_all = 0;
-				d->sum_logprobs = d->avg_logprobs = d->score = -INFINITY;
-				d->entropy = 0;
-				d->seek_delta = 100 * 30;
-				d->failed = d->completed = d->has_ts = false;
-				d->slot = j;
-			}
-			/* the prompt */
-			n_prompt = 0;
-			if (p->n_max_text_ctx > 0 && t < COND_TEMP_CUTOFF && max_prompt_ctx > 0 && w->n_past > 0) {
-				w->prompt[n_prompt++] = v->prev;
-				int k = max_prompt_ctx - 1 < w->n_past ? max_prompt_ctx - 1 : w->n_past;
-				memcpy(w->prompt + n_prompt, w->past + (w->n_past - k), sizeof(int32_t) * (size_t)k);
-				n_prompt += k;
-			}
-			memcpy(w->prompt + n_prompt, init, sizeof(int32_t) * (size_t)n_init);
-			n_prompt += n_init;
-			double t_dec = now_s();
-			if ((rc = decode_prompt(w, 0, w->prompt, n_prompt, w->raw, e)))
-				return rc;
-			st->t_decode_s += now_s() - t_dec;
-			st->n_decode++;
-			{
-				float *lp = w->d[0].logprobs;
-				log_softmax(w->raw, w->n_vocab, lp);
-				no_speech = expf(lp[v->nosp]);
-			}
-			memcpy(w->d[0].logits, w->raw, sizeof(float) * (size_t)w->n_vocab);
-			process(w, p, &w->d[0], t);
-			for (int j = 1; j < n_cur; j++) {
-				if ((rc = whisper_decoder_copy_seq(w->dec, 0, j, n_prompt, e)))
-					return rc;
-				memcpy(w->d[j].logits, w->d[0].logits, sizeof(float) * (size_t)w->n_vocab);
-				memcpy(w->d[j].logprobs, w->d[0].logprobs, sizeof(float) * (size_t)w->n_vocab);
-				memcpy(w->d[j].probs, w->d[0].probs, sizeof(float) * (size_t)w->n_vocab);
-			}
-
-			for (int i = 0; i < w->n_max; i++) {
-				double t_s = now_s();
-				int n_cand = 0;
-				for (int j = 0; j < n_cur; j++) {
-					struct dec_state *d = &w->d[j];
-					if (d->completed || d->failed)
-						continue;
-					if (beam) {
-						whisper_mt_discrete_prep(d->probs, w->n_vocab, w->cum);
-						for (int k = 0; k < p->beam_size; k++) {
-							int id = whisper_mt_discrete(&d->rng, w->cum, w->n_vocab);
-							struct cand *c = &w->cands[n_cand];
-							c->dec = j;
-							c->t = token_data(w, d, id);
-							c->sum_all = d->sum_all + c->t.plog;
-							c->order = n_cand++;
-						}
-					} else {
-						int id;
-						if (t < 1e-6f) {
-							id = argmax_prob(d->probs, w->n_vocab);
-						} else {
-							whisper_mt_discrete_prep(d->probs, w->n_vocab, w->cum);
-							id = whisper_mt_discrete(&d->rng, w->cum, w->n_vocab);
-						}
-						d->tok[d->n] = token_data(w, d, id);
-						d->ids[d->n] = id;
-						d->n++;
-						d->sum_all += d->tok[d->n - 1].plog;
-					}
-				}
-				if (beam && (rc = beam_select(w, n_cur, n_cand, i, n_prompt + i, e)))
-					return rc;
-
-				/* the decoders' states: finished, failed, the window */
-				for (int j = 0; j < n_cur; j++) {
-					struct dec_state *d = &w->d[j];
-					if (d->completed || d->failed)
-						continue;
-					const struct whisper_token_data *tk = &d->tok[d->n - 1];
-					if (tk->id > v->beg) {
-						const int sdn = 2 * (tk->id - v->beg);
-						if (d->has_ts && d->seek_delta > sdn && d->result_len < i) {
-							d->failed = true;
-							continue;
-						}
-						d->seek_delta = sdn;
-						d->result_len = i + 1;
-						d->has_ts = true;
-					}
-					if (tk->id == v->eot || (d->has_ts && seek + d->seek_delta + DELTA_MIN >= seek_end)) {
-						if (d->result_len == 0 && !p->no_timestamps) {
-							if (seek + d->seek_delta + DELTA_MIN >= seek_end) {
-								d->result_len = i + 1;
-							} else {
-								d->failed = true;
-								continue;
-							}
-						}
-						if (p->no_timestamps) {
-							d->result_len = i + 1;
-							d->seek_delta = 100 * 30;
-						}
-						d->completed = true;
-						continue;
-					}
-					/* stuck repeating itself */
-					if (i == w->n_max - 1 && (d->result_len == 0 || d->seek_delta < CHUNK_CS / 2)) {
-						d->failed = true;
-						continue;
-					}
-				}
-				bool all = true;
-				for (int j = 0; j < n_cur; j++)
-					all = all && (w->d[j].completed || w->d[j].failed);
-				st->t_sample_s += now_s() - t_s;
-				if (all)
-					break;
-
-				/* the next logits */
-				t_dec = now_s();
-				{ /* the step's live decoders in one batch, as whisper.cpp
-				   * does (its numbers differ for a token alone: split) */
-					int seqs[WHISPER_FULL_MAX_DECODERS], live = 0;
-					int32_t toks[WHISPER_FULL_MAX_DECODERS], at[WHISPER_FULL_MAX_DECODERS];
-					float *outs[WHISPER_FULL_MAX_DECODERS];
-					for (int j = 0; j < n_cur; j++) {
-						struct dec_state *d = &w->d[j];
-						if (d->completed || d->failed)
-							continue;
-						seqs[live] = d->slot;
-						toks[live] = d->ids[d->n - 1];
-						at[live] = n_prompt + i;
-						outs[live++] = d->logits;
-					}
-					whisper_decoder_set_split(w->dec, live == 1 ? p->n_threads : 1);
-					if (live && (rc = whisper_decode_multi(w->dec, live, seqs, toks, at, outs, e)))
-						return rc;
-					st->n_decode += live;
-				}
-				st->t_decode_s += now_s() - t_dec;
-				t_s = now_s();
-				for (int j = 0; j < n_cur; j++)
-					if (!w->d[j].completed && !w->d[j].failed)
-						process(w, p, &w->d[j], t);
-				st->t_sample_s += now_s() - t_s;
-			}
-
-			/* the best result */
-			double best_score = -INFINITY;
-			for (int j = 0; j < n_cur; j++) {
-				struct dec_state *d = &w->d[j];
-				if (d->failed)
-					continue;
-				d->n = d->result_len;
-				score(p, d);
-				if (whisper_full_repetitive(p, d->result_len, d->entropy) ||
-				    (p->compression_ratio_thold > 0.0f &&
-				     text_ratio(w, d) > p->compression_ratio_thold)) {
-					d->failed = true;
-					st->n_fallback_h++;
-					continue;
-				}
-				if (best_score < d->score) {
-					best_score = d->score;
-					best = j;
-				}
-			}
-			if (it == n_temps - 1)
-				break;
-			const struct dec_state *b = &w->d[best];
-			if (!whisper_full_needs_fallback(p, b->failed, b->avg_logprobs, no_speech))
-				break;
-			st->n_fallback_p++;
-		}
-
-		/* the segments, the text to condition on, the next window */
-		const struct dec_state *b = &w->d[best];
-		int seek_delta = b->seek_delta;
-		bool no_speech_win = whisper_full_is_no_speech(p, b->avg_logprobs, no_speech);
-		/* with the compression-ratio check on, a window that failed at every
-		 * temperature (its last result too is a loop, or stuck) is dropped
-		 * rather than printed: what whisper.cpp and openai-whisper then print
-		 * is the repetition loop users see on music and noise */
-		if (!no_speech_win && p->compression_ratio_thold > 0.0f && b->failed) {
-			no_speech_win = true;
-			st->n_dropped++;
-		}
-		int n_keep = 0;
-		if (n_prompt > 0 && w->prompt[0] == v->prev) {
-			n_keep = n_prompt - 1 - n_init;
-			memmove(w->past, w->prompt + 1, sizeof(int32_t) * (size_t)n_keep);
-		}
-		w->n_past = n_keep;
-		if (!no_speech_win)
-			for (int i = 0; i < b->result_len; i++) {
-				if (w->n_past == w->n_text_ctx) { /* only the tail is ever used */
-					memmove(w->past, w->past + w->n_text_ctx / 2, sizeof(int32_t) * (size_t)(w->n_text_ctx / 2));
-					w->n_past -= w->n_text_ctx / 2;
-				}
-				w->past[w->n_past++] = b->ids[i];
-			}
-		if (b->n > 0 && !no_speech_win) {
-			const struct win_info wi = {.nsp = no_speech,
-						    .avg_logprob = (float)b->avg_logprobs,
-						    .compression_ratio = (float)text_ratio(w, b),
-						    .temperature = t_used};
-			if ((rc = emit(w, p, res, b, b->n, seek, seek_delta, &wi, cb, cb_ctx, e)))
-				return rc;
-		}
-		if (b->n > 1 && b->ids[b->n - 2] < v->beg && b->ids[b->n - 1] > v->beg)
-			seek_delta = (int)(seek_end - seek < CHUNK_CS ? seek_end - seek : CHUNK_CS);
-		seek += seek_delta;
-		if (p->progress)
-			p->progress(p->progress_ctx, seek < seek_end ? seek : seek_end, seek_end);
+		memcpy(w->d[j].logits, w->d[0].logits, sizeof(float) * (size_t)w->n_vocab);
+		memcpy(w->d[j].logprobs, w->d[0].logprobs, sizeof(float) * (size_t)w->n_vocab);
+		memcpy(w->d[j].probs, w->d[0].probs, sizeof(float) * (size_t)w->n_vocab);
 	}
 	return 0;
+}
+
+static bool dec_live(const struct dec_state *d)
+{
+	return !d->completed && !d->failed;
+}
+
+/* decoder j's beam_size candidates, drawn from its distribution */
+static void beam_draw(struct whisper_full *w, const struct whisper_full_params *p, int j, int *n_cand)
+{
+	struct dec_state *d = &w->d[j];
+	whisper_mt_discrete_prep(d->probs, w->n_vocab, w->cum);
+	for (int k = 0; k < p->beam_size; k++) {
+		int id = whisper_mt_discrete(&d->rng, w->cum, w->n_vocab);
+		struct cand *c = &w->cands[*n_cand];
+		c->dec = j;
+		c->t = token_data(w, d, id);
+		c->sum_all = d->sum_all + c->t.plog;
+		c->order = (*n_cand)++;
+	}
+}
+
+/* a decoder's next token: the likeliest at temperature 0, else drawn */
+static void dec_take(struct whisper_full *w, struct dec_state *d, float t)
+{
+	int id;
+	if (t < 1e-6f) {
+		id = argmax_prob(d->probs, w->n_vocab);
+	} else {
+		whisper_mt_discrete_prep(d->probs, w->n_vocab, w->cum);
+		id = whisper_mt_discrete(&d->rng, w->cum, w->n_vocab);
+	}
+	d->tok[d->n] = token_data(w, d, id);
+	d->ids[d->n] = id;
+	d->n++;
+	d->sum_all += d->tok[d->n - 1].plog;
+}
+
+/* step i's tokens: each live decoder's own, or the beams beam_select keeps */
+static int sample_step(struct whisper_full *w, const struct run *r, int n_cur, float t, int i, int n_prompt,
+		       tern_err *e)
+{
+	int n_cand = 0;
+	for (int j = 0; j < n_cur; j++) {
+		if (!dec_live(&w->d[j]))
+			continue;
+		if (r->beam)
+			beam_draw(w, r->p, j, &n_cand);
+		else
+			dec_take(w, &w->d[j], t);
+	}
+	return r->beam ? beam_select(w, n_cur, n_cand, i, n_prompt + i, e) : 0;
+}
+
+/* a live decoder's state after its token of step i: finished, failed
+ * (timestamps going back, no timestamp before the end, stuck repeating
+ * itself), where its window ends */
+static void dec_update(const struct whisper_full *w, const struct run *r, struct dec_state *d, int64_t seek, int i)
+{
+	const struct whisper_vocab_ids *v = &w->m->ids;
+	const struct whisper_full_params *p = r->p;
+	const int64_t seek_end = r->seek_end;
+	const struct whisper_token_data *tk = &d->tok[d->n - 1];
+	if (tk->id > v->beg) {
+		const int sdn = 2 * (tk->id - v->beg);
+		if (d->has_ts && d->seek_delta > sdn && d->result_len < i) {
+			d->failed = true;
+			return;
+		}
+		d->seek_delta = sdn;
+		d->result_len = i + 1;
+		d->has_ts = true;
+	}
+	if (tk->id == v->eot || (d->has_ts && seek + d->seek_delta + DELTA_MIN >= seek_end)) {
+		if (d->result_len == 0 && !p->no_timestamps) {
+			if (seek + d->seek_delta + DELTA_MIN < seek_end) {
+				d->failed = true;
+				return;
+			}
+			d->result_len = i + 1;
+		}
+		if (p->no_timestamps) {
+			d->result_len = i + 1;
+			d->seek_delta = 100 * 30;
+		}
+		d->completed = true;
+		return;
+	}
+	if (i == w->n_max - 1 && (d->result_len == 0 || d->seek_delta < CHUNK_CS / 2))
+		d->failed = true;
+}
+
+/* the next logits: the step's live decoders in one batch, as whisper.cpp
+ * does (its numbers differ for a token alone: split) */
+static int decode_step(struct whisper_full *w, const struct run *r, int n_cur, int pos, tern_err *e)
+{
+	int seqs[WHISPER_FULL_MAX_DECODERS], live = 0;
+	int32_t toks[WHISPER_FULL_MAX_DECODERS], at[WHISPER_FULL_MAX_DECODERS];
+	float *outs[WHISPER_FULL_MAX_DECODERS];
+	for (int j = 0; j < n_cur; j++) {
+		struct dec_state *d = &w->d[j];
+		if (!dec_live(d))
+			continue;
+		seqs[live] = d->slot;
+		toks[live] = d->ids[d->n - 1];
+		at[live] = pos;
+		outs[live++] = d->logits;
+	}
+	whisper_decoder_set_split(w->dec, live == 1 ? r->p->n_threads : 1);
+	int rc = live ? whisper_decode_multi(w->dec, live, seqs, toks, at, outs, e) : 0;
+	if (!rc)
+		r->res->stats.n_decode += live;
+	return rc;
+}
+
+/* the decoders' tokens, step by step, until each has finished or failed */
+static int decode_tokens(struct whisper_full *w, const struct run *r, const struct window *win, int n_cur, float t,
+			 tern_err *e)
+{
+	struct whisper_full_stats *st = &r->res->stats;
+	for (int i = 0; i < w->n_max; i++) {
+		if (stop_asked(r->p))
+			return STOPPED;
+		double t_s = now_s();
+		int rc = sample_step(w, r, n_cur, t, i, win->n_prompt, e);
+		if (rc)
+			return rc;
+		bool all = true;
+		for (int j = 0; j < n_cur; j++) {
+			if (dec_live(&w->d[j]))
+				dec_update(w, r, &w->d[j], win->seek, i);
+			all = all && !dec_live(&w->d[j]);
+		}
+		st->t_sample_s += now_s() - t_s;
+		if (all)
+			break;
+		double t_dec = now_s();
+		if ((rc = decode_step(w, r, n_cur, win->n_prompt + i, e)))
+			return rc;
+		st->t_decode_s += now_s() - t_dec;
+		t_s = now_s();
+		for (int j = 0; j < n_cur; j++)
+			if (dec_live(&w->d[j]))
+				process(w, r->p, &w->d[j], t);
+		st->t_sample_s += now_s() - t_s;
+	}
+	return 0;
+}
+
+/* the try's best result into win->best (kept when every one failed);
+ * results that loop (entropy, compression ratio) fail here */
+static void pick_best(struct whisper_full *w, const struct run *r, struct window *win, int n_cur)
+{
+	const struct whisper_full_params *p = r->p;
+	double best_score = -INFINITY;
+	for (int j = 0; j < n_cur; j++) {
+		struct dec_state *d = &w->d[j];
+		if (d->failed)
+			continue;
+		d->n = d->result_len;
+		score(p, d);
+		if (whisper_full_repetitive(p, d->result_len, d->entropy) ||
+		    (p->compression_ratio_thold > 0.0f && text_ratio(w, d) > p->compression_ratio_thold)) {
+			d->failed = true;
+			r->res->stats.n_fallback_h++;
+			continue;
+		}
+		if (best_score < d->score) {
+			best_score = d->score;
+			win->best = j;
+		}
+	}
+}
+
+/* one try at temperature t: best_of samples above 0, else the beams or one
+ * greedy decoder */
+static int decode_try(struct whisper_full *w, const struct run *r, struct window *win, float t, tern_err *e)
+{
+	const struct whisper_full_params *p = r->p;
+	int n_cur = t > 0.0f ? p->best_of : (r->beam ? p->beam_size : 1);
+	n_cur = n_cur < 1 ? 1 : n_cur;
+	decoders_reset(w, n_cur);
+	win->n_prompt = prompt_make(w, r, t);
+	int rc = prompt_decode(w, r, win, n_cur, t, e);
+	if (!rc)
+		rc = decode_tokens(w, r, win, n_cur, t, e);
+	if (!rc)
+		pick_best(w, r, win, n_cur);
+	return rc;
+}
+
+/* the window decoded at rising temperatures until a result looks right
+ * (or none is left) */
+static int window_decode(struct whisper_full *w, const struct run *r, struct window *win, tern_err *e)
+{
+	const struct whisper_full_params *p = r->p;
+	win->t_used = r->temps[0];
+	for (int it = 0; it < r->n_temps; it++) {
+		win->t_used = r->temps[it];
+		int rc = decode_try(w, r, win, r->temps[it], e);
+		if (rc)
+			return rc;
+		if (it == r->n_temps - 1)
+			break;
+		const struct dec_state *b = &w->d[win->best];
+		if (!whisper_full_needs_fallback(p, b->failed, b->avg_logprobs, win->no_speech))
+			break;
+		r->res->stats.n_fallback_p++;
+	}
+	return 0;
+}
+
+/* the text the next window is conditioned on: this prompt's past text,
+ * then (unless the window is silence) the window's tokens */
+static void past_update(struct whisper_full *w, const struct run *r, const struct window *win,
+			const struct dec_state *b, bool silent)
+{
+	int n_keep = 0;
+	if (win->n_prompt > 0 && w->prompt[0] == w->m->ids.prev) {
+		n_keep = win->n_prompt - 1 - r->n_init;
+		memmove(w->past, w->prompt + 1, sizeof(int32_t) * (size_t)n_keep);
+	}
+	w->n_past = n_keep;
+	if (silent)
+		return;
+	for (int i = 0; i < b->result_len; i++) {
+		if (w->n_past == w->n_text_ctx) { /* only the tail is ever used */
+			memmove(w->past, w->past + w->n_text_ctx / 2, sizeof(int32_t) * (size_t)(w->n_text_ctx / 2));
+			w->n_past -= w->n_text_ctx / 2;
+		}
+		w->past[w->n_past++] = b->ids[i];
+	}
+}
+
+/* the window's best result made segments, the text to condition on, and
+ * where the next window starts (*seek) */
+static int window_commit(struct whisper_full *w, const struct run *r, const struct window *win, int64_t *seek,
+			 tern_err *e)
+{
+	const struct whisper_full_params *p = r->p;
+	const struct whisper_vocab_ids *v = &w->m->ids;
+	const struct dec_state *b = &w->d[win->best];
+	int seek_delta = b->seek_delta;
+	bool silent = whisper_full_is_no_speech(p, b->avg_logprobs, win->no_speech);
+	/* with the compression-ratio check on, a window that failed at every
+	 * temperature (its last result too is a loop, or stuck) is dropped
+	 * rather than printed: what whisper.cpp and openai-whisper then print
+	 * is the repetition loop users see on music and noise */
+	if (!silent && p->compression_ratio_thold > 0.0f && b->failed) {
+		silent = true;
+		r->res->stats.n_dropped++;
+	}
+	past_update(w, r, win, b, silent);
+	if (b->n > 0 && !silent) {
+		const struct win_info wi = {.nsp = win->no_speech,
+					    .avg_logprob = (float)b->avg_logprobs,
+					    .compression_ratio = (float)text_ratio(w, b),
+					    .temperature = win->t_used};
+		int rc = emit(w, p, r->res, b, b->n, *seek, seek_delta, &wi, r->cb, r->cb_ctx, e);
+		if (rc)
+			return rc;
+	}
+	if (b->n > 1 && b->ids[b->n - 2] < v->beg && b->ids[b->n - 1] > v->beg)
+		seek_delta = (int)(r->seek_end - *seek < CHUNK_CS ? r->seek_end - *seek : CHUNK_CS);
+	*seek += seek_delta;
+	return 0;
+}
+
+int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p, const struct whisper_mel_src *src,
+		     struct whisper_result *res, whisper_segment_cb cb, void *cb_ctx, tern_err *e)
+{
+	struct run r = {.p = p, .src = src, .res = res, .cb = cb, .cb_ctx = cb_ctx};
+	bool nothing = false;
+	int rc = run_check(w, &r, &nothing, e);
+	if (rc || nothing)
+		return rc;
+	if ((rc = run_prepare(w, &r, e)))
+		return rc;
+	int64_t seek = r.seek_start;
+	while (seek + DELTA_MIN < r.seek_end && !rc) {
+		if (stop_asked(p)) {
+			rc = STOPPED;
+			break;
+		}
+		struct window win = {.seek = seek};
+		rc = encode_at(w, src, seek, &res->stats, e);
+		/* the last few seconds are decoded without the past text */
+		if (!rc && seek > r.seek_start && seek + 500 >= r.seek_end)
+			w->n_past = 0;
+		if (!rc)
+			rc = window_decode(w, &r, &win, e);
+		if (!rc)
+			rc = window_commit(w, &r, &win, &seek, e);
+		if (!rc && p->progress)
+			p->progress(p->progress_ctx, seek < r.seek_end ? seek : r.seek_end, r.seek_end);
+	}
+	if (rc == STOPPED)
+		res->cancelled = true;
+	return rc == STOPPED ? 0 : rc;
 }

@@ -16,6 +16,7 @@
 #ifndef TERN_WHISPER_FULL_H
 #define TERN_WHISPER_FULL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,10 @@ struct whisper_full_params {
 	/* called after each window with the frame reached (may be NULL) */
 	void (*progress)(void *ctx, int64_t seek, int64_t seek_end);
 	void *progress_ctx;
+	/* checked before each window and each decoding step (may be NULL):
+	 * once nonzero (Ctrl-C) the run stops, the window in progress
+	 * dropped, and the segments made so far are the result */
+	volatile sig_atomic_t *cancel;
 };
 
 /* The signal energy whisper.cpp's token timestamps look at: the mean
@@ -133,6 +138,7 @@ struct whisper_result {
 	int n_seg, cap;
 	int lang_id;
 	struct whisper_full_stats stats;
+	bool cancelled; /* the run stopped through *cancel before the end */
 };
 void whisper_result_free(struct whisper_result *r);
 
@@ -173,7 +179,8 @@ int64_t whisper_n_len_org(size_t n_samples);
 typedef int (*whisper_segment_cb)(void *ctx, const struct whisper_result *r, int i_seg, tern_err *e);
 
 /* Transcribe: segments are appended to *res (zeroed by the caller, or the
- * result of an earlier call to continue after). Errors: TERN_EINVAL (bad
+ * result of an earlier call to continue after). A stop through p->cancel
+ * is no error: 0 with res->cancelled set. Errors: TERN_EINVAL (bad
  * parameters), what the model's passes report, what cb returns. */
 int whisper_full_run(struct whisper_full *w, const struct whisper_full_params *p, const struct whisper_mel_src *src,
 		     struct whisper_result *res, whisper_segment_cb cb, void *cb_ctx, tern_err *e);

@@ -334,6 +334,17 @@ static void engine_free(struct engine *en)
 	*en = (struct engine){0};
 }
 
+/* The greedy next token, as tern-run's greedy decode takes it: the
+ * argmax made where the logits are (tern_llm_set_greedy, on for the
+ * engine's decodes), or of the logits where a decode kept them. */
+static int32_t next_token(const struct engine *en)
+{
+	int32_t id;
+	if (tern_llm_greedy_id(en->llm, &id))
+		return id < 0 ? 0 : id;
+	return argmax(tern_llm_logits(en->llm, -1), tern_llm_n_vocab(en->llm));
+}
+
 /* Decode n tokens starting at stream position from, in slices of b. */
 static int feed(struct engine *en, const struct bench_stream *s, int64_t from, int64_t n, int64_t b, tern_err *e)
 {
@@ -381,11 +392,13 @@ static int run_once(struct engine *en, const struct bench_stream *s, const struc
 	rc = feed(en, s, t->depth, start, t->batch, e);
 	if (rc)
 		return rc;
-	int32_t next = argmax(tern_llm_logits(en->llm, -1), tern_llm_n_vocab(en->llm));
+	int32_t next = next_token(en);
 	double t1 = bench_now();
 	r->prefill_s = t1 - t0;
 	r->ttft_s = t1 - t0;
 	r->decode_s = 0;
+	struct tern_step_stats s0 = {0}, s1;
+	bool dev_steps = en->dev.dev && tern_backend_step_stats(en->dev.dev, &s0);
 	for (int64_t i = 0; i < t->n_gen; i++) {
 		if (bench_interrupted)
 			return BENCH_CANCELED;
@@ -396,7 +409,13 @@ static int run_once(struct engine *en, const struct bench_stream *s, const struc
 			return rc;
 		lat[i] = dt;
 		r->decode_s += dt;
-		next = argmax(tern_llm_logits(en->llm, -1), tern_llm_n_vocab(en->llm));
+		next = next_token(en);
+	}
+	if (dev_steps && tern_backend_step_stats(en->dev.dev, &s1)) {
+		r->steps = s1.steps - s0.steps;
+		r->replays = s1.replays - s0.replays;
+		r->step_kernels = s1.launches;
+		r->recording = s1.how;
 	}
 	switch (t->kind) {
 	case BENCH_PP:
@@ -682,6 +701,7 @@ static int make_engine(struct bench_ctx *bc, struct engine *en, int first, tern_
 		engine_free(en);
 		return rc;
 	}
+	tern_llm_set_greedy(en->llm, true); /* the tokens are greedy: no logits leave a GPU */
 	/* what the engine's tests ran on */
 	for (int i = first; i <= last; i++) {
 		struct bench_test *ti = &bc->tests[i];

@@ -56,6 +56,10 @@ struct bench_run {
 	double probe_gbs; /* tg: the read bandwidth probed right before this run (0: none) */
 	double probe_dev_gbs; /* tg with layers on a GPU: its memory's read bandwidth, probed likewise */
 	double roofline_pct; /* tg: bytes per token x tps against the probes (0: none) */
+	/* the device's decode steps in this run (tern_backend_step_stats):
+	 * steps, of those replayed from a recording, kernels of the last */
+	uint64_t steps, replays, step_kernels;
+	const char *recording; /* "CUDA graph", "command buffer", NULL: no device steps */
 };
 
 struct bench_stats {

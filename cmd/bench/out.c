@@ -370,6 +370,31 @@ static void json_vs(const struct bench_test *t)
 	}
 }
 
+/* a GPU's decode steps over the runs: how many were replayed from a
+ * recording (a CUDA graph, a command buffer) and the kernels of a step
+ * (null: none, the CPU) */
+static void json_steps(const struct bench_test *t)
+{
+	uint64_t steps = 0, replays = 0, kernels = 0;
+	const char *how = NULL;
+	for (int i = 0; i < t->nruns; i++)
+		if (t->runs[i].recording) {
+			steps += t->runs[i].steps;
+			replays += t->runs[i].replays;
+			kernels = t->runs[i].step_kernels;
+			how = t->runs[i].recording;
+		}
+	printf(", \"decode_steps\": ");
+	if (!how) {
+		printf("null");
+		return;
+	}
+	printf("{\"steps\": %" PRIu64 ", \"replayed\": %" PRIu64 ", \"kernels_per_step\": %" PRIu64 ", \"recording\": ",
+	       steps, replays, kernels);
+	bench_json_strz(how);
+	printf("}");
+}
+
 static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bool line)
 {
 	const struct bench_model *bm = &bc->models[t->model];
@@ -447,6 +472,7 @@ static void json_test(const struct bench_ctx *bc, const struct bench_test *t, bo
 	jnum_or_null(t->probe_dev_gbs, t->probe_dev_gbs > 0);
 	printf(", \"roofline_pct\": ");
 	jnum_or_null(t->roofline_pct, t->roofline_pct > 0);
+	json_steps(t);
 	printf(", \"peak_rss_bytes\": %" PRIu64 ",%s\"llama_bench\": ", t->peak_rss, nl);
 	json_vs(t);
 	if (bc->o->vs) {

@@ -427,6 +427,10 @@ static int cu_mat_prepare(struct tern_backend *be, struct tern_buf *w, tern_err 
 	char why[256];
 	if (CUK(reserve_scratch)(c->ctx, CUK(product_scratch)(w->type, w->ne[0], ntok), why, sizeof why))
 		return tern_errf(err, TERN_ENOMEM, "%s: the products' scratch: %s", c->info.name, why);
+	/* nothing is converted: the prepared form is a mark that says
+	 * "checked, scratch reserved" (one per type, never freed) */
+	static char prepared[QT_COUNT];
+	w->prep = &prepared[w->type];
 	return 0;
 }
 

@@ -632,11 +632,12 @@ static attn_plan plan_attention(const cuk_op *op)
 	p.hb = (group + p.nhb - 1) / p.nhb; /* the group's heads spread evenly */
 	p.smem = 4 * ((size_t)p.hb * hd + (size_t)AW * p.hb * 32 + 2 * (size_t)AW * p.hb + (size_t)AW * p.hb * hdv);
 	/* a long context split over blocks where few would run otherwise
-	 * (decode): about 256 blocks, each at least 128 keys (a chunk per
-	 * warp) */
+	 * (decode): about 512 blocks at a full cache (a few per SM), each at
+	 * least 128 keys (a chunk per warp); the grid follows the capacity, so
+	 * a query early in a large cache has fewer blocks at work */
 	int64_t base = (int64_t)ntok * nkv * p.nhb;
 	if (base < 128 && n_ctx > 256) {
-		int64_t want = (256 + base - 1) / base;
+		int64_t want = (512 + base - 1) / base;
 		int64_t L = (n_ctx + want - 1) / want;
 		L = (L + 31) / 32 * 32;
 		p.L = (int)(L < 128 ? 128 : L);
@@ -656,9 +657,17 @@ template <int NI> static void launch_decode(cuk_ctx *c, const attn_plan &p, cons
 
 template <int NI> static void launch_tiled(cuk_ctx *c, const attn_plan &p, const attn_args &a)
 {
-	if (p.smem > (48u << 10))
-		cu_check(c, cudaFuncSetAttribute(k_attn_tiled<NI>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem),
+	/* past the default 48 KiB a kernel opts in: once per device (the
+	 * attribute stays the function's; setting it may synchronize), to the
+	 * most any plan asks */
+	static bool opted[64];
+	if (p.smem > (48u << 10) && !(c->dev >= 0 && c->dev < 64 && opted[c->dev])) {
+		int most = c->smem_optin < (int)TILED_MAX_SMEM ? c->smem_optin : (int)TILED_MAX_SMEM;
+		cu_check(c, cudaFuncSetAttribute(k_attn_tiled<NI>, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
 			 "cudaFuncSetAttribute (k_attn_tiled)");
+		if (c->dev >= 0 && c->dev < 64)
+			opted[c->dev] = true;
+	}
 	dim3 grid((unsigned)((a.ntok + p.bt - 1) / p.bt), (unsigned)(a.nkv * p.nhb), 1);
 	CU_LAUNCH(k_attn_tiled<NI>, grid, dim3(AT), p.smem, c->stream, a, c->status);
 	cu_launched(c, "k_attn_tiled");

@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(256) k_kv_store(kv_args a, int *status)
 			cu_flag(status, CUK_KV_STORE, sq);
 			continue;
 		}
-		float v = *(const float *)(a.x + (t % a.x_ne2) * a.x_nb2 + (t / a.x_ne2) * a.x_nb3 + h * a.x_nb1 + (int64_t)d * 4);
+		const uint8_t *xr = a.x + (t % a.x_ne2) * a.x_nb2 + (t / a.x_ne2) * a.x_nb3 + h * a.x_nb1;
+		float v = ((const float *)xr)[d];
 		uint8_t *row = a.c + sq * a.c_nb3 + (int64_t)p * a.c_nb2 + h * a.c_nb1;
 		if (a.type == T_F32) {
 			((float *)row)[d] = v;
@@ -496,7 +497,8 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 			if (lane < nj && qpr[k] >= 0 && p >= lor[k] && p <= qpr[k]) {
 				float d = dot[k];
 				if (sqr[k] != s0) {
-					const uint8_t *kr = a.k + (int64_t)sqr[k] * a.k_nb3 + (int64_t)p * a.k_nb2 + g * a.k_nb1;
+					const uint8_t *kr =
+						a.k + (int64_t)sqr[k] * a.k_nb3 + (int64_t)p * a.k_nb2 + g * a.k_nb1;
 					d = 0.0f;
 					for (int x = 0; x < a.hd; x++)
 						d += qs[r * a.hd + x] * cache_at(kr, a.kt, x);
@@ -539,7 +541,8 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 					for (int i = 0; i < NI; i++)
 						acc[k][i] += wgt * vv[i];
 				} else {
-					const uint8_t *vr = a.v + (int64_t)sqr[k] * a.v_nb3 + (int64_t)pj * a.v_nb2 + g * a.v_nb1;
+					const uint8_t *vr =
+						a.v + (int64_t)sqr[k] * a.v_nb3 + (int64_t)pj * a.v_nb2 + g * a.v_nb1;
 					UNROLL
 					for (int i = 0; i < NI; i++) {
 						int d = lane + 32 * i;

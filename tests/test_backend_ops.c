@@ -124,9 +124,11 @@ static int make_vulkan(struct tern_backend **out, const struct backend_entry *e,
 static int make_cuda(struct tern_backend **out, const struct backend_entry *e, tern_err *err)
 {
 	static bool said;
-	if (!test_device() || strcmp(e->name, test_device()))
+	/* "cuemu0 simt" runs in cuemu0's run: the GEMM without tensor cores */
+	if (!test_device() || strncmp(e->name, test_device(), strlen(test_device())) ||
+	    (e->name[strlen(test_device())] && e->name[strlen(test_device())] != ' '))
 		return MAKE_SKIP;
-	struct cuda_backend_opts o = {.device = 0, .max_tokens = MAX_TOKENS};
+	struct cuda_backend_opts o = {.device = 0, .max_tokens = MAX_TOKENS, .no_tensor_cores = e->nosg};
 	bool emu = !strncmp(e->name, "cuemu", 5);
 #ifdef TERN_HAVE_CUEMU
 	if (emu)
@@ -177,6 +179,8 @@ static const struct backend_entry backends[] = {
 #endif
 #ifdef TERN_HAVE_CUEMU
 	{"cuemu0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false},
+	/* the GEMM's SIMT tile, the one devices before Volta would take (nosg: no tensor cores) */
+	{"cuemu0 simt", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, true, false},
 #endif
 };
 

@@ -105,6 +105,7 @@ int dev_open(struct dev_ctx *d, const char *device, const char *ngl, const struc
 	if (dev_o.mem_limit && tern_plan_parse_size(dev_o.mem_limit, &d->limit))
 		return tern_errf(e, TERN_EINVAL, "--gpu-mem-limit '%.40s' is not a size", dev_o.mem_limit);
 	d->opts = *o;
+	d->auto_dev = !strcmp(name, "auto");
 	test_device_env(&d->opts);
 	const char *prof = getenv("TERN_GPU_PROFILE"); /* developers: time per shader on stderr at exit */
 	d->opts.profile = prof && *prof && strcmp(prof, "0") != 0;
@@ -190,8 +191,9 @@ int dev_llm_new(struct dev_ctx *d, const struct cli_common *cc, const struct ter
 		return rc;
 	if (!d->dev) {
 		plan_drop(d);
-		char why[512];
-		tern_device_why_none(why, sizeof why);
+		char why[512] = "";
+		if (d->auto_dev)
+			tern_device_why_none(why, sizeof why);
 		cli_info(cc, "device %s (%s): every layer on the CPU%s%s", d->info.name, d->info.desc, why[0] ? "; " : "",
 			 why);
 		return tern_llm_new(out, m, d->host, lo, e);

@@ -73,6 +73,7 @@ struct dev_ctx {
 	uint64_t limit;   /* --gpu-mem-limit, 0 none */
 	int retries;      /* loads retried with fewer layers */
 	bool planned;     /* dev_llm_plan made plan from req */
+	bool auto_dev;    /* the device was "auto" (-v then says why no GPU was found) */
 	struct tern_plan_req req; /* its sizes (req.weights, req.kv: owned) */
 };
 

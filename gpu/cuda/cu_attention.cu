@@ -658,19 +658,29 @@ template <int NI> static void launch_decode(cuk_ctx *c, const attn_plan &p, cons
 	cu_launched(c, "k_attn_decode");
 }
 
+/* The tiled kernels' opt-in to more than 48 KiB of shared memory, up to
+ * the most a plan asks: once, when the context is made (setting it may
+ * synchronize, which a step being captured into a graph must not). */
+template <int NI> static void opt_in(cuk_ctx *c, int most)
+{
+	cu_check(c, cudaFuncSetAttribute(k_attn_tiled<NI>, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
+		 "cudaFuncSetAttribute (k_attn_tiled)");
+}
+
+void cu_attention_init(cuk_ctx *c)
+{
+	int most = c->smem_optin < (int)TILED_MAX_SMEM ? c->smem_optin : (int)TILED_MAX_SMEM;
+	if (most <= (48 << 10))
+		return;
+	opt_in<1>(c, most);
+	opt_in<2>(c, most);
+	opt_in<4>(c, most);
+	opt_in<8>(c, most);
+}
+
 template <int NI> static void launch_tiled(cuk_ctx *c, const attn_plan &p, const attn_args &a)
 {
-	/* past the default 48 KiB a kernel opts in: once per device (the
-	 * attribute stays the function's; setting it may synchronize), to the
-	 * most any plan asks */
-	static bool opted[64];
-	if (p.smem > (48u << 10) && !(c->dev >= 0 && c->dev < 64 && opted[c->dev])) {
-		int most = c->smem_optin < (int)TILED_MAX_SMEM ? c->smem_optin : (int)TILED_MAX_SMEM;
-		cu_check(c, cudaFuncSetAttribute(k_attn_tiled<NI>, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
-			 "cudaFuncSetAttribute (k_attn_tiled)");
-		if (c->dev >= 0 && c->dev < 64)
-			opted[c->dev] = true;
-	}
+	/* past the default 48 KiB the kernel opted in at the context's creation (cu_attention_init) */
 	dim3 grid((unsigned)((a.ntok + p.bt - 1) / p.bt), (unsigned)(a.nkv * p.nhb), 1);
 	CU_LAUNCH(k_attn_tiled<NI>, grid, dim3(AT), p.smem, c->stream, a, c->status);
 	cu_launched(c, "k_attn_tiled");

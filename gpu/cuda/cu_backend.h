@@ -20,6 +20,8 @@ struct cuda_backend_opts {
 	int device;         /* index among the devices */
 	int64_t max_tokens; /* largest batch of the products, 1..4096 */
 	bool no_graphs;     /* steps as plain launches, never captured (TERN_CUDA_GRAPHS=0) */
+	bool no_tensor_cores; /* the batched products' GEMM in SIMT f32 even on tensor cores (the
+			       * tests run both) */
 };
 
 /* What the steps did (for -v, tern-bench and the tests). */

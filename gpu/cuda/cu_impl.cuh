@@ -48,6 +48,7 @@ struct ctx_fields {
 	cudaGraphExec_t exec;
 	bool have_exec;
 	bool capture_broken; /* a capture failed once: steps run as plain launches */
+	bool no_tensor_cores; /* the GEMM in SIMT f32 even where tensor cores are (tests) */
 	int cc;              /* compute capability, 10 major + minor */
 	int sms, smem_optin;
 	uint64_t launches;   /* kernels launched since creation (the launchers count) */
@@ -82,6 +83,8 @@ void cu_run_products(cuk_ctx *c, const cuk_op *op); /* product mat_mul_heads mat
 void cu_run_attention(cuk_ctx *c, const cuk_op *op); /* kv_store attention */
 void cu_run_moe(cuk_ctx *c, const cuk_op *op);       /* moe_route moe_combine */
 size_t cu_products_scratch(const cuk_op *op);
+/* once at the context's creation: kernels' opt-ins (more shared memory) */
+void cu_attention_init(cuk_ctx *c);
 size_t cu_attention_scratch(const cuk_op *op);
 /* a device copy that converts (copy from a type the eltwise copy does not
  * convert: through the products' block decoders) */

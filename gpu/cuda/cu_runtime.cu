@@ -180,12 +180,13 @@ int CUK(device_props)(int dev, struct cuk_dev *out, char *why, size_t cap)
 	return 0;
 }
 
-int CUK(ctx_new)(int dev, struct cuk_ctx **out, char *why, size_t cap)
+int CUK(ctx_new)(int dev, unsigned flags, struct cuk_ctx **out, char *why, size_t cap)
 {
 	*out = NULL;
 	cuk_ctx *c = new cuk_ctx();
 	memset(static_cast<ctx_fields *>(c), 0, sizeof(ctx_fields));
 	c->dev = dev;
+	c->no_tensor_cores = (flags & CUK_NO_TENSOR_CORES) != 0;
 	cudaDeviceProp p;
 	cudaError_t e = cudaSetDevice(dev);
 	const char *what = "cudaSetDevice";
@@ -210,6 +211,12 @@ int CUK(ctx_new)(int dev, struct cuk_ctx **out, char *why, size_t cap)
 	c->cc = p.major * 10 + p.minor;
 	c->sms = p.multiProcessorCount;
 	c->smem_optin = (int)p.sharedMemPerBlockOptin;
+	cu_attention_init(c);
+	if (c->failed) {
+		snprintf(why, cap, "%s", c->err);
+		CUK(ctx_free)(c);
+		return -1;
+	}
 	*out = c;
 	return 0;
 }

@@ -84,6 +84,7 @@ static const int warpSize = 32;
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __constant__ static const
+#define __align__(n) __attribute__((aligned(n)))
 
 /* ---- barriers and warp operations ---- */
 

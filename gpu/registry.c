@@ -331,7 +331,7 @@ bool tern_backend_step_stats(struct tern_backend *be, struct tern_step_stats *ou
 		struct cuda_stats s;
 		cuda_get_stats(be, &s);
 		*out = (struct tern_step_stats){s.steps, s.replays, s.captures, s.step_launches,
-						s.graphs ? "CUDA graph" : "plain launches"};
+						s.graphs ? "CUDA graph" : "plain launches", s.capture_failures > 0};
 		return true;
 	}
 #endif
@@ -340,7 +340,7 @@ bool tern_backend_step_stats(struct tern_backend *be, struct tern_step_stats *ou
 		struct vk_stats s;
 		vk_get_stats(be, &s);
 		*out = (struct tern_step_stats){s.replays + s.recorded, s.replays, s.recorded, s.step_dispatches,
-						"command buffer"};
+						"command buffer", false};
 		return true;
 	}
 #endif

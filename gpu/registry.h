@@ -75,7 +75,8 @@ int tern_backend_read_bandwidth(struct tern_backend *be, double *gbps, tern_err 
  * step; false for a backend that records no steps (the CPU's). */
 struct tern_step_stats {
 	uint64_t steps, replays, recorded, launches;
-	const char *how; /* "CUDA graph", "command buffer" */
+	const char *how;    /* "CUDA graph", "command buffer", "plain launches" (CUDA's graphs off) */
+	bool capture_failed; /* CUDA: a capture failed, and the steps run as plain launches since */
 };
 bool tern_backend_step_stats(struct tern_backend *be, struct tern_step_stats *out);
 /* Whether d is the host CPU (its layers need no offload). */

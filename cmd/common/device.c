@@ -279,7 +279,12 @@ void dev_report_steps(const struct dev_ctx *d, const struct cli_common *cc)
 	struct tern_step_stats st;
 	if (!d->dev || !tern_backend_step_stats(d->dev, &st) || !st.steps)
 		return;
-	cli_info(cc, "device %s: %llu decode steps, %llu replayed from a %s, %llu recorded; %llu kernels a step",
-		 d->info.name, (unsigned long long)st.steps, (unsigned long long)st.replays, st.how,
-		 (unsigned long long)st.recorded, (unsigned long long)st.launches);
+	if (st.capture_failed)
+		cli_info(cc, "device %s: a decode step could not be captured into a %s: %llu steps ran as plain launches, "
+			 "%llu kernels a step", d->info.name, "CUDA graph", (unsigned long long)st.steps,
+			 (unsigned long long)st.launches);
+	else
+		cli_info(cc, "device %s: %llu decode steps, %llu replayed from a %s, %llu recorded; %llu kernels a step",
+			 d->info.name, (unsigned long long)st.steps, (unsigned long long)st.replays, st.how,
+			 (unsigned long long)st.recorded, (unsigned long long)st.launches);
 }

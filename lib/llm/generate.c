@@ -240,6 +240,27 @@ static bool cancelled(const struct tern_gen *g)
 	return g->o.cancel && *g->o.cancel;
 }
 
+/* The next token: the device's greedy pick where the last decode made one
+ * (tern_llm_set_greedy), else the sampler's over the logits lg (the EOGs
+ * masked with ignore_eos); TERN_ERANGE when every logit is -inf or NaN. */
+static int32_t pick(struct tern_gen *g, const float *lg)
+{
+	int32_t id;
+	if (!lg) {
+		if (!tern_llm_greedy_id(g->llm, &id))
+			return TERN_ERANGE; /* tern_gen_run checked that the last decode kept one or the other */
+		return id < 0 ? TERN_ERANGE : id;
+	}
+	const float *choose = lg;
+	if (g->masked) {
+		memcpy(g->masked, lg, sizeof(float) * (size_t)g->n_vocab);
+		for (int32_t i = 0; i < g->n_eog; i++)
+			g->masked[g->eog[i]] = -INFINITY;
+		choose = g->masked;
+	}
+	return tern_sample(g->s, choose);
+}
+
 int tern_gen_run(struct tern_gen *g, const int32_t *prompt, int32_t n_prompt, const struct tern_gen_cb *cb,
 		 struct tern_gen_stats *st, tern_err *e)
 {
@@ -283,22 +304,7 @@ int tern_gen_run(struct tern_gen *g, const int32_t *prompt, int32_t n_prompt, co
 			break;
 		}
 		const float *lg = tern_llm_logits(l, -1);
-		int32_t id;
-		if (!lg && tern_llm_greedy_id(l, &id)) {
-			id = id < 0 ? TERN_ERANGE : id; /* every logit -inf or NaN, as tern_sample says it */
-		} else if (!lg) {
-			st->gen_ms = now_ms() - t1;
-			return tern_errf(e, TERN_EINVAL, "generate: no logits to sample from");
-		} else {
-			const float *choose = lg;
-			if (g->masked) {
-				memcpy(g->masked, lg, sizeof(float) * (size_t)g->n_vocab);
-				for (int32_t i = 0; i < g->n_eog; i++)
-					g->masked[g->eog[i]] = -INFINITY;
-				choose = g->masked;
-			}
-			id = tern_sample(g->s, choose);
-		}
+		int32_t id = pick(g, lg);
 		if (id < 0) {
 			st->gen_ms = now_ms() - t1;
 			return tern_errf(e, TERN_ERANGE, "generate: every logit is -inf or NaN");

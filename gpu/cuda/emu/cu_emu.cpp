@@ -260,10 +260,14 @@ static void run_block(block_state *b, unsigned n)
 		makecontext(&g_uc[i], tern_cuemu_entry, 0);
 #endif
 	}
+	/* every other block runs its threads from the last: a thread that
+	 * reads what another writes without a barrier between them sees the
+	 * old contents in one order or the other, whichever it depends on */
+	bool rev = (emu_blk->bid.x + emu_blk->bid.y + emu_blk->bid.z) & 1;
 	while (b->n_exited < n) {
 		bool ran = false;
-		for (unsigned i = 0; i < n; i++) {
-			emu_thread *t = &b->th[i];
+		for (unsigned k = 0; k < n; k++) {
+			emu_thread *t = &b->th[rev ? n - 1 - k : k];
 			if (t->state == T_DONE || (t->state == T_WAIT && !released(b, t)))
 				continue;
 			t->state = T_READY;

@@ -8,8 +8,9 @@
  * as fibers (each its own stack) switched cooperatively. A thread runs
  * until it reaches a barrier (__syncthreads, __syncwarp, a shuffle, a
  * vote, a warp matrix operation) or returns; the scheduler then runs the
- * next one. So a kernel that reads shared memory another thread has not
- * yet written (a missing __syncthreads) reads the old contents here too,
+ * next one, in thread order in even blocks and backwards in odd ones. So
+ * a kernel that reads shared memory another thread has not yet written
+ * (a missing __syncthreads) reads the old contents here too,
  * a warp operation some lanes never reach is a reported deadlock, and a
  * thread's registers (locals) are its own. __shared__ is a static: one
  * instance, shared by the block's threads, because blocks never overlap.

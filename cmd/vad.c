@@ -540,26 +540,22 @@ static void check_options(int npos, const char **pos)
 	params.samples_overlap = (float)o_overlap;
 }
 
-int main(int argc, char **argv)
+/* the inputs: -f FILE ones, then the FILE arguments; NULL: out of memory */
+static const char **gather_inputs(const char **args, int nargs, int *npos)
 {
-	const char **args;
-	int nargs;
-	cli_parse(&prog, argc, argv, &common, &args, &nargs);
-	/* the inputs: -f FILE ones, then the FILE arguments */
-	int npos = o_files.n + nargs;
-	const char **pos = calloc((size_t)npos + 1, sizeof *pos);
-	if (!pos) {
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
+	*npos = o_files.n + nargs;
+	const char **pos = calloc((size_t)*npos + 1, sizeof *pos);
+	if (!pos)
+		return NULL;
 	for (int i = 0; i < o_files.n; i++)
 		pos[i] = o_files.v[i];
 	for (int i = 0; i < nargs; i++)
 		pos[o_files.n + i] = args[i];
-	free(args);
-	if (npos == 0)
-		cli_usage_error("no FILE: give the audio files to read (- for standard input)");
-	check_options(npos, pos);
+	return pos;
+}
+
+static const char *model_path_or_exit(void)
+{
 	const char *model_path = o_model;
 	if (!model_path) {
 		const char *env = getenv("TERN_VAD_MODEL");
@@ -567,6 +563,90 @@ int main(int argc, char **argv)
 	}
 	if (!model_path)
 		cli_usage_error("no model: give -m FILE or set TERN_VAD_MODEL");
+	return model_path;
+}
+
+/* What main has printed so far, and how it went. */
+struct printer {
+	const char *model_path;
+	bool several, pipe_closed;
+	int write_err; /* errno of a failed write to stdout */
+	int status;    /* the exit status so far */
+};
+
+/* File i's result on stdout, in the format asked, as long as stdout takes it. */
+static void print_stdout(struct printer *pr, const struct result *r, int i, int npos)
+{
+	if (pr->pipe_closed || pr->write_err) {
+		/* nothing more can be printed */
+	} else if (o_json) {
+		if (i)
+			fputs(",\n", stdout);
+		write_json_file(stdout, r);
+	} else if (!r->status) {
+		if (o_csv)
+			write_csv(stdout, r);
+		else {
+			if (o_probs && pr->several && i)
+				fputc('\n', stdout);
+			write_text(stdout, r, pr->several);
+		}
+	}
+	if (i + 1 == npos && o_json && !pr->pipe_closed && !pr->write_err)
+		json_tail(stdout);
+}
+
+/* File i, once its worker is done: its error or its files and verbose
+ * line, then its part of stdout; its results freed. */
+static void report(struct pool *p, struct printer *pr, int i)
+{
+	pthread_mutex_lock(&p->mu);
+	while (!p->done[i])
+		pthread_cond_wait(&p->cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	struct result *r = &p->res[i];
+	if (r->status) {
+		cli_error("%s: %s", r->path, r->err);
+		pr->status = r->status > pr->status ? r->status : pr->status;
+	} else {
+		verbose_line(r);
+		const char *base = i < o_of.n ? o_of.v[i] : r->path;
+		int st = write_outputs(r, base, pr->model_path);
+		pr->status = st > pr->status ? st : pr->status;
+	}
+	print_stdout(pr, r, i, p->n);
+	errno = 0;
+	if (!pr->pipe_closed && !pr->write_err && (fflush(stdout) != 0 || ferror(stdout))) {
+		if (errno == EPIPE) {
+			/* the reader went away (| head): stop quietly, start no more files */
+			pr->pipe_closed = true;
+			pthread_mutex_lock(&p->mu);
+			p->next = p->n;
+			pthread_mutex_unlock(&p->mu);
+		} else {
+			pr->write_err = errno ? errno : EIO;
+		}
+	}
+	free(r->probs);
+	free(r->segs);
+	r->probs = NULL, r->segs = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char **args;
+	int nargs, npos;
+	cli_parse(&prog, argc, argv, &common, &args, &nargs);
+	const char **pos = gather_inputs(args, nargs, &npos);
+	if (!pos) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	free(args);
+	if (npos == 0)
+		cli_usage_error("no FILE: give the audio files to read (- for standard input)");
+	check_options(npos, pos);
+	const char *model_path = model_path_or_exit();
 	/* a closed stdout shows as EPIPE from the writes, not as a signal */
 	signal(SIGPIPE, SIG_IGN);
 
@@ -597,73 +677,24 @@ int main(int argc, char **argv)
 	if (started == 0)
 		worker(&p); /* no thread could start: this one does the work */
 
-	int status = 0, write_err = 0;
-	bool several = npos > 1, pipe_closed = false;
+	struct printer pr = {.model_path = model_path, .several = npos > 1};
 	if (o_json)
 		json_head(stdout, model_path);
 	else if (o_csv)
 		csv_header(stdout);
-	for (int i = 0; i < npos; i++) {
-		pthread_mutex_lock(&p.mu);
-		while (!p.done[i])
-			pthread_cond_wait(&p.cv, &p.mu);
-		pthread_mutex_unlock(&p.mu);
-		struct result *r = &p.res[i];
-		if (r->status) {
-			cli_error("%s: %s", r->path, r->err);
-			status = r->status > status ? r->status : status;
-		} else {
-			verbose_line(r);
-			const char *base = i < o_of.n ? o_of.v[i] : r->path;
-			int st = write_outputs(r, base, model_path);
-			status = st > status ? st : status;
-		}
-		if (pipe_closed || write_err) {
-			/* nothing more can be printed */
-		} else if (o_json) {
-			if (i)
-				fputs(",\n", stdout);
-			write_json_file(stdout, r);
-		} else if (!r->status) {
-			if (o_csv)
-				write_csv(stdout, r);
-			else {
-				if (o_probs && several && i)
-					fputc('\n', stdout);
-				write_text(stdout, r, several);
-			}
-		}
-		if (i + 1 == npos && o_json && !pipe_closed && !write_err)
-			json_tail(stdout);
-		errno = 0;
-		if (!pipe_closed && !write_err && (fflush(stdout) != 0 || ferror(stdout))) {
-			if (errno == EPIPE) {
-				/* the reader went away (| head): stop quietly, start no more files */
-				pipe_closed = true;
-				pthread_mutex_lock(&p.mu);
-				p.next = p.n;
-				pthread_mutex_unlock(&p.mu);
-			} else {
-				write_err = errno ? errno : EIO;
-			}
-		}
-		free(r->probs);
-		free(r->segs);
-		r->probs = NULL, r->segs = NULL;
-		if (pipe_closed)
-			break;
-	}
+	for (int i = 0; i < npos && !pr.pipe_closed; i++)
+		report(&p, &pr, i);
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	for (int i = 0; i < npos; i++)
 		free(p.res[i].probs), free(p.res[i].segs);
-	if (write_err) {
-		cli_error("cannot write to standard output: %s", strerror(write_err));
-		status = status > EXIT_RUNTIME ? status : EXIT_RUNTIME;
+	if (pr.write_err) {
+		cli_error("cannot write to standard output: %s", strerror(pr.write_err));
+		pr.status = pr.status > EXIT_RUNTIME ? pr.status : EXIT_RUNTIME;
 	}
 	tern_silero_free(m);
 	free(p.res);
 	free(p.done);
 	free(pos);
-	return status;
+	return pr.status;
 }

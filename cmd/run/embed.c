@@ -166,6 +166,183 @@ static void write_vec(struct state *s, size_t i, const float *v, int32_t d)
 		outs(s, "\n");
 }
 
+/* A library error: the message on stderr, after the model's name. */
+static int lib_fail(struct state *s, int rc, tern_err *e)
+{
+	cleanup(s);
+	return cli_fail(s->c->model, rc, e);
+}
+
+/* The file mapped, its vocabulary and its model read. */
+static int load(struct state *s, tern_err *e)
+{
+	const struct embed_cli *c = s->c;
+	int rc = tern_mf_open(&s->mf, c->model, NULL, e);
+	if (rc) {
+		cleanup(s);
+		tern_err_prefix(e, c->model);
+		return cli_fail(NULL, rc, e);
+	}
+	const gguf_file *gf = tern_mf_gguf(s->mf);
+	rc = gf ? tok_vocab_load(&s->v, gf, e) : tern_errf(e, TERN_EFORMAT, "not a GGUF file");
+	rc = rc ? rc : tern_embed_load(&s->em, s->mf, e);
+	return rc ? lib_fail(s, rc, e) : 0;
+}
+
+static struct tern_embed_opts embed_opts(const struct embed_cli *c)
+{
+	struct tern_embed_opts o = tern_embed_opts_default();
+	o.pooling = c->pooling ? tern_pooling_by_name(c->pooling) : TERN_POOLING_UNSPECIFIED;
+	o.n_ctx = c->ctx < 0 ? -1 : (int32_t)c->ctx;
+	o.n_ubatch = (int32_t)c->ubatch;
+	o.type_k = (uint32_t)tern_llm_cache_type(c->ctk);
+	o.type_v = (uint32_t)tern_llm_cache_type(c->ctv);
+	return o;
+}
+
+/* A decoder: its KV cache and buffers must fit, as tern-run checks before
+ * generating. *whole: the bytes the model needs, for the device's choice. */
+static int check_memory(struct state *s, const struct tern_embed_opts *o, uint64_t *whole)
+{
+	const struct embed_cli *c = s->c;
+	const struct tern_model *dm = tern_embed_model(s->em);
+	uint64_t avail = cli_mem_available();
+	*whole = tern_mf_file_size(s->mf);
+	if (dm) {
+		uint64_t kvb = 0;
+		*whole += tern_llm_memory_estimate(&dm->cfg, tern_embed_ctx_for(s->em, o), c->ubatch, o->type_k,
+						   o->type_v, false, &kvb);
+	}
+	if (!dm || !avail)
+		return 0;
+	int64_t ctx = tern_embed_ctx_for(s->em, o), kv = 0;
+	uint64_t kvb = 0;
+	double all = (double)tern_llm_memory_estimate(&dm->cfg, ctx, c->ubatch, o->type_k, o->type_v, false, &kvb);
+	double file = (double)tern_mf_file_size(s->mf), mib = 1048576.0;
+	kv = (int64_t)kvb;
+	if (file + all > (double)avail)
+		return fail(s, EXIT_RUNTIME, "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache "
+			    "%.0f MiB for %" PRId64 " positions) and %.0f MiB are available; try a smaller -c",
+			    c->model, (file + all) / mib, file / mib, (double)kv / mib, ctx, (double)avail / mib);
+	return 0;
+}
+
+/* The backend chosen and the model's buffers made on it, once more on the
+ * host when a device refuses the memory its budget promised. */
+static int init_backend(struct state *s, const struct tern_embed_opts *o, uint64_t whole, tern_err *e)
+{
+	const struct embed_cli *c = s->c;
+	int64_t need = tern_embed_batch_needed(s->em, o);
+	/* the embeddings' quantized products read the file's rows in ggml's
+	 * order (tern_llm_opts.ggml_ops): an interleaved copy for one-token
+	 * products would only cost memory */
+	struct tern_device_opts dopt = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch,
+					.keep_layout = true};
+	int rc = dev_open(&s->dev, NULL, NULL, &dopt, e);
+	rc = rc ? rc : dev_whole(&s->dev, c->common, whole, &s->be, e);
+	rc = rc ? rc : tern_embed_init(s->em, s->be, o, e);
+	if (rc && dev_whole_retry(&s->dev, rc, &s->be, e))
+		rc = tern_embed_init(s->em, s->be, o, e);
+	if (rc == TERN_EINVAL && !c->pooling && strstr(e->msg, "pooling"))
+		return fail(s, EXIT_DATAERR, "%s: %s (--pooling mean|cls|last)", c->model, e->msg);
+	return rc ? lib_fail(s, rc, e) : 0;
+}
+
+/* Every input's tokens first: nothing is written for a bad input.
+ * *total: the tokens of all of them. */
+static int tokenize_all(struct state *s, int32_t n_ctx, size_t *total, tern_err *e)
+{
+	const struct embed_cli *c = s->c;
+	const struct tern_embed_info *info = tern_embed_info(s->em);
+	size_t cap_ids = 0, n_ids = 0;
+	for (size_t i = 0; i < s->n_in; i++) {
+		size_t need_ids = n_ids + (size_t)n_ctx + 1;
+		if (need_ids > cap_ids) {
+			size_t cap = cap_ids ? cap_ids : 4096;
+			while (cap < need_ids)
+				cap *= 2;
+			int32_t *p = realloc(s->ids, cap * sizeof *p);
+			if (!p)
+				return fail(s, EXIT_RUNTIME, "out of memory for the tokens of %zu inputs", s->n_in);
+			s->ids = p;
+			cap_ids = cap;
+		}
+		size_t n = 0;
+		int rc = tok_tokenize(s->v, c->text + s->in[i].off, s->in[i].len, true, c->parse_special, s->ids + n_ids,
+				      (size_t)n_ctx + 1, &n, NULL, e);
+		if (rc)
+			return lib_fail(s, rc, e);
+		if (n > (size_t)n_ctx)
+			return fail(s, EXIT_RUNTIME, "input %zu is %zu tokens, more than the context of %d: %s", i + 1, n,
+				    n_ctx, info->encoder && strcmp(info->arch, "bert") == 0 && (uint32_t)n_ctx >= info->n_ctx_train
+				    ? "shorten it (this bert model has no more positions)" : "raise it with -c N or shorten it");
+		s->in[i].id0 = n_ids;
+		s->in[i].n = (int32_t)n;
+		n_ids += n;
+		*total += n;
+	}
+	return 0;
+}
+
+/* -v: the model, the settings and the inputs, on stderr */
+static void report_setup(const struct state *s, int32_t n_ctx, size_t total, double load_ms)
+{
+	const struct embed_cli *c = s->c;
+	const struct tern_embed_info *info = tern_embed_info(s->em);
+	fprintf(stderr, "%s: %s: %s, %u layers, embeddings of %d; pooling %s (%s), normalisation %d; context %d, "
+		"%d threads; loaded in %.1f ms\n", cli_progname(), c->model, info->arch, info->n_layer, (int32_t)info->n_embd,
+		tern_pooling_name(tern_embed_pooling(s->em)), c->pooling ? "--pooling" : "the file's", c->normalize, n_ctx,
+		c->threads, load_ms);
+	fprintf(stderr, "%s: %zu inputs, %zu tokens\n", cli_progname(), s->n_in, total);
+}
+
+/* --embd-output-format json: the object around the vectors */
+static void json_head(struct state *s, int32_t d)
+{
+	const struct embed_cli *c = s->c;
+	outs(s, "{\"object\": \"list\", \"model\": ");
+	if (!s->pipe_closed)
+		cli_json_str(stdout, c->model, strlen(c->model));
+	char b[160];
+	snprintf(b, sizeof b, ", \"n_embd\": %d, \"pooling\": \"%s\", \"normalize\": %d,\n  \"data\": [", d,
+		 tern_pooling_name(tern_embed_pooling(s->em)), c->normalize);
+	outs(s, b);
+}
+
+static void output_tail(struct state *s, size_t total)
+{
+	const char *f = s->c->format;
+	if (strcmp(f, "json") == 0) {
+		char b[160];
+		snprintf(b, sizeof b, "\n  ],\n  \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n", total, total);
+		outs(s, b);
+	} else if (strcmp(f, "array") == 0) {
+		outs(s, "]\n");
+	}
+	if (!s->pipe_closed && !s->out_failed && fflush(stdout)) {
+		if (errno == EPIPE)
+			s->pipe_closed = true;
+		else
+			s->out_failed = true;
+	}
+}
+
+/* One input at a time, each vector written as soon as it is ready, until
+ * the reader goes away. */
+static int embed_all(struct state *s, int32_t d, tern_err *e)
+{
+	for (size_t i = 0; i < s->n_in && !s->pipe_closed && !s->out_failed; i++) {
+		int rc = tern_embed_run(s->em, s->ids + s->in[i].id0, s->in[i].n, s->vec, e);
+		if (rc) {
+			fflush(stdout);
+			return lib_fail(s, rc, e);
+		}
+		tern_embed_normalize(s->vec, d, s->c->normalize);
+		write_vec(s, i, s->vec, d);
+	}
+	return 0;
+}
+
 int embed_main(const struct embed_cli *c)
 {
 	struct state s = {.c = c};
@@ -175,144 +352,32 @@ int embed_main(const struct embed_cli *c)
 
 	double t0 = cli_now_ms();
 	tern_err e = {0};
-	rc = tern_mf_open(&s.mf, c->model, NULL, &e);
-	if (rc) {
-		cleanup(&s);
-		tern_err_prefix(&e, c->model);
-		return cli_fail(NULL, rc, &e);
-	}
-	const gguf_file *gf = tern_mf_gguf(s.mf);
-	rc = gf ? tok_vocab_load(&s.v, gf, &e) : tern_errf(&e, TERN_EFORMAT, "not a GGUF file");
-	rc = rc ? rc : tern_embed_load(&s.em, s.mf, &e);
-	if (rc) {
-		cleanup(&s);
-		return cli_fail(c->model, rc, &e);
-	}
-	const struct tern_embed_info *info = tern_embed_info(s.em);
-	struct tern_embed_opts o = tern_embed_opts_default();
-	o.pooling = c->pooling ? tern_pooling_by_name(c->pooling) : TERN_POOLING_UNSPECIFIED;
-	o.n_ctx = c->ctx < 0 ? -1 : (int32_t)c->ctx;
-	o.n_ubatch = (int32_t)c->ubatch;
-	o.type_k = (uint32_t)tern_llm_cache_type(c->ctk);
-	o.type_v = (uint32_t)tern_llm_cache_type(c->ctv);
-	/* a decoder: its KV cache and buffers must fit, as tern-run checks before generating */
-	const struct tern_model *dm = tern_embed_model(s.em);
-	uint64_t avail = cli_mem_available(), whole = tern_mf_file_size(s.mf);
-	if (dm) {
-		uint64_t kvb = 0;
-		whole += tern_llm_memory_estimate(&dm->cfg, tern_embed_ctx_for(s.em, &o), c->ubatch, o.type_k, o.type_v,
-						  false, &kvb);
-	}
-	if (dm && avail) {
-		int64_t ctx = tern_embed_ctx_for(s.em, &o), kv = 0;
-		uint64_t kvb = 0;
-		double all = (double)tern_llm_memory_estimate(&dm->cfg, ctx, c->ubatch, o.type_k, o.type_v, false, &kvb);
-		double file = (double)tern_mf_file_size(s.mf), mib = 1048576.0;
-		kv = (int64_t)kvb;
-		if (file + all > (double)avail)
-			return fail(&s, EXIT_RUNTIME, "%s: does not fit in memory: it needs %.0f MiB (file %.0f MiB, KV cache "
-				    "%.0f MiB for %" PRId64 " positions) and %.0f MiB are available; try a smaller -c",
-				    c->model, (file + all) / mib, file / mib, (double)kv / mib, ctx, (double)avail / mib);
-	}
-	int64_t need = tern_embed_batch_needed(s.em, &o);
-	/* the embeddings' quantized products read the file's rows in ggml's
-	 * order (tern_llm_opts.ggml_ops): an interleaved copy for one-token
-	 * products would only cost memory */
-	struct tern_device_opts dopt = {.n_threads = c->threads, .max_tokens = need > 0 ? need : c->ubatch,
-					.keep_layout = true};
-	rc = dev_open(&s.dev, NULL, NULL, &dopt, &e);
-	rc = rc ? rc : dev_whole(&s.dev, c->common, whole, &s.be, &e);
-	rc = rc ? rc : tern_embed_init(s.em, s.be, &o, &e);
-	if (rc && dev_whole_retry(&s.dev, rc, &s.be, &e))
-		rc = tern_embed_init(s.em, s.be, &o, &e);
-	if (rc == TERN_EINVAL && !c->pooling && strstr(e.msg, "pooling"))
-		return fail(&s, EXIT_DATAERR, "%s: %s (--pooling mean|cls|last)", c->model, e.msg);
-	if (rc) {
-		cleanup(&s);
-		return cli_fail(c->model, rc, &e);
-	}
+	if ((rc = load(&s, &e)))
+		return rc;
+	struct tern_embed_opts o = embed_opts(c);
+	uint64_t whole = 0;
+	if ((rc = check_memory(&s, &o, &whole)) || (rc = init_backend(&s, &o, whole, &e)))
+		return rc;
 	if (tok_vocab_warning(s.v) && !c->quiet)
 		cli_warn("%s: %s", c->model, tok_vocab_warning(s.v));
-	int32_t n_ctx = tern_embed_n_ctx(s.em), d = (int32_t)info->n_embd;
+	int32_t n_ctx = tern_embed_n_ctx(s.em), d = (int32_t)tern_embed_info(s.em)->n_embd;
 	double load_ms = cli_now_ms() - t0;
-
-	/* every input's tokens first: nothing is written for a bad input */
-	size_t cap_ids = 0, n_ids = 0, total = 0;
-	for (size_t i = 0; i < s.n_in; i++) {
-		size_t need_ids = n_ids + (size_t)n_ctx + 1;
-		if (need_ids > cap_ids) {
-			size_t cap = cap_ids ? cap_ids : 4096;
-			while (cap < need_ids)
-				cap *= 2;
-			int32_t *p = realloc(s.ids, cap * sizeof *p);
-			if (!p)
-				return fail(&s, EXIT_RUNTIME, "out of memory for the tokens of %zu inputs", s.n_in);
-			s.ids = p;
-			cap_ids = cap;
-		}
-		size_t n = 0;
-		rc = tok_tokenize(s.v, c->text + s.in[i].off, s.in[i].len, true, c->parse_special, s.ids + n_ids,
-				  (size_t)n_ctx + 1, &n, NULL, &e);
-		if (rc) {
-			cleanup(&s);
-			return cli_fail(c->model, rc, &e);
-		}
-		if (n > (size_t)n_ctx)
-			return fail(&s, EXIT_RUNTIME, "input %zu is %zu tokens, more than the context of %d: %s", i + 1, n,
-				    n_ctx, info->encoder && strcmp(info->arch, "bert") == 0 && (uint32_t)n_ctx >= info->n_ctx_train
-				    ? "shorten it (this bert model has no more positions)" : "raise it with -c N or shorten it");
-		s.in[i].id0 = n_ids;
-		s.in[i].n = (int32_t)n;
-		n_ids += n;
-		total += n;
-	}
+	size_t total = 0;
+	if ((rc = tokenize_all(&s, n_ctx, &total, &e)))
+		return rc;
 	s.vec = malloc(sizeof(float) * (size_t)d);
 	if (!s.vec)
 		return fail(&s, EXIT_RUNTIME, "out of memory");
-	int pooling = tern_embed_pooling(s.em);
-	if (c->verbose && !c->quiet) {
-		fprintf(stderr, "%s: %s: %s, %u layers, embeddings of %d; pooling %s (%s), normalisation %d; context %d, "
-			"%d threads; loaded in %.1f ms\n", cli_progname(), c->model, info->arch, info->n_layer, d,
-			tern_pooling_name(pooling), c->pooling ? "--pooling" : "the file's", c->normalize, n_ctx,
-			c->threads, load_ms);
-		fprintf(stderr, "%s: %zu inputs, %zu tokens\n", cli_progname(), s.n_in, total);
-	}
+	if (c->verbose && !c->quiet)
+		report_setup(&s, n_ctx, total, load_ms);
 
-	bool json = strcmp(c->format, "json") == 0;
-	if (json) {
-		outs(&s, "{\"object\": \"list\", \"model\": ");
-		if (!s.pipe_closed)
-			cli_json_str(stdout, c->model, strlen(c->model));
-		char b[160];
-		snprintf(b, sizeof b, ", \"n_embd\": %d, \"pooling\": \"%s\", \"normalize\": %d,\n  \"data\": [", d,
-			 tern_pooling_name(pooling), c->normalize);
-		outs(&s, b);
-	}
+	if (strcmp(c->format, "json") == 0)
+		json_head(&s, d);
 	double t1 = cli_now_ms();
-	for (size_t i = 0; i < s.n_in && !s.pipe_closed && !s.out_failed; i++) {
-		rc = tern_embed_run(s.em, s.ids + s.in[i].id0, s.in[i].n, s.vec, &e);
-		if (rc) {
-			fflush(stdout);
-			cleanup(&s);
-			return cli_fail(c->model, rc, &e);
-		}
-		tern_embed_normalize(s.vec, d, c->normalize);
-		write_vec(&s, i, s.vec, d);
-	}
+	if ((rc = embed_all(&s, d, &e)))
+		return rc;
 	double run_ms = cli_now_ms() - t1;
-	if (json) {
-		char b[160];
-		snprintf(b, sizeof b, "\n  ],\n  \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n", total, total);
-		outs(&s, b);
-	} else if (strcmp(c->format, "array") == 0) {
-		outs(&s, "]\n");
-	}
-	if (!s.pipe_closed && !s.out_failed && fflush(stdout)) {
-		if (errno == EPIPE)
-			s.pipe_closed = true;
-		else
-			s.out_failed = true;
-	}
+	output_tail(&s, total);
 	if (s.out_failed)
 		return fail(&s, EXIT_RUNTIME, "standard output: %s", strerror(errno ? errno : EIO));
 	if (c->verbose && !c->quiet && !s.pipe_closed)

@@ -451,6 +451,93 @@ static void ref_attention(struct tern_backend *be, const struct tern_buf *q, con
 	}
 }
 
+/* A token's gate probabilities (prob) and the scores that select the
+ * experts (sel: the probabilities plus the selection bias). */
+static void route_scores(const float *lt, const float *bd, int64_t ne, int gating, double *prob, double *sel)
+{
+	double m = -INFINITY, sum = 0;
+	for (int64_t e = 0; e < ne; e++)
+		m = lt[e] > m ? lt[e] : m;
+	for (int64_t e = 0; e < ne; e++)
+		sum += exp(lt[e] - m);
+	for (int64_t e = 0; e < ne; e++) {
+		prob[e] = gating == TERN_MOE_SOFTMAX   ? exp(lt[e] - m) / sum
+			  : gating == TERN_MOE_SIGMOID ? 1.0 / (1.0 + exp(-(double)lt[e]))
+						       : lt[e];
+		sel[e] = prob[e] + (bd ? bd[e] : 0.0);
+	}
+}
+
+/* Grouped routing: keep the n_used groups (of ng, per experts each) whose
+ * two best scores sum highest; the other groups' experts cannot be
+ * selected. */
+static void route_groups(double *sel, int64_t ne, int ng, int64_t per, int n_used)
+{
+	double gscore[1024];
+	bool keep[1024] = {false};
+	for (int g = 0; g < ng; g++) {
+		double b1 = -INFINITY, b2 = -INFINITY;
+		for (int64_t e = g * per; e < (g + 1) * per; e++) {
+			if (sel[e] > b1) {
+				b2 = b1;
+				b1 = sel[e];
+			} else if (sel[e] > b2) {
+				b2 = sel[e];
+			}
+		}
+		gscore[g] = per > 1 ? b1 + b2 : b1;
+	}
+	for (int u = 0; u < n_used; u++) {
+		int best = -1;
+		for (int g = 0; g < ng; g++)
+			if (!keep[g] && (best < 0 || gscore[g] > gscore[best]))
+				best = g;
+		keep[best] = true;
+	}
+	for (int64_t e = 0; e < ne; e++)
+		if (!keep[e / per])
+			sel[e] = -INFINITY;
+}
+
+/* The k best scores in order, the first on ties; w: their probabilities. */
+static void route_top_k(const double *sel, const double *prob, int64_t ne, int64_t k, int32_t *it, double *w)
+{
+	for (int64_t i = 0; i < k; i++) {
+		int64_t best = -1;
+		for (int64_t e = 0; e < ne; e++) {
+			bool taken = false;
+			for (int64_t j = 0; j < i; j++)
+				taken = taken || it[j] == e;
+			if (!taken && (best < 0 || sel[e] > sel[best]))
+				best = e;
+		}
+		it[i] = (int32_t)best;
+		w[i] = prob[best];
+	}
+}
+
+/* The selected experts' weights: with TERN_MOE_SOFTMAX_TOPK the softmax
+ * of their logits; divided by their sum (clamped below) if norm; scaled. */
+static void route_weights(double *w, int64_t k, const struct tern_moe_route *p, float *wt)
+{
+	double wsum = 0;
+	if (p->gating == TERN_MOE_SOFTMAX_TOPK) {
+		double wm = -INFINITY, s = 0;
+		for (int64_t i = 0; i < k; i++)
+			wm = w[i] > wm ? w[i] : wm;
+		for (int64_t i = 0; i < k; i++)
+			s += exp(w[i] - wm);
+		for (int64_t i = 0; i < k; i++)
+			w[i] = exp(w[i] - wm) / s;
+	}
+	for (int64_t i = 0; i < k; i++)
+		wsum += w[i];
+	if (wsum < 6.103515625e-5)
+		wsum = 6.103515625e-5;
+	for (int64_t i = 0; i < k; i++)
+		wt[i] = (float)((p->norm ? w[i] / wsum : w[i]) * p->scale);
+}
+
 /* the router, one token at a time, in double */
 static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits, const struct tern_buf *bias,
 			  struct tern_buf *ids, struct tern_buf *weights, const struct tern_moe_route *p)
@@ -469,74 +556,12 @@ static void ref_moe_route(struct tern_backend *be, const struct tern_buf *logits
 		return;
 	}
 	for (int64_t t = 0; t < tern_host_nrows(logits); t++) {
-		const float *lt = ld + t * ne;
-		double m = -INFINITY, sum = 0;
-		for (int64_t e = 0; e < ne; e++)
-			m = lt[e] > m ? lt[e] : m;
-		for (int64_t e = 0; e < ne; e++)
-			sum += exp(lt[e] - m);
-		for (int64_t e = 0; e < ne; e++) {
-			prob[e] = p->gating == TERN_MOE_SOFTMAX   ? exp(lt[e] - m) / sum
-				  : p->gating == TERN_MOE_SIGMOID ? 1.0 / (1.0 + exp(-(double)lt[e]))
-								  : lt[e];
-			sel[e] = prob[e] + (bd ? bd[e] : 0.0);
-		}
-		if (ng > 1) {
-			/* keep the n_group_used groups whose two best scores sum highest */
-			double gscore[1024];
-			bool keep[1024] = {false};
-			for (int g = 0; g < ng; g++) {
-				double b1 = -INFINITY, b2 = -INFINITY;
-				for (int64_t e = g * per; e < (g + 1) * per; e++) {
-					if (sel[e] > b1) {
-						b2 = b1;
-						b1 = sel[e];
-					} else if (sel[e] > b2) {
-						b2 = sel[e];
-					}
-				}
-				gscore[g] = per > 1 ? b1 + b2 : b1;
-			}
-			for (int u = 0; u < p->n_group_used; u++) {
-				int best = -1;
-				for (int g = 0; g < ng; g++)
-					if (!keep[g] && (best < 0 || gscore[g] > gscore[best]))
-						best = g;
-				keep[best] = true;
-			}
-			for (int64_t e = 0; e < ne; e++)
-				if (!keep[e / per])
-					sel[e] = -INFINITY;
-		}
-		int32_t *it = id + t * k;
-		double w[TERN_MOE_MAX_USED], wsum = 0;
-		for (int64_t i = 0; i < k; i++) {
-			int64_t best = -1;
-			for (int64_t e = 0; e < ne; e++) {
-				bool taken = false;
-				for (int64_t j = 0; j < i; j++)
-					taken = taken || it[j] == e;
-				if (!taken && (best < 0 || sel[e] > sel[best]))
-					best = e;
-			}
-			it[i] = (int32_t)best;
-			w[i] = prob[best];
-		}
-		if (p->gating == TERN_MOE_SOFTMAX_TOPK) {
-			double wm = -INFINITY, s = 0;
-			for (int64_t i = 0; i < k; i++)
-				wm = w[i] > wm ? w[i] : wm;
-			for (int64_t i = 0; i < k; i++)
-				s += exp(w[i] - wm);
-			for (int64_t i = 0; i < k; i++)
-				w[i] = exp(w[i] - wm) / s;
-		}
-		for (int64_t i = 0; i < k; i++)
-			wsum += w[i];
-		if (wsum < 6.103515625e-5)
-			wsum = 6.103515625e-5;
-		for (int64_t i = 0; i < k; i++)
-			wd[t * k + i] = (float)((p->norm ? w[i] / wsum : w[i]) * p->scale);
+		double w[TERN_MOE_MAX_USED];
+		route_scores(ld + t * ne, bd, ne, p->gating, prob, sel);
+		if (ng > 1)
+			route_groups(sel, ne, ng, per, p->n_group_used);
+		route_top_k(sel, prob, ne, k, id + t * k, w);
+		route_weights(w, k, p, wd + t * k);
 	}
 }
 

@@ -216,71 +216,163 @@ static int lex_string(struct lexer *L, struct jj_token *k)
 	return 0;
 }
 
+/* A number's text without its '_' separators, for strtod / strtoull. */
+struct numtext {
+	char b[128];
+	size_t n;
+};
+
+/* Appends ch when `room` bytes would still be left; an overlong number
+ * fills the buffer and is refused as malformed. */
+static void num_put(struct numtext *t, char ch, size_t room)
+{
+	if (t->n < sizeof t->b - room)
+		t->b[t->n++] = ch;
+}
+
+/* Digits (hex ones too when `hex`) and '_' from s[i]; returns the index
+ * after them. */
+static size_t take_digits(const struct lexer *L, size_t i, bool hex, struct numtext *t)
+{
+	const char *s = L->s;
+	while (i < L->n && ((hex ? hexval(s[i]) >= 0 : is_digit(s[i])) || s[i] == '_')) {
+		if (s[i] != '_')
+			num_put(t, s[i], 1);
+		i++;
+	}
+	return i;
+}
+
+/* A decimal number from s[i]: the integer digits, then a fraction and an
+ * exponent unless the number follows a dot (`x.0.1` is two subscripts). */
+static size_t take_decimal(const struct lexer *L, size_t i, bool after_dot, struct numtext *t, bool *isfloat)
+{
+	const char *s = L->s;
+	i = take_digits(L, i, false, t);
+	if (after_dot)
+		return i;
+	if (i + 1 < L->n && s[i] == '.' && is_digit(s[i + 1])) {
+		*isfloat = true;
+		num_put(t, '.', 1);
+		i = take_digits(L, i + 1, false, t);
+	}
+	if (i < L->n && (s[i] == 'e' || s[i] == 'E')) {
+		size_t j = i + 1;
+		if (j < L->n && (s[j] == '+' || s[j] == '-'))
+			j++;
+		if (j < L->n && is_digit(s[j])) {
+			*isfloat = true;
+			num_put(t, 'e', 2);
+			if (s[i + 1] == '-')
+				num_put(t, '-', 1);
+			i = take_digits(L, j, false, t);
+		}
+	}
+	return i;
+}
+
 static int lex_number(struct lexer *L, struct jj_token *k, bool after_dot)
 {
 	const char *s = L->s;
 	size_t i = L->pos;
-	char buf[128];
-	size_t bn = 0;
+	struct numtext t = {0};
 	bool isfloat = false;
 	int base = 10;
 	if (s[i] == '0' && i + 1 < L->n && strchr("xXoObB", s[i + 1])) {
 		base = (s[i + 1] == 'x' || s[i + 1] == 'X') ? 16 : (s[i + 1] == 'o' || s[i + 1] == 'O') ? 8 : 2;
-		i += 2;
-		while (i < L->n && (hexval(s[i]) >= 0 || s[i] == '_')) {
-			if (s[i] != '_' && bn < sizeof buf - 1)
-				buf[bn++] = s[i];
-			i++;
-		}
+		i = take_digits(L, i + 2, true, &t);
 	} else {
-		while (i < L->n && (is_digit(s[i]) || s[i] == '_')) {
-			if (s[i] != '_' && bn < sizeof buf - 1)
-				buf[bn++] = s[i];
-			i++;
-		}
-		if (!after_dot && i + 1 < L->n && s[i] == '.' && is_digit(s[i + 1])) {
-			isfloat = true;
-			if (bn < sizeof buf - 1)
-				buf[bn++] = '.';
-			i++;
-			while (i < L->n && (is_digit(s[i]) || s[i] == '_')) {
-				if (s[i] != '_' && bn < sizeof buf - 1)
-					buf[bn++] = s[i];
-				i++;
-			}
-		}
-		if (!after_dot && i < L->n && (s[i] == 'e' || s[i] == 'E')) {
-			size_t j = i + 1;
-			if (j < L->n && (s[j] == '+' || s[j] == '-'))
-				j++;
-			if (j < L->n && is_digit(s[j])) {
-				isfloat = true;
-				if (bn < sizeof buf - 2)
-					buf[bn++] = 'e';
-				if (s[i + 1] == '-' && bn < sizeof buf - 1)
-					buf[bn++] = '-';
-				for (i = j; i < L->n && (is_digit(s[i]) || s[i] == '_'); i++)
-					if (s[i] != '_' && bn < sizeof buf - 1)
-						buf[bn++] = s[i];
-			}
-		}
+		i = take_decimal(L, i, after_dot, &t, &isfloat);
 	}
-	buf[bn] = 0;
-	if (bn == 0 || bn >= sizeof buf - 1)
+	t.b[t.n] = 0;
+	if (t.n == 0 || t.n >= sizeof t.b - 1)
 		return lex_err(L, L->pos, "malformed number");
 	char *end = NULL;
 	if (isfloat) {
 		k->type = JT_FLOAT;
-		k->f = strtod(buf, &end);
+		k->f = strtod(t.b, &end);
 	} else {
 		k->type = JT_INT;
-		unsigned long long v = strtoull(buf, &end, base);
+		unsigned long long v = strtoull(t.b, &end, base);
 		if (*end || v > (unsigned long long)INT64_MAX || (v == ULLONG_MAX))
 			return lex_err(L, L->pos, "integer literal too large");
 		k->i = (int64_t)v;
 	}
 	advance_to(L, i);
 	return 0;
+}
+
+/* Tokens inside a tag until its end; kind '{' for {{ }}, '%' for {% %}. */
+/* The tag's end at L->pos ("%}" or "}}", maybe signed), looked for only
+ * with no bracket open? Then its token is pushed, the text after it
+ * trimmed, and *done set. "+}}" is no end: only blocks take "+". */
+static int lex_tag_end(struct lexer *L, char kind, bool *done)
+{
+	const char *s = L->s + L->pos;
+	size_t left = L->n - L->pos;
+	char endc = kind == '%' ? '%' : '}';
+	char sign = 0;
+	size_t skip = 0;
+	if (left >= 2 && s[0] == endc && s[1] == '}')
+		skip = 2;
+	else if (left >= 3 && (s[0] == '-' || s[0] == '+') && s[1] == endc && s[2] == '}')
+		sign = s[0], skip = 3;
+	if (!skip || (sign == '+' && kind != '%'))
+		return 0;
+	struct jj_token *k = push(L, kind == '%' ? JT_BLOCK_END : JT_VAR_END, L->pos);
+	if (!k)
+		return TERN_ENOMEM;
+	advance_to(L, L->pos + skip);
+	after_end(L, sign, kind == '%');
+	*done = true;
+	return 0;
+}
+
+/* An operator or bracket at L->pos into k. *balance counts the brackets
+ * open, so that "}}" inside a dict literal does not end the tag; *dot says
+ * whether it was a lone '.', after which a number takes no fraction. */
+static int lex_op(struct lexer *L, struct jj_token *k, int *balance, bool *dot)
+{
+	static const char *const two[] = {"//", "**", "==", "!=", ">=", "<="};
+	const char *s = L->s + L->pos;
+	size_t left = L->n - L->pos;
+	unsigned char ch = (unsigned char)s[0];
+	size_t len = 0;
+	for (size_t j = 0; j < sizeof two / sizeof two[0]; j++)
+		if (left >= 2 && s[0] == two[j][0] && s[1] == two[j][1])
+			len = 2;
+	if (!len && strchr("+-/*%~[](){}><=.:|,;", ch) && ch)
+		len = 1;
+	if (!len) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "unexpected character '%c' in a tag", ch >= 32 && ch < 127 ? ch : '?');
+		return lex_err(L, L->pos, msg);
+	}
+	if (ch == '(' || ch == '[' || ch == '{')
+		(*balance)++;
+	else if (len == 1 && (ch == ')' || ch == ']' || ch == '}')) {
+		if (*balance == 0)
+			return lex_err(L, L->pos, "unexpected closing bracket");
+		(*balance)--;
+	}
+	*dot = len == 1 && ch == '.';
+	k->p = s;
+	k->n = len;
+	advance_to(L, L->pos + len);
+	return 0;
+}
+
+static void lex_name(struct lexer *L, struct jj_token *k)
+{
+	const char *s = L->s + L->pos;
+	size_t left = L->n - L->pos;
+	size_t i = 1;
+	while (i < left && (is_name0((unsigned char)s[i]) || is_digit(s[i])))
+		i++;
+	k->type = JT_NAME;
+	k->p = s;
+	k->n = i;
+	advance_to(L, L->pos + i);
 }
 
 /* Tokens inside a tag until its end; kind '{' for {{ }}, '%' for {% %}. */
@@ -293,72 +385,27 @@ static int lex_tag(struct lexer *L, char kind, size_t open_at)
 			advance_to(L, L->pos + 1);
 		if (L->pos >= L->n)
 			return lex_err(L, open_at, kind == '%' ? "unclosed block tag '{%'" : "unclosed variable tag '{{'");
-		const char *s = L->s + L->pos;
-		size_t left = L->n - L->pos;
-		char endc = kind == '%' ? '%' : '}';
-		if (balance == 0) {
-			char sign = 0;
-			size_t skip = 0;
-			if (left >= 2 && s[0] == endc && s[1] == '}')
-				skip = 2;
-			else if (left >= 3 && (s[0] == '-' || s[0] == '+') && s[1] == endc && s[2] == '}')
-				sign = s[0], skip = 3;
-			if (skip && !(sign == '+' && kind != '%')) {
-				struct jj_token *k = push(L, kind == '%' ? JT_BLOCK_END : JT_VAR_END, L->pos);
-				if (!k)
-					return TERN_ENOMEM;
-				advance_to(L, L->pos + skip);
-				after_end(L, sign, kind == '%');
-				return 0;
-			}
-		}
+		bool done = false;
+		int rc = balance == 0 ? lex_tag_end(L, kind, &done) : 0;
+		if (rc || done)
+			return rc;
 		struct jj_token *k = push(L, JT_OP, L->pos);
 		if (!k)
 			return TERN_ENOMEM;
-		unsigned char ch = (unsigned char)s[0];
+		unsigned char ch = (unsigned char)L->s[L->pos];
 		bool dot = false;
 		if (is_name0(ch)) {
-			size_t i = 1;
-			while (i < left && (is_name0((unsigned char)s[i]) || is_digit(s[i])))
-				i++;
-			k->type = JT_NAME;
-			k->p = s;
-			k->n = i;
-			advance_to(L, L->pos + i);
+			lex_name(L, k);
 		} else if (is_digit((char)ch)) {
-			int rc = lex_number(L, k, prev_dot);
-			if (rc)
-				return rc;
+			rc = lex_number(L, k, prev_dot);
 		} else if (ch == '\'' || ch == '"') {
 			k->type = JT_STRING;
-			int rc = lex_string(L, k);
-			if (rc)
-				return rc;
+			rc = lex_string(L, k);
 		} else {
-			static const char *const two[] = {"//", "**", "==", "!=", ">=", "<="};
-			size_t len = 0;
-			for (size_t j = 0; j < sizeof two / sizeof two[0]; j++)
-				if (left >= 2 && s[0] == two[j][0] && s[1] == two[j][1])
-					len = 2;
-			if (!len && strchr("+-/*%~[](){}><=.:|,;", ch) && ch)
-				len = 1;
-			if (!len) {
-				char msg[64];
-				snprintf(msg, sizeof msg, "unexpected character '%c' in a tag", ch >= 32 && ch < 127 ? ch : '?');
-				return lex_err(L, L->pos, msg);
-			}
-			if (ch == '(' || ch == '[' || ch == '{')
-				balance++;
-			else if (len == 1 && (ch == ')' || ch == ']' || ch == '}')) {
-				if (balance == 0)
-					return lex_err(L, L->pos, "unexpected closing bracket");
-				balance--;
-			}
-			dot = len == 1 && ch == '.';
-			k->p = s;
-			k->n = len;
-			advance_to(L, L->pos + len);
+			rc = lex_op(L, k, &balance, &dot);
 		}
+		if (rc)
+			return rc;
 		prev_dot = dot;
 	}
 }
@@ -384,6 +431,90 @@ static size_t match_word_tag(const char *s, size_t n, size_t i, const char *word
 	return 0;
 }
 
+/* A comment from L->pos (after "{#" and its sign) to its "#}". */
+static int lex_comment(struct lexer *L, size_t open_at)
+{
+	const char *s = L->s;
+	size_t j = L->pos;
+	while (j + 1 < L->n && !(s[j] == '#' && s[j + 1] == '}'))
+		j++;
+	if (j + 1 >= L->n)
+		return lex_err(L, open_at, "unclosed comment '{#'");
+	char esign = (j > L->pos && (s[j - 1] == '-' || s[j - 1] == '+')) ? s[j - 1] : 0;
+	advance_to(L, j + 2);
+	after_end(L, esign, true);
+	return 0;
+}
+
+/* A "{% raw %}" block from L->pos (after the "{%" and its sign), if the
+ * block tag is one: its body becomes text as it stands. *raw says whether
+ * it was. */
+static int lex_raw(struct lexer *L, size_t open_at, bool *raw)
+{
+	const char *s = L->s;
+	char esign = 0;
+	size_t body = match_word_tag(s, L->n, L->pos, "raw", &esign);
+	if (!body || esign == '+')
+		return 0;
+	*raw = true;
+	/* jinja2 takes no "+" there, and trims no newline after the opening
+	 * tag (only after {% endraw %}) */
+	advance_to(L, body);
+	after_end(L, esign, false);
+	/* the body runs to the first {% endraw %} */
+	size_t j = L->pos, endtag = 0;
+	char osign = 0;
+	for (; j + 1 < L->n; j++) {
+		if (s[j] != '{' || s[j + 1] != '%')
+			continue;
+		size_t k = j + 2;
+		osign = (k < L->n && (s[k] == '-' || s[k] == '+')) ? s[k] : 0;
+		endtag = match_word_tag(s, L->n, k + (osign ? 1 : 0), "endraw", &esign);
+		if (endtag)
+			break;
+	}
+	if (!endtag)
+		return lex_err(L, open_at, "unclosed raw block: no '{% endraw %}'");
+	int rc = emit_text(L, L->pos, j, '%', osign);
+	if (rc)
+		return rc;
+	advance_to(L, endtag);
+	after_end(L, esign, true);
+	return 0;
+}
+
+/* From L->pos: the text up to the next tag, comment or raw block, then it. */
+static int lex_piece(struct lexer *L)
+{
+	const char *s = L->s;
+	size_t from = L->pos, i = L->pos;
+	while (i + 1 < L->n && !(s[i] == '{' && (s[i + 1] == '{' || s[i + 1] == '%' || s[i + 1] == '#')))
+		i++;
+	if (i + 1 >= L->n) { /* no tag: text to the end */
+		int rc = emit_text(L, from, L->n, 0, 0);
+		if (!rc)
+			advance_to(L, L->n);
+		return rc;
+	}
+	char kind = s[i + 1];
+	char sign = (i + 2 < L->n && (s[i + 2] == '-' || s[i + 2] == '+')) ? s[i + 2] : 0;
+	if (kind == '{' && sign == '+')
+		sign = 0;
+	int rc = emit_text(L, from, i, kind, sign);
+	if (rc)
+		return rc;
+	size_t open_at = i;
+	advance_to(L, i + 2 + (sign ? 1 : 0));
+	if (kind == '#')
+		return lex_comment(L, open_at);
+	bool raw = false;
+	if (kind == '%' && ((rc = lex_raw(L, open_at, &raw)) || raw))
+		return rc;
+	if (!push(L, kind == '%' ? JT_BLOCK_BEGIN : JT_VAR_BEGIN, open_at))
+		return TERN_ENOMEM;
+	return lex_tag(L, kind == '%' ? '%' : '{', open_at);
+}
+
 int jj_lex(struct jj_arena *a, const char *src, size_t len, struct jj_token **out, size_t *nout,
 	   tern_err *e)
 {
@@ -406,97 +537,17 @@ int jj_lex(struct jj_arena *a, const char *src, size_t len, struct jj_token **ou
 	s[n] = 0;
 	struct lexer L = {.a = a, .e = e, .s = s, .n = n, .line = 1, .line_starting = true};
 	int rc = 0;
-	while (L.pos < L.n) {
-		size_t from = L.pos, i = L.pos;
-		const char *hit = NULL;
-		while (i + 1 < L.n) {
-			if (s[i] == '{' && (s[i + 1] == '{' || s[i + 1] == '%' || s[i + 1] == '#')) {
-				hit = s + i;
-				break;
-			}
-			i++;
-		}
-		if (!hit) {
-			rc = emit_text(&L, from, L.n, 0, 0);
-			if (rc)
-				goto fail;
-			advance_to(&L, L.n);
-			break;
-		}
-		char kind = hit[1];
-		char sign = (i + 2 < L.n && (s[i + 2] == '-' || s[i + 2] == '+')) ? s[i + 2] : 0;
-		if (kind == '{' && sign == '+')
-			sign = 0;
-		rc = emit_text(&L, from, i, kind, sign);
-		if (rc)
-			goto fail;
-		size_t open_at = i;
-		advance_to(&L, i + 2 + (sign ? 1 : 0));
-		if (kind == '#') {
-			size_t j = L.pos;
-			while (j + 1 < L.n && !(s[j] == '#' && s[j + 1] == '}'))
-				j++;
-			if (j + 1 >= L.n) {
-				rc = lex_err(&L, open_at, "unclosed comment '{#'");
-				goto fail;
-			}
-			char esign = (j > L.pos && (s[j - 1] == '-' || s[j - 1] == '+')) ? s[j - 1] : 0;
-			advance_to(&L, j + 2);
-			after_end(&L, esign, true);
-			continue;
-		}
-		if (kind == '%') {
-			char esign = 0;
-			size_t body = match_word_tag(s, L.n, L.pos, "raw", &esign);
-			if (body && esign != '+') {
-				/* jinja2 takes no "+" there, and trims no newline after
-				 * the opening tag (only after {% endraw %}) */
-				advance_to(&L, body);
-				after_end(&L, esign, false);
-				/* the body runs to the first {% endraw %} */
-				size_t j = L.pos, endtag = 0;
-				char osign = 0;
-				for (; j + 1 < L.n; j++) {
-					if (s[j] != '{' || s[j + 1] != '%')
-						continue;
-					size_t k = j + 2;
-					osign = (k < L.n && (s[k] == '-' || s[k] == '+')) ? s[k] : 0;
-					endtag = match_word_tag(s, L.n, k + (osign ? 1 : 0), "endraw", &esign);
-					if (endtag)
-						break;
-				}
-				if (!endtag) {
-					rc = lex_err(&L, open_at, "unclosed raw block: no '{% endraw %}'");
-					goto fail;
-				}
-				rc = emit_text(&L, L.pos, j, '%', osign);
-				if (rc)
-					goto fail;
-				advance_to(&L, endtag);
-				after_end(&L, esign, true);
-				continue;
-			}
-		}
-		struct jj_token *k = push(&L, kind == '%' ? JT_BLOCK_BEGIN : JT_VAR_BEGIN, open_at);
-		if (!k) {
-			rc = TERN_ENOMEM;
-			goto fail;
-		}
-		rc = lex_tag(&L, kind == '%' ? '%' : '{', open_at);
-		if (rc)
-			goto fail;
-	}
-	struct jj_token *k = push(&L, JT_EOF, L.n);
-	if (!k) {
+	while (!rc && L.pos < L.n)
+		rc = lex_piece(&L);
+	if (!rc && !push(&L, JT_EOF, L.n))
 		rc = TERN_ENOMEM;
-		goto fail;
+	if (rc) {
+		if (rc == TERN_ENOMEM)
+			tern_errf(e, rc, "out of memory while reading the template");
+		free(L.t);
+		return rc;
 	}
 	*out = L.t;
 	*nout = L.nt;
 	return 0;
-fail:
-	if (rc == TERN_ENOMEM)
-		tern_errf(e, rc, "out of memory while reading the template");
-	free(L.t);
-	return rc;
 }

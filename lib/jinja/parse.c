@@ -365,119 +365,168 @@ static int parse_postfix(struct parser *P, struct jj_node **x)
 	}
 }
 
-static int parse_primary(struct parser *P, struct jj_node **out)
+/* A name, or one of the constants jinja2 spells as names in either case. */
+static int primary_name(struct parser *P, const struct jj_token *k, struct jj_node **out)
 {
-	const struct jj_token *k = cur(P);
-	struct jj_node *x = NULL;
-	int rc;
-	if (k->type == JT_NAME) {
-		static const struct { const char *n; int t; bool b; } kw[] = {
-			{"true", JV_BOOL, true}, {"True", JV_BOOL, true}, {"false", JV_BOOL, false},
-			{"False", JV_BOOL, false}, {"none", JV_NONE, false}, {"None", JV_NONE, false}};
-		for (size_t j = 0; j < sizeof kw / sizeof kw[0]; j++)
-			if (is_name(k, kw[j].n)) {
-				if (!(x = node(P, JN_LIT, k)))
-					return nomem(P);
-				x->lit = kw[j].t == JV_BOOL ? jv_bool(kw[j].b) : jv_none();
-				P->i++;
-				*out = x;
-				return 0;
-			}
-		if (!(x = node(P, JN_NAME, k)) || !(x->name = dupname(P, k->p, k->n)))
-			return nomem(P);
-		x->name_n = k->n;
-		P->i++;
-	} else if (k->type == JT_STRING) {
-		/* adjacent strings are one: 'a' 'b' */
-		size_t total = 0, j = P->i;
-		while (P->t[j].type == JT_STRING)
-			total += P->t[j++].n;
-		char *s = jj_alloc(P->a, total + 1);
-		if (!s || !(x = node(P, JN_LIT, k)))
-			return nomem(P);
-		size_t o = 0;
-		for (; P->i < j; P->i++) {
-			memcpy(s + o, P->t[P->i].p, P->t[P->i].n);
-			o += P->t[P->i].n;
-		}
-		x->lit = jv_str(s, total);
-	} else if (k->type == JT_INT || k->type == JT_FLOAT) {
-		if (!(x = node(P, JN_LIT, k)))
-			return nomem(P);
-		x->lit = k->type == JT_INT ? jv_int(k->i) : jv_float(k->f);
-		P->i++;
-	} else if (is_op(k, "(")) {
-		P->i++;
-		if (is_op(cur(P), ")")) {
-			if (!(x = node(P, JN_TUPLE, k)))
+	static const struct { const char *n; int t; bool b; } kw[] = {
+		{"true", JV_BOOL, true}, {"True", JV_BOOL, true}, {"false", JV_BOOL, false},
+		{"False", JV_BOOL, false}, {"none", JV_NONE, false}, {"None", JV_NONE, false}};
+	struct jj_node *x;
+	for (size_t j = 0; j < sizeof kw / sizeof kw[0]; j++)
+		if (is_name(k, kw[j].n)) {
+			if (!(x = node(P, JN_LIT, k)))
 				return nomem(P);
+			x->lit = kw[j].t == JV_BOOL ? jv_bool(kw[j].b) : jv_none();
 			P->i++;
-		} else {
-			struct jj_node *first;
-			if ((rc = parse_expr(P, &first, true)))
-				return rc;
-			if (is_op(cur(P), ",")) {
-				if (!(x = node(P, JN_TUPLE, k)))
-					return nomem(P);
-				size_t cap = 0;
-				if ((rc = nl_push(P, &x->args, &cap, first)))
-					return rc;
-				while (is_op(cur(P), ",")) {
-					P->i++;
-					if (is_op(cur(P), ")"))
-						break;
-					struct jj_node *y;
-					if ((rc = parse_expr(P, &y, true)) || (rc = nl_push(P, &x->args, &cap, y)))
-						return rc;
-				}
-			} else {
-				x = first;
-			}
-			if ((rc = expect_op(P, ")")))
-				return rc;
+			*out = x;
+			return 0;
 		}
-	} else if (is_op(k, "[")) {
+	if (!(x = node(P, JN_NAME, k)) || !(x->name = dupname(P, k->p, k->n)))
+		return nomem(P);
+	x->name_n = k->n;
+	P->i++;
+	*out = x;
+	return 0;
+}
+
+/* A string literal; adjacent strings are one: 'a' 'b' */
+static int primary_string(struct parser *P, const struct jj_token *k, struct jj_node **out)
+{
+	size_t total = 0, j = P->i;
+	while (P->t[j].type == JT_STRING)
+		total += P->t[j++].n;
+	char *s = jj_alloc(P->a, total + 1);
+	struct jj_node *x;
+	if (!s || !(x = node(P, JN_LIT, k)))
+		return nomem(P);
+	size_t o = 0;
+	for (; P->i < j; P->i++) {
+		memcpy(s + o, P->t[P->i].p, P->t[P->i].n);
+		o += P->t[P->i].n;
+	}
+	x->lit = jv_str(s, total);
+	*out = x;
+	return 0;
+}
+
+static int primary_number(struct parser *P, const struct jj_token *k, struct jj_node **out)
+{
+	struct jj_node *x = node(P, JN_LIT, k);
+	if (!x)
+		return nomem(P);
+	x->lit = k->type == JT_INT ? jv_int(k->i) : jv_float(k->f);
+	P->i++;
+	*out = x;
+	return 0;
+}
+
+/* `( )` is the empty tuple, `(a)` is a, `(a,)` and `(a, b)` are tuples. */
+static int primary_paren(struct parser *P, const struct jj_token *k, struct jj_node **out)
+{
+	struct jj_node *x;
+	int rc;
+	P->i++;
+	if (is_op(cur(P), ")")) {
+		if (!(x = node(P, JN_TUPLE, k)))
+			return nomem(P);
 		P->i++;
-		if (!(x = node(P, JN_LIST, k)))
+		*out = x;
+		return 0;
+	}
+	struct jj_node *first;
+	if ((rc = parse_expr(P, &first, true)))
+		return rc;
+	if (is_op(cur(P), ",")) {
+		if (!(x = node(P, JN_TUPLE, k)))
 			return nomem(P);
 		size_t cap = 0;
-		while (!is_op(cur(P), "]")) {
-			if (x->args.n) {
-				if ((rc = expect_op(P, ",")))
-					return rc;
-				if (is_op(cur(P), "]"))
-					break;
-			}
+		if ((rc = nl_push(P, &x->args, &cap, first)))
+			return rc;
+		while (is_op(cur(P), ",")) {
+			P->i++;
+			if (is_op(cur(P), ")"))
+				break;
 			struct jj_node *y;
 			if ((rc = parse_expr(P, &y, true)) || (rc = nl_push(P, &x->args, &cap, y)))
 				return rc;
 		}
-		P->i++;
-	} else if (is_op(k, "{")) {
-		P->i++;
-		if (!(x = node(P, JN_DICT, k)))
-			return nomem(P);
-		size_t capk = 0, capv = 0;
-		while (!is_op(cur(P), "}")) {
-			if (x->args.n) {
-				if ((rc = expect_op(P, ",")))
-					return rc;
-				if (is_op(cur(P), "}"))
-					break;
-			}
-			struct jj_node *kk, *vv;
-			if ((rc = parse_expr(P, &kk, true)) || (rc = expect_op(P, ":")) ||
-			    (rc = parse_expr(P, &vv, true)) || (rc = nl_push(P, &x->args, &capk, kk)) ||
-			    (rc = nl_push(P, &x->kwvals, &capv, vv)))
-				return rc;
-		}
-		P->i++;
 	} else {
-		char b[48];
-		return perr(P, k, "unexpected %s", tok_desc(k, b));
+		x = first;
 	}
+	if ((rc = expect_op(P, ")")))
+		return rc;
 	*out = x;
 	return 0;
+}
+
+static int primary_list(struct parser *P, const struct jj_token *k, struct jj_node **out)
+{
+	P->i++;
+	struct jj_node *x = node(P, JN_LIST, k);
+	if (!x)
+		return nomem(P);
+	size_t cap = 0;
+	int rc;
+	while (!is_op(cur(P), "]")) {
+		if (x->args.n) { /* a trailing comma is allowed: [a, b,] */
+			if ((rc = expect_op(P, ",")))
+				return rc;
+			if (is_op(cur(P), "]"))
+				break;
+		}
+		struct jj_node *y;
+		if ((rc = parse_expr(P, &y, true)) || (rc = nl_push(P, &x->args, &cap, y)))
+			return rc;
+	}
+	P->i++;
+	*out = x;
+	return 0;
+}
+
+/* A dict display: the keys in args, the values in kwvals. */
+static int primary_dict(struct parser *P, const struct jj_token *k, struct jj_node **out)
+{
+	P->i++;
+	struct jj_node *x = node(P, JN_DICT, k);
+	if (!x)
+		return nomem(P);
+	size_t capk = 0, capv = 0;
+	int rc;
+	while (!is_op(cur(P), "}")) {
+		if (x->args.n) { /* a trailing comma is allowed: [a, b,] */
+			if ((rc = expect_op(P, ",")))
+				return rc;
+			if (is_op(cur(P), "}"))
+				break;
+		}
+		struct jj_node *kk, *vv;
+		if ((rc = parse_expr(P, &kk, true)) || (rc = expect_op(P, ":")) ||
+		    (rc = parse_expr(P, &vv, true)) || (rc = nl_push(P, &x->args, &capk, kk)) ||
+		    (rc = nl_push(P, &x->kwvals, &capv, vv)))
+			return rc;
+	}
+	P->i++;
+	*out = x;
+	return 0;
+}
+
+static int parse_primary(struct parser *P, struct jj_node **out)
+{
+	const struct jj_token *k = cur(P);
+	if (k->type == JT_NAME)
+		return primary_name(P, k, out);
+	if (k->type == JT_STRING)
+		return primary_string(P, k, out);
+	if (k->type == JT_INT || k->type == JT_FLOAT)
+		return primary_number(P, k, out);
+	if (is_op(k, "("))
+		return primary_paren(P, k, out);
+	if (is_op(k, "["))
+		return primary_list(P, k, out);
+	if (is_op(k, "{"))
+		return primary_dict(P, k, out);
+	char b[48];
+	return perr(P, k, "unexpected %s", tok_desc(k, b));
 }
 
 static int parse_unary(struct parser *P, struct jj_node **out, bool with_filter)
@@ -993,6 +1042,103 @@ static int parse_callblock(struct parser *P, struct jj_node *x)
 	return end_tag(P, "endcall");
 }
 
+/* The name of the statement being parsed, just stepped over: a block left
+ * open is reported there. */
+static const struct jj_token *stmt_name(struct parser *P) { return &P->t[P->i - 1]; }
+
+static int parse_filterblock(struct parser *P, struct jj_node *x)
+{
+	static const char *const ends[] = {"endfilter", NULL};
+	const struct jj_token *nm = stmt_name(P);
+	int rc;
+	if (!(rc = parse_block_filters(P, &x->filter, true)) && !(rc = expect_block_end(P)) &&
+	    !(rc = parse_body(P, &x->body, ends, nm, "filter")))
+		rc = end_tag(P, "endfilter");
+	return rc;
+}
+
+/* transformers' AssistantTracker: the body renders as it is */
+static int parse_generation(struct parser *P, struct jj_node *x)
+{
+	static const char *const ends[] = {"endgeneration", NULL};
+	const struct jj_token *nm = stmt_name(P);
+	int rc;
+	if (!(rc = expect_block_end(P)) && !(rc = parse_body(P, &x->body, ends, nm, "generation")))
+		rc = end_tag(P, "endgeneration");
+	return rc;
+}
+
+/* `with a = 1, b = 2`: the names in targets, their values in kwvals. */
+static int parse_with(struct parser *P, struct jj_node *x)
+{
+	static const char *const ends[] = {"endwith", NULL};
+	const struct jj_token *nm = stmt_name(P);
+	size_t capt = 0, capv = 0;
+	int rc = 0;
+	while (!rc && cur(P)->type != JT_BLOCK_END) {
+		if (x->targets.n && (rc = expect_op(P, ",")))
+			break;
+		struct jj_nodes t = {0};
+		struct jj_node *v;
+		if ((rc = parse_targets(P, &t, false)))
+			break;
+		if (t.n != 1)
+			return perr(P, nm, "one name per assignment in 'with'");
+		if ((rc = expect_op(P, "=")) || (rc = parse_expr(P, &v, true)) ||
+		    (rc = nl_push(P, &x->targets, &capt, t.v[0])) || (rc = nl_push(P, &x->kwvals, &capv, v)))
+			break;
+	}
+	if (!rc && !(rc = expect_block_end(P)) && !(rc = parse_body(P, &x->body, ends, nm, "with")))
+		rc = end_tag(P, "endwith");
+	return rc;
+}
+
+/* break and continue: the node's kind says which */
+static int parse_loop_control(struct parser *P, struct jj_node *x)
+{
+	(void)x;
+	return expect_block_end(P);
+}
+
+/* The statements a "{%" may open: the node each makes and what parses the
+ * rest of it. */
+static const struct {
+	const char *name;
+	int kind;
+	int (*parse)(struct parser *P, struct jj_node *x);
+} statements[] = {
+	{"if", JN_IF, parse_if},
+	{"for", JN_FOR, parse_for},
+	{"set", JN_SET, parse_set},
+	{"macro", JN_MACRO, parse_macro},
+	{"call", JN_CALLBLOCK, parse_callblock},
+	{"filter", JN_FILTERBLOCK, parse_filterblock},
+	{"generation", JN_BODY, parse_generation},
+	{"with", JN_WITH, parse_with},
+	{"break", JN_BREAK, parse_loop_control},
+	{"continue", JN_CONTINUE, parse_loop_control},
+};
+
+/* After "{%": the statement its name says. */
+static int parse_block_statement(struct parser *P, struct jj_node **out)
+{
+	const struct jj_token *nm = cur(P);
+	if (nm->type != JT_NAME)
+		return perr(P, nm, "expected a statement name after '{%%'");
+	P->i++;
+	for (size_t j = 0; j < sizeof statements / sizeof statements[0]; j++) {
+		if (!is_name(nm, statements[j].name))
+			continue;
+		struct jj_node *x = node(P, statements[j].kind, nm);
+		if (!x)
+			return nomem(P);
+		*out = x;
+		return statements[j].parse(P, x);
+	}
+	char nbuf[48];
+	return perr(P, nm, "unknown tag %s", tok_desc(nm, nbuf));
+}
+
 static int parse_statement(struct parser *P, struct jj_nodes *body, size_t *cap)
 {
 	const struct jj_token *k = cur(P);
@@ -1023,74 +1169,7 @@ static int parse_statement(struct parser *P, struct jj_nodes *body, size_t *cap)
 		return perr(P, k, "unexpected %s", tok_desc(k, b));
 	}
 	P->i++;
-	const struct jj_token *nm = cur(P);
-	if (nm->type != JT_NAME)
-		return perr(P, nm, "expected a statement name after '{%%'");
-	P->i++;
-	if (is_name(nm, "if")) {
-		if (!(x = node(P, JN_IF, nm)))
-			return nomem(P);
-		rc = parse_if(P, x);
-	} else if (is_name(nm, "for")) {
-		if (!(x = node(P, JN_FOR, nm)))
-			return nomem(P);
-		rc = parse_for(P, x);
-	} else if (is_name(nm, "set")) {
-		if (!(x = node(P, JN_SET, nm)))
-			return nomem(P);
-		rc = parse_set(P, x);
-	} else if (is_name(nm, "macro")) {
-		if (!(x = node(P, JN_MACRO, nm)))
-			return nomem(P);
-		rc = parse_macro(P, x);
-	} else if (is_name(nm, "call")) {
-		if (!(x = node(P, JN_CALLBLOCK, nm)))
-			return nomem(P);
-		rc = parse_callblock(P, x);
-	} else if (is_name(nm, "filter")) {
-		if (!(x = node(P, JN_FILTERBLOCK, nm)))
-			return nomem(P);
-		static const char *const ends[] = {"endfilter", NULL};
-		if (!(rc = parse_block_filters(P, &x->filter, true)) && !(rc = expect_block_end(P)) &&
-		    !(rc = parse_body(P, &x->body, ends, nm, "filter")))
-			rc = end_tag(P, "endfilter");
-	} else if (is_name(nm, "generation")) {
-		/* transformers' AssistantTracker: the body renders as it is */
-		if (!(x = node(P, JN_BODY, nm)))
-			return nomem(P);
-		static const char *const ends[] = {"endgeneration", NULL};
-		if (!(rc = expect_block_end(P)) && !(rc = parse_body(P, &x->body, ends, nm, "generation")))
-			rc = end_tag(P, "endgeneration");
-	} else if (is_name(nm, "with")) {
-		if (!(x = node(P, JN_WITH, nm)))
-			return nomem(P);
-		size_t capt = 0, capv = 0;
-		rc = 0;
-		while (!rc && cur(P)->type != JT_BLOCK_END) {
-			if (x->targets.n && (rc = expect_op(P, ",")))
-				break;
-			struct jj_nodes t = {0};
-			struct jj_node *v;
-			if ((rc = parse_targets(P, &t, false)))
-				break;
-			if (t.n != 1)
-				return perr(P, nm, "one name per assignment in 'with'");
-			if ((rc = expect_op(P, "=")) || (rc = parse_expr(P, &v, true)) ||
-			    (rc = nl_push(P, &x->targets, &capt, t.v[0])) || (rc = nl_push(P, &x->kwvals, &capv, v)))
-				break;
-		}
-		static const char *const ends[] = {"endwith", NULL};
-		if (!rc && !(rc = expect_block_end(P)) && !(rc = parse_body(P, &x->body, ends, nm, "with")))
-			rc = end_tag(P, "endwith");
-	} else if (is_name(nm, "break") || is_name(nm, "continue")) {
-		if (!(x = node(P, is_name(nm, "break") ? JN_BREAK : JN_CONTINUE, nm)))
-			return nomem(P);
-		rc = expect_block_end(P);
-	} else {
-		char nbuf[48];
-		return perr(P, nm, "unknown tag %s", tok_desc(nm, nbuf));
-	}
-	if (rc)
+	if ((rc = parse_block_statement(P, &x)))
 		return rc;
 	return nl_push(P, body, cap, x);
 }

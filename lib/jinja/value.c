@@ -753,81 +753,120 @@ static int json_key(struct jj_ctx *c, struct jj_buf *b, struct jv k, const struc
 	}
 }
 
+/* Python's json.dumps spells the non-finite floats as JavaScript does. */
+static int json_float(struct jj_ctx *c, struct jj_buf *b, double f)
+{
+	char tmp[40];
+	if (isnan(f))
+		return jj_buf_put(c, b, "NaN", 3);
+	if (isinf(f))
+		return f < 0 ? jj_buf_put(c, b, "-Infinity", 9) : jj_buf_put(c, b, "Infinity", 8);
+	return jj_buf_put(c, b, tmp, jj_float_repr(f, tmp));
+}
+
+static const char *json_item_sep(const struct jj_json_opts *o)
+{
+	/* with an indent, the newline follows the comma: no trailing space */
+	return o->item_sep ? o->item_sep : o->indent >= 0 ? "," : ", ";
+}
+
+/* What goes before item i of a container at `depth`: the separator, then
+ * the newline and indent when indenting. */
+static int json_item_start(struct jj_ctx *c, struct jj_buf *b, const struct jj_json_opts *o, size_t i,
+			   uint32_t depth)
+{
+	const char *isep = json_item_sep(o);
+	int rc = i ? jj_buf_put(c, b, isep, strlen(isep)) : 0;
+	if (!rc && o->indent >= 0)
+		rc = json_newline(c, b, o, depth + 1);
+	return rc;
+}
+
+/* The closing bracket, on its own line when indenting. */
+static int json_close(struct jj_ctx *c, struct jj_buf *b, const struct jj_json_opts *o, uint32_t depth,
+		      char close)
+{
+	int rc = o->indent >= 0 ? json_newline(c, b, o, depth) : 0;
+	return rc ? rc : jj_buf_putc(c, b, close);
+}
+
+static int json_list(struct jj_ctx *c, struct jj_buf *b, struct jv v, const struct jj_json_opts *o,
+		     uint32_t depth)
+{
+	if (v.gen)
+		return jj_fail(c, TERN_EFORMAT, "Object of type %s is not JSON serializable", jv_type_name(v));
+	if (v.u.l->n == 0)
+		return jj_buf_put(c, b, "[]", 2);
+	int rc = jj_buf_putc(c, b, '[');
+	for (size_t i = 0; !rc && i < v.u.l->n; i++) {
+		rc = json_item_start(c, b, o, i, depth);
+		if (!rc)
+			rc = jv_write_json(c, b, v.u.l->v[i], o, depth + 1);
+	}
+	return rc ? rc : json_close(c, b, o, depth, ']');
+}
+
+/* The order a dict's items are written in: insertion order, or the keys'
+ * order with sort_keys. Insertion sort: dicts are small. */
+static int json_key_order(struct jj_ctx *c, const struct jj_dict *d, bool sort, size_t **out)
+{
+	size_t *ord = jj_alloc(&c->a, d->n * sizeof *ord);
+	if (!ord)
+		return jj_oom(c);
+	for (size_t i = 0; i < d->n; i++)
+		ord[i] = i;
+	for (size_t i = 1; sort && i < d->n; i++)
+		for (size_t j = i; j > 0; j--) {
+			bool lt;
+			int rc = jv_less(c, d->k[ord[j]], d->k[ord[j - 1]], &lt);
+			if (rc)
+				return rc;
+			if (!lt)
+				break;
+			size_t t = ord[j];
+			ord[j] = ord[j - 1];
+			ord[j - 1] = t;
+		}
+	*out = ord;
+	return 0;
+}
+
+static int json_dict(struct jj_ctx *c, struct jj_buf *b, const struct jj_dict *d, const struct jj_json_opts *o,
+		     uint32_t depth)
+{
+	const char *ksep = o->key_sep ? o->key_sep : ": ";
+	if (d->n == 0)
+		return jj_buf_put(c, b, "{}", 2);
+	size_t *ord = NULL;
+	int rc = json_key_order(c, d, o->sort_keys, &ord);
+	if (rc)
+		return rc;
+	rc = jj_buf_putc(c, b, '{');
+	for (size_t i = 0; !rc && i < d->n; i++) {
+		rc = json_item_start(c, b, o, i, depth);
+		if (!rc)
+			rc = json_key(c, b, d->k[ord[i]], o);
+		if (!rc)
+			rc = jj_buf_put(c, b, ksep, strlen(ksep));
+		if (!rc)
+			rc = jv_write_json(c, b, d->v[ord[i]], o, depth + 1);
+	}
+	return rc ? rc : json_close(c, b, o, depth, '}');
+}
+
 int jv_write_json(struct jj_ctx *c, struct jj_buf *b, struct jv v, const struct jj_json_opts *o,
 		  uint32_t depth)
 {
 	if (depth > c->max_depth)
 		return jj_fail(c, TERN_ERANGE, "values nested deeper than %u", c->max_depth);
-	const char *isep = o->item_sep ? o->item_sep : o->indent >= 0 ? "," : ", ";
-	const char *ksep = o->key_sep ? o->key_sep : ": ";
-	char tmp[40];
-	int rc = 0;
 	switch (v.t) {
 	case JV_NONE: return jj_buf_put(c, b, "null", 4);
 	case JV_BOOL: return v.u.b ? jj_buf_put(c, b, "true", 4) : jj_buf_put(c, b, "false", 5);
 	case JV_INT: return jj_buf_printf(c, b, "%lld", (long long)v.u.i);
-	case JV_FLOAT:
-		if (isnan(v.u.f))
-			return jj_buf_put(c, b, "NaN", 3);
-		if (isinf(v.u.f))
-			return v.u.f < 0 ? jj_buf_put(c, b, "-Infinity", 9) : jj_buf_put(c, b, "Infinity", 8);
-		return jj_buf_put(c, b, tmp, jj_float_repr(v.u.f, tmp));
+	case JV_FLOAT: return json_float(c, b, v.u.f);
 	case JV_STR: return json_str(c, b, v.u.s.p, v.u.s.n, o->ascii);
-	case JV_LIST:
-		if (v.gen)
-			return jj_fail(c, TERN_EFORMAT, "Object of type %s is not JSON serializable", jv_type_name(v));
-		if (v.u.l->n == 0)
-			return jj_buf_put(c, b, "[]", 2);
-		rc = jj_buf_putc(c, b, '[');
-		for (size_t i = 0; !rc && i < v.u.l->n; i++) {
-			if (i)
-				rc = jj_buf_put(c, b, isep, strlen(isep));
-			if (!rc && o->indent >= 0)
-				rc = json_newline(c, b, o, depth + 1);
-			if (!rc)
-				rc = jv_write_json(c, b, v.u.l->v[i], o, depth + 1);
-		}
-		if (!rc && o->indent >= 0)
-			rc = json_newline(c, b, o, depth);
-		return rc ? rc : jj_buf_putc(c, b, ']');
-	case JV_DICT: {
-		const struct jj_dict *d = v.u.d;
-		if (d->n == 0)
-			return jj_buf_put(c, b, "{}", 2);
-		size_t *ord = jj_alloc(&c->a, d->n * sizeof *ord);
-		if (!ord)
-			return jj_oom(c);
-		for (size_t i = 0; i < d->n; i++)
-			ord[i] = i;
-		if (o->sort_keys)
-			for (size_t i = 1; i < d->n; i++) /* insertion sort: dicts are small */
-				for (size_t j = i; j > 0; j--) {
-					bool lt;
-					if ((rc = jv_less(c, d->k[ord[j]], d->k[ord[j - 1]], &lt)))
-						return rc;
-					if (!lt)
-						break;
-					size_t t = ord[j];
-					ord[j] = ord[j - 1];
-					ord[j - 1] = t;
-				}
-		rc = jj_buf_putc(c, b, '{');
-		for (size_t i = 0; !rc && i < d->n; i++) {
-			if (i)
-				rc = jj_buf_put(c, b, isep, strlen(isep));
-			if (!rc && o->indent >= 0)
-				rc = json_newline(c, b, o, depth + 1);
-			if (!rc)
-				rc = json_key(c, b, d->k[ord[i]], o);
-			if (!rc)
-				rc = jj_buf_put(c, b, ksep, strlen(ksep));
-			if (!rc)
-				rc = jv_write_json(c, b, d->v[ord[i]], o, depth + 1);
-		}
-		if (!rc && o->indent >= 0)
-			rc = json_newline(c, b, o, depth);
-		return rc ? rc : jj_buf_putc(c, b, '}');
-	}
+	case JV_LIST: return json_list(c, b, v, o, depth);
+	case JV_DICT: return json_dict(c, b, v.u.d, o, depth);
 	default:
 		return jj_fail(c, TERN_EFORMAT, "Object of type %s is not JSON serializable", jv_type_name(v));
 	}

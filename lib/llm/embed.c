@@ -61,6 +61,7 @@
 #include "lib/llm/embed.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,52 +459,53 @@ static int alloc2(struct tern_backend *be, struct tern_buf *b, uint32_t type, in
 	return be->buf_alloc(be, b, type, ne1 ? 2 : 1, ne, e);
 }
 
-static int enc_init(struct tern_embed *em, tern_err *e)
+/* The tensors of a block, in loading order: the file's (enc_layer), the
+ * buffer it loads into (enc_bufs), and whether a product takes it. */
+#define ENC_WEIGHT(name, product) {offsetof(struct enc_bufs, name), offsetof(struct enc_layer, name), product}
+static const struct enc_weight {
+	size_t buf, tensor;
+	bool product;
+} enc_block_weights[] = {
+	ENC_WEIGHT(wq, true), ENC_WEIGHT(wk, true), ENC_WEIGHT(wv, true),
+	ENC_WEIGHT(bq, false), ENC_WEIGHT(bk, false), ENC_WEIGHT(bv, false),
+	ENC_WEIGHT(wo, true), ENC_WEIGHT(bo, false),
+	ENC_WEIGHT(attn_norm, false), ENC_WEIGHT(attn_norm_b, false),
+	ENC_WEIGHT(up, true), ENC_WEIGHT(up_b, false), ENC_WEIGHT(gate, true),
+	ENC_WEIGHT(down, true), ENC_WEIGHT(down_b, false),
+	ENC_WEIGHT(out_norm, false), ENC_WEIGHT(out_norm_b, false),
+};
+#undef ENC_WEIGHT
+
+static int enc_load_weights(struct tern_embed *em, tern_err *e)
 {
 	struct tern_backend *be = em->be;
-	const struct enc_config *c = &em->c;
-	int32_t n = em->n_ctx;
-	if (!c->nomic && (uint32_t)n > c->n_ctx_train)
-		return tern_errf(e, TERN_ERANGE, "a context of %d tokens: this %s model has %u positions", n, em->info.arch,
-				 c->n_ctx_train);
-	if (n > be->max_tokens)
-		return tern_errf(e, TERN_EINVAL, "an encoder runs an input in one pass: the backend takes %lld tokens, the "
-				 "context is %d", (long long)be->max_tokens, n);
-	em->bl = calloc(c->n_layer, sizeof *em->bl);
-	em->host_ids = calloc((size_t)n, sizeof *em->host_ids);
-	em->host_pos = calloc((size_t)n, sizeof *em->host_pos);
-	em->host_apos = calloc((size_t)n, sizeof *em->host_apos);
-	em->host_out = calloc((size_t)n * c->n_embd, sizeof *em->host_out);
-	if (!em->bl || !em->host_ids || !em->host_pos || !em->host_apos || !em->host_out)
-		return tern_errf(e, TERN_ENOMEM, "out of memory for a context of %d tokens", n);
 	int rc = weight(be, &em->b_tok, em->tok_embd, false, e);
 	rc = rc ? rc : weight(be, &em->b_type, em->type_embd, false, e);
 	rc = rc ? rc : weight(be, &em->b_pos, em->pos_embd, false, e);
 	rc = rc ? rc : weight(be, &em->b_norm, em->embd_norm, false, e);
 	rc = rc ? rc : weight(be, &em->b_norm_b, em->embd_norm_b, false, e);
-	for (uint32_t l = 0; !rc && l < c->n_layer; l++) {
+	for (uint32_t l = 0; !rc && l < em->c.n_layer; l++) {
 		const struct enc_layer *L = &em->layers[l];
 		struct enc_bufs *B = &em->bl[l];
-		rc = weight(be, &B->wq, L->wq, true, e);
-		rc = rc ? rc : weight(be, &B->wk, L->wk, true, e);
-		rc = rc ? rc : weight(be, &B->wv, L->wv, true, e);
-		rc = rc ? rc : weight(be, &B->bq, L->bq, false, e);
-		rc = rc ? rc : weight(be, &B->bk, L->bk, false, e);
-		rc = rc ? rc : weight(be, &B->bv, L->bv, false, e);
-		rc = rc ? rc : weight(be, &B->wo, L->wo, true, e);
-		rc = rc ? rc : weight(be, &B->bo, L->bo, false, e);
-		rc = rc ? rc : weight(be, &B->attn_norm, L->attn_norm, false, e);
-		rc = rc ? rc : weight(be, &B->attn_norm_b, L->attn_norm_b, false, e);
-		rc = rc ? rc : weight(be, &B->up, L->up, true, e);
-		rc = rc ? rc : weight(be, &B->up_b, L->up_b, false, e);
-		rc = rc ? rc : weight(be, &B->gate, L->gate, true, e);
-		rc = rc ? rc : weight(be, &B->down, L->down, true, e);
-		rc = rc ? rc : weight(be, &B->down_b, L->down_b, false, e);
-		rc = rc ? rc : weight(be, &B->out_norm, L->out_norm, false, e);
-		rc = rc ? rc : weight(be, &B->out_norm_b, L->out_norm_b, false, e);
+		for (size_t i = 0; !rc && i < sizeof enc_block_weights / sizeof enc_block_weights[0]; i++) {
+			const struct enc_weight *w = &enc_block_weights[i];
+			struct tern_buf *buf = (struct tern_buf *)((char *)B + w->buf);
+			const struct tern_tensor_view *t = *(const struct tern_tensor_view *const *)((const char *)L + w->tensor);
+			rc = weight(be, buf, t, w->product, e);
+		}
 	}
+	return rc;
+}
+
+/* The activations of a context of n tokens. Products with f16 or bf16
+ * weights (as loaded) read their input rounded to that type (act_in): a
+ * scratch of each type the weights use, as wide as the widest product. */
+static int enc_acts_alloc(struct tern_embed *em, int32_t n, tern_err *e)
+{
+	struct tern_backend *be = em->be;
+	const struct enc_config *c = &em->c;
 	int64_t one[1] = {n};
-	rc = rc ? rc : be->buf_alloc(be, &em->ids, QT_I32, 1, one, e);
+	int rc = be->buf_alloc(be, &em->ids, QT_I32, 1, one, e);
 	rc = rc ? rc : be->buf_alloc(be, &em->zeros, QT_I32, 1, one, e);
 	rc = rc ? rc : be->buf_alloc(be, &em->pos, QT_I32, 1, one, e);
 	rc = rc ? rc : be->buf_alloc(be, &em->apos, QT_I32, 1, one, e);
@@ -533,6 +535,29 @@ static int enc_init(struct tern_embed *em, tern_err *e)
 	rc = rc ? rc : alloc2(be, &em->up, QT_F32, c->n_ff, n, e);
 	if (!rc && c->nomic)
 		rc = alloc2(be, &em->gate, QT_F32, c->n_ff, n, e);
+	return rc;
+}
+
+static int enc_init(struct tern_embed *em, tern_err *e)
+{
+	struct tern_backend *be = em->be;
+	const struct enc_config *c = &em->c;
+	int32_t n = em->n_ctx;
+	if (!c->nomic && (uint32_t)n > c->n_ctx_train)
+		return tern_errf(e, TERN_ERANGE, "a context of %d tokens: this %s model has %u positions", n, em->info.arch,
+				 c->n_ctx_train);
+	if (n > be->max_tokens)
+		return tern_errf(e, TERN_EINVAL, "an encoder runs an input in one pass: the backend takes %lld tokens, the "
+				 "context is %d", (long long)be->max_tokens, n);
+	em->bl = calloc(c->n_layer, sizeof *em->bl);
+	em->host_ids = calloc((size_t)n, sizeof *em->host_ids);
+	em->host_pos = calloc((size_t)n, sizeof *em->host_pos);
+	em->host_apos = calloc((size_t)n, sizeof *em->host_apos);
+	em->host_out = calloc((size_t)n * c->n_embd, sizeof *em->host_out);
+	if (!em->bl || !em->host_ids || !em->host_pos || !em->host_apos || !em->host_out)
+		return tern_errf(e, TERN_ENOMEM, "out of memory for a context of %d tokens", n);
+	int rc = enc_load_weights(em, e);
+	rc = rc ? rc : enc_acts_alloc(em, n, e);
 	if (rc)
 		return rc;
 	/* token type 0 for every token, uploaded once (host_ids is still all 0) */

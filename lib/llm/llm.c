@@ -46,6 +46,7 @@
 #include "lib/llm/llm.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,78 +532,222 @@ static int split_gate_up_exps(struct tern_llm *l, uint32_t il, tern_err *e)
 	return rc;
 }
 
-static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
+/* MLA's W_kb made from attn_kv_b, once the products load */
+static int after_wkv_b(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	return l->m->cfg.mla_kv_b && l->loading_products ? split_kv_b(l, il, e) : 0;
+}
+
+/* a merged expert stack's gate and up halves, once the products load */
+static int after_gate_up_exps(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	return l->m->w.layers[il].ffn_gate_up_exps && l->loading_products ? split_gate_up_exps(l, il, e) : 0;
+}
+
+/* The tensors of a block, in loading order: the file's tensor (model.h),
+ * the buffer it loads into, whether it is a product's weight (weight():
+ * prepared, and loaded in the second pass), and what is made of it once
+ * loaded. wk_b is a product, but mat_mul_heads takes it unprepared. */
+#define LAYER_WEIGHT(buf, tensor, product, then)                                                             \
+	{offsetof(struct layer_bufs, buf), offsetof(struct tern_model_layer, tensor), product, then}
+static const struct layer_weight {
+	size_t buf, tensor;
+	bool product;
+	int (*then)(struct tern_llm *l, uint32_t il, tern_err *e);
+} layer_weights[] = {
+	LAYER_WEIGHT(attn_norm, attn_norm, false, NULL),
+	LAYER_WEIGHT(wq, wq, true, NULL),
+	LAYER_WEIGHT(wk, wk, true, NULL),
+	LAYER_WEIGHT(wv, wv, true, NULL),
+	LAYER_WEIGHT(wo, wo, true, NULL),
+	LAYER_WEIGHT(bq, bq, false, NULL),
+	LAYER_WEIGHT(bk, bk, false, NULL),
+	LAYER_WEIGHT(bv, bv, false, NULL),
+	LAYER_WEIGHT(bo, bo, false, NULL),
+	LAYER_WEIGHT(q_norm, q_norm, false, NULL),
+	LAYER_WEIGHT(k_norm, k_norm, false, NULL),
+	LAYER_WEIGHT(attn_post_norm, attn_post_norm, false, NULL),
+	LAYER_WEIGHT(ffn_norm, ffn_norm, false, NULL),
+	LAYER_WEIGHT(ffn_gate, ffn_gate, true, NULL),
+	LAYER_WEIGHT(ffn_up, ffn_up, true, NULL),
+	LAYER_WEIGHT(ffn_down, ffn_down, true, NULL),
+	LAYER_WEIGHT(ffn_post_norm, ffn_post_norm, false, NULL),
+	LAYER_WEIGHT(wq_a, wq_a, true, NULL),
+	LAYER_WEIGHT(q_a_norm, q_a_norm, false, NULL),
+	LAYER_WEIGHT(wq_b, wq_b, true, NULL),
+	LAYER_WEIGHT(wkv_a, wkv_a, true, NULL),
+	LAYER_WEIGHT(kv_a_norm, kv_a_norm, false, NULL),
+	LAYER_WEIGHT(wk_b, wk_b, false, NULL),
+	LAYER_WEIGHT(wv_b, wv_b, false, NULL),
+	LAYER_WEIGHT(wkv_b, wkv_b, false, after_wkv_b),
+	LAYER_WEIGHT(attn_sinks, attn_sinks, false, NULL),
+	LAYER_WEIGHT(gate_inp, ffn_gate_inp, true, NULL),
+	LAYER_WEIGHT(gate_inp_b, ffn_gate_inp_b, false, NULL),
+	LAYER_WEIGHT(exp_probs_b, exp_probs_b, false, NULL),
+	LAYER_WEIGHT(gate_exps, ffn_gate_exps, true, NULL),
+	LAYER_WEIGHT(up_exps, ffn_up_exps, true, NULL),
+	LAYER_WEIGHT(gate_up_exps, ffn_gate_up_exps, false, after_gate_up_exps),
+	LAYER_WEIGHT(down_exps, ffn_down_exps, true, NULL),
+	LAYER_WEIGHT(gate_exps_b, ffn_gate_exps_b, false, NULL),
+	LAYER_WEIGHT(up_exps_b, ffn_up_exps_b, false, NULL),
+	LAYER_WEIGHT(down_exps_b, ffn_down_exps_b, false, NULL),
+	LAYER_WEIGHT(gate_inp_shexp, ffn_gate_inp_shexp, true, NULL),
+	LAYER_WEIGHT(gate_shexp, ffn_gate_shexp, true, NULL),
+	LAYER_WEIGHT(up_shexp, ffn_up_shexp, true, NULL),
+	LAYER_WEIGHT(down_shexp, ffn_down_shexp, true, NULL),
+	LAYER_WEIGHT(attn_norm_b, attn_norm_b, false, NULL),
+	LAYER_WEIGHT(ffn_up_b, ffn_up_b, false, NULL),
+	LAYER_WEIGHT(ffn_down_b, ffn_down_b, false, NULL),
+};
+#undef LAYER_WEIGHT
+
+/* A layer's KV cache on its part's backend: MLA keeps the latent and the
+ * RoPE dimensions (one row per position), the others keys and values. */
+static int layer_cache(struct tern_llm *l, uint32_t il, tern_err *e)
 {
 	const struct tern_model_config *c = &l->m->cfg;
 	const struct tern_model_layer_config *lc = &c->layer[il];
-	const struct tern_model_layer *w = &l->m->w.layers[il];
 	struct layer_bufs *L = &l->layers[il];
 	struct tern_backend *be = L->p->be;
-	l->loading_be = be;
-	int rc = 0;
-	rc = rc ? rc : weight(l, &L->attn_norm, w->attn_norm, false, e);
-	rc = rc ? rc : weight(l, &L->wq, w->wq, true, e);
-	rc = rc ? rc : weight(l, &L->wk, w->wk, true, e);
-	rc = rc ? rc : weight(l, &L->wv, w->wv, true, e);
-	rc = rc ? rc : weight(l, &L->wo, w->wo, true, e);
-	rc = rc ? rc : weight(l, &L->bq, w->bq, false, e);
-	rc = rc ? rc : weight(l, &L->bk, w->bk, false, e);
-	rc = rc ? rc : weight(l, &L->bv, w->bv, false, e);
-	rc = rc ? rc : weight(l, &L->bo, w->bo, false, e);
-	rc = rc ? rc : weight(l, &L->q_norm, w->q_norm, false, e);
-	rc = rc ? rc : weight(l, &L->k_norm, w->k_norm, false, e);
-	rc = rc ? rc : weight(l, &L->attn_post_norm, w->attn_post_norm, false, e);
-	rc = rc ? rc : weight(l, &L->ffn_norm, w->ffn_norm, false, e);
-	rc = rc ? rc : weight(l, &L->ffn_gate, w->ffn_gate, true, e);
-	rc = rc ? rc : weight(l, &L->ffn_up, w->ffn_up, true, e);
-	rc = rc ? rc : weight(l, &L->ffn_down, w->ffn_down, true, e);
-	rc = rc ? rc : weight(l, &L->ffn_post_norm, w->ffn_post_norm, false, e);
-	rc = rc ? rc : weight(l, &L->wq_a, w->wq_a, true, e);
-	rc = rc ? rc : weight(l, &L->q_a_norm, w->q_a_norm, false, e);
-	rc = rc ? rc : weight(l, &L->wq_b, w->wq_b, true, e);
-	rc = rc ? rc : weight(l, &L->wkv_a, w->wkv_a, true, e);
-	rc = rc ? rc : weight(l, &L->kv_a_norm, w->kv_a_norm, false, e);
-	rc = rc ? rc : weight(l, &L->wk_b, w->wk_b, false, e); /* mat_mul_heads: not prepared */
-	rc = rc ? rc : weight(l, &L->wv_b, w->wv_b, false, e);
-	rc = rc ? rc : weight(l, &L->wkv_b, w->wkv_b, false, e);
-	if (!rc && c->mla_kv_b && l->loading_products)
-		rc = split_kv_b(l, il, e);
-	rc = rc ? rc : weight(l, &L->attn_sinks, w->attn_sinks, false, e);
-	rc = rc ? rc : weight(l, &L->gate_inp, w->ffn_gate_inp, true, e);
-	rc = rc ? rc : weight(l, &L->gate_inp_b, w->ffn_gate_inp_b, false, e);
-	rc = rc ? rc : weight(l, &L->exp_probs_b, w->exp_probs_b, false, e);
-	rc = rc ? rc : weight(l, &L->gate_exps, w->ffn_gate_exps, true, e);
-	rc = rc ? rc : weight(l, &L->up_exps, w->ffn_up_exps, true, e);
-	rc = rc ? rc : weight(l, &L->gate_up_exps, w->ffn_gate_up_exps, false, e);
-	if (!rc && w->ffn_gate_up_exps && l->loading_products)
-		rc = split_gate_up_exps(l, il, e);
-	rc = rc ? rc : weight(l, &L->down_exps, w->ffn_down_exps, true, e);
-	rc = rc ? rc : weight(l, &L->gate_exps_b, w->ffn_gate_exps_b, false, e);
-	rc = rc ? rc : weight(l, &L->up_exps_b, w->ffn_up_exps_b, false, e);
-	rc = rc ? rc : weight(l, &L->down_exps_b, w->ffn_down_exps_b, false, e);
-	rc = rc ? rc : weight(l, &L->gate_inp_shexp, w->ffn_gate_inp_shexp, true, e);
-	rc = rc ? rc : weight(l, &L->gate_shexp, w->ffn_gate_shexp, true, e);
-	rc = rc ? rc : weight(l, &L->up_shexp, w->ffn_up_shexp, true, e);
-	rc = rc ? rc : weight(l, &L->down_shexp, w->ffn_down_shexp, true, e);
-	rc = rc ? rc : weight(l, &L->attn_norm_b, w->attn_norm_b, false, e);
-	rc = rc ? rc : weight(l, &L->ffn_up_b, w->ffn_up_b, false, e);
-	rc = rc ? rc : weight(l, &L->ffn_down_b, w->ffn_down_b, false, e);
-	if (rc || !l->loading_products)
-		return rc;
-	if (c->n_lora_kv) { /* the latent and the RoPE dimensions: one row per position */
+	int rc;
+	if (c->n_lora_kv) {
 		int64_t ne[3] = {c->n_lora_kv + c->n_rot, 1, l->n_ctx};
 		rc = be->buf_alloc(be, &L->k_cache, l->o.type_k, 3, ne, e);
-		if (rc)
-			tern_err_prefixf(e, "KV cache of layer %u", il);
-		return rc;
+	} else {
+		int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
+		int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
+		rc = be->buf_alloc(be, &L->k_cache, l->o.type_k, 3, kne, e);
+		if (!rc)
+			rc = be->buf_alloc(be, &L->v_cache, l->o.type_v, 3, vne, e);
 	}
-	int64_t kne[3] = {c->head_dim, lc->n_head_kv, l->n_ctx};
-	int64_t vne[3] = {c->head_dim_v, lc->n_head_kv, l->n_ctx};
-	rc = be->buf_alloc(be, &L->k_cache, l->o.type_k, 3, kne, e);
-	if (!rc)
-		rc = be->buf_alloc(be, &L->v_cache, l->o.type_v, 3, vne, e);
 	if (rc)
 		tern_err_prefixf(e, "KV cache of layer %u", il);
+	return rc;
+}
+
+/* One pass of weight() over a block's tensors; the cache comes with the
+ * products' pass. */
+static int load_layer(struct tern_llm *l, uint32_t il, tern_err *e)
+{
+	const struct tern_model_layer *w = &l->m->w.layers[il];
+	struct layer_bufs *L = &l->layers[il];
+	l->loading_be = L->p->be;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < sizeof layer_weights / sizeof layer_weights[0]; i++) {
+		const struct layer_weight *lw = &layer_weights[i];
+		struct tern_buf *b = (struct tern_buf *)((char *)L + lw->buf);
+		const struct tern_tensor_view *t = *(const struct tern_tensor_view *const *)((const char *)w + lw->tensor);
+		rc = weight(l, b, t, lw->product, e);
+		if (!rc && lw->then)
+			rc = lw->then(l, il, e);
+	}
+	if (rc || !l->loading_products)
+		return rc;
+	return layer_cache(l, il, e);
+}
+
+/* The KV cache's size, checked for overflow before anything is allocated. */
+static int kv_cache_bytes(const struct tern_model_config *c, const struct tern_llm_opts *o, int32_t n_ctx,
+			  uint64_t *out, tern_err *e)
+{
+	uint64_t kv = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		uint64_t b = layer_kv_bytes(c, il, o->type_k, o->type_v, (uint64_t)n_ctx);
+		if (!b || kv > UINT64_MAX / 4 - b)
+			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
+		kv += b;
+	}
+	if (kv > (uint64_t)SIZE_MAX / 2)
+		return tern_errf(e, TERN_ENOMEM, "a KV cache of %d positions needs %llu bytes", n_ctx,
+				 (unsigned long long)kv);
+	*out = kv;
+	return 0;
+}
+
+/* The parts: the host's, and the device's when it holds anything, with
+ * the output head under dev_output. Set first: tern_llm_free needs them. */
+static void place_parts(struct tern_llm *l, struct tern_backend *be)
+{
+	const struct tern_llm_opts *o = &l->o;
+	l->part[0].be = be;
+	l->n_parts = 1;
+	if (o->dev) {
+		l->part[1].be = o->dev;
+		l->n_parts = 2;
+	}
+	l->out_part = &l->part[o->dev && o->dev_output ? 1 : 0];
+}
+
+/* the step's transfers, in the backend's host memory (pinned on a GPU) */
+static int host_io_alloc(struct tern_llm *l, struct tern_backend *be, int32_t out_rows, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	int32_t n_ub = l->n_ubatch;
+	int rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_ids, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_pos, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)out_rows * c->n_vocab, (void **)&l->host_logits, e);
+	if (!rc && l->o.embeddings)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)n_ub * c->n_embd, (void **)&l->host_embd, e);
+	if (rc)
+		tern_err_prefixf(e, "the logits of %d x %u tokens", out_rows, c->n_vocab);
+	return rc;
+}
+
+/* weights: views into the file or copies (weight(): two passes). The
+ * token embedding stays on the host (llama.cpp's rule: a few rows
+ * per token are no work for a device); a tied output head on the
+ * device is the same tensor loaded there as a product. */
+static int load_weights(struct tern_llm *l, tern_err *e)
+{
+	const struct tern_model *m = l->m;
+	const struct tern_model_config *c = &m->cfg;
+	struct llm_part *H = &l->part[0], *O = l->out_part;
+	int rc = 0;
+	l->output_is_embd = c->tied_output && O == H;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		l->loading_products = pass == 1;
+		l->loading_be = H->be;
+		rc = weight(l, &l->token_embd, m->w.token_embd, l->output_is_embd, e);
+		l->loading_be = O->be;
+		if (!rc)
+			rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
+		if (!rc && !l->output_is_embd)
+			rc = weight(l, &l->output, c->tied_output ? m->w.token_embd : m->w.output, true, e);
+		if (!rc)
+			rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
+		if (!rc)
+			rc = weight(l, &l->output_b, m->w.output_b, false, e);
+		for (int i = 0; !rc && i < l->n_parts; i++) {
+			l->loading_be = l->part[i].be;
+			rc = weight(l, &l->part[i].rope_freqs, rope_factors(m, l->n_ctx), false, e);
+		}
+		for (uint32_t il = 0; !rc && il < c->n_layer; il++)
+			rc = load_layer(l, il, e);
+	}
+	return rc;
+}
+
+/* activations on every part (the widest layer decides), the logits'
+ * rows on the output's; the staging of the crossings */
+static int acts_alloc(struct tern_llm *l, int32_t out_rows, tern_err *e)
+{
+	const struct tern_model_config *c = &l->m->cfg;
+	int32_t n_ub = l->n_ubatch;
+	int64_t one[1] = {n_ub};
+	int rc = 0;
+	for (int i = 0; !rc && i < l->n_parts; i++) {
+		struct llm_part *P = &l->part[i];
+		rc = rc ? rc : P->be->buf_alloc(P->be, &P->ids, QT_I32, 1, one, e);
+		rc = rc ? rc : P->be->buf_alloc(P->be, &P->pos, QT_I32, 1, one, e);
+		rc = rc ? rc : alloc2(P->be, &P->x, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : alloc2(P->be, &P->h, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : alloc2(P->be, &P->out, QT_F32, c->n_embd, n_ub, e);
+		rc = rc ? rc : act_alloc(c, P, n_ub, P == l->out_part ? out_rows : 1, e);
+	}
+	if (!rc && l->n_parts > 1 && !(l->staging = malloc(sizeof(float) * 2 * (size_t)n_ub * c->n_embd)))
+		rc = tern_errf(e, TERN_ENOMEM, "out of memory for the staging of %d tokens", n_ub);
 	return rc;
 }
 
@@ -621,33 +766,18 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		o.dev = NULL;
 	int64_t max_tokens = o.dev && o.dev->max_tokens < be->max_tokens ? o.dev->max_tokens : be->max_tokens;
 	int rc = check_opts(c, max_tokens, &o, &n_ctx, &n_ub, e);
+	uint64_t kv = 0;
+	if (!rc)
+		rc = kv_cache_bytes(c, &o, n_ctx, &kv, e);
 	if (rc)
 		return rc;
-
-	/* the cache, checked for overflow before anything is allocated */
-	uint64_t kv = 0;
-	for (uint32_t il = 0; il < c->n_layer; il++) {
-		uint64_t b = layer_kv_bytes(c, il, o.type_k, o.type_v, (uint64_t)n_ctx);
-		if (!b || kv > UINT64_MAX / 4 - b)
-			return tern_errf(e, TERN_ERANGE, "a KV cache of %d positions is too large", n_ctx);
-		kv += b;
-	}
-	if (kv > (uint64_t)SIZE_MAX / 2)
-		return tern_errf(e, TERN_ENOMEM, "a KV cache of %d positions needs %llu bytes", n_ctx,
-				 (unsigned long long)kv);
 
 	struct tern_llm *l = calloc(1, sizeof *l);
 	if (!l)
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	l->m = m;
 	l->o = o;
-	l->part[0].be = be;
-	l->n_parts = 1;
-	if (o.dev) {
-		l->part[1].be = o.dev;
-		l->n_parts = 2;
-	}
-	l->out_part = &l->part[o.dev && o.dev_output ? 1 : 0];
+	place_parts(l, be);
 	/* ggml's rounding only where every backend of the pass takes it
 	 * (lib/backend.h, TERN_BACKEND_GGML_NUMERICS); elsewhere the plain ops */
 	bool ggml = tern_backend_ggml(be) && (!o.dev || tern_backend_ggml(o.dev));
@@ -661,66 +791,13 @@ int tern_llm_new(struct tern_llm **out, const struct tern_model *m, struct tern_
 		tern_llm_free(l);
 		return tern_errf(e, TERN_ENOMEM, "out of memory");
 	}
-	/* the step's transfers, in the backend's host memory (pinned on a GPU) */
 	int32_t out_rows = o.logits_all ? n_ub : 1;
-	rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_ids, e);
-	if (!rc)
-		rc = be->host_alloc(be, sizeof(int32_t) * (size_t)n_ub, (void **)&l->host_pos, e);
-	if (!rc)
-		rc = be->host_alloc(be, sizeof(float) * (size_t)out_rows * c->n_vocab, (void **)&l->host_logits, e);
-	if (!rc && o.embeddings)
-		rc = be->host_alloc(be, sizeof(float) * (size_t)n_ub * c->n_embd, (void **)&l->host_embd, e);
-	if (rc) {
-		tern_llm_free(l);
-		tern_err_prefixf(e, "the logits of %d x %u tokens", out_rows, c->n_vocab);
-		return rc;
-	}
-
+	rc = host_io_alloc(l, be, out_rows, e);
 	/* the device runs the last n_dev_layers blocks (llama.cpp's rule) */
-	for (uint32_t il = 0; il < c->n_layer; il++)
+	for (uint32_t il = 0; !rc && il < c->n_layer; il++)
 		l->layers[il].p = &l->part[o.dev && il >= c->n_layer - (uint32_t)o.n_dev_layers ? 1 : 0];
-
-	/* weights: views into the file or copies (weight(): two passes). The
-	 * token embedding stays on the host (llama.cpp's rule: a few rows
-	 * per token are no work for a device); a tied output head on the
-	 * device is the same tensor loaded there as a product. */
-	struct llm_part *H = &l->part[0], *O = l->out_part;
-	l->output_is_embd = c->tied_output && O == H;
-	for (int pass = 0; pass < 2 && !rc; pass++) {
-		l->loading_products = pass == 1;
-		l->loading_be = H->be;
-		rc = weight(l, &l->token_embd, m->w.token_embd, l->output_is_embd, e);
-		l->loading_be = O->be;
-		if (!rc)
-			rc = weight(l, &l->output_norm, m->w.output_norm, false, e);
-		if (!rc && !l->output_is_embd)
-			rc = weight(l, &l->output, c->tied_output ? m->w.token_embd : m->w.output, true, e);
-		if (!rc)
-			rc = weight(l, &l->output_norm_b, m->w.output_norm_b, false, e);
-		if (!rc)
-			rc = weight(l, &l->output_b, m->w.output_b, false, e);
-		for (int i = 0; !rc && i < l->n_parts; i++) {
-			l->loading_be = l->part[i].be;
-			rc = weight(l, &l->part[i].rope_freqs, rope_factors(m, n_ctx), false, e);
-		}
-		for (uint32_t il = 0; !rc && il < c->n_layer; il++)
-			rc = load_layer(l, il, e);
-	}
-
-	/* activations on every part (the widest layer decides), the logits'
-	 * rows on the output's; the staging of the crossings */
-	int64_t one[1] = {n_ub};
-	for (int i = 0; !rc && i < l->n_parts; i++) {
-		struct llm_part *P = &l->part[i];
-		rc = rc ? rc : P->be->buf_alloc(P->be, &P->ids, QT_I32, 1, one, e);
-		rc = rc ? rc : P->be->buf_alloc(P->be, &P->pos, QT_I32, 1, one, e);
-		rc = rc ? rc : alloc2(P->be, &P->x, QT_F32, c->n_embd, n_ub, e);
-		rc = rc ? rc : alloc2(P->be, &P->h, QT_F32, c->n_embd, n_ub, e);
-		rc = rc ? rc : alloc2(P->be, &P->out, QT_F32, c->n_embd, n_ub, e);
-		rc = rc ? rc : act_alloc(c, P, n_ub, P == O ? out_rows : 1, e);
-	}
-	if (!rc && l->n_parts > 1 && !(l->staging = malloc(sizeof(float) * 2 * (size_t)n_ub * c->n_embd)))
-		rc = tern_errf(e, TERN_ENOMEM, "out of memory for the staging of %d tokens", n_ub);
+	rc = rc ? rc : load_weights(l, e);
+	rc = rc ? rc : acts_alloc(l, out_rows, e);
 	if (rc) {
 		tern_llm_free(l);
 		return rc;

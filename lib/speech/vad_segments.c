@@ -96,33 +96,42 @@ static int check_params(const struct tern_vad_params *p, size_t n_probs, size_t 
 	return 0;
 }
 
-int tern_vad_segments(const float *probs, size_t n_probs, size_t n_samples, const struct tern_vad_params *p,
-		      struct tern_vad_segment **out, size_t *n_out, tern_err *e)
-{
-	*out = NULL;
-	*n_out = 0;
-	int rc = check_params(p, n_probs, n_samples, e);
-	if (rc)
-		return rc;
-	const int64_t rate = TERN_VAD_RATE, win = TERN_VAD_WINDOW;
-	const int64_t min_silence = rate * p->min_silence_ms / 1000;
-	const int64_t min_speech = rate * p->min_speech_ms / 1000;
-	const int64_t pad = rate * p->speech_pad_ms / 1000;
-	const int64_t audio_len = (int64_t)n_probs * win;
-	/* whisper.cpp: "INT_MAX / 2" stands for no limit */
-	int64_t max_speech = INT_MAX / 2;
-	if (p->max_speech_s <= 100000.0f) {
-		int64_t t = rate * (int64_t)p->max_speech_s - win - 2 * pad;
-		if (t >= 0 && t <= INT_MAX)
-			max_speech = t;
-	}
-	/* a split point needs a silence of more than 98 ms (Silero's value) */
-	const int64_t min_silence_at_max = rate * 98 / 1000;
-	float neg_threshold = p->threshold - 0.15f;
-	if (neg_threshold < 0.01f)
-		neg_threshold = 0.01f;
+/* The parameters in samples, with whisper.cpp's roundings. */
+struct limits {
+	int64_t min_silence, min_speech, pad, audio_len, max_speech, min_silence_at_max;
+	float threshold, neg_threshold;
+};
 
-	struct segs sp = {0};
+static struct limits limits_of(const struct tern_vad_params *p, size_t n_probs)
+{
+	const int64_t rate = TERN_VAD_RATE, win = TERN_VAD_WINDOW;
+	struct limits l = {
+		.min_silence = rate * p->min_silence_ms / 1000,
+		.min_speech = rate * p->min_speech_ms / 1000,
+		.pad = rate * p->speech_pad_ms / 1000,
+		.audio_len = (int64_t)n_probs * win,
+		/* whisper.cpp: "INT_MAX / 2" stands for no limit */
+		.max_speech = INT_MAX / 2,
+		/* a split point needs a silence of more than 98 ms (Silero's value) */
+		.min_silence_at_max = rate * 98 / 1000,
+		.threshold = p->threshold,
+		.neg_threshold = p->threshold - 0.15f,
+	};
+	if (p->max_speech_s <= 100000.0f) {
+		int64_t t = rate * (int64_t)p->max_speech_s - win - 2 * l.pad;
+		if (t >= 0 && t <= INT_MAX)
+			l.max_speech = t;
+	}
+	if (l.neg_threshold < 0.01f)
+		l.neg_threshold = 0.01f;
+	return l;
+}
+
+/* Stage 1: the segments of speech, window by window; false when out of
+ * memory. */
+static bool find_speech(const float *probs, size_t n_probs, const struct limits *l, struct segs *sp)
+{
+	const int64_t win = TERN_VAD_WINDOW;
 	bool in_speech = false, has_curr = false;
 	int64_t temp_end = 0, prev_end = 0, next_start = 0, curr_start = 0;
 	bool oom = false;
@@ -130,20 +139,20 @@ int tern_vad_segments(const float *probs, size_t n_probs, size_t n_samples, cons
 		float prob = probs[i];
 		int64_t curr = win * (int64_t)i;
 
-		if (prob >= p->threshold && temp_end) {
+		if (prob >= l->threshold && temp_end) {
 			temp_end = 0;
 			if (next_start < prev_end)
 				next_start = curr;
 		}
-		if (prob >= p->threshold && !in_speech) {
+		if (prob >= l->threshold && !in_speech) {
 			in_speech = true;
 			curr_start = curr;
 			has_curr = true;
 			continue;
 		}
-		if (in_speech && curr - curr_start > max_speech) {
+		if (in_speech && curr - curr_start > l->max_speech) {
 			if (prev_end) {
-				oom = !push(&sp, curr_start, prev_end);
+				oom = !push(sp, curr_start, prev_end);
 				has_curr = true;
 				if (next_start < prev_end) { /* still in the silence that ended it */
 					in_speech = false;
@@ -153,58 +162,62 @@ int tern_vad_segments(const float *probs, size_t n_probs, size_t n_samples, cons
 				}
 				prev_end = next_start = temp_end = 0;
 			} else {
-				oom = !push(&sp, curr_start, curr);
+				oom = !push(sp, curr_start, curr);
 				prev_end = next_start = temp_end = 0;
 				in_speech = false;
 				has_curr = false;
 				continue;
 			}
 		}
-		if (prob < neg_threshold && in_speech) {
+		if (prob < l->neg_threshold && in_speech) {
 			if (!temp_end)
 				temp_end = curr;
-			if (curr - temp_end > min_silence_at_max)
+			if (curr - temp_end > l->min_silence_at_max)
 				prev_end = temp_end;
-			if (curr - temp_end < min_silence)
+			if (curr - temp_end < l->min_silence)
 				continue;
-			if (temp_end - curr_start > min_speech)
-				oom = !push(&sp, curr_start, temp_end);
+			if (temp_end - curr_start > l->min_speech)
+				oom = !push(sp, curr_start, temp_end);
 			prev_end = next_start = temp_end = 0;
 			in_speech = false;
 			has_curr = false;
 		}
 	}
-	if (!oom && has_curr && audio_len - curr_start > min_speech)
-		oom = !push(&sp, curr_start, audio_len);
-	if (oom) {
-		free(sp.s);
-		return tern_errf(e, TERN_ENOMEM, "vad: out of memory for segments");
-	}
+	if (!oom && has_curr && l->audio_len - curr_start > l->min_speech)
+		oom = !push(sp, curr_start, l->audio_len);
+	return !oom;
+}
 
-	/* merge neighbours less than 200 ms apart */
-	const int64_t max_merge_gap = rate * 200 / 1000;
-	for (size_t i = 0; i + 1 < sp.n;) {
-		if (sp.s[i + 1].start - sp.s[i].end < max_merge_gap) {
-			sp.s[i].end = sp.s[i + 1].end;
-			erase(&sp, i + 1);
+/* Stage 2: neighbours less than 200 ms apart merged, then what is still
+ * too short dropped. */
+static void merge_close(struct segs *sp, int64_t min_speech)
+{
+	const int64_t max_merge_gap = TERN_VAD_RATE * 200 / 1000;
+	for (size_t i = 0; i + 1 < sp->n;) {
+		if (sp->s[i + 1].start - sp->s[i].end < max_merge_gap) {
+			sp->s[i].end = sp->s[i + 1].end;
+			erase(sp, i + 1);
 		} else {
 			i++;
 		}
 	}
-	for (size_t i = 0; i < sp.n;) {
-		if (sp.s[i].end - sp.s[i].start < min_speech)
-			erase(&sp, i);
+	for (size_t i = 0; i < sp->n;) {
+		if (sp->s[i].end - sp->s[i].start < min_speech)
+			erase(sp, i);
 		else
 			i++;
 	}
+}
 
-	/* padding */
-	for (size_t i = 0; i < sp.n; i++) {
-		struct tern_vad_segment *s = &sp.s[i];
+/* Stage 3: the padding, within the audio. */
+static void pad_segments(struct segs *sp, int64_t pad, int64_t audio_len)
+{
+	for (size_t i = 0; i < sp->n; i++) {
+		struct tern_vad_segment *s = &sp->s[i];
 		if (i == 0)
 			s->start = s->start > pad ? s->start - pad : 0;
-		if (i + 1 < sp.n) {
-			struct tern_vad_segment *nx = &sp.s[i + 1];
+		if (i + 1 < sp->n) {
+			struct tern_vad_segment *nx = &sp->s[i + 1];
 			int64_t gap = nx->start - s->end;
 			if (gap < 2 * pad) {
 				s->end += gap / 2;
@@ -217,6 +230,24 @@ int tern_vad_segments(const float *probs, size_t n_probs, size_t n_samples, cons
 			s->end = s->end + pad < audio_len ? s->end + pad : audio_len;
 		}
 	}
+}
+
+int tern_vad_segments(const float *probs, size_t n_probs, size_t n_samples, const struct tern_vad_params *p,
+		      struct tern_vad_segment **out, size_t *n_out, tern_err *e)
+{
+	*out = NULL;
+	*n_out = 0;
+	int rc = check_params(p, n_probs, n_samples, e);
+	if (rc)
+		return rc;
+	const struct limits l = limits_of(p, n_probs);
+	struct segs sp = {0};
+	if (!find_speech(probs, n_probs, &l, &sp)) {
+		free(sp.s);
+		return tern_errf(e, TERN_ENOMEM, "vad: out of memory for segments");
+	}
+	merge_close(&sp, l.min_speech);
+	pad_segments(&sp, l.pad, l.audio_len);
 	if (sp.n == 0)
 		free(sp.s);
 	else

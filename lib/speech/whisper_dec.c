@@ -28,6 +28,7 @@
 #include "lib/speech/whisper.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,69 +64,67 @@ struct whisper_decoder {
 	float *host_logits; /* [WHISPER_DECODE_MULTI_MAX][n_vocab]: a step's logits */
 };
 
-int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
-			tern_err *e)
+/* The cross-attention's tensors of a block (whisper.h), the buffers they
+ * load into, and whether they are a product's weights. */
+#define XATTN_WEIGHT(buf, tensor, matrix)                                                                   \
+	{offsetof(struct dec_layer, buf), offsetof(struct whisper_dec_layer, tensor), matrix}
+static const struct xattn_weight {
+	size_t buf, tensor;
+	bool matrix;
+} xattn_weights[] = {
+	XATTN_WEIGHT(xln_w, xattn_ln_w, false), XATTN_WEIGHT(xln_b, xattn_ln_b, false),
+	XATTN_WEIGHT(xq_w, xq_w, true), XATTN_WEIGHT(xq_b, xq_b, false),
+	XATTN_WEIGHT(xk_w, xk_w, true),
+	XATTN_WEIGHT(xv_w, xv_w, true), XATTN_WEIGHT(xv_b, xv_b, false),
+	XATTN_WEIGHT(xo_w, xo_w, true), XATTN_WEIGHT(xo_b, xo_b, false),
+};
+#undef XATTN_WEIGHT
+
+/* Block l: its weights, and the audio's K and V caches, zeroed from
+ * d->host (still all zeros) so that the padding rows stay zeros. */
+static int load_block(struct whisper_decoder *d, int l, tern_err *e)
 {
-	*out = NULL;
-	struct whisper_decoder *d = calloc(1, sizeof(*d));
-	if (!d)
-		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
-	d->m = m;
-	d->be = be;
-	d->n_state = m->hp.n_text_state;
-	d->n_head = m->hp.n_text_head;
-	d->n_text_ctx = m->hp.n_text_ctx;
-	d->n_audio_ctx = m->hp.n_audio_ctx;
-	d->n_vocab = m->hp.n_vocab;
-	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
-	const int64_t ns = d->n_state, hd = ns / d->n_head, nb = d->n_batch, na = d->n_audio_ctx;
-	d->gg = whisper_numerics_ggml(m, be);
-	d->n_akv = d->gg ? whisper_pad256(na) : na;
-	d->split = 1;
-	/* int32s: the zeros of an f16 cache, or positions and ids */
-	const int64_t nhost = ns * d->n_akv / 2 > 3 * nb ? ns * d->n_akv / 2 : 3 * nb;
-	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
-	if (!d->layers) {
-		whisper_decoder_free(d);
-		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
+	struct tern_backend *be = d->be;
+	const struct whisper_dec_layer *s = &d->m->dec[l];
+	struct dec_layer *L = &d->layers[l];
+	const int64_t ns = d->n_state, hd = ns / d->n_head;
+	int rc = whisper_block_load(be, &L->self, &s->self, e);
+	for (size_t i = 0; !rc && i < sizeof xattn_weights / sizeof xattn_weights[0]; i++) {
+		const struct xattn_weight *w = &xattn_weights[i];
+		struct tern_buf *b = (struct tern_buf *)((char *)L + w->buf);
+		const struct tern_tensor_view *t = *(const struct tern_tensor_view *const *)((const char *)s + w->tensor);
+		rc = whisper_buf_weight(be, b, t, w->matrix, e);
 	}
-	int rc = be->host_alloc(be, sizeof(int32_t) * (size_t)nhost, (void **)&d->host, e);
-	if (!rc)
-		rc = be->host_alloc(be, sizeof(float) * (size_t)d->n_vocab * WHISPER_DECODE_MULTI_MAX,
-				    (void **)&d->host_logits, e);
-	if (rc) {
-		whisper_decoder_free(d);
-		return rc;
+	if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+	if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
+	if (!rc) {
+		be->upload(be, &L->xkc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+		be->upload(be, &L->xvc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
+		rc = be->sync(be, e);
 	}
-	memset(d->host, 0, sizeof(int32_t) * (size_t)nhost);
-	rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
+	return rc;
+}
+
+static int load_weights(struct whisper_decoder *d, tern_err *e)
+{
+	struct tern_backend *be = d->be;
+	const struct whisper_model *m = d->m;
+	int rc = whisper_buf_weight(be, &d->te, m->d_te, true, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->pe, m->d_pe, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_w, m->d_ln_w, false, e);
 	if (!rc) rc = whisper_buf_weight(be, &d->ln_b, m->d_ln_b, false, e);
-	for (int l = 0; !rc && l < m->hp.n_text_layer; l++) {
-		const struct whisper_dec_layer *s = &m->dec[l];
-		struct dec_layer *L = &d->layers[l];
-		rc = whisper_block_load(be, &L->self, &s->self, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xln_w, s->xattn_ln_w, false, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xln_b, s->xattn_ln_b, false, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xq_w, s->xq_w, true, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xq_b, s->xq_b, false, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xk_w, s->xk_w, true, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xv_w, s->xv_w, true, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xv_b, s->xv_b, false, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xo_w, s->xo_w, true, e);
-		if (!rc) rc = whisper_buf_weight(be, &L->xo_b, s->xo_b, false, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xkc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
-		if (!rc) rc = whisper_buf_act(be, &L->xvc, QT_F16, 3, hd, d->n_head, d->n_akv, e);
-		/* the padding rows stay zeros */
-		if (!rc) {
-			be->upload(be, &L->xkc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
-			be->upload(be, &L->xvc, 0, d->host, 2 * (size_t)(ns * d->n_akv));
-			rc = be->sync(be, e);
-		}
-	}
-	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
-	if (!rc) rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
+	for (int l = 0; !rc && l < m->hp.n_text_layer; l++)
+		rc = load_block(d, l, e);
+	return rc;
+}
+
+/* a step's activations, n_batch tokens wide; with whisper.cpp's numerics
+ * the audio rounded to f16 and an f16 scratch as wide as the widest input */
+static int acts_alloc(struct whisper_decoder *d, tern_err *e)
+{
+	struct tern_backend *be = d->be;
+	const int64_t ns = d->n_state, nb = d->n_batch, na = d->n_audio_ctx;
+	int rc = whisper_buf_act(be, &d->ids, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->pos, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->seq, QT_I32, 1, nb, 1, 1, e);
 	if (!rc) rc = whisper_buf_act(be, &d->audio_pos, QT_I32, 1, na, 1, 1, e);
@@ -142,18 +141,65 @@ int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model
 	if (!rc) rc = whisper_buf_act(be, &d->logits_n, QT_F32, 2, d->n_vocab, WHISPER_DECODE_MULTI_MAX, 1, e);
 	if (!rc && d->gg) rc = whisper_buf_act(be, &d->aud, QT_F32, 2, ns, na, 1, e);
 	if (!rc && d->gg) rc = whisper_buf_act(be, &d->r16, QT_F16, 1, 4 * ns * nb > ns * na ? 4 * ns * nb : ns * na, 1, 1, e);
-	if (!rc) {
-		for (int64_t i = 0; i < na; i++)
-			d->host[i] = (int32_t)i;
-		be->upload(be, &d->audio_pos, 0, d->host, sizeof(int32_t) * (size_t)na);
-		rc = be->sync(be, e);
-	}
+	return rc;
+}
+
+/* What stays put from one step to the next: the audio's positions, and
+ * the last of them, which every query is given so that none is masked. */
+static int upload_audio_positions(struct whisper_decoder *d, tern_err *e)
+{
+	struct tern_backend *be = d->be;
+	const int64_t nb = d->n_batch, na = d->n_audio_ctx;
+	for (int64_t i = 0; i < na; i++)
+		d->host[i] = (int32_t)i;
+	be->upload(be, &d->audio_pos, 0, d->host, sizeof(int32_t) * (size_t)na);
+	int rc = be->sync(be, e);
 	if (!rc) {
 		for (int64_t i = 0; i < nb; i++)
 			d->host[i] = (int32_t)(d->n_akv - 1);
 		be->upload(be, &d->audio_last, 0, d->host, sizeof(int32_t) * (size_t)nb);
 		rc = be->sync(be, e);
 	}
+	return rc;
+}
+
+int whisper_decoder_new(struct whisper_decoder **out, const struct whisper_model *m, struct tern_backend *be,
+			tern_err *e)
+{
+	*out = NULL;
+	struct whisper_decoder *d = calloc(1, sizeof(*d));
+	if (!d)
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
+	d->m = m;
+	d->be = be;
+	d->n_state = m->hp.n_text_state;
+	d->n_head = m->hp.n_text_head;
+	d->n_text_ctx = m->hp.n_text_ctx;
+	d->n_audio_ctx = m->hp.n_audio_ctx;
+	d->n_vocab = m->hp.n_vocab;
+	d->n_batch = be->max_tokens < d->n_text_ctx ? (int)be->max_tokens : d->n_text_ctx;
+	const int64_t ns = d->n_state, nb = d->n_batch, na = d->n_audio_ctx;
+	d->gg = whisper_numerics_ggml(m, be);
+	d->n_akv = d->gg ? whisper_pad256(na) : na;
+	d->split = 1;
+	/* int32s: the zeros of an f16 cache, or positions and ids */
+	const int64_t nhost = ns * d->n_akv / 2 > 3 * nb ? ns * d->n_akv / 2 : 3 * nb;
+	d->layers = calloc((size_t)m->hp.n_text_layer, sizeof(*d->layers));
+	if (!d->layers) {
+		whisper_decoder_free(d);
+		return tern_errf(e, TERN_ENOMEM, "out of memory for the decoder");
+	}
+	int rc = be->host_alloc(be, sizeof(int32_t) * (size_t)nhost, (void **)&d->host, e);
+	if (!rc)
+		rc = be->host_alloc(be, sizeof(float) * (size_t)d->n_vocab * WHISPER_DECODE_MULTI_MAX,
+				    (void **)&d->host_logits, e);
+	if (!rc) {
+		memset(d->host, 0, sizeof(int32_t) * (size_t)nhost);
+		rc = load_weights(d, e);
+	}
+	if (!rc) rc = whisper_decoder_set_n_seq(d, 1, e);
+	if (!rc) rc = acts_alloc(d, e);
+	if (!rc) rc = upload_audio_positions(d, e);
 	if (rc) {
 		whisper_decoder_free(d);
 		return rc;

@@ -113,12 +113,12 @@ static int block(const ggml_legacy *f, const char *sys, int l, uint64_t n, struc
 	return 0;
 }
 
-static int check(struct whisper_model *m, tern_err *e)
+/* The hyperparameters, each in its range, consistent with one another and
+ * with the file's mel filter bank. */
+static int check_hparams(struct whisper_model *m, tern_err *e)
 {
 	const ggml_legacy *f = m->file;
 	struct whisper_hparams *hp = &m->hp;
-	if (ggml_legacy_kind(f) != GGML_LEGACY_WHISPER)
-		return tern_errf(e, TERN_EFORMAT, "a %s file, not a Whisper model", ggml_legacy_kind_name(f));
 	int rc;
 	/* the ranges cover tiny .. large-v3 with room; the products bound n_state
 	 * (a multiple of the heads, each head at most 256 wide) */
@@ -149,11 +149,15 @@ static int check(struct whisper_model *m, tern_err *e)
 	    m->n_mel_filters != (uint32_t)hp->n_mels)
 		return tern_errf(e, TERN_EFORMAT, "the mel filter bank has %u filters for n_mels %d", m->n_mel_filters,
 				 hp->n_mels);
+	return 0;
+}
 
-	/* special tokens, as whisper.cpp lays them out */
+/* special tokens, as whisper.cpp lays them out */
+static void special_tokens(struct whisper_model *m)
+{
 	struct whisper_vocab_ids *v = &m->ids;
-	v->multilingual = hp->n_vocab >= 51865;
-	v->n_langs = hp->n_vocab - 51765 - (v->multilingual ? 1 : 0);
+	v->multilingual = m->hp.n_vocab >= 51865;
+	v->n_langs = m->hp.n_vocab - 51765 - (v->multilingual ? 1 : 0);
 	int32_t dt = v->multilingual ? v->n_langs - 98 : 0, ml = v->multilingual ? 1 : 0;
 	v->eot = 50256 + ml;
 	v->sot = 50257 + ml;
@@ -165,8 +169,16 @@ static int check(struct whisper_model *m, tern_err *e)
 	v->nosp = 50361 + dt;
 	v->not_ = 50362 + dt;
 	v->beg = 50363 + dt;
+}
 
+/* the tensors outside the blocks: the encoder's convolutions, position
+ * tables, embeddings and final norms */
+static int outer_tensors(struct whisper_model *m, tern_err *e)
+{
+	const ggml_legacy *f = m->file;
+	const struct whisper_hparams *hp = &m->hp;
 	const uint64_t na = (uint64_t)hp->n_audio_state, nt = (uint64_t)hp->n_text_state;
+	int rc;
 	if ((rc = tensor(f, "encoder.positional_embedding", 0, EMBD, na, (uint64_t)hp->n_audio_ctx, 1, &m->e_pe, e)) ||
 	    (rc = tensor(f, "encoder.conv1.weight", 0, CONV, 3, (uint64_t)hp->n_mels, na, &m->conv1_w, e)) ||
 	    (rc = tensor(f, "encoder.conv1.bias", 0, VEC, na, 1, 1, &m->conv1_b, e)) ||
@@ -179,6 +191,16 @@ static int check(struct whisper_model *m, tern_err *e)
 	    (rc = tensor(f, "decoder.ln.weight", 0, VEC, nt, 1, 1, &m->d_ln_w, e)) ||
 	    (rc = tensor(f, "decoder.ln.bias", 0, VEC, nt, 1, 1, &m->d_ln_b, e)))
 		return rc;
+	return 0;
+}
+
+/* the encoder's blocks, and the decoder's with their cross-attention */
+static int block_tensors(struct whisper_model *m, tern_err *e)
+{
+	const ggml_legacy *f = m->file;
+	const struct whisper_hparams *hp = &m->hp;
+	const uint64_t na = (uint64_t)hp->n_audio_state, nt = (uint64_t)hp->n_text_state;
+	int rc;
 	m->enc = calloc((size_t)hp->n_audio_layer, sizeof(*m->enc));
 	m->dec = calloc((size_t)hp->n_text_layer, sizeof(*m->dec));
 	if (!m->enc || !m->dec)
@@ -196,6 +218,18 @@ static int check(struct whisper_model *m, tern_err *e)
 			return rc;
 	}
 	return 0;
+}
+
+static int check(struct whisper_model *m, tern_err *e)
+{
+	if (ggml_legacy_kind(m->file) != GGML_LEGACY_WHISPER)
+		return tern_errf(e, TERN_EFORMAT, "a %s file, not a Whisper model", ggml_legacy_kind_name(m->file));
+	int rc = check_hparams(m, e);
+	if (rc)
+		return rc;
+	special_tokens(m);
+	rc = outer_tensors(m, e);
+	return rc ? rc : block_tensors(m, e);
 }
 
 static int finish(struct whisper_model *m, int rc, struct whisper_model **out)

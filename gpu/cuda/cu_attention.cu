@@ -216,103 +216,103 @@ __device__ __forceinline__ float score_of(const attn_args &a, float dot)
  * the whole group. Shared memory: the queries [hb][hd], the warps' scores
  * [AW][hb][32], then the warps' states for the merge: max and sum
  * [AW][hb] each, acc [AW][hb][hdv]. */
-template <int NI> __global__ void __launch_bounds__(AT) k_attn_decode(attn_args a, int *status)
+/* the keys [k0, k1] split s of the query at qp sees; false when none */
+__device__ __forceinline__ bool decode_keys(const attn_args &a, int s, int qp, int *k0, int *k1)
 {
-	constexpr int MH = 32 / NI < 16 ? 32 / NI : 16;
-	CU_DYN_SMEM(float, sm);
-	int s = (int)blockIdx.x, g = (int)blockIdx.y / a.nhb, hbi = (int)blockIdx.y % a.nhb, t = (int)blockIdx.z;
-	int group = a.nh / a.nkv, h0 = g * group + hbi * a.hb, hn = min(a.hb, group - hbi * a.hb);
-	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
-	int qp, sq;
-	if (!query_ok(a, t, &qp, &sq)) { /* the whole block; y keeps what it held */
-		if (threadIdx.x == 0 && s == 0 && blockIdx.y == 0)
-			flag_query(a, status, qp, sq);
-		return;
-	}
 	int lo = a.window > 0 ? max(0, qp - a.window + 1) : 0;
-	int k0 = max(lo, s * a.L), k1 = min(qp, min((s + 1) * a.L, a.n_ctx) - 1);
-	if (k0 > k1)
-		return; /* none of the query's keys: k_attn_combine skips this split */
+	*k0 = max(lo, s * a.L);
+	*k1 = min(qp, min((s + 1) * a.L, a.n_ctx) - 1);
+	return *k0 <= *k1;
+}
 
-	float *qs = sm, *sc = qs + a.hb * a.hd, *wm = sc + AW * a.hb * 32, *wl = wm + AW * a.hb, *wacc = wl + AW * a.hb;
-	for (int i = (int)threadIdx.x; i < hn * a.hd; i += AT)
-		qs[i] = *(const float *)(a.q + t * a.q_nb2 + (h0 + i / a.hd) * a.q_nb1 + (int64_t)(i % a.hd) * 4);
-	__syncthreads();
-
-	float m[MH], l[MH], acc[MH][NI];
-	UNROLL
-	for (int h = 0; h < MH; h++) {
-		m[h] = -INFINITY;
-		l[h] = 0.0f;
-		UNROLL
-		for (int i = 0; i < NI; i++)
-			acc[h][i] = 0.0f;
-	}
-	const uint8_t *kb = a.k + sq * a.k_nb3 + g * a.k_nb1, *vb = a.v + sq * a.v_nb3 + g * a.v_nb1;
-	float *scw = sc + w * a.hb * 32;
-	int grp = lane / 8, sl = lane % 8;
-	for (int c0 = k0 + 32 * w; c0 <= k1; c0 += 32 * AW) {
-		int nj = min(32, k1 - c0 + 1);
-		for (int j0 = 0; j0 < 32; j0 += 4) {
-			int j = j0 + grp;
-			float part[MH];
-			UNROLL
-			for (int h = 0; h < MH; h++)
-				part[h] = 0.0f;
-			if (j < nj) {
-				const uint8_t *kr = kb + (int64_t)(c0 + j) * a.k_nb2;
-				for (int x = sl; x < a.hd; x += 8) {
-					float kx = cache_at(kr, a.kt, x);
-					UNROLL
-					for (int h = 0; h < MH; h++)
-						if (h < hn)
-							part[h] += qs[h * a.hd + x] * kx;
-				}
-			}
-			UNROLL
-			for (int h = 0; h < MH; h++)
-				if (h < hn) { /* hn is the warp's: every lane shuffles */
-					float d = part[h];
-					d += __shfl_xor_sync(0xffffffffu, d, 1);
-					d += __shfl_xor_sync(0xffffffffu, d, 2);
-					d += __shfl_xor_sync(0xffffffffu, d, 4);
-					if (sl == 0)
-						scw[h * 32 + j] = j < nj ? score_of(a, d) : -INFINITY;
-				}
-		}
-		__syncwarp();
+/* A chunk's scores: keys c0 .. c0 + nj - 1 against the block's hn query
+ * heads, 8 lanes per key (4 keys at a time), each over every 8th element
+ * of the K row, summed by 3 shuffles, into the warp's scores scw[h][j]. */
+template <int MH>
+__device__ __forceinline__ void decode_scores(const attn_args &a, const float *qs, const uint8_t *kb, int c0, int nj,
+					      int hn, float *scw)
+{
+	int lane = (int)threadIdx.x % 32, grp = lane / 8, sl = lane % 8;
+	for (int j0 = 0; j0 < 32; j0 += 4) {
+		int j = j0 + grp;
+		float part[MH];
 		UNROLL
 		for (int h = 0; h < MH; h++)
-			if (h < hn) {
-				float sj = scw[h * 32 + lane];
-				float mx = warp_max(fmaxf(m[h], sj));
-				float wj = sj == -INFINITY ? 0.0f : expf(sj - mx);
-				float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mx);
-				l[h] = l[h] * corr + warp_sum(wj);
-				m[h] = mx;
-				scw[h * 32 + lane] = wj;
-				UNROLL
-				for (int i = 0; i < NI; i++)
-					acc[h][i] *= corr;
-			}
-		__syncwarp();
-		for (int j = 0; j < nj; j++) {
-			const uint8_t *vr = vb + (int64_t)(c0 + j) * a.v_nb2;
-			UNROLL
-			for (int i = 0; i < NI; i++) {
-				int d = lane + 32 * i;
-				float vv = d < a.hdv ? cache_at(vr, a.vt, d) : 0.0f;
+			part[h] = 0.0f;
+		if (j < nj) {
+			const uint8_t *kr = kb + (int64_t)(c0 + j) * a.k_nb2;
+			for (int x = sl; x < a.hd; x += 8) {
+				float kx = cache_at(kr, a.kt, x);
 				UNROLL
 				for (int h = 0; h < MH; h++)
 					if (h < hn)
-						acc[h][i] += scw[h * 32 + j] * vv;
+						part[h] += qs[h * a.hd + x] * kx;
 			}
 		}
-		__syncwarp(); /* the scores are the next chunk's */
+		UNROLL
+		for (int h = 0; h < MH; h++)
+			if (h < hn) { /* hn is the warp's: every lane shuffles */
+				float d = part[h];
+				d += __shfl_xor_sync(0xffffffffu, d, 1);
+				d += __shfl_xor_sync(0xffffffffu, d, 2);
+				d += __shfl_xor_sync(0xffffffffu, d, 4);
+				if (sl == 0)
+					scw[h * 32 + j] = j < nj ? score_of(a, d) : -INFINITY;
+			}
 	}
+}
 
-	/* the warps' states merged: M the largest max, each warp's sums
-	 * rescaled to it (a warp without keys has max -inf: left out) */
+/* The online softmax over a chunk: lane j on key j; the scores become
+ * the keys' weights, the sums and accumulators rescaled to the new max. */
+template <int MH, int NI>
+__device__ __forceinline__ void decode_softmax(int hn, float *scw, float (&m)[MH], float (&l)[MH], float (&acc)[MH][NI])
+{
+	int lane = (int)threadIdx.x % 32;
+	UNROLL
+	for (int h = 0; h < MH; h++)
+		if (h < hn) {
+			float sj = scw[h * 32 + lane];
+			float mx = warp_max(fmaxf(m[h], sj));
+			float wj = sj == -INFINITY ? 0.0f : expf(sj - mx);
+			float corr = m[h] == -INFINITY ? 0.0f : expf(m[h] - mx);
+			l[h] = l[h] * corr + warp_sum(wj);
+			m[h] = mx;
+			scw[h * 32 + lane] = wj;
+			UNROLL
+			for (int i = 0; i < NI; i++)
+				acc[h][i] *= corr;
+		}
+}
+
+/* V: every lane adds its columns of each key's row for all hn heads */
+template <int MH, int NI>
+__device__ __forceinline__ void decode_values(const attn_args &a, const uint8_t *vb, int c0, int nj, int hn,
+					      const float *scw, float (&acc)[MH][NI])
+{
+	int lane = (int)threadIdx.x % 32;
+	for (int j = 0; j < nj; j++) {
+		const uint8_t *vr = vb + (int64_t)(c0 + j) * a.v_nb2;
+		UNROLL
+		for (int i = 0; i < NI; i++) {
+			int d = lane + 32 * i;
+			float vv = d < a.hdv ? cache_at(vr, a.vt, d) : 0.0f;
+			UNROLL
+			for (int h = 0; h < MH; h++)
+				if (h < hn)
+					acc[h][i] += scw[h * 32 + j] * vv;
+		}
+	}
+}
+
+/* The warps' states merged (M the largest max, each warp's sums rescaled
+ * to it; a warp without keys has max -inf: left out), then y, or the
+ * split's partial record for k_attn_combine. */
+template <int MH, int NI>
+__device__ __forceinline__ void decode_finish(const attn_args &a, float *wm, float *wl, float *wacc, int hn, int h0,
+					      int t, int s, const float (&m)[MH], const float (&l)[MH],
+					      const float (&acc)[MH][NI])
+{
+	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
 	UNROLL
 	for (int h = 0; h < MH; h++)
 		if (h < hn) {
@@ -361,6 +361,61 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_decode(attn_args 
 	}
 }
 
+/* One block: token blockIdx.z, KV head g with its query heads h0 ..
+ * h0 + hn - 1, keys [k0, k1] of split blockIdx.x. NI: V's columns per lane
+ * (hdv <= 32 NI); a lane keeps MH x NI accumulators (at most 32).
+ *
+ * A warp takes chunks of 32 keys in turn: their scores (decode_scores),
+ * the online softmax with lane j on key j (decode_softmax), V (every lane
+ * adds its columns of each key's row for all hn heads: decode_values), so
+ * that each row of K and V is read once for the whole group; then the
+ * warps' states are merged (decode_finish). Shared memory: the queries
+ * [hb][hd], the warps' scores [AW][hb][32], then the warps' states for the
+ * merge: max and sum [AW][hb] each, acc [AW][hb][hdv]. */
+template <int NI> __global__ void __launch_bounds__(AT) k_attn_decode(attn_args a, int *status)
+{
+	constexpr int MH = 32 / NI < 16 ? 32 / NI : 16;
+	CU_DYN_SMEM(float, sm);
+	int s = (int)blockIdx.x, g = (int)blockIdx.y / a.nhb, hbi = (int)blockIdx.y % a.nhb, t = (int)blockIdx.z;
+	int group = a.nh / a.nkv, h0 = g * group + hbi * a.hb, hn = min(a.hb, group - hbi * a.hb);
+	int w = (int)threadIdx.x / 32;
+	int qp, sq, k0, k1;
+	if (!query_ok(a, t, &qp, &sq)) { /* the whole block; y keeps what it held */
+		if (threadIdx.x == 0 && s == 0 && blockIdx.y == 0)
+			flag_query(a, status, qp, sq);
+		return;
+	}
+	if (!decode_keys(a, s, qp, &k0, &k1))
+		return; /* none of the query's keys: k_attn_combine skips this split */
+
+	float *qs = sm, *sc = qs + a.hb * a.hd, *wm = sc + AW * a.hb * 32, *wl = wm + AW * a.hb, *wacc = wl + AW * a.hb;
+	for (int i = (int)threadIdx.x; i < hn * a.hd; i += AT)
+		qs[i] = *(const float *)(a.q + t * a.q_nb2 + (h0 + i / a.hd) * a.q_nb1 + (int64_t)(i % a.hd) * 4);
+	__syncthreads();
+
+	float m[MH], l[MH], acc[MH][NI];
+	UNROLL
+	for (int h = 0; h < MH; h++) {
+		m[h] = -INFINITY;
+		l[h] = 0.0f;
+		UNROLL
+		for (int i = 0; i < NI; i++)
+			acc[h][i] = 0.0f;
+	}
+	const uint8_t *kb = a.k + sq * a.k_nb3 + g * a.k_nb1, *vb = a.v + sq * a.v_nb3 + g * a.v_nb1;
+	float *scw = sc + w * a.hb * 32;
+	for (int c0 = k0 + 32 * w; c0 <= k1; c0 += 32 * AW) {
+		int nj = min(32, k1 - c0 + 1);
+		decode_scores<MH>(a, qs, kb, c0, nj, hn, scw);
+		__syncwarp();
+		decode_softmax<MH, NI>(hn, scw, m, l, acc);
+		__syncwarp();
+		decode_values<MH, NI>(a, vb, c0, nj, hn, scw, acc);
+		__syncwarp(); /* the scores are the next chunk's */
+	}
+	decode_finish<MH, NI>(a, wm, wl, wacc, hn, h0, t, s, m, l, acc);
+}
+
 /* y of (head blockIdx.x, token blockIdx.y) from the partials of the splits
  * that hold its keys: y = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M),
  * with the sink, if any, in the denominator. */
@@ -402,19 +457,13 @@ __global__ void __launch_bounds__(AT) k_attn_combine(attn_args a)
  * slots) reads its keys and values from the cache directly: slower, the
  * same result. Shared memory: the queries [TBR][hd], the chunk's rows
  * [TBC][max(ks, hdv)], the weights [TBR][TBC], the rows' positions. */
-template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a, int *status)
+/* The tile's rows (threads < TBR): row r is token t0 + r / hb, query head
+ * h0 + r % hb; its position (-1: no output, y keeps what it held), its
+ * window's first key and its sequence, checked; then (thread 0) the keys
+ * the tile covers and the first valid row's sequence in range[3]. */
+__device__ __forceinline__ void tiled_rows(const attn_args &a, int t0, int hn, int *qp_s, int *lo_s, int *sq_s,
+					   int *range, int *status)
 {
-	CU_DYN_SMEM(float, sm);
-	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
-	int g = (int)blockIdx.y / a.nhb, hbi = (int)blockIdx.y % a.nhb;
-	int group = a.nh / a.nkv, h0 = g * group + hbi * a.hb, hn = min(a.hb, group - hbi * a.hb);
-	int t0 = (int)blockIdx.x * a.bt;
-	/* K's row stride in the tile: odd, so that the lanes reading one
-	 * element of 32 keys hit 32 banks */
-	int ks = a.hd % 2 ? a.hd : a.hd + 1, kvs = max(ks, a.hdv);
-	float *qs = sm, *kv = qs + TBR * a.hd, *ps = kv + TBC * kvs;
-	int *qp_s = (int *)(ps + TBR * TBC), *lo_s = qp_s + TBR, *sq_s = lo_s + TBR, *range_s = sq_s + TBR;
-
 	if (threadIdx.x < TBR) {
 		int r = (int)threadIdx.x, tt = t0 + r / a.hb, hi = r % a.hb, qp = -1, sq = -1, lo = 0;
 		if (r < a.bt * a.hb && tt < a.ntok && hi < hn) {
@@ -423,7 +472,7 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 			} else {
 				if (hi == 0 && blockIdx.y == 0)
 					flag_query(a, status, qp, sq);
-				qp = -1; /* a row without output: y keeps what it held */
+				qp = -1;
 			}
 		}
 		qp_s[r] = qp;
@@ -440,10 +489,148 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 				if (s0 < 0)
 					s0 = sq_s[r];
 			}
-		range_s[0] = k0;
-		range_s[1] = k1;
-		range_s[2] = s0;
+		range[0] = k0;
+		range[1] = k1;
+		range[2] = s0;
 	}
+}
+
+/* A row's state: its position, window start, sequence, and its online
+ * softmax (max, sum, V accumulators: lane's columns) */
+template <int NI> struct tiled_row {
+	int qp, lo, sq;
+	float m, l, acc[NI];
+};
+
+/* The chunk's K rows (kv) scored by lane j against the warp's rows and
+ * each row's softmax updated across the warp; the weights go to ps. A key
+ * outside a row's range scores -inf; a row of another sequence than the
+ * tile's (s0) reads its keys from the cache. */
+template <int NI>
+__device__ __forceinline__ void tiled_scores(const attn_args &a, const float *qs, const float *kv, int ks, float *ps,
+					     int c0, int nj, int g, int s0, tiled_row<NI> (&rw)[TRW])
+{
+	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
+	float dot[TRW];
+	UNROLL
+	for (int k = 0; k < TRW; k++)
+		dot[k] = 0.0f;
+	if (lane < nj)
+		for (int x = 0; x < a.hd; x++) {
+			float kx = kv[lane * ks + x];
+			UNROLL
+			for (int k = 0; k < TRW; k++)
+				dot[k] += qs[(w * TRW + k) * a.hd + x] * kx;
+		}
+	int p = c0 + lane;
+	UNROLL
+	for (int k = 0; k < TRW; k++) {
+		tiled_row<NI> &R = rw[k];
+		int r = w * TRW + k;
+		float sv = -INFINITY;
+		if (lane < nj && R.qp >= 0 && p >= R.lo && p <= R.qp) {
+			float d = dot[k];
+			if (R.sq != s0) {
+				const uint8_t *kr = a.k + (int64_t)R.sq * a.k_nb3 + (int64_t)p * a.k_nb2 + g * a.k_nb1;
+				d = 0.0f;
+				for (int x = 0; x < a.hd; x++)
+					d += qs[r * a.hd + x] * cache_at(kr, a.kt, x);
+			}
+			sv = score_of(a, d);
+		}
+		float mx = warp_max(fmaxf(R.m, sv));
+		float wj = sv == -INFINITY ? 0.0f : expf(sv - mx);
+		float corr = R.m == -INFINITY ? 0.0f : expf(R.m - mx);
+		R.l = R.l * corr + warp_sum(wj);
+		R.m = mx;
+		ps[r * TBC + lane] = wj;
+		UNROLL
+		for (int i = 0; i < NI; i++)
+			R.acc[i] *= corr;
+	}
+}
+
+/* The chunk's V rows (kv) weighted into each row's accumulators: only the
+ * row's own keys (another row's may be cache rows never written, whose
+ * NaN a zero weight would not cancel); a row of another sequence reads
+ * its values from the cache. */
+template <int NI>
+__device__ __forceinline__ void tiled_values(const attn_args &a, const float *kv, const float *ps, int c0, int nj,
+					     int g, int s0, tiled_row<NI> (&rw)[TRW])
+{
+	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
+	for (int j = 0; j < nj; j++) {
+		int pj = c0 + j;
+		float vv[NI];
+		UNROLL
+		for (int i = 0; i < NI; i++) {
+			int d = lane + 32 * i;
+			vv[i] = d < a.hdv ? kv[j * a.hdv + d] : 0.0f;
+		}
+		UNROLL
+		for (int k = 0; k < TRW; k++) {
+			tiled_row<NI> &R = rw[k];
+			if (R.qp < 0 || pj < R.lo || pj > R.qp)
+				continue;
+			float wgt = ps[(w * TRW + k) * TBC + j];
+			if (R.sq == s0) {
+				UNROLL
+				for (int i = 0; i < NI; i++)
+					R.acc[i] += wgt * vv[i];
+				continue;
+			}
+			const uint8_t *vr = a.v + (int64_t)R.sq * a.v_nb3 + (int64_t)pj * a.v_nb2 + g * a.v_nb1;
+			UNROLL
+			for (int i = 0; i < NI; i++) {
+				int d = lane + 32 * i;
+				if (d < a.hdv)
+					R.acc[i] += wgt * cache_at(vr, a.vt, d);
+			}
+		}
+	}
+}
+
+/* y of the warp's rows, the sink (if any) in the denominator */
+template <int NI>
+__device__ __forceinline__ void tiled_write(const attn_args &a, int t0, int h0, const tiled_row<NI> (&rw)[TRW])
+{
+	int lane = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32;
+	UNROLL
+	for (int k = 0; k < TRW; k++) {
+		const tiled_row<NI> &R = rw[k];
+		if (R.qp < 0)
+			continue;
+		int r = w * TRW + k, tt = t0 + r / a.hb, h = h0 + r % a.hb;
+		float L = R.l, f = 1.0f;
+		if (a.sinks) {
+			float sk = a.sinks[h], mx = fmaxf(R.m, sk);
+			f = expf(R.m - mx);
+			L = L * f + expf(sk - mx);
+		}
+		float *yr = (float *)(a.y + (int64_t)tt * a.y_nb2 + h * a.y_nb1);
+		UNROLL
+		for (int i = 0; i < NI; i++) {
+			int d = lane + 32 * i;
+			if (d < a.hdv)
+				yr[d] = R.acc[i] * f / L;
+		}
+	}
+}
+
+template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a, int *status)
+{
+	CU_DYN_SMEM(float, sm);
+	int w = (int)threadIdx.x / 32;
+	int g = (int)blockIdx.y / a.nhb, hbi = (int)blockIdx.y % a.nhb;
+	int group = a.nh / a.nkv, h0 = g * group + hbi * a.hb, hn = min(a.hb, group - hbi * a.hb);
+	int t0 = (int)blockIdx.x * a.bt;
+	/* K's row stride in the tile: odd, so that the lanes reading one
+	 * element of 32 keys hit 32 banks */
+	int ks = a.hd % 2 ? a.hd : a.hd + 1, kvs = max(ks, a.hdv);
+	float *qs = sm, *kv = qs + TBR * a.hd, *ps = kv + TBC * kvs;
+	int *qp_s = (int *)(ps + TBR * TBC), *lo_s = qp_s + TBR, *sq_s = lo_s + TBR, *range_s = sq_s + TBR;
+
+	tiled_rows(a, t0, hn, qp_s, lo_s, sq_s, range_s, status);
 	for (int i = (int)threadIdx.x; i < TBR * a.hd; i += AT) {
 		int r = i / a.hd, x = i % a.hd;
 		qs[i] = qp_s[r] >= 0 ? *(const float *)(a.q + (int64_t)(t0 + r / a.hb) * a.q_nb2 +
@@ -453,18 +640,17 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 	__syncthreads();
 	int k0 = range_s[0], k1 = range_s[1], s0 = range_s[2];
 
-	int qpr[TRW], lor[TRW], sqr[TRW];
-	float m[TRW], l[TRW], acc[TRW][NI];
+	tiled_row<NI> rw[TRW];
 	UNROLL
 	for (int k = 0; k < TRW; k++) {
-		qpr[k] = qp_s[w * TRW + k];
-		lor[k] = lo_s[w * TRW + k];
-		sqr[k] = sq_s[w * TRW + k];
-		m[k] = -INFINITY;
-		l[k] = 0.0f;
+		rw[k].qp = qp_s[w * TRW + k];
+		rw[k].lo = lo_s[w * TRW + k];
+		rw[k].sq = sq_s[w * TRW + k];
+		rw[k].m = -INFINITY;
+		rw[k].l = 0.0f;
 		UNROLL
 		for (int i = 0; i < NI; i++)
-			acc[k][i] = 0.0f;
+			rw[k].acc[i] = 0.0f;
 	}
 	const uint8_t *kb = a.k + (int64_t)max(s0, 0) * a.k_nb3 + g * a.k_nb1;
 	const uint8_t *vb = a.v + (int64_t)max(s0, 0) * a.v_nb3 + g * a.v_nb1;
@@ -478,102 +664,17 @@ template <int NI> __global__ void __launch_bounds__(AT) k_attn_tiled(attn_args a
 			kv[j * ks + x] = j < nj ? cache_at(kb + (int64_t)(c0 + j) * a.k_nb2, a.kt, x) : 0.0f;
 		}
 		__syncthreads();
-		float dot[TRW];
-		UNROLL
-		for (int k = 0; k < TRW; k++)
-			dot[k] = 0.0f;
-		if (lane < nj)
-			for (int x = 0; x < a.hd; x++) {
-				float kx = kv[lane * ks + x];
-				UNROLL
-				for (int k = 0; k < TRW; k++)
-					dot[k] += qs[(w * TRW + k) * a.hd + x] * kx;
-			}
-		int p = c0 + lane;
-		UNROLL
-		for (int k = 0; k < TRW; k++) {
-			int r = w * TRW + k;
-			float sv = -INFINITY;
-			if (lane < nj && qpr[k] >= 0 && p >= lor[k] && p <= qpr[k]) {
-				float d = dot[k];
-				if (sqr[k] != s0) {
-					const uint8_t *kr =
-						a.k + (int64_t)sqr[k] * a.k_nb3 + (int64_t)p * a.k_nb2 + g * a.k_nb1;
-					d = 0.0f;
-					for (int x = 0; x < a.hd; x++)
-						d += qs[r * a.hd + x] * cache_at(kr, a.kt, x);
-				}
-				sv = score_of(a, d);
-			}
-			float mx = warp_max(fmaxf(m[k], sv));
-			float wj = sv == -INFINITY ? 0.0f : expf(sv - mx);
-			float corr = m[k] == -INFINITY ? 0.0f : expf(m[k] - mx);
-			l[k] = l[k] * corr + warp_sum(wj);
-			m[k] = mx;
-			ps[r * TBC + lane] = wj;
-			UNROLL
-			for (int i = 0; i < NI; i++)
-				acc[k][i] *= corr;
-		}
+		tiled_scores<NI>(a, qs, kv, ks, ps, c0, nj, g, s0, rw);
 		__syncthreads(); /* every warp is done with the K rows */
 		for (int i = (int)threadIdx.x; i < TBC * a.hdv; i += AT) {
 			int j = i / a.hdv, x = i % a.hdv;
 			kv[j * a.hdv + x] = j < nj ? cache_at(vb + (int64_t)(c0 + j) * a.v_nb2, a.vt, x) : 0.0f;
 		}
 		__syncthreads();
-		for (int j = 0; j < nj; j++) {
-			int pj = c0 + j;
-			float vv[NI];
-			UNROLL
-			for (int i = 0; i < NI; i++) {
-				int d = lane + 32 * i;
-				vv[i] = d < a.hdv ? kv[j * a.hdv + d] : 0.0f;
-			}
-			UNROLL
-			for (int k = 0; k < TRW; k++) {
-				/* only the row's own keys: another row's may be cache rows
-				 * never written, whose NaN a zero weight would not cancel */
-				if (qpr[k] < 0 || pj < lor[k] || pj > qpr[k])
-					continue;
-				float wgt = ps[(w * TRW + k) * TBC + j];
-				if (sqr[k] == s0) {
-					UNROLL
-					for (int i = 0; i < NI; i++)
-						acc[k][i] += wgt * vv[i];
-				} else {
-					const uint8_t *vr =
-						a.v + (int64_t)sqr[k] * a.v_nb3 + (int64_t)pj * a.v_nb2 + g * a.v_nb1;
-					UNROLL
-					for (int i = 0; i < NI; i++) {
-						int d = lane + 32 * i;
-						if (d < a.hdv)
-							acc[k][i] += wgt * cache_at(vr, a.vt, d);
-					}
-				}
-			}
-		}
+		tiled_values<NI>(a, kv, ps, c0, nj, g, s0, rw);
 		__syncthreads(); /* the next chunk's K rows overwrite these */
 	}
-
-	UNROLL
-	for (int k = 0; k < TRW; k++) {
-		if (qpr[k] < 0)
-			continue;
-		int r = w * TRW + k, tt = t0 + r / a.hb, h = h0 + r % a.hb;
-		float L = l[k], f = 1.0f;
-		if (a.sinks) { /* the sink joins the denominator only */
-			float sk = a.sinks[h], mx = fmaxf(m[k], sk);
-			f = expf(m[k] - mx);
-			L = L * f + expf(sk - mx);
-		}
-		float *yr = (float *)(a.y + (int64_t)tt * a.y_nb2 + h * a.y_nb1);
-		UNROLL
-		for (int i = 0; i < NI; i++) {
-			int d = lane + 32 * i;
-			if (d < a.hdv)
-				yr[d] = acc[k][i] * f / L;
-		}
-	}
+	tiled_write<NI>(a, t0, h0, rw);
 }
 
 /* How an attention op runs: the kernel, its block shape, its splits. A

@@ -179,6 +179,8 @@ static const struct backend_entry backends[] = {
 #endif
 #ifdef TERN_HAVE_CUDA
 	{"cuda0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, false},
+	/* the mat-vec's float path beside the integer dot the GPU takes */
+	{"cuda0 float", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, true},
 #endif
 #ifdef TERN_HAVE_CUEMU
 	{"cuemu0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, false},

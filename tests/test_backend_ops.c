@@ -46,8 +46,9 @@ struct backend_entry {
 	int (*make)(struct tern_backend **out, const struct backend_entry *e, tern_err *err);
 	int n_threads;
 	enum cpu_mm_repack repack;
-	bool nosg; /* Vulkan: the shaders without subgroup arithmetic */
-	bool dot;  /* Vulkan: the integer dot-product mat-vec, forced */
+	bool nosg;   /* Vulkan: the shaders without subgroup arithmetic (CUDA: the GEMM without tensor cores) */
+	bool dot;    /* Vulkan: the integer dot-product mat-vec, forced */
+	bool nodot;  /* CUDA: the mat-vec in f32, its integer dot (dp4a, the default) declined */
 };
 
 /* The GPU device this run tests (TERN_TEST_DEVICE=vulkan0: tests/run.sh
@@ -124,11 +125,13 @@ static int make_vulkan(struct tern_backend **out, const struct backend_entry *e,
 static int make_cuda(struct tern_backend **out, const struct backend_entry *e, tern_err *err)
 {
 	static bool said;
-	/* "cuemu0 simt" runs in cuemu0's run: the GEMM without tensor cores */
+	/* "cuemu0 simt" and "cuemu0 float" run in cuemu0's run: the GEMM
+	 * without tensor cores, the mat-vec without the integer dot */
 	if (!test_device() || strncmp(e->name, test_device(), strlen(test_device())) ||
 	    (e->name[strlen(test_device())] && e->name[strlen(test_device())] != ' '))
 		return MAKE_SKIP;
-	struct cuda_backend_opts o = {.device = 0, .max_tokens = MAX_TOKENS, .no_tensor_cores = e->nosg};
+	struct cuda_backend_opts o = {.device = 0, .max_tokens = MAX_TOKENS, .no_tensor_cores = e->nosg,
+				      .no_int_dot = e->nodot};
 	bool emu = !strncmp(e->name, "cuemu", 5);
 #ifdef TERN_HAVE_CUEMU
 	if (emu)
@@ -150,19 +153,19 @@ static int make_cuda(struct tern_backend **out, const struct backend_entry *e, t
 #endif
 
 static const struct backend_entry backends[] = {
-	{"cpu avx512, 3 threads", "avx512", make_cpu, 3, CPU_MM_REPACK_NONE, false, false},
-	{"cpu avx512, 1 thread, repack", "avx512", make_cpu, 1, CPU_MM_REPACK_BATCH, false, false},
-	{"cpu avx512, 2 threads, repack all", "avx512", make_cpu, 2, CPU_MM_REPACK_ALL, false, false},
-	{"cpu avx2, 2 threads", "avx2", make_cpu, 2, CPU_MM_REPACK_NONE, false, false},
-	{"cpu neon, 2 threads", "neon", make_cpu, 2, CPU_MM_REPACK_NONE, false, false},
-	{"cpu scalar, 2 threads", "scalar", make_cpu, 2, CPU_MM_REPACK_NONE, false, false},
+	{"cpu avx512, 3 threads", "avx512", make_cpu, 3, CPU_MM_REPACK_NONE, false, false, false},
+	{"cpu avx512, 1 thread, repack", "avx512", make_cpu, 1, CPU_MM_REPACK_BATCH, false, false, false},
+	{"cpu avx512, 2 threads, repack all", "avx512", make_cpu, 2, CPU_MM_REPACK_ALL, false, false, false},
+	{"cpu avx2, 2 threads", "avx2", make_cpu, 2, CPU_MM_REPACK_NONE, false, false, false},
+	{"cpu neon, 2 threads", "neon", make_cpu, 2, CPU_MM_REPACK_NONE, false, false, false},
+	{"cpu scalar, 2 threads", "scalar", make_cpu, 2, CPU_MM_REPACK_NONE, false, false, false},
 	/* the reference against itself: a second instance, same bits */
-	{"cpu-ref", NULL, make_ref, 1, CPU_MM_REPACK_NONE, false, false},
+	{"cpu-ref", NULL, make_ref, 1, CPU_MM_REPACK_NONE, false, false, false},
 #ifdef TERN_HAVE_VULKAN
 	/* the products hold to the CPU's thresholds: actq.comp quantizes the
 	 * activations as the reference does and only the f32 sums differ
 	 * (gpu/vulkan/vk_products.c) */
-	{"vulkan0", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, false, false},
+	{"vulkan0", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, false, false, false},
 	/* its shaders for devices without subgroup arithmetic (the
 	 * reductions in shared memory): the same device told to use them;
 	 * then the one-token mat-vec through the integer dot product
@@ -170,17 +173,22 @@ static const struct backend_entry backends[] = {
 	 * forced. Not under ASan, whose run checks our host code (the same
 	 * for all three) */
 #if !defined(__SANITIZE_ADDRESS__)
-	{"vulkan0 nosg", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, true, false},
-	{"vulkan0 dot", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, false, true},
+	{"vulkan0 nosg", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, true, false, false},
+	{"vulkan0 dot", NULL, make_vulkan, 1, CPU_MM_REPACK_NONE, false, true, false},
 #endif
 #endif
 #ifdef TERN_HAVE_CUDA
-	{"cuda0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false},
+	{"cuda0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, false},
+	/* the mat-vec's float path beside the integer dot the GPU takes */
+	{"cuda0 float", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, true},
 #endif
 #ifdef TERN_HAVE_CUEMU
-	{"cuemu0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false},
+	{"cuemu0", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, false},
 	/* the GEMM's SIMT tile, the one devices before Volta would take (nosg: no tensor cores) */
-	{"cuemu0 simt", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, true, false},
+	{"cuemu0 simt", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, true, false, false},
+	/* the mat-vec's float path (decoded weights times decoded activations
+	 * in f32), where cuemu0 itself takes the integer dot (cu_dot.cuh) */
+	{"cuemu0 float", NULL, make_cuda, 1, CPU_MM_REPACK_NONE, false, false, true},
 #endif
 };
 

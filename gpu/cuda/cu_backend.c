@@ -826,7 +826,8 @@ int CU_PUB(backend_new)(struct tern_backend **out, const struct cuda_backend_opt
 	c->be.caps &= ~(unsigned)TERN_BACKEND_HOST_MEMORY;
 	int rc = CU_PUB(device_info)(o.device, &c->info, err);
 	char why[256];
-	if (!rc && CUK(ctx_new)(o.device, o.no_tensor_cores ? CUK_NO_TENSOR_CORES : 0, &c->ctx, why, sizeof why))
+	unsigned flags = (o.no_tensor_cores ? CUK_NO_TENSOR_CORES : 0u) | (o.no_int_dot ? CUK_NO_INT_DOT : 0u);
+	if (!rc && CUK(ctx_new)(o.device, flags, &c->ctx, why, sizeof why))
 		rc = tern_errf(err, TERN_EIO, "%s (%s): %s", c->info.name, c->info.desc, why);
 	if (!rc && CUK(host_alloc)(c->ctx, (void **)&c->stage, STAGE_BYTES, why, sizeof why))
 		rc = tern_errf(err, TERN_ENOMEM, "%s: pinned staging: %s", c->info.name, why);

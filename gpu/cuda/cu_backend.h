@@ -22,6 +22,9 @@ struct cuda_backend_opts {
 	bool no_graphs;     /* steps as plain launches, never captured (TERN_CUDA_GRAPHS=0) */
 	bool no_tensor_cores; /* the batched products' GEMM in SIMT f32 even on tensor cores (the
 			       * tests run both) */
+	bool no_int_dot;      /* the mat-vec of 1..8 tokens sums decoded weights in f32 even where
+			       * dp4a is (every sm_61+ device: the integer path by default; the
+			       * tests run both) */
 };
 
 /* What the steps did (for -v, tern-bench and the tests). */

@@ -49,6 +49,7 @@ struct ctx_fields {
 	bool have_exec;
 	bool capture_broken; /* a capture failed once: steps run as plain launches */
 	bool no_tensor_cores; /* the GEMM in SIMT f32 even where tensor cores are (tests) */
+	bool int_dot;         /* the mat-vec of the dot types through dp4a (cu_products.cu) */
 	int cc;              /* compute capability, 10 major + minor */
 	int sms, smem_optin;
 	uint64_t launches;   /* kernels launched since creation (the launchers count) */

@@ -125,7 +125,8 @@ int CUK(device_props)(int dev, struct cuk_dev *out, char *why, size_t cap);
  * ids and positions there: sync reports them), the activations' scratch,
  * the captured step. */
 struct cuk_ctx;
-enum { CUK_NO_TENSOR_CORES = 1 }; /* ctx_new's flags: the GEMM in SIMT f32 (tests) */
+/* ctx_new's flags (tests): the GEMM in SIMT f32; the mat-vec in f32, without dp4a */
+enum { CUK_NO_TENSOR_CORES = 1, CUK_NO_INT_DOT = 2 };
 int CUK(ctx_new)(int dev, unsigned flags, struct cuk_ctx **out, char *why, size_t cap);
 void CUK(ctx_free)(struct cuk_ctx *c);
 

@@ -10,9 +10,15 @@
  * lines), decode them straight from the GGUF blocks (cu_quant.cuh) and
  * multiply them with each token's activations; the lanes' sums meet in
  * one warp reduction. No shared memory and no block barrier: a block is
- * 4 independent warps. */
+ * 4 independent warps.
+ *
+ * The integer form (mv_args.ints: the types cu_dot.cuh knows, where the
+ * device has dp4a) reads the activations as k_actq's levels and scales: a
+ * lane takes 32 elements at a time (a block, a K-quant's sub-blocks of 32;
+ * a warp 1024 consecutive elements a step), unpacks the weight's levels
+ * once and sums them with each token's in int32 (idot<T>), scaled in f32. */
+#include "gpu/cuda/cu_dot.cuh"
 #include "gpu/cuda/cu_prod.cuh"
-#include "gpu/cuda/cu_quant.cuh"
 
 namespace tern_cu {
 
@@ -26,10 +32,64 @@ __device__ __forceinline__ float dot8(const float *v, const float *x)
 	return v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
 }
 
-template <int T, int NT> __global__ void __launch_bounds__(32 * MV_WARPS) k_mv(const mv_args a)
+/* a lane's share of a row's products with ntok tokens at x, into acc:
+ * decoded weights times the activations in f32 */
+template <int T, int NT>
+__device__ __forceinline__ void row_float(const uint8_t *row, const float *x, const mv_args &a, int ntok, unsigned lane,
+					  float *acc)
 {
 	constexpr int U = qt<T>::unit;
 	constexpr bool NOMIN = has_min<T>::value;
+	for (int64_t e = (int64_t)lane * U; e < a.cols; e += 32 * U) {
+		float v[U];
+		decu<T, NOMIN>(row, e, v);
+		/* the block's minimum times the activations' block sum, once
+		 * per block (by the lane that holds its first unit) */
+		bool first = NOMIN && e % qt<T>::blck == 0;
+		float m = first ? block_min<T>(row + e / qt<T>::blck * qt<T>::bsize) : 0.0f;
+		for (int t = 0; t < NT; t++) {
+			if (t >= ntok)
+				break;
+			const float *xt = x + t * a.xs;
+			float s;
+			if constexpr (U == 8) {
+				s = dot8(v, xt + e);
+			} else {
+				s = v[0] * xt[e];
+			}
+			if (first)
+				s += m * xt[a.sofs + e / qt<T>::blck];
+			acc[t] += s;
+		}
+	}
+}
+
+/* the same through the integer dot (cu_dot.cuh), x in the int form: per
+ * row cols / 4 words of levels, the block scales, (Q8_1) the block sums */
+template <int T, int NT>
+__device__ __forceinline__ void row_int(const uint8_t *row, const unsigned *x, const mv_args &a, int ntok,
+					unsigned lane, float *acc)
+{
+	constexpr int BA = qt<T>::blck; /* the activations' block: the weight's, in these types */
+	int64_t so = a.cols / 4, ss = so + a.cols / 32;
+	for (int64_t e = (int64_t)lane * 32; e < a.cols; e += 32 * 32) {
+		idot<T> wd;
+		wd.load(row + e / qt<T>::blck * qt<T>::bsize, (int)(e % qt<T>::blck / 32));
+		for (int t = 0; t < NT; t++) {
+			if (t >= ntok)
+				break;
+			const unsigned *xt = x + t * a.xs;
+			unsigned xv[8];
+			xq8(xt, e, xv);
+			float xd = __uint_as_float(xt[so + e / BA]);
+			float xs = has_min<T>::value ? __uint_as_float(xt[ss + e / 32]) : 0.0f;
+			acc[t] += wd.dot(xv, xd, xs);
+		}
+	}
+}
+
+template <int T, int NT, bool I> __global__ void __launch_bounds__(32 * MV_WARPS) k_mv(const mv_args a)
+{
 	const mv_w &W = a.w[blockIdx.y];
 	int64_t r = (int64_t)blockIdx.x * MV_WARPS + threadIdx.x / 32;
 	unsigned lane = threadIdx.x % 32;
@@ -61,28 +121,10 @@ template <int T, int NT> __global__ void __launch_bounds__(32 * MV_WARPS) k_mv(c
 	float acc[NT];
 	for (int t = 0; t < NT; t++)
 		acc[t] = 0.0f;
-	for (int64_t e = (int64_t)lane * U; e < a.cols; e += 32 * U) {
-		float v[U];
-		decu<T, NOMIN>(row, e, v);
-		/* the block's minimum times the activations' block sum, once
-		 * per block (by the lane that holds its first unit) */
-		bool first = NOMIN && e % qt<T>::blck == 0;
-		float m = first ? block_min<T>(row + e / qt<T>::blck * qt<T>::bsize) : 0.0f;
-		for (int t = 0; t < NT; t++) {
-			if (t >= ntok)
-				break;
-			const float *xt = x + t * a.xs;
-			float s;
-			if constexpr (U == 8) {
-				s = dot8(v, xt + e);
-			} else {
-				s = v[0] * xt[e];
-			}
-			if (first)
-				s += m * xt[a.sofs + e / qt<T>::blck];
-			acc[t] += s;
-		}
-	}
+	if constexpr (I)
+		row_int<T, NT>(row, (const unsigned *)x, a, ntok, lane, acc);
+	else
+		row_float<T, NT>(row, x, a, ntok, lane, acc);
 	for (int t = 0; t < NT; t++)
 		acc[t] = warp_sum(acc[t]);
 	if (lane == 0)
@@ -96,7 +138,10 @@ template <int T, int NT> static void launch_nt(cuk_ctx *c, const mv_args &a, uns
 	for (int i = 0; i < a.n_w; i++)
 		most = a.w[i].rows > most ? a.w[i].rows : most;
 	dim3 grid((unsigned)((most + MV_WARPS - 1) / MV_WARPS), (unsigned)a.n_w, nz);
-	auto kern = k_mv<T, NT>;
+	auto kern = k_mv<T, NT, false>;
+	if constexpr (cu_int_type(T))
+		if (a.ints)
+			kern = k_mv<T, NT, true>;
 	CU_LAUNCH(kern, grid, dim3(32 * MV_WARPS), 0, c->stream, a);
 	cu_launched(c, "k_mv");
 }

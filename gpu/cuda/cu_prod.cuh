@@ -12,7 +12,16 @@
  * kernels then sum decoded weights times those values in f32, so that
  * they differ from the reference's double sums of the same terms by
  * rounding alone (the Vulkan backend's way: vk_products.c). The float
- * types (F32, F16, BF16) read x itself. */
+ * types (F32, F16, BF16) read x itself.
+ *
+ * The int form (the mat-vec's integer dot, cu_dot.cuh: where the device
+ * has dp4a, the types it knows, 1..8 tokens) keeps the levels instead,
+ * per row in 32-bit words: the int8 levels 4 to a word (element 4 i + j
+ * in byte j of word i), from word cols / 4 the block scales d as f32 (for
+ * Q8_0 / Q8_1 the fp16 value), and for Q8_1 from word cols / 4 + cols / 32
+ * the block sums s (f32 of the fp16 value): gpu/vulkan/shaders/actq.comp's
+ * int form. Its rows are shorter than the float form's: the scratch sized
+ * for the float form holds them. */
 #ifndef TERN_CU_PROD_CUH
 #define TERN_CU_PROD_CUH
 
@@ -47,6 +56,7 @@ struct mv_args {
 	int k, n_x, n_exp;
 	const float *bias; /* {rows, n_expert} or NULL */
 	int *status;
+	bool ints; /* x in the int form (32-bit words; the strides in words): the integer dot */
 };
 /* nz: grid z */
 void cu_mmv_launch(cuk_ctx *c, uint32_t type, const mv_args &a, unsigned nz);

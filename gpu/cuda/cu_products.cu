@@ -14,9 +14,21 @@
  * double sums by rounding alone, so the tests hold this backend to the
  * CPU's thresholds. Weights of different activation types in one call
  * take turns with one scratch region (the activations quantized again
- * for each kind), so that the scratch is one kind's rows. */
+ * for each kind), so that the scratch is one kind's rows.
+ *
+ * The integer dot. Where the device has dp4a (sm_61 and up: every device
+ * the build targets; cuda_backend_opts.no_int_dot declines it for the
+ * tests), the mat-vec of the types cu_dot.cuh knows (cu_int_type) takes
+ * the activations in k_actq's int form instead (their int8 levels 4 to a
+ * word, the block scales, Q8_1's block sums: cu_prod.cuh) and sums each
+ * block, or K-quant sub-block, exactly in int32 before scaling it in f32,
+ * as quant/'s SIMD dots do (and the Vulkan backend's dot_int.glsl): no
+ * further from the reference than the float path, a quarter of the
+ * activations' bytes and a fraction of the arithmetic. The GEMM and the
+ * other types keep the float form; a kind's two forms take turns in the
+ * scratch as two kinds do. */
+#include "gpu/cuda/cu_dot.cuh"
 #include "gpu/cuda/cu_prod.cuh"
-#include "gpu/cuda/cu_quant.cuh"
 
 namespace tern_cu {
 
@@ -40,14 +52,19 @@ static int act_of(uint32_t t)
 	return ACT_NONE;
 }
 
-/* floats per scratch row of cols: the values, then Q8_1's block sums;
- * a multiple of 4, so that rows stay 16-byte aligned for the mat-vec's
- * vector loads */
-static int64_t act_stride(int kind, int64_t cols)
+/* words per scratch row of cols: the values (the float form) or the
+ * levels 4 a word and the block scales (the int form), then Q8_1's block
+ * sums; a multiple of 4, so that rows stay 16-byte aligned for the
+ * mat-vec's vector loads */
+static int64_t act_stride(int kind, int64_t cols, bool ints = false)
 {
-	int64_t n = cols + (kind == ACT_Q8_1 ? cols / 32 : 0);
+	int64_t sums = kind == ACT_Q8_1 ? cols / 32 : 0;
+	int64_t n = ints ? cols / 4 + cols / (kind == ACT_Q8_K ? 256 : 32) + sums : cols + sums;
 	return (n + 3) & ~(int64_t)3;
 }
+
+/* the mat-vec of type t through the integer dot */
+static bool use_int(const cuk_ctx *c, uint32_t t) { return c->int_dot && cu_int_type(t); }
 
 /* a quantized value's code as quant/quantize.c's code_of: an infinity
  * or NaN (a block so small that 1/d overflows) is code 0 */
@@ -62,8 +79,8 @@ __device__ __forceinline__ int warp_sum_i(int v)
 
 /* A warp per block of activations (32 values for Q8_0 / Q8_1, 256 for
  * Q8_K), 8 warps a launch block: rows of cols at x (xs floats apart)
- * into rows of act_stride at q. */
-template <int K>
+ * into rows of act_stride at q, in the float form or (I) the int form. */
+template <int K, bool I>
 __global__ void __launch_bounds__(256) k_actq(const float *x, int64_t xs, int64_t nrows, int64_t cols, float *q,
 					      int64_t qs)
 {
@@ -74,18 +91,33 @@ __global__ void __launch_bounds__(256) k_actq(const float *x, int64_t xs, int64_
 		return; /* the whole warp */
 	int64_t row = gw / nb, blk = gw % nb;
 	const float *xb = x + row * xs + blk * BL;
-	float *qb = q + row * qs + blk * BL;
+	float *qr = q + row * qs, *qb = qr + blk * BL;
+	/* the int form: the levels' words, the scales, the sums */
+	unsigned *qw = (unsigned *)qr + blk * BL / 4;
+	float *qd = qr + cols / 4, *qsum = qd + cols / 32;
 	if constexpr (K != ACT_Q8_K) {
 		float v = xb[lane];
 		float amax = warp_max(fabsf(v));
 		float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
 		int c = (int)(int8_t)code_of(roundf(v * id));
 		float dh = __half2float(__float2half_rn(d));
-		qb[lane] = (float)c * dh;
+		if constexpr (I) {
+			/* lanes 4 i .. 4 i + 3 into word i: disjoint bytes, so the
+			 * xors put them together */
+			unsigned b = ((unsigned)c & 255u) << (8 * (lane & 3));
+			b |= __shfl_xor_sync(0xffffffffu, b, 1);
+			b |= __shfl_xor_sync(0xffffffffu, b, 2);
+			if (lane % 4 == 0)
+				qw[lane / 4] = b;
+			if (lane == 0)
+				qd[blk] = dh;
+		} else {
+			qb[lane] = (float)c * dh;
+		}
 		if constexpr (K == ACT_Q8_1) {
 			int sum = warp_sum_i(c);
 			if (lane == 0)
-				q[row * qs + cols + blk] = __half2float(__float2half_rn((float)sum * d));
+				(I ? qsum : qr + cols)[blk] = __half2float(__float2half_rn((float)sum * d));
 		}
 	} else {
 		/* the value of largest magnitude with its sign, the first of
@@ -111,32 +143,57 @@ __global__ void __launch_bounds__(256) k_actq(const float *x, int64_t xs, int64_
 			}
 		}
 		if (am == 0.0f) {
-			for (int j = 0; j < 8; j++)
-				qb[8 * lane + j] = 0.0f;
+			if constexpr (I) {
+				qw[2 * lane] = qw[2 * lane + 1] = 0u;
+				if (lane == 0)
+					qd[blk] = 0.0f;
+			} else {
+				for (int j = 0; j < 8; j++)
+					qb[8 * lane + j] = 0.0f;
+			}
 			return;
 		}
 		float iscale = -127.0f / mx, d = 1.0f / iscale;
+		unsigned wq[2] = {0u, 0u};
 		for (int j = 0; j < 8; j++) {
 			int c = (int)rintf(iscale * v[j]);
 			c = c > 127 ? 127 : c;
-			qb[8 * lane + j] = d * (float)(int8_t)c;
+			if constexpr (I)
+				wq[j / 4] |= ((unsigned)c & 255u) << (8 * (j % 4));
+			else
+				qb[8 * lane + j] = d * (float)(int8_t)c;
+		}
+		if constexpr (I) {
+			/* lane l's 8 levels are words 2 l and 2 l + 1 of the block */
+			qw[2 * lane] = wq[0];
+			qw[2 * lane + 1] = wq[1];
+			if (lane == 0)
+				qd[blk] = d;
 		}
 	}
 }
 
-/* rows [0, nrows) of x (xs floats apart) quantized for kind into the scratch (stride act_stride) */
-static void actq(cuk_ctx *c, int kind, const float *x, int64_t xs, int64_t nrows, int64_t cols, float *q)
+/* rows [0, nrows) of x (xs floats apart) quantized for kind into the
+ * scratch (stride act_stride), in the float form or the int form */
+template <bool I> static void actq_form(cuk_ctx *c, int kind, const float *x, int64_t xs, int64_t nrows, int64_t cols,
+					float *q)
 {
 	int64_t warps = nrows * (cols / (kind == ACT_Q8_K ? 256 : 32));
 	dim3 grid = cu_grid((uint64_t)(warps + 7) / 8);
-	int64_t qs = act_stride(kind, cols);
-	if (kind == ACT_Q8_0)
-		CU_LAUNCH(k_actq<ACT_Q8_0>, grid, dim3(256), 0, c->stream, x, xs, nrows, cols, q, qs);
-	else if (kind == ACT_Q8_1)
-		CU_LAUNCH(k_actq<ACT_Q8_1>, grid, dim3(256), 0, c->stream, x, xs, nrows, cols, q, qs);
-	else
-		CU_LAUNCH(k_actq<ACT_Q8_K>, grid, dim3(256), 0, c->stream, x, xs, nrows, cols, q, qs);
+	int64_t qs = act_stride(kind, cols, I);
+	auto kern = kind == ACT_Q8_0   ? k_actq<ACT_Q8_0, I>
+		    : kind == ACT_Q8_1 ? k_actq<ACT_Q8_1, I>
+				       : k_actq<ACT_Q8_K, I>;
+	CU_LAUNCH(kern, grid, dim3(256), 0, c->stream, x, xs, nrows, cols, q, qs);
 	cu_launched(c, "k_actq");
+}
+
+static void actq(cuk_ctx *c, int kind, bool ints, const float *x, int64_t xs, int64_t nrows, int64_t cols, float *q)
+{
+	if (ints)
+		actq_form<true>(c, kind, x, xs, nrows, cols, q);
+	else
+		actq_form<false>(c, kind, x, xs, nrows, cols, q);
 }
 
 /* ---- get_rows and the decoding copy: a thread per unit ---- */
@@ -206,20 +263,21 @@ static void get_rows(cuk_ctx *c, const cuk_op *op)
 /* ---- the products ---- */
 
 /* The activations of nrows rows of x (xs floats apart) as products of
- * weight type t read them: the scratch after k_actq, or x itself for the
- * float types. NULL when the scratch is missing (recorded). */
-static const float *activations(cuk_ctx *c, uint32_t t, const float *x, int64_t xs, int64_t nrows, int64_t cols,
-				int64_t *stride)
+ * weight type t read them: the scratch after k_actq (the int form when
+ * ints), or x itself for the float types. NULL when the scratch is
+ * missing (recorded). */
+static const float *activations(cuk_ctx *c, uint32_t t, bool ints, const float *x, int64_t xs, int64_t nrows,
+				int64_t cols, int64_t *stride)
 {
 	int kind = act_of(t);
 	if (kind == ACT_NONE) {
 		*stride = xs;
 		return x;
 	}
-	*stride = act_stride(kind, cols);
+	*stride = act_stride(kind, cols, ints);
 	float *q = (float *)cu_scratch(c, (size_t)(nrows * *stride) * 4);
 	if (q)
-		actq(c, kind, x, xs, nrows, cols, q);
+		actq(c, kind, ints, x, xs, nrows, cols, q);
 	return q;
 }
 
@@ -229,21 +287,23 @@ static void product(cuk_ctx *c, const cuk_op *op)
 	const cuk_t &x = op->t[4];
 	int64_t cols = x.ne[0], ntok = x.ne[1];
 	bool done[4] = {false, false, false, false};
+	bool mv = ntok <= CU_MV_MAX_TOK;
 	for (int i = 0; i < n_w; i++) {
 		if (done[i])
 			continue;
-		/* the weights of this one's activation kind: quantized once;
-		 * in the mat-vec, those of one type in one launch */
+		/* the weights of this one's activation kind and form: quantized
+		 * once; in the mat-vec, those of one type in one launch */
 		int kind = act_of(op->t[i].type);
+		bool ints = mv && use_int(c, op->t[i].type);
 		int64_t xs;
-		const float *a = activations(c, op->t[i].type, (const float *)x.p, x.nb[1] / 4, ntok, cols, &xs);
+		const float *a = activations(c, op->t[i].type, ints, (const float *)x.p, x.nb[1] / 4, ntok, cols, &xs);
 		if (!a)
 			return;
 		for (int j = i; j < n_w; j++) {
-			if (done[j] || act_of(op->t[j].type) != kind)
+			if (done[j] || act_of(op->t[j].type) != kind || (mv && use_int(c, op->t[j].type)) != ints)
 				continue;
 			const cuk_t &w = op->t[j];
-			if (ntok <= CU_MV_MAX_TOK) {
+			if (mv) {
 				mv_args m;
 				memset(&m, 0, sizeof m);
 				m.ntok = (int)ntok;
@@ -251,6 +311,7 @@ static void product(cuk_ctx *c, const cuk_op *op)
 				m.x = a;
 				m.xs = xs;
 				m.sofs = cols;
+				m.ints = ints;
 				for (int g = j; g < n_w && m.n_w < 4; g++) {
 					if (done[g] || op->t[g].type != w.type)
 						continue;
@@ -287,13 +348,15 @@ static void mat_mul_heads(cuk_ctx *c, const cuk_op *op)
 	const cuk_t &w = op->t[0], &x = op->t[1], &y = op->t[2];
 	int64_t cols = w.ne[0], rows = w.ne[1], nh = w.ne[2], ntok = x.ne[2];
 	int64_t xs;
+	bool mv = ntok <= CU_MV_MAX_TOK, ints = mv && use_int(c, w.type);
 	/* token t's head h is activation row t nh + h */
-	const float *a = activations(c, w.type, (const float *)x.p, x.nb[1] / 4, ntok * nh, cols, &xs);
+	const float *a = activations(c, w.type, ints, (const float *)x.p, x.nb[1] / 4, ntok * nh, cols, &xs);
 	if (!a)
 		return;
-	if (ntok <= CU_MV_MAX_TOK) {
+	if (mv) {
 		mv_args m;
 		memset(&m, 0, sizeof m);
+		m.ints = ints;
 		m.n_w = 1;
 		m.w[0] = mv_w{(const uint8_t *)w.p, (float *)y.p, rows, w.nb[1], nh * rows};
 		m.ntok = (int)ntok;
@@ -332,13 +395,15 @@ static void mat_mul_id(cuk_ctx *c, const cuk_op *op)
 	const cuk_t &w = op->t[0], &x = op->t[1], &ids = op->t[2], &b = op->t[3], &y = op->t[4];
 	int64_t cols = w.ne[0], rows = w.ne[1], n_exp = w.ne[2], n_x = x.ne[1], k = ids.ne[0], ntok = ids.ne[1];
 	int64_t xs;
-	const float *a = activations(c, w.type, (const float *)x.p, x.nb[1] / 4, ntok * n_x, cols, &xs);
+	bool mv = ntok <= CU_MV_MAX_TOK, ints = mv && use_int(c, w.type);
+	const float *a = activations(c, w.type, ints, (const float *)x.p, x.nb[1] / 4, ntok * n_x, cols, &xs);
 	if (!a)
 		return;
-	if (ntok <= CU_MV_MAX_TOK) {
+	if (mv) {
 		/* a mat-vec per slot (grid z) */
 		mv_args m;
 		memset(&m, 0, sizeof m);
+		m.ints = ints;
 		m.n_w = 1;
 		m.w[0] = mv_w{(const uint8_t *)w.p, (float *)y.p, rows, w.nb[1], 0};
 		m.ntok = 1;

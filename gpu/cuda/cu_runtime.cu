@@ -210,6 +210,7 @@ int CUK(ctx_new)(int dev, unsigned flags, struct cuk_ctx **out, char *why, size_
 	}
 	c->cc = p.major * 10 + p.minor;
 	c->sms = p.multiProcessorCount;
+	c->int_dot = c->cc >= 61 && !(flags & CUK_NO_INT_DOT);
 	c->smem_optin = (int)p.sharedMemPerBlockOptin;
 	cu_attention_init(c);
 	if (c->failed) {

@@ -99,6 +99,16 @@ unsigned emu_warp_ballot(unsigned mask, bool pred);
 void *emu_dyn_smem();
 /* flag a misuse of the emulated API (shown by the next stream sync) */
 void emu_error(const char *msg);
+/* a load of a V from global memory through a V pointer: an address not a
+ * multiple of V's size is a fault, as on the GPU (a reported one here) */
+template <class V> static inline V emu_load(const void *p)
+{
+	V v;
+	if ((uintptr_t)p % sizeof(V))
+		emu_error("a misaligned vector load");
+	memcpy(&v, p, sizeof v);
+	return v;
+}
 
 template <class T> static inline uint64_t emu_bits(T v)
 {

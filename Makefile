@@ -172,7 +172,7 @@ ifeq ($(SANITIZE),1)
 TEST_SRC := $(filter-out tests/test_cuda.c,$(TEST_SRC)) # the emulation is not built under ASan
 endif
 TEST_BINS := $(TEST_SRC:tests/%.c=$(OUT)/tests/%)
-TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
+TEST_SUPPORT := $(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(OUT)/%.o)
 
 AVX2_FLAGS := -mavx2 -mfma -mf16c

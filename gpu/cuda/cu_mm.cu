@@ -21,13 +21,53 @@ namespace tern_cu {
 #define MM_BK 32
 #define MM_THREADS 256
 
+/* One K step's operands for a tile, shared by both tiles: the weights of
+ * rows r0 .. r0 + MM_BM - 1 decoded (put_w(row, k, value)), the
+ * activations of the tile's tokens (put_x(token, k, value)), zeros past
+ * the matrix; for Q4_1 / Q5_1 the rows' block minima (ms) and the tokens'
+ * block sums (ss) of this step's block of 32. */
+template <int T, class PW, class PX>
+__device__ __forceinline__ void mm_load(const mm_args &a, const uint8_t *w, int64_t r0, int64_t k0,
+					const int64_t *xoff, float *ms, float *ss, const PW &put_w, const PX &put_x)
+{
+	constexpr int U = qt<T>::unit;
+	constexpr bool NOMIN = has_min<T>::value;
+	unsigned tid = threadIdx.x;
+	for (unsigned i = tid; i < MM_BM * MM_BK / U; i += MM_THREADS) {
+		unsigned rr = i / (MM_BK / U), kk = i % (MM_BK / U) * U;
+		int64_t gr = r0 + rr, ge = k0 + kk;
+		float v[U];
+		if (gr < a.rows && ge < a.cols)
+			decu<T, NOMIN>(w + gr * a.nb1, ge, v);
+		else
+			for (int j = 0; j < U; j++)
+				v[j] = 0.0f;
+		for (int j = 0; j < U; j++)
+			put_w(rr, kk + j, v[j]);
+	}
+	for (unsigned i = tid; i < MM_BN * MM_BK; i += MM_THREADS) {
+		unsigned jj = i / MM_BK, kk = i % MM_BK;
+		int64_t o = xoff[jj];
+		put_x(jj, kk, o >= 0 && k0 + kk < a.cols ? a.x[o + k0 + kk] : 0.0f);
+	}
+	if constexpr (NOMIN) {
+		/* blocks of 32: one per step */
+		if (tid < MM_BM) {
+			int64_t gr = r0 + tid;
+			ms[tid] = gr < a.rows ? block_min<T>(w + gr * a.nb1 + k0 / 32 * qt<T>::bsize) : 0.0f;
+		} else if (tid < MM_BM + MM_BN) {
+			int64_t o = xoff[tid - MM_BM];
+			ss[tid - MM_BM] = o >= 0 ? a.x[o + a.sofs + k0 / 32] : 0.0f;
+		}
+	}
+}
+
 /* The tile of rows r0.. for the tokens whose x rows start at xoff[j] and
  * whose outputs go to y + yoff[j] (-1: no token), n of them. */
 template <int T>
 __device__ __forceinline__ void mm_tile(const mm_args &a, const uint8_t *w, int64_t r0, const int64_t *xoff,
 					const int64_t *yoff, const float *bias)
 {
-	constexpr int U = qt<T>::unit;
 	constexpr bool NOMIN = has_min<T>::value;
 	__shared__ float ws[MM_BK][MM_BM + 1];
 	__shared__ float xs[MM_BK][MM_BN + 1];
@@ -38,33 +78,8 @@ __device__ __forceinline__ void mm_tile(const mm_args &a, const uint8_t *w, int6
 		for (int j = 0; j < 4; j++)
 			acc[i][j] = 0.0f;
 	for (int64_t k0 = 0; k0 < a.cols; k0 += MM_BK) {
-		for (unsigned i = tid; i < MM_BM * MM_BK / U; i += MM_THREADS) {
-			unsigned rr = i / (MM_BK / U), kk = i % (MM_BK / U) * U;
-			int64_t gr = r0 + rr, ge = k0 + kk;
-			float v[U];
-			if (gr < a.rows && ge < a.cols)
-				decu<T, NOMIN>(w + gr * a.nb1, ge, v);
-			else
-				for (int j = 0; j < U; j++)
-					v[j] = 0.0f;
-			for (int j = 0; j < U; j++)
-				ws[kk + j][rr] = v[j];
-		}
-		for (unsigned i = tid; i < MM_BN * MM_BK; i += MM_THREADS) {
-			unsigned jj = i / MM_BK, kk = i % MM_BK;
-			int64_t o = xoff[jj];
-			xs[kk][jj] = o >= 0 && k0 + kk < a.cols ? a.x[o + k0 + kk] : 0.0f;
-		}
-		if constexpr (NOMIN) {
-			/* blocks of 32: one per step */
-			if (tid < MM_BM) {
-				int64_t gr = r0 + tid;
-				ms[tid] = gr < a.rows ? block_min<T>(w + gr * a.nb1 + k0 / 32 * qt<T>::bsize) : 0.0f;
-			} else if (tid < MM_BM + MM_BN) {
-				int64_t o = xoff[tid - MM_BM];
-				ss[tid - MM_BM] = o >= 0 ? a.x[o + a.sofs + k0 / 32] : 0.0f;
-			}
-		}
+		mm_load<T>(a, w, r0, k0, xoff, ms, ss, [&](unsigned r, unsigned k, float v) { ws[k][r] = v; },
+			   [&](unsigned t, unsigned k, float v) { xs[k][t] = v; });
 		__syncthreads();
 		for (int kk = 0; kk < MM_BK; kk++) {
 			float wv[4], xv[4];
@@ -113,7 +128,6 @@ __device__ __forceinline__ void mm_tile_tc(const mm_args &a, const uint8_t *w, i
 					   const int64_t *yoff, const float *bias)
 {
 	using namespace nvcuda;
-	constexpr int U = qt<T>::unit;
 	constexpr bool NOMIN = has_min<T>::value;
 	constexpr bool BLOCKS = T != T_F32 && T != T_F16 && T != T_BF16;
 	const float wscale = BLOCKS ? 256.0f : 1.0f, unscale = BLOCKS ? 1.0f / 256.0f : 1.0f;
@@ -131,39 +145,20 @@ __device__ __forceinline__ void mm_tile_tc(const mm_args &a, const uint8_t *w, i
 		for (int j = 0; j < 4; j++)
 			macc[i][j] = 0.0f;
 	for (int64_t k0 = 0; k0 < a.cols; k0 += MM_BK) {
-		for (unsigned i = tid; i < MM_BM * MM_BK / U; i += MM_THREADS) {
-			unsigned rr = i / (MM_BK / U), kk = i % (MM_BK / U) * U;
-			int64_t gr = r0 + rr, ge = k0 + kk;
-			float v[U];
-			if (gr < a.rows && ge < a.cols)
-				decu<T, NOMIN>(w + gr * a.nb1, ge, v);
-			else
-				for (int j = 0; j < U; j++)
-					v[j] = 0.0f;
-			for (int j = 0; j < U; j++) {
-				float f = v[j] * wscale;
+		/* each value split into its high and low f16 halves */
+		mm_load<T>(
+			a, w, r0, k0, xoff, ms, ss,
+			[&](unsigned r, unsigned k, float v) {
+				float f = v * wscale;
 				half h = __float2half_rn(f);
-				wh[rr * TC_LD + kk + j] = h;
-				wl[rr * TC_LD + kk + j] = __float2half_rn(f - __half2float(h));
-			}
-		}
-		for (unsigned i = tid; i < MM_BN * MM_BK; i += MM_THREADS) {
-			unsigned jj = i / MM_BK, kk = i % MM_BK;
-			int64_t o = xoff[jj];
-			float f = o >= 0 && k0 + kk < a.cols ? a.x[o + k0 + kk] : 0.0f;
-			half h = __float2half_rn(f);
-			xh[jj * TC_LD + kk] = h;
-			xl[jj * TC_LD + kk] = __float2half_rn(f - __half2float(h));
-		}
-		if constexpr (NOMIN) {
-			if (tid < MM_BM) {
-				int64_t gr = r0 + tid;
-				ms[tid] = gr < a.rows ? block_min<T>(w + gr * a.nb1 + k0 / 32 * qt<T>::bsize) : 0.0f;
-			} else if (tid < MM_BM + MM_BN) {
-				int64_t o = xoff[tid - MM_BM];
-				ss[tid - MM_BM] = o >= 0 ? a.x[o + a.sofs + k0 / 32] : 0.0f;
-			}
-		}
+				wh[r * TC_LD + k] = h;
+				wl[r * TC_LD + k] = __float2half_rn(f - __half2float(h));
+			},
+			[&](unsigned t, unsigned k, float f) {
+				half h = __float2half_rn(f);
+				xh[t * TC_LD + k] = h;
+				xl[t * TC_LD + k] = __float2half_rn(f - __half2float(h));
+			});
 		__syncthreads();
 		for (int kk = 0; kk < MM_BK; kk += 16) {
 			wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> ah, al;

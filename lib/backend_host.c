@@ -60,18 +60,24 @@ int tern_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t ty
 	return 0;
 }
 
+int tern_host_view_shape(const struct tern_tensor_view *t, struct tern_buf *nb, tern_err *err)
+{
+	int64_t ne[TERN_MAX_DIMS];
+	for (int i = 0; i < TERN_MAX_DIMS; i++)
+		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
+	int rc = tern_host_set_shape(nb, t->type, TERN_MAX_DIMS, ne, err);
+	if (!rc && (!t->data || nb->nb[3] * (size_t)nb->ne[3] != t->nbytes))
+		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
+			       (unsigned long long)t->nbytes, nb->nb[3] * (size_t)nb->ne[3]);
+	return rc;
+}
+
 int tern_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,
 			tern_err *err)
 {
 	struct tern_buf nb = {.be = be, .flags = TERN_BUF_READONLY};
 	*b = (struct tern_buf){0};
-	int64_t ne[TERN_MAX_DIMS];
-	for (int i = 0; i < TERN_MAX_DIMS; i++)
-		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
-	int rc = tern_host_set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
-	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
-		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
-			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
+	int rc = tern_host_view_shape(t, &nb, err);
 	if (rc) {
 		char q[TERN_QUOTE_MAX];
 		tern_err_prefixf(err, "tensor '%s'", tern_quote_str(q, sizeof q, t->name));

@@ -27,6 +27,11 @@ void tern_host_table(struct tern_backend *be, const char *name, unsigned caps, i
  * buf_alloc): TERN_EINVAL for an invalid type, shape or size. */
 int tern_host_set_shape(struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne, tern_err *err);
 
+/* A weight's type, shape and strides from its tensor view into nb, and
+ * its data's size checked against them (every backend's buf_weight; the
+ * caller names the tensor in the error). */
+int tern_host_view_shape(const struct tern_tensor_view *t, struct tern_buf *nb, tern_err *err);
+
 int tern_host_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t type, int n_dims, const int64_t *ne,
 		       tern_err *err);
 int tern_host_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t,

@@ -222,16 +222,10 @@ static int cu_buf_alloc(struct tern_backend *be, struct tern_buf *b, uint32_t ty
 static int cu_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, tern_err *err)
 {
 	struct cu *c = cu_of(be);
-	int64_t ne[TERN_MAX_DIMS];
-	for (int i = 0; i < TERN_MAX_DIMS; i++)
-		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
 	struct tern_buf nb = {0};
-	int rc = tern_host_set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
-	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
-		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
-			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
+	int rc = tern_host_view_shape(t, &nb, err);
 	if (!rc)
-		rc = cu_buf_alloc(be, b, t->type, TERN_MAX_DIMS, ne, err);
+		rc = cu_buf_alloc(be, b, t->type, TERN_MAX_DIMS, nb.ne, err);
 	char why[256];
 	if (!rc && CUK(upload_now)(c->ctx, b->mem, t->data, t->nbytes, why, sizeof why)) {
 		CUK(free)(c->ctx, b->mem);

@@ -800,16 +800,10 @@ static void upload_bytes(struct vk *v, struct vk_mem *m, size_t off, const void 
 static int vk_buf_weight(struct tern_backend *be, struct tern_buf *b, const struct tern_tensor_view *t, tern_err *err)
 {
 	struct vk *v = vk_of(be);
-	int64_t ne[TERN_MAX_DIMS];
-	for (int i = 0; i < TERN_MAX_DIMS; i++)
-		ne[i] = t->ne[i] > (uint64_t)INT64_MAX ? -1 : (int64_t)t->ne[i];
 	struct tern_buf nb = {0};
-	int rc = tern_host_set_shape(&nb, t->type, TERN_MAX_DIMS, ne, err);
-	if (!rc && (!t->data || nb.nb[3] * (size_t)nb.ne[3] != t->nbytes))
-		rc = tern_errf(err, TERN_EINVAL, "buffer: %llu bytes of data for a shape of %zu",
-			       (unsigned long long)t->nbytes, nb.nb[3] * (size_t)nb.ne[3]);
+	int rc = tern_host_view_shape(t, &nb, err);
 	if (!rc)
-		rc = vk_buf_alloc(be, b, t->type, TERN_MAX_DIMS, ne, err);
+		rc = vk_buf_alloc(be, b, t->type, TERN_MAX_DIMS, nb.ne, err);
 	if (rc) {
 		char q[TERN_QUOTE_MAX];
 		tern_err_prefixf(err, "tensor '%s'", tern_quote_str(q, sizeof q, t->name));
